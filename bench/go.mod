@@ -1,0 +1,15 @@
+module skiff.dev/bench
+
+go 1.26.0
+
+require (
+	skiff.dev/internal v0.0.0
+	skiff.dev/proto v0.0.0
+	skiff.dev/services/apiserver v0.0.0
+)
+
+replace (
+	skiff.dev/internal => ../internal
+	skiff.dev/proto => ../proto
+	skiff.dev/services/apiserver => ../services/apiserver
+)

@@ -1,0 +1,189 @@
+package defaults
+
+import (
+	"strings"
+
+	corev1 "skiff.dev/proto/core/v1"
+)
+
+// Values Kubernetes uses when a pod leaves a field empty.
+const (
+	DefaultSchedulerName                 = "default-scheduler"
+	DefaultTerminationGracePeriodSeconds = 30
+	DefaultTerminationMessagePath        = "/dev/termination-log"
+	// DefaultConfigMapVolumeMode is 0644, the mode of files projected from a ConfigMap.
+	DefaultConfigMapVolumeMode = 0o644
+)
+
+// Pod defaults a pod: its spec (see PodSpec), requests copied from limits
+// where only a limit is set, priority 0 and status.phase Pending. The
+// requests and priority defaults apply to pods only, not to pod templates,
+// as in Kubernetes (where they come from pod defaulting and the Priority
+// admission plugin).
+func Pod(p *corev1.Pod) {
+	if p == nil {
+		return
+	}
+	if p.Spec == nil {
+		p.Spec = &corev1.PodSpec{}
+	}
+	PodSpec(p.Spec)
+	for _, c := range p.Spec.InitContainers {
+		requestsFromLimits(c)
+	}
+	for _, c := range p.Spec.Containers {
+		requestsFromLimits(c)
+	}
+	if p.Spec.Priority == nil {
+		p.Spec.Priority = ptr[int32](0)
+	}
+	if p.Status == nil {
+		p.Status = &corev1.PodStatus{}
+	}
+	if p.Status.Phase == "" {
+		p.Status.Phase = "Pending"
+	}
+}
+
+// PodSpec defaults a pod spec, whether of a pod or of a workload's pod
+// template: restartPolicy Always, dnsPolicy ClusterFirst, schedulerName
+// default-scheduler, terminationGracePeriodSeconds 30, enableServiceLinks
+// true, hostPort = containerPort under hostNetwork, configMap volume mode
+// 0644, and every container's defaults (see container).
+func PodSpec(s *corev1.PodSpec) {
+	if s == nil {
+		return
+	}
+	if s.RestartPolicy == "" {
+		s.RestartPolicy = "Always"
+	}
+	if s.DnsPolicy == "" {
+		s.DnsPolicy = "ClusterFirst"
+	}
+	if s.SchedulerName == "" {
+		s.SchedulerName = DefaultSchedulerName
+	}
+	if s.TerminationGracePeriodSeconds == nil {
+		s.TerminationGracePeriodSeconds = ptr[int64](DefaultTerminationGracePeriodSeconds)
+	}
+	if s.EnableServiceLinks == nil {
+		s.EnableServiceLinks = ptr(true)
+	}
+	for _, v := range s.Volumes {
+		if v == nil {
+			continue
+		}
+		if cm := v.ConfigMap; cm != nil && cm.DefaultMode == nil {
+			cm.DefaultMode = ptr[int32](DefaultConfigMapVolumeMode)
+		}
+	}
+	for _, c := range s.InitContainers {
+		container(c, s.HostNetwork)
+	}
+	for _, c := range s.Containers {
+		container(c, s.HostNetwork)
+	}
+}
+
+// container defaults one container: imagePullPolicy from the image tag,
+// the termination message path and policy, port protocol TCP, fieldRef
+// apiVersion v1 and probe defaults.
+func container(c *corev1.Container, hostNetwork bool) {
+	if c == nil {
+		return
+	}
+	if c.ImagePullPolicy == "" {
+		if imageTag(c.Image) == "latest" {
+			c.ImagePullPolicy = "Always"
+		} else {
+			c.ImagePullPolicy = "IfNotPresent"
+		}
+	}
+	if c.TerminationMessagePath == "" {
+		c.TerminationMessagePath = DefaultTerminationMessagePath
+	}
+	if c.TerminationMessagePolicy == "" {
+		c.TerminationMessagePolicy = "File"
+	}
+	for _, port := range c.Ports {
+		if port == nil {
+			continue
+		}
+		if port.Protocol == "" {
+			port.Protocol = "TCP"
+		}
+		if hostNetwork && port.HostPort == 0 {
+			port.HostPort = port.ContainerPort
+		}
+	}
+	for _, e := range c.Env {
+		if fr := e.GetValueFrom().GetFieldRef(); fr != nil && fr.ApiVersion == "" {
+			fr.ApiVersion = "v1"
+		}
+	}
+	probe(c.LivenessProbe)
+	probe(c.ReadinessProbe)
+	probe(c.StartupProbe)
+}
+
+// imageTag returns the tag of an image reference, "latest" when it has
+// neither tag nor digest (as the container runtime will pull :latest), and
+// "" when it is pinned by digest only.
+func imageTag(image string) string {
+	name, digest, hasDigest := strings.Cut(image, "@")
+	tag := ""
+	// A tag follows the last ':' after the last '/'; an earlier ':' is a
+	// registry port ("localhost:5000/app").
+	if i := strings.LastIndexByte(name, ':'); i >= 0 && i > strings.LastIndexByte(name, '/') {
+		tag = name[i+1:]
+	}
+	if tag == "" && (!hasDigest || digest == "") {
+		return "latest"
+	}
+	return tag
+}
+
+func probe(p *corev1.Probe) {
+	if p == nil {
+		return
+	}
+	if p.TimeoutSeconds == 0 {
+		p.TimeoutSeconds = 1
+	}
+	if p.PeriodSeconds == 0 {
+		p.PeriodSeconds = 10
+	}
+	if p.SuccessThreshold == 0 {
+		p.SuccessThreshold = 1
+	}
+	if p.FailureThreshold == 0 {
+		p.FailureThreshold = 3
+	}
+	if h := p.HttpGet; h != nil {
+		if h.Path == "" {
+			h.Path = "/"
+		}
+		if h.Scheme == "" {
+			h.Scheme = "HTTP"
+		}
+	}
+}
+
+// requestsFromLimits copies each limit without a matching request into
+// the requests, so a container that sets only limits is scheduled (and
+// classed Guaranteed) by what it may use.
+func requestsFromLimits(c *corev1.Container) {
+	if c == nil || c.Resources == nil || len(c.Resources.Limits) == 0 {
+		return
+	}
+	if c.Resources.Requests == nil {
+		c.Resources.Requests = make(map[string]string, len(c.Resources.Limits))
+	}
+	for name, q := range c.Resources.Limits {
+		if _, ok := c.Resources.Requests[name]; !ok {
+			c.Resources.Requests[name] = q
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

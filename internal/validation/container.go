@@ -1,0 +1,533 @@
+package validation
+
+import (
+	"fmt"
+	"math/big"
+	"net/netip"
+	"path"
+	"slices"
+	"strings"
+
+	"skiff.dev/internal/field"
+	corev1 "skiff.dev/proto/core/v1"
+	metav1 "skiff.dev/proto/meta/v1"
+)
+
+var (
+	pullPolicies               = []string{"Always", "IfNotPresent", "Never"}
+	terminationMessagePolicies = []string{"File", "FallbackToLogsOnError"}
+	portProtocols              = []string{"TCP", "UDP", "SCTP"}
+	httpSchemes                = []string{"HTTP", "HTTPS"}
+	// envFieldPaths are the pod fields an env var's fieldRef may read.
+	envFieldPaths = []string{
+		"metadata.name", "metadata.namespace", "metadata.uid",
+		"spec.nodeName", "spec.serviceAccountName",
+		"status.hostIP", "status.hostIPs", "status.podIP", "status.podIPs",
+	}
+	// envResourceFields are the container resources a resourceFieldRef may read.
+	envResourceFields = []string{
+		"limits.cpu", "limits.ephemeral-storage", "limits.memory",
+		"requests.cpu", "requests.ephemeral-storage", "requests.memory",
+	}
+	cpuDivisors    = []string{"1m", "1"}
+	memoryDivisors = []string{"1", "1k", "1M", "1G", "1T", "1P", "1E", "1Ki", "1Mi", "1Gi", "1Ti", "1Pi", "1Ei"}
+)
+
+// containers validates the app containers (at least one) and the init
+// containers of a pod spec. Names are unique across both lists; a clash is
+// reported on the init container.
+func containers(spec *corev1.PodSpec, vols map[string]bool, specPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	names := map[string]bool{}
+	cp := specPath.Child("containers")
+	if len(spec.Containers) == 0 {
+		errs = append(errs, field.Required(cp, ""))
+	}
+	hostPorts := map[string]bool{}
+	for i, c := range spec.Containers {
+		errs = append(errs, container(c, cp.Index(i), names, vols, spec.HostNetwork, false)...)
+		errs = append(errs, uniqueHostPorts(c, cp.Index(i), hostPorts)...)
+	}
+	ip := specPath.Child("initContainers")
+	for i, c := range spec.InitContainers {
+		errs = append(errs, container(c, ip.Index(i), names, vols, spec.HostNetwork, true)...)
+	}
+	return errs
+}
+
+func container(c *corev1.Container, p *field.Path, names, vols map[string]bool, hostNetwork, init bool) field.ErrorList {
+	if c == nil {
+		return field.ErrorList{field.Required(p, "")}
+	}
+	var errs field.ErrorList
+	np := p.Child("name")
+	if c.Name == "" {
+		errs = append(errs, field.Required(np, ""))
+	} else {
+		errs = append(errs, invalidEach(np, c.Name, isDNS1123Label(c.Name))...)
+		if names[c.Name] {
+			errs = append(errs, field.Duplicate(np, c.Name))
+		}
+		names[c.Name] = true
+	}
+	if c.Image == "" {
+		errs = append(errs, field.Required(p.Child("image"), ""))
+	} else if strings.TrimSpace(c.Image) != c.Image {
+		errs = append(errs, field.Invalid(p.Child("image"), c.Image, "must not have leading or trailing whitespace"))
+	}
+	errs = append(errs, containerPorts(c.Ports, p.Child("ports"), hostNetwork)...)
+	errs = append(errs, envFrom(c.EnvFrom, p.Child("envFrom"))...)
+	errs = append(errs, env(c.Env, p.Child("env"))...)
+	errs = append(errs, volumeMounts(c.VolumeMounts, vols, p.Child("volumeMounts"))...)
+	errs = append(errs, resources(c.Resources, p.Child("resources"))...)
+	if init {
+		for _, pr := range []struct {
+			name string
+			set  bool
+		}{
+			{"livenessProbe", c.LivenessProbe != nil},
+			{"readinessProbe", c.ReadinessProbe != nil},
+			{"startupProbe", c.StartupProbe != nil},
+		} {
+			if pr.set {
+				errs = append(errs, field.Forbidden(p.Child(pr.name), "may not be set for init containers"))
+			}
+		}
+	} else {
+		errs = append(errs, probe(c.LivenessProbe, p.Child("livenessProbe"), false)...)
+		errs = append(errs, probe(c.ReadinessProbe, p.Child("readinessProbe"), true)...)
+		errs = append(errs, probe(c.StartupProbe, p.Child("startupProbe"), false)...)
+	}
+	errs = append(errs, supported(c.ImagePullPolicy, pullPolicies, p.Child("imagePullPolicy"))...)
+	errs = append(errs, supported(c.TerminationMessagePolicy, terminationMessagePolicies, p.Child("terminationMessagePolicy"))...)
+	errs = append(errs, securityContext(c.SecurityContext, p.Child("securityContext"))...)
+	return errs
+}
+
+func containerPorts(ports []*corev1.ContainerPort, p *field.Path, hostNetwork bool) field.ErrorList {
+	var errs field.ErrorList
+	names := map[string]bool{}
+	for i, port := range ports {
+		ip := p.Index(i)
+		if port == nil {
+			errs = append(errs, field.Required(ip, ""))
+			continue
+		}
+		if port.Name != "" {
+			if msgs := isValidPortName(port.Name); len(msgs) > 0 {
+				errs = append(errs, invalidEach(ip.Child("name"), port.Name, msgs)...)
+			} else if names[port.Name] {
+				errs = append(errs, field.Duplicate(ip.Child("name"), port.Name))
+			}
+			names[port.Name] = true
+		}
+		if port.ContainerPort == 0 {
+			errs = append(errs, field.Required(ip.Child("containerPort"), ""))
+		} else {
+			for _, msg := range isValidPortNum(int64(port.ContainerPort)) {
+				errs = append(errs, field.Invalid(ip.Child("containerPort"), port.ContainerPort, msg))
+			}
+		}
+		if port.HostPort != 0 {
+			for _, msg := range isValidPortNum(int64(port.HostPort)) {
+				errs = append(errs, field.Invalid(ip.Child("hostPort"), port.HostPort, msg))
+			}
+		}
+		if hostNetwork && port.HostPort != port.ContainerPort {
+			errs = append(errs, field.Invalid(ip.Child("hostPort"), port.HostPort, "must match `containerPort` when `hostNetwork` is true"))
+		}
+		errs = append(errs, supported(port.Protocol, portProtocols, ip.Child("protocol"))...)
+		if port.HostIp != "" {
+			if _, err := netip.ParseAddr(port.HostIp); err != nil {
+				errs = append(errs, field.Invalid(ip.Child("hostIP"), port.HostIp, "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"))
+			}
+		}
+	}
+	return errs
+}
+
+// uniqueHostPorts reports a host port (with protocol and host IP) that an
+// earlier container of the pod already claims.
+func uniqueHostPorts(c *corev1.Container, p *field.Path, seen map[string]bool) field.ErrorList {
+	var errs field.ErrorList
+	for i, port := range c.GetPorts() {
+		if port.GetHostPort() == 0 {
+			continue
+		}
+		key := fmt.Sprintf("%s/%s/%d", port.Protocol, port.HostIp, port.HostPort)
+		if seen[key] {
+			errs = append(errs, field.Duplicate(p.Child("ports").Index(i).Child("hostPort"), key))
+		}
+		seen[key] = true
+	}
+	return errs
+}
+
+func envFrom(sources []*corev1.EnvFromSource, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i, s := range sources {
+		ip := p.Index(i)
+		if s.GetPrefix() != "" {
+			errs = append(errs, invalidEach(ip.Child("prefix"), s.Prefix, isEnvVarName(s.Prefix))...)
+		}
+		ref := s.GetConfigMapRef()
+		switch {
+		case ref == nil:
+			errs = append(errs, field.Invalid(ip, "", "must specify one of: `configMapRef`"))
+		case ref.Name == "":
+			errs = append(errs, field.Required(ip.Child("configMapRef", "name"), ""))
+		default:
+			errs = append(errs, invalidEach(ip.Child("configMapRef", "name"), ref.Name, isDNS1123Subdomain(ref.Name))...)
+		}
+	}
+	return errs
+}
+
+func env(vars []*corev1.EnvVar, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i, ev := range vars {
+		ip := p.Index(i)
+		if ev == nil {
+			errs = append(errs, field.Required(ip, ""))
+			continue
+		}
+		if ev.Name == "" {
+			errs = append(errs, field.Required(ip.Child("name"), ""))
+		} else {
+			errs = append(errs, invalidEach(ip.Child("name"), ev.Name, isEnvVarName(ev.Name))...)
+		}
+		errs = append(errs, envVarSource(ev, ip.Child("valueFrom"))...)
+	}
+	return errs
+}
+
+// envVarSource checks that valueFrom, when set, names exactly one source
+// and that value is then empty.
+func envVarSource(ev *corev1.EnvVar, p *field.Path) field.ErrorList {
+	src := ev.ValueFrom
+	if src == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	n := 0
+	if src.FieldRef != nil {
+		n++
+		errs = append(errs, objectFieldSelector(src.FieldRef, p.Child("fieldRef"))...)
+	}
+	if src.ResourceFieldRef != nil {
+		n++
+		errs = append(errs, resourceFieldSelector(src.ResourceFieldRef, p.Child("resourceFieldRef"))...)
+	}
+	if src.ConfigMapKeyRef != nil {
+		n++
+		errs = append(errs, configMapKeySelector(src.ConfigMapKeyRef, p.Child("configMapKeyRef"))...)
+	}
+	switch {
+	case n == 0:
+		errs = append(errs, field.Invalid(p, "", "must specify one of: `fieldRef`, `resourceFieldRef` or `configMapKeyRef`"))
+	case ev.Value != "":
+		errs = append(errs, field.Invalid(p, "", "may not be specified when `value` is not empty"))
+	case n > 1:
+		errs = append(errs, field.Invalid(p, "", "may not have more than one field specified at a time"))
+	}
+	return errs
+}
+
+func objectFieldSelector(fs *corev1.ObjectFieldSelector, p *field.Path) field.ErrorList {
+	switch {
+	case fs.ApiVersion == "":
+		return field.ErrorList{field.Required(p.Child("apiVersion"), "")}
+	case fs.ApiVersion != "v1":
+		return field.ErrorList{field.NotSupported(p.Child("apiVersion"), fs.ApiVersion, []string{"v1"})}
+	case fs.FieldPath == "":
+		return field.ErrorList{field.Required(p.Child("fieldPath"), "")}
+	}
+	fp := p.Child("fieldPath")
+	if base, key, ok := splitSubscript(fs.FieldPath); ok {
+		switch base {
+		case "metadata.annotations":
+			return invalidEach(fp, key, isQualifiedName(strings.ToLower(key)))
+		case "metadata.labels":
+			return invalidEach(fp, key, isQualifiedName(key))
+		}
+		return field.ErrorList{field.Invalid(fp, base, "does not support subscript")}
+	}
+	if !slices.Contains(envFieldPaths, fs.FieldPath) {
+		return field.ErrorList{field.NotSupported(fp, fs.FieldPath, envFieldPaths)}
+	}
+	return nil
+}
+
+// splitSubscript splits "metadata.labels['app']" into "metadata.labels"
+// and "app".
+func splitSubscript(fieldPath string) (base, key string, ok bool) {
+	s, ok := strings.CutSuffix(fieldPath, "']")
+	if !ok {
+		return fieldPath, "", false
+	}
+	base, key, ok = strings.Cut(s, "['")
+	if !ok || base == "" {
+		return fieldPath, "", false
+	}
+	return base, key, true
+}
+
+func resourceFieldSelector(rf *corev1.ResourceFieldSelector, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if rf.Resource == "" {
+		errs = append(errs, field.Required(p.Child("resource"), ""))
+	} else if !slices.Contains(envResourceFields, rf.Resource) {
+		errs = append(errs, field.NotSupported(p.Child("resource"), rf.Resource, envResourceFields))
+	}
+	if rf.Divisor == "" {
+		return errs
+	}
+	dp := p.Child("divisor")
+	d, err := parseQuantity(rf.Divisor)
+	if err != nil {
+		return append(errs, field.Invalid(dp, rf.Divisor, quantityErrMsg))
+	}
+	switch {
+	case strings.HasSuffix(rf.Resource, ".cpu"):
+		if !quantityIn(d, cpuDivisors) {
+			errs = append(errs, field.Invalid(dp, rf.Divisor, "only divisor's values 1m and 1 are supported with the cpu resource"))
+		}
+	case strings.HasSuffix(rf.Resource, ".memory"), strings.HasSuffix(rf.Resource, ".ephemeral-storage"):
+		if !quantityIn(d, memoryDivisors) {
+			errs = append(errs, field.Invalid(dp, rf.Divisor, "only divisor's values "+strings.Join(memoryDivisors, ", ")+
+				" are supported with the "+rf.Resource[strings.IndexByte(rf.Resource, '.')+1:]+" resource"))
+		}
+	}
+	return errs
+}
+
+func quantityIn(q *big.Rat, allowed []string) bool {
+	for _, a := range allowed {
+		if v, err := parseQuantity(a); err == nil && v.Cmp(q) == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func configMapKeySelector(s *corev1.ConfigMapKeySelector, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if s.Name == "" {
+		errs = append(errs, field.Required(p.Child("name"), ""))
+	}
+	if s.Key == "" {
+		errs = append(errs, field.Required(p.Child("key"), ""))
+	} else {
+		errs = append(errs, invalidEach(p.Child("key"), s.Key, isConfigMapKey(s.Key))...)
+	}
+	return errs
+}
+
+func volumeMounts(mounts []*corev1.VolumeMount, vols map[string]bool, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	mountPoints := map[string]bool{}
+	for i, m := range mounts {
+		ip := p.Index(i)
+		if m == nil {
+			errs = append(errs, field.Required(ip, ""))
+			continue
+		}
+		if m.Name == "" {
+			errs = append(errs, field.Required(ip.Child("name"), ""))
+		} else if !vols[m.Name] {
+			errs = append(errs, field.Invalid(ip.Child("name"), m.Name, "must be the name of a volume declared in the pod's `volumes`"))
+		}
+		mp := ip.Child("mountPath")
+		switch {
+		case m.MountPath == "":
+			errs = append(errs, field.Required(mp, ""))
+		case !strings.HasPrefix(m.MountPath, "/"):
+			errs = append(errs, field.Invalid(mp, m.MountPath, "must be an absolute path"))
+		case mountPoints[path.Clean(m.MountPath)]:
+			errs = append(errs, field.Invalid(mp, m.MountPath, "must be unique"))
+		}
+		mountPoints[path.Clean(m.MountPath)] = true
+		if m.SubPath != "" {
+			errs = append(errs, localDescendingPath(m.SubPath, ip.Child("subPath"))...)
+		}
+	}
+	return errs
+}
+
+// localDescendingPath checks a path that must stay below its base
+// directory: relative, without "..".
+func localDescendingPath(target string, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if strings.HasPrefix(target, "/") {
+		errs = append(errs, field.Invalid(p, target, "must be a relative path"))
+	}
+	return append(errs, noBacksteps(target, p)...)
+}
+
+func noBacksteps(target string, p *field.Path) field.ErrorList {
+	if slices.Contains(strings.Split(target, "/"), "..") {
+		return field.ErrorList{field.Invalid(p, target, "must not contain '..'")}
+	}
+	return nil
+}
+
+// resources validates requests and limits: known or domain-prefixed
+// resource names, well-formed non-negative quantities, and no request above
+// its limit (nor, for resources that cannot be overcommitted, different
+// from it).
+func resources(r *corev1.ResourceRequirements, p *field.Path) field.ErrorList {
+	if r == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	limits := map[string]*big.Rat{}
+	lp := p.Child("limits")
+	for _, name := range sortedKeys(r.Limits) {
+		kp := lp.Key(name)
+		errs = append(errs, containerResourceName(name, kp)...)
+		q, qErrs := resourceQuantity(name, r.Limits[name], kp)
+		errs = append(errs, qErrs...)
+		limits[name] = q
+	}
+	rp := p.Child("requests")
+	for _, name := range sortedKeys(r.Requests) {
+		kp := rp.Key(name)
+		errs = append(errs, containerResourceName(name, kp)...)
+		q, qErrs := resourceQuantity(name, r.Requests[name], kp)
+		errs = append(errs, qErrs...)
+		l := limits[name]
+		if q == nil || l == nil {
+			continue
+		}
+		if overcommitAllowed(name) {
+			if q.Cmp(l) > 0 {
+				errs = append(errs, field.Invalid(kp, r.Requests[name], fmt.Sprintf("must be less than or equal to %s limit of %s", name, r.Limits[name])))
+			}
+		} else if q.Cmp(l) != 0 {
+			errs = append(errs, field.Invalid(kp, r.Requests[name], fmt.Sprintf("must be equal to %s limit of %s", name, r.Limits[name])))
+		}
+	}
+	return errs
+}
+
+// containerResourceName accepts cpu, memory, ephemeral-storage,
+// hugepages-<size> and any domain-prefixed (extended) resource.
+func containerResourceName(name string, p *field.Path) field.ErrorList {
+	errs := invalidEach(p, name, isQualifiedName(name))
+	if len(errs) == 0 && !strings.Contains(name, "/") && !standardContainerResource(name) {
+		errs = append(errs, field.Invalid(p, name, "must be a standard resource for containers"))
+	}
+	return errs
+}
+
+func standardContainerResource(name string) bool {
+	switch name {
+	case "cpu", "memory", "ephemeral-storage":
+		return true
+	}
+	return strings.HasPrefix(name, "hugepages-")
+}
+
+// nativeResource: a resource Kubernetes itself defines (no domain, or a
+// kubernetes.io domain), as opposed to an extended one (a device plugin's).
+func nativeResource(name string) bool {
+	return !strings.Contains(name, "/") || strings.Contains(name, "kubernetes.io/")
+}
+
+func overcommitAllowed(name string) bool {
+	return nativeResource(name) && !strings.HasPrefix(name, "hugepages-")
+}
+
+// resourceQuantity parses one quantity of a resource list, returning it
+// only when valid: well-formed, non-negative and, for extended resources,
+// whole.
+func resourceQuantity(name, value string, p *field.Path) (*big.Rat, field.ErrorList) {
+	q, err := parseQuantity(value)
+	if err != nil {
+		return nil, field.ErrorList{field.Invalid(p, value, quantityErrMsg)}
+	}
+	if q.Sign() < 0 {
+		return nil, field.ErrorList{field.Invalid(p, value, "must be greater than or equal to 0")}
+	}
+	if !nativeResource(name) && !q.IsInt() {
+		return nil, field.ErrorList{field.Invalid(p, value, "must be an integer")}
+	}
+	return q, nil
+}
+
+// probe validates a probe: exactly one handler, a non-negative initial
+// delay, positive timeout, period and thresholds, a success threshold of 1
+// where only one success makes sense (liveness and startup), and a
+// termination grace period only where it applies (not on readiness).
+func probe(pr *corev1.Probe, p *field.Path, readiness bool) field.ErrorList {
+	if pr == nil {
+		return nil
+	}
+	errs := probeHandler(pr, p)
+	errs = append(errs, nonNegative(int64(pr.InitialDelaySeconds), p.Child("initialDelaySeconds"))...)
+	errs = append(errs, positive(int64(pr.TimeoutSeconds), p.Child("timeoutSeconds"))...)
+	errs = append(errs, positive(int64(pr.PeriodSeconds), p.Child("periodSeconds"))...)
+	errs = append(errs, positive(int64(pr.SuccessThreshold), p.Child("successThreshold"))...)
+	errs = append(errs, positive(int64(pr.FailureThreshold), p.Child("failureThreshold"))...)
+	if !readiness && pr.SuccessThreshold > 1 {
+		errs = append(errs, field.Invalid(p.Child("successThreshold"), pr.SuccessThreshold, "must be 1"))
+	}
+	if g := pr.TerminationGracePeriodSeconds; g != nil {
+		if readiness {
+			errs = append(errs, field.Invalid(p.Child("terminationGracePeriodSeconds"), *g, "must not be set for readinessProbes"))
+		} else {
+			errs = append(errs, positive(*g, p.Child("terminationGracePeriodSeconds"))...)
+		}
+	}
+	return errs
+}
+
+func probeHandler(pr *corev1.Probe, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	n := 0
+	more := func(name string) bool {
+		if n > 0 {
+			errs = append(errs, field.Forbidden(p.Child(name), "may not specify more than 1 handler type"))
+			return false
+		}
+		n++
+		return true
+	}
+	if pr.Exec != nil && more("exec") && len(pr.Exec.Command) == 0 {
+		errs = append(errs, field.Required(p.Child("exec", "command"), ""))
+	}
+	if h := pr.HttpGet; h != nil && more("httpGet") {
+		hp := p.Child("httpGet")
+		if h.Path == "" {
+			errs = append(errs, field.Required(hp.Child("path"), ""))
+		}
+		errs = append(errs, portNumOrName(h.Port, hp.Child("port"))...)
+		errs = append(errs, supported(h.Scheme, httpSchemes, hp.Child("scheme"))...)
+		for i, hdr := range h.HttpHeaders {
+			errs = append(errs, invalidEach(hp.Child("httpHeaders").Index(i).Child("name"), hdr.GetName(), isHTTPHeaderName(hdr.GetName()))...)
+		}
+	}
+	if t := pr.TcpSocket; t != nil && more("tcpSocket") {
+		errs = append(errs, portNumOrName(t.Port, p.Child("tcpSocket", "port"))...)
+	}
+	if n == 0 {
+		errs = append(errs, field.Required(p, "must specify a handler type"))
+	}
+	return errs
+}
+
+// portNumOrName checks a port given as a number (1-65535) or as the name
+// of a container port.
+func portNumOrName(port *metav1.IntOrString, p *field.Path) field.ErrorList {
+	switch v := port.GetValue().(type) {
+	case *metav1.IntOrString_IntVal:
+		var errs field.ErrorList
+		for _, msg := range isValidPortNum(int64(v.IntVal)) {
+			errs = append(errs, field.Invalid(p, v.IntVal, msg))
+		}
+		return errs
+	case *metav1.IntOrString_StrVal:
+		return invalidEach(p, v.StrVal, isValidPortName(v.StrVal))
+	}
+	return field.ErrorList{field.Required(p, "")}
+}

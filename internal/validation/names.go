@@ -1,0 +1,235 @@
+package validation
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// The name and key formats of Kubernetes' apimachinery util/validation,
+// with its messages, so clients see the wording they know.
+
+const (
+	dns1123LabelFmt         = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+	dns1123LabelErrMsg      = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character"
+	dns1123LabelMaxLength   = 63
+	dns1123SubdomainFmt     = dns1123LabelFmt + "(\\." + dns1123LabelFmt + ")*"
+	dns1123SubdomainErrMsg  = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character"
+	dns1123SubdomainMaxLen  = 253
+	qualifiedNameCharFmt    = "[A-Za-z0-9]"
+	qualifiedNameExtCharFmt = "[-A-Za-z0-9_.]"
+	qualifiedNameFmt        = "(" + qualifiedNameCharFmt + qualifiedNameExtCharFmt + "*)?" + qualifiedNameCharFmt
+	qualifiedNameErrMsg     = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"
+	qualifiedNameMaxLength  = 63
+	labelValueFmt           = "(" + qualifiedNameFmt + ")?"
+	labelValueErrMsg        = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"
+	labelValueMaxLength     = 63
+	envVarNameFmt           = "[-._a-zA-Z][-._a-zA-Z0-9]*"
+	envVarNameErrMsg        = "a valid environment variable name must consist of alphabetic characters, digits, '_', '-', or '.', and must not start with a digit"
+	configMapKeyFmt         = `[-._a-zA-Z0-9]+`
+	configMapKeyErrMsg      = "a valid config key must consist of alphanumeric characters, '-', '_' or '.'"
+	percentFmt              = "[0-9]+%"
+	percentErrMsg           = "a valid percent string must be a numeric string followed by an ending '%'"
+	httpHeaderNameFmt       = "[-A-Za-z0-9]+"
+	httpHeaderNameErrMsg    = "a valid HTTP header must consist of alphanumeric characters or '-'"
+	portNameMaxLength       = 15
+)
+
+var (
+	dns1123LabelRegexp     = regexp.MustCompile("^" + dns1123LabelFmt + "$")
+	dns1123SubdomainRegexp = regexp.MustCompile("^" + dns1123SubdomainFmt + "$")
+	qualifiedNameRegexp    = regexp.MustCompile("^" + qualifiedNameFmt + "$")
+	labelValueRegexp       = regexp.MustCompile("^" + labelValueFmt + "$")
+	envVarNameRegexp       = regexp.MustCompile("^" + envVarNameFmt + "$")
+	configMapKeyRegexp     = regexp.MustCompile("^" + configMapKeyFmt + "$")
+	percentRegexp          = regexp.MustCompile("^" + percentFmt + "$")
+	httpHeaderNameRegexp   = regexp.MustCompile("^" + httpHeaderNameFmt + "$")
+	portNameCharsetRegexp  = regexp.MustCompile("^[-a-z0-9]+$")
+	portNameOneLetterRegex = regexp.MustCompile("[a-z]")
+)
+
+// NameIsDNSSubdomain is the name rule of most kinds (pods, deployments,
+// nodes, configmaps, ...): a lowercase RFC 1123 subdomain of at most 253
+// characters. It returns one message per problem, none when valid.
+func NameIsDNSSubdomain(name string) []string { return isDNS1123Subdomain(name) }
+
+// NameIsDNSLabel is the name rule of namespaces: a lowercase RFC 1123 label
+// of at most 63 characters.
+func NameIsDNSLabel(name string) []string { return isDNS1123Label(name) }
+
+func isDNS1123Label(value string) []string {
+	var errs []string
+	if len(value) > dns1123LabelMaxLength {
+		errs = append(errs, maxLenError(dns1123LabelMaxLength))
+	}
+	if !dns1123LabelRegexp.MatchString(value) {
+		if dns1123SubdomainRegexp.MatchString(value) {
+			// A valid subdomain but not a label: it has dots.
+			errs = append(errs, "must not contain dots")
+		} else {
+			errs = append(errs, regexError(dns1123LabelErrMsg, dns1123LabelFmt, "my-name", "123-abc"))
+		}
+	}
+	return errs
+}
+
+func isDNS1123Subdomain(value string) []string {
+	var errs []string
+	if len(value) > dns1123SubdomainMaxLen {
+		errs = append(errs, maxLenError(dns1123SubdomainMaxLen))
+	}
+	if !dns1123SubdomainRegexp.MatchString(value) {
+		errs = append(errs, regexError(dns1123SubdomainErrMsg, dns1123SubdomainFmt, "example.com"))
+	}
+	return errs
+}
+
+// isQualifiedName checks a label key, annotation key, finalizer or resource
+// name: an optional DNS subdomain prefix and '/', then a name of at most 63
+// characters.
+func isQualifiedName(value string) []string {
+	var errs []string
+	parts := strings.Split(value, "/")
+	var name string
+	switch len(parts) {
+	case 1:
+		name = parts[0]
+	case 2:
+		var prefix string
+		prefix, name = parts[0], parts[1]
+		if prefix == "" {
+			errs = append(errs, "prefix part must be non-empty")
+		} else {
+			for _, msg := range isDNS1123Subdomain(prefix) {
+				errs = append(errs, "prefix part "+msg)
+			}
+		}
+	default:
+		return append(errs, "a qualified name "+regexError(qualifiedNameErrMsg, qualifiedNameFmt, "MyName", "my.name", "123-abc")+
+			" with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')")
+	}
+	if name == "" {
+		errs = append(errs, "name part must be non-empty")
+	} else if len(name) > qualifiedNameMaxLength {
+		errs = append(errs, "name part "+maxLenError(qualifiedNameMaxLength))
+	}
+	if !qualifiedNameRegexp.MatchString(name) {
+		errs = append(errs, "name part "+regexError(qualifiedNameErrMsg, qualifiedNameFmt, "MyName", "my.name", "123-abc"))
+	}
+	return errs
+}
+
+func isValidLabelValue(value string) []string {
+	var errs []string
+	if len(value) > labelValueMaxLength {
+		errs = append(errs, maxLenError(labelValueMaxLength))
+	}
+	if !labelValueRegexp.MatchString(value) {
+		errs = append(errs, regexError(labelValueErrMsg, labelValueFmt, "MyValue", "my_value", "12345"))
+	}
+	return errs
+}
+
+func isEnvVarName(value string) []string {
+	var errs []string
+	if !envVarNameRegexp.MatchString(value) {
+		errs = append(errs, regexError(envVarNameErrMsg, envVarNameFmt, "my.env-name", "MY_ENV.NAME", "MyEnvName1"))
+	}
+	return append(errs, hasChDirPrefix(value)...)
+}
+
+func isConfigMapKey(value string) []string {
+	var errs []string
+	if len(value) > dns1123SubdomainMaxLen {
+		errs = append(errs, maxLenError(dns1123SubdomainMaxLen))
+	}
+	if !configMapKeyRegexp.MatchString(value) {
+		errs = append(errs, regexError(configMapKeyErrMsg, configMapKeyFmt, "key.name", "KEY_NAME", "key-name"))
+	}
+	return append(errs, hasChDirPrefix(value)...)
+}
+
+// hasChDirPrefix rejects names that would walk up a directory when used as
+// a file name (config keys are projected into volumes).
+func hasChDirPrefix(value string) []string {
+	switch {
+	case value == ".":
+		return []string{"must not be '.'"}
+	case value == "..":
+		return []string{"must not be '..'"}
+	case strings.HasPrefix(value, ".."):
+		return []string{"must not start with '..'"}
+	}
+	return nil
+}
+
+// isValidPortName checks an IANA service name, the form of a named port.
+func isValidPortName(port string) []string {
+	var errs []string
+	if len(port) > portNameMaxLength {
+		errs = append(errs, maxLenError(portNameMaxLength))
+	}
+	if !portNameCharsetRegexp.MatchString(port) {
+		errs = append(errs, "must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)")
+	}
+	if !portNameOneLetterRegex.MatchString(port) {
+		errs = append(errs, "must contain at least one letter (a-z)")
+	}
+	if strings.Contains(port, "--") {
+		errs = append(errs, "must not contain consecutive hyphens")
+	}
+	if port != "" && (port[0] == '-' || port[len(port)-1] == '-') {
+		errs = append(errs, "must not begin or end with a hyphen")
+	}
+	return errs
+}
+
+func isValidPortNum(port int64) []string {
+	if 1 <= port && port <= 65535 {
+		return nil
+	}
+	return []string{inclusiveRangeError(1, 65535)}
+}
+
+func isValidPercent(s string) []string {
+	if !percentRegexp.MatchString(s) {
+		return []string{regexError(percentErrMsg, percentFmt, "1%", "93%")}
+	}
+	return nil
+}
+
+func isHTTPHeaderName(s string) []string {
+	if !httpHeaderNameRegexp.MatchString(s) {
+		return []string{regexError(httpHeaderNameErrMsg, httpHeaderNameFmt, "X-Header-Name")}
+	}
+	return nil
+}
+
+// maskTrailingDash lets a generateName prefix end in '-': the server appends
+// a random suffix, so the name it makes will not end with one.
+func maskTrailingDash(name string) string {
+	if len(name) > 1 && strings.HasSuffix(name, "-") {
+		return name[:len(name)-1] + "a"
+	}
+	return name
+}
+
+func regexError(msg, format string, examples ...string) string {
+	if len(examples) == 0 {
+		return msg + " (regex used for validation is '" + format + "')"
+	}
+	msg += " (e.g. "
+	for i, e := range examples {
+		if i > 0 {
+			msg += " or "
+		}
+		msg += "'" + e + "', "
+	}
+	return msg + "regex used for validation is '" + format + "')"
+}
+
+func maxLenError(n int) string { return fmt.Sprintf("must be no more than %d characters", n) }
+
+func inclusiveRangeError(lo, hi int64) string {
+	return fmt.Sprintf("must be between %d and %d, inclusive", lo, hi)
+}

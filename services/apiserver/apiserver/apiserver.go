@@ -1,0 +1,300 @@
+// Package apiserver assembles the apiserver: etcd (embedded or external),
+// one storage + watch cache + registry per kind, the gRPC server with its
+// request chain, discovery, health and reflection, the metrics endpoint, and
+// the maintenance loops (compaction, defragmentation, database size). The
+// command in cmd/skiff-apiserver only turns flags into a Config.
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/reflection"
+
+	"skiff.dev/internal/object"
+	discoveryv1 "skiff.dev/proto/discovery/v1"
+	"skiff.dev/services/apiserver/registry"
+	"skiff.dev/services/apiserver/scheme"
+	"skiff.dev/services/apiserver/server"
+	"skiff.dev/services/apiserver/storage"
+	"skiff.dev/services/apiserver/watchcache"
+)
+
+// Config is everything the apiserver is started with.
+type Config struct {
+	// DataDir holds the embedded etcd's data (DataDir/etcd). Ignored with EtcdServers.
+	DataDir string
+	// EtcdServers, when set, are the client URLs of an external etcd cluster.
+	EtcdServers []string
+	// Listen is the gRPC address ("127.0.0.1:0" picks a free port).
+	Listen string
+	// MetricsListen serves /metrics and /healthz over HTTP; "" disables it.
+	MetricsListen string
+	// CompactionInterval: every interval, revisions older than the previous
+	// tick's are compacted. 0 disables compaction.
+	CompactionInterval time.Duration
+	// QuotaBackendBytes is the embedded etcd's backend size quota.
+	QuotaBackendBytes int64
+	// DefragThreshold: defragment after compaction when at least this many
+	// bytes of the database are free.
+	DefragThreshold int64
+	// BookmarkInterval is how often watchers that asked get a BOOKMARK.
+	BookmarkInterval time.Duration
+	// WatchCacheWindow is how many recent events each watch cache keeps.
+	WatchCacheWindow int
+	// WatcherBuffer is how many events a watcher may lag before it is cut off.
+	WatcherBuffer int
+	// EtcdUnsafeNoFsync skips fsync in the embedded etcd (tests only).
+	EtcdUnsafeNoFsync bool
+	Logger            *zap.Logger
+	// Registry receives every metric; nil makes a private one.
+	Registry *prometheus.Registry
+	// GitVersion is reported by discovery.
+	GitVersion string
+	GitCommit  string
+	// Now is the clock (tests inject one).
+	Now func() time.Time
+}
+
+// Defaults fills unset fields.
+func (c *Config) Defaults() {
+	if c.Listen == "" {
+		c.Listen = "127.0.0.1:6443"
+	}
+	if c.QuotaBackendBytes == 0 {
+		c.QuotaBackendBytes = 8 << 30
+	}
+	if c.DefragThreshold == 0 {
+		c.DefragThreshold = 64 << 20
+	}
+	if c.BookmarkInterval == 0 {
+		c.BookmarkInterval = time.Minute
+	}
+	if c.Logger == nil {
+		c.Logger = zap.NewNop()
+	}
+	if c.Registry == nil {
+		c.Registry = prometheus.NewRegistry()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.GitVersion == "" {
+		c.GitVersion = "v0.0.0-dev"
+	}
+}
+
+// Server is a running apiserver.
+type Server struct {
+	cfg    Config
+	log    *zap.Logger
+	now    func() time.Time
+	scheme *scheme.Scheme
+	routes server.Routes
+
+	etcd     *embeddedEtcd // nil with external etcd
+	client   *clientv3.Client
+	storeM   *storage.Metrics
+	cacheM   *watchcache.Metrics
+	caches   []runner
+	counts   []func() (string, int)
+	grpc     *grpc.Server
+	health   *health.Server
+	lis      net.Listener
+	metrics  *http.Server
+	metricsL net.Listener
+	dbSize   *prometheus.GaugeVec
+	maint    *maintenanceMetrics
+}
+
+type runner interface {
+	Run(ctx context.Context)
+	WaitReady(ctx context.Context) error
+}
+
+// newRegistry wires storage and watch cache for one kind.
+func newRegistry[S object.Object](s *Server, strategy *registry.Strategy[S], newObj func() S) *registry.Registry[S] {
+	k := strategy.Kind
+	store := storage.New(s.client, k.GVK.Group, k.Resource, newObj, s.storeM)
+	cache := watchcache.New(watchcache.Config[S]{
+		Store:            store,
+		Fields:           strategy.FieldSet,
+		WindowSize:       s.cfg.WatchCacheWindow,
+		WatcherBuffer:    s.cfg.WatcherBuffer,
+		BookmarkInterval: s.cfg.BookmarkInterval,
+		Logger:           s.log,
+		Metrics:          s.cacheM,
+	})
+	s.caches = append(s.caches, cache)
+	s.counts = append(s.counts, func() (string, int) { return k.Resource, cache.Count() })
+	return registry.New(strategy, store, cache, s.now)
+}
+
+// New starts etcd (or connects to it) and builds the server. Call Run.
+func New(cfg Config) (*Server, error) {
+	cfg.Defaults()
+	s := &Server{
+		cfg:    cfg,
+		log:    cfg.Logger,
+		now:    cfg.Now,
+		scheme: scheme.New(),
+		routes: server.Routes{},
+	}
+	reg := cfg.Registry
+	if err := s.connectEtcd(); err != nil {
+		return nil, err
+	}
+	s.storeM = storage.NewMetrics(reg)
+	s.cacheM = watchcache.NewMetrics(reg)
+	s.maint = newMaintenanceMetrics(reg)
+	registerOnce(reg, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	chain := server.NewChain(s.routes, server.NewMetrics(reg), s.log)
+	s.grpc = grpc.NewServer(
+		grpc.ForceServerCodecV2(server.NewCodec()),
+		grpc.ChainUnaryInterceptor(chain.Unary),
+		grpc.ChainStreamInterceptor(chain.Stream),
+		grpc.MaxRecvMsgSize(storage.MaxObjectBytes+(512<<10)),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
+	)
+	s.install(s.grpc)
+	discoveryv1.RegisterDiscoveryServer(s.grpc, &server.Discovery{Scheme: s.scheme, GitVersion: cfg.GitVersion, GitCommit: cfg.GitCommit})
+	s.health = health.NewServer()
+	healthpb.RegisterHealthServer(s.grpc, s.health)
+	reflection.Register(s.grpc)
+	s.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
+
+	var err error
+	if s.lis, err = net.Listen("tcp", cfg.Listen); err != nil {
+		s.closeEtcd()
+		return nil, fmt.Errorf("listen %s: %w", cfg.Listen, err)
+	}
+	if cfg.MetricsListen != "" {
+		if s.metricsL, err = net.Listen("tcp", cfg.MetricsListen); err != nil {
+			s.lis.Close()
+			s.closeEtcd()
+			return nil, fmt.Errorf("metrics listen %s: %w", cfg.MetricsListen, err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(prometheus.Gatherers{reg, prometheus.DefaultGatherer}, promhttp.HandlerOpts{}))
+		mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+			if resp, _ := s.health.Check(r.Context(), &healthpb.HealthCheckRequest{}); resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+				http.Error(w, "not ready", http.StatusServiceUnavailable)
+				return
+			}
+			_, _ = w.Write([]byte("ok\n"))
+		})
+		s.metrics = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	}
+	return s, nil
+}
+
+func registerOnce(reg prometheus.Registerer, cs ...prometheus.Collector) {
+	for _, c := range cs {
+		if err := reg.Register(c); err != nil {
+			var are prometheus.AlreadyRegisteredError
+			if !errors.As(err, &are) {
+				panic(err)
+			}
+		}
+	}
+}
+
+// Addr is the gRPC address the server listens on.
+func (s *Server) Addr() string { return s.lis.Addr().String() }
+
+// MetricsAddr is the HTTP metrics address, or "".
+func (s *Server) MetricsAddr() string {
+	if s.metricsL == nil {
+		return ""
+	}
+	return s.metricsL.Addr().String()
+}
+
+// EtcdClient is the client the apiserver uses (in-process for embedded etcd).
+func (s *Server) EtcdClient() *clientv3.Client { return s.client }
+
+// EtcdEndpoint is the embedded etcd's client URL ("" with external etcd).
+func (s *Server) EtcdEndpoint() string {
+	if s.etcd == nil {
+		return ""
+	}
+	return s.etcd.clientURL
+}
+
+// Scheme is the server's scheme.
+func (s *Server) Scheme() *scheme.Scheme { return s.scheme }
+
+// Run serves until ctx ends, then shuts down gracefully: health turns
+// NOT_SERVING, watches end with a clean status, in-flight calls finish, and
+// etcd is closed last.
+func (s *Server) Run(ctx context.Context) error {
+	runCtx, stopCaches := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for _, c := range s.caches {
+		wg.Add(1)
+		go func() { defer wg.Done(); c.Run(runCtx) }()
+	}
+	for _, c := range s.caches {
+		if err := c.WaitReady(ctx); err != nil {
+			stopCaches()
+			wg.Wait()
+			s.closeEtcd()
+			return fmt.Errorf("watch caches did not load: %w", err)
+		}
+	}
+	wg.Add(1)
+	go func() { defer wg.Done(); s.maintain(runCtx) }()
+	errc := make(chan error, 2)
+	go func() { errc <- s.grpc.Serve(s.lis) }()
+	if s.metrics != nil {
+		go func() {
+			if err := s.metrics.Serve(s.metricsL); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				errc <- err
+			}
+		}()
+	}
+	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	s.log.Info("apiserver serving", zap.String("grpc", s.Addr()), zap.String("metrics", s.MetricsAddr()), zap.Int("kinds", len(s.scheme.Kinds())))
+
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+		s.log.Error("server failed", zap.Error(err))
+	}
+	s.log.Info("apiserver shutting down")
+	s.health.Shutdown()
+	stopCaches() // ends every watch with a ServiceUnavailable status
+	done := make(chan struct{})
+	go func() { s.grpc.GracefulStop(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		s.grpc.Stop()
+	}
+	if s.metrics != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_ = s.metrics.Shutdown(sctx)
+		cancel()
+	}
+	wg.Wait()
+	s.closeEtcd()
+	s.log.Info("apiserver stopped")
+	return err
+}

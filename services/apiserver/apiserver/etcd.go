@@ -1,0 +1,104 @@
+package apiserver
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"path/filepath"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/server/v3/embed"
+	"go.etcd.io/etcd/server/v3/etcdserver/api/v3client"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+)
+
+type embeddedEtcd struct {
+	etcd      *embed.Etcd
+	clientURL string
+}
+
+// freeLoopbackURL reserves a free loopback port for etcd's listeners.
+func freeLoopbackURL() (url.URL, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return url.URL{}, err
+	}
+	defer l.Close()
+	return url.URL{Scheme: "http", Host: l.Addr().String()}, nil
+}
+
+// connectEtcd starts the embedded etcd in DataDir/etcd, or connects to
+// the external cluster in EtcdServers.
+func (s *Server) connectEtcd() error {
+	if len(s.cfg.EtcdServers) > 0 {
+		client, err := clientv3.New(clientv3.Config{
+			Endpoints:   s.cfg.EtcdServers,
+			DialTimeout: 10 * time.Second,
+			Logger:      s.log.Named("etcd-client").WithOptions(zap.IncreaseLevel(zapcore.WarnLevel)),
+		})
+		if err != nil {
+			return fmt.Errorf("connecting to etcd %v: %w", s.cfg.EtcdServers, err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if _, err := client.Status(ctx, s.cfg.EtcdServers[0]); err != nil {
+			client.Close()
+			return fmt.Errorf("etcd %s does not answer: %w", s.cfg.EtcdServers[0], err)
+		}
+		s.client = client
+		return nil
+	}
+	if s.cfg.DataDir == "" {
+		return fmt.Errorf("--data-dir is required for the embedded etcd (or give --etcd-servers)")
+	}
+	cfg := embed.NewConfig()
+	cfg.Name = "skiff"
+	cfg.Dir = filepath.Join(s.cfg.DataDir, "etcd")
+	cfg.Logger = "zap"
+	cfg.LogLevel = "warn"
+	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(s.log.Named("etcd").WithOptions(zap.IncreaseLevel(zapcore.WarnLevel)))
+	cfg.QuotaBackendBytes = s.cfg.QuotaBackendBytes
+	cfg.UnsafeNoFsync = s.cfg.EtcdUnsafeNoFsync
+	cfg.MaxRequestBytes = 2 << 20
+	clientURL, err := freeLoopbackURL()
+	if err != nil {
+		return err
+	}
+	peerURL, err := freeLoopbackURL()
+	if err != nil {
+		return err
+	}
+	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{clientURL}, []url.URL{clientURL}
+	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peerURL}, []url.URL{peerURL}
+	cfg.InitialCluster = cfg.Name + "=" + peerURL.String()
+	cfg.ListenMetricsUrls = nil
+	e, err := embed.StartEtcd(cfg)
+	if err != nil {
+		return fmt.Errorf("starting embedded etcd in %s: %w", cfg.Dir, err)
+	}
+	select {
+	case <-e.Server.ReadyNotify():
+	case err := <-e.Err():
+		e.Close()
+		return fmt.Errorf("embedded etcd failed: %w", err)
+	case <-time.After(60 * time.Second):
+		e.Close()
+		return fmt.Errorf("embedded etcd in %s did not become ready within 60s", cfg.Dir)
+	}
+	s.etcd = &embeddedEtcd{etcd: e, clientURL: clientURL.String()}
+	// In-process client: direct calls into the etcd server, no sockets.
+	s.client = v3client.New(e.Server)
+	return nil
+}
+
+func (s *Server) closeEtcd() {
+	if s.client != nil {
+		s.client.Close()
+	}
+	if s.etcd != nil {
+		s.etcd.etcd.Close()
+	}
+}

@@ -1,0 +1,97 @@
+// Command skiff-apiserver serves the Skiff API over gRPC, storing objects in
+// an embedded etcd (or an external etcd cluster).
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+
+	"skiff.dev/internal/logging"
+	"skiff.dev/services/apiserver/apiserver"
+)
+
+// Set at build time with -ldflags "-X main.version=... -X main.commit=...".
+var (
+	version = "v0.1.0-dev"
+	commit  = ""
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "skiff-apiserver:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	fs := flag.NewFlagSet("skiff-apiserver", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), `Usage: skiff-apiserver [flags]
+
+Serves the Skiff API (gRPC, with health and reflection) and stores objects in
+an embedded etcd under --data-dir, or in the etcd cluster given by
+--etcd-servers. Prometheus metrics are on --metrics-listen at /metrics.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	var cfg apiserver.Config
+	var etcdServers, logLevel string
+	var showVersion bool
+	fs.StringVar(&cfg.DataDir, "data-dir", "/var/lib/skiff", "directory of the embedded etcd's data")
+	fs.StringVar(&etcdServers, "etcd-servers", "", "comma-separated client URLs of an external etcd cluster (instead of the embedded one)")
+	fs.StringVar(&cfg.Listen, "listen", "0.0.0.0:6443", "gRPC listen address")
+	fs.StringVar(&cfg.MetricsListen, "metrics-listen", "0.0.0.0:9090", "HTTP address for /metrics and /healthz (empty disables)")
+	fs.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.DurationVar(&cfg.CompactionInterval, "compaction-interval", 5*time.Minute, "compact etcd revisions older than one interval, every interval (0 disables)")
+	fs.Int64Var(&cfg.QuotaBackendBytes, "quota-backend-bytes", 8<<30, "embedded etcd backend size quota in bytes")
+	fs.Int64Var(&cfg.DefragThreshold, "defrag-threshold-bytes", 64<<20, "defragment after a compaction when at least this many bytes are free")
+	fs.DurationVar(&cfg.BookmarkInterval, "bookmark-interval", time.Minute, "how often watchers that allow bookmarks receive one")
+	fs.IntVar(&cfg.WatchCacheWindow, "watch-cache-window", 10000, "recent events kept per resource for watches that resume")
+	fs.IntVar(&cfg.WatcherBuffer, "watcher-buffer", 1000, "events a watcher may lag behind before it is cut off")
+	fs.BoolVar(&showVersion, "version", false, "print the version and exit")
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return nil
+		}
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q (see --help)", fs.Args())
+	}
+	if showVersion {
+		fmt.Println("skiff-apiserver", version, commit)
+		return nil
+	}
+	if etcdServers != "" {
+		cfg.EtcdServers = strings.Split(etcdServers, ",")
+	}
+	log, err := logging.New("apiserver", logLevel)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = log.Sync() }()
+	cfg.Logger = log
+	cfg.GitVersion, cfg.GitCommit = version, commit
+
+	srv, err := apiserver.New(cfg)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	if err := srv.Run(ctx); err != nil {
+		log.Error("apiserver exited", zap.Error(err))
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,59 @@
+package registry
+
+import (
+	"skiff.dev/internal/field"
+	"skiff.dev/internal/object"
+	metav1 "skiff.dev/proto/meta/v1"
+	"skiff.dev/services/apiserver/scheme"
+)
+
+// Strategy is what a kind adds to the generic rules. Only Kind is required.
+type Strategy[T object.Object] struct {
+	// Kind is the storage version's kind.
+	Kind *scheme.Kind
+	// Default fills defaults in place (on create and update).
+	Default func(T)
+	// Validate checks a whole object, metadata included.
+	Validate func(T) field.ErrorList
+	// ValidateUpdate checks what may not change (called after Validate).
+	ValidateUpdate func(newObj, oldObj T) field.ErrorList
+	// Fields returns the kind's selectable fields beyond metadata.name and
+	// metadata.namespace (which are always there).
+	Fields func(T) map[string]string
+	// KeepStatusOnCreate keeps a status sent on Create (Nodes register with
+	// theirs); other kinds start with an empty status.
+	KeepStatusOnCreate bool
+	// GracefulDelete says whether Delete only marks the object with a
+	// deletionTimestamp (and for how long) so that an agent can stop it
+	// first; that agent then deletes with grace period 0. nil = never.
+	GracefulDelete func(obj T, gracePeriodSeconds *int64) (seconds int64, graceful bool)
+	// PrepareForDeletion lets a kind adjust an object being marked for deletion.
+	PrepareForDeletion func(T)
+}
+
+// FieldSet returns every selectable field of obj.
+func (s *Strategy[T]) FieldSet(obj T) map[string]string {
+	var set map[string]string
+	if s.Fields != nil {
+		set = s.Fields(obj)
+	}
+	if set == nil {
+		set = make(map[string]string, 2)
+	}
+	meta := obj.GetMetadata()
+	set["metadata.name"] = meta.GetName()
+	if s.Kind.Namespaced {
+		set["metadata.namespace"] = meta.GetNamespace()
+	}
+	return set
+}
+
+// resetForCreate clears what a client may not choose on create.
+func resetForCreate(meta *metav1.ObjectMeta) {
+	meta.Uid = ""
+	meta.ResourceVersion = ""
+	meta.CreationTimestamp = nil
+	meta.DeletionTimestamp = nil
+	meta.DeletionGracePeriodSeconds = nil
+	meta.Generation = 0
+}

@@ -1,0 +1,28 @@
+package server
+
+import (
+	"google.golang.org/grpc/encoding"
+	protocodec "google.golang.org/grpc/encoding/proto"
+	"google.golang.org/grpc/mem"
+)
+
+// rawMessage is an already-encoded protobuf message; the codec sends its
+// bytes as they are. The bytes must not change after SendMsg.
+type rawMessage []byte
+
+// codec is the standard protobuf codec plus rawMessage pass-through.
+type codec struct{ proto encoding.CodecV2 }
+
+// NewCodec returns the codec the apiserver forces on its gRPC server.
+func NewCodec() encoding.CodecV2 { return codec{proto: encoding.GetCodecV2(protocodec.Name)} }
+
+func (c codec) Marshal(v any) (mem.BufferSlice, error) {
+	if raw, ok := v.(rawMessage); ok {
+		return mem.BufferSlice{mem.SliceBuffer(raw)}, nil
+	}
+	return c.proto.Marshal(v)
+}
+
+func (c codec) Unmarshal(data mem.BufferSlice, v any) error { return c.proto.Unmarshal(data, v) }
+
+func (c codec) Name() string { return protocodec.Name }

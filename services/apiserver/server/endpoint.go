@@ -1,0 +1,270 @@
+package server
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"skiff.dev/internal/apierrors"
+	"skiff.dev/internal/object"
+	metav1 "skiff.dev/proto/meta/v1"
+	"skiff.dev/services/apiserver/registry"
+	"skiff.dev/services/apiserver/scheme"
+	"skiff.dev/services/apiserver/watchcache"
+)
+
+// Version is one served version of a kind stored as S and served as E.
+type Version[E, S object.Object] struct {
+	// Slot is the index of this version's cached encodings in watch cache
+	// entries: 0 for the storage version, 1.. for others of the same kind.
+	Slot        int
+	Kind        *scheme.Kind
+	ToStorage   func(E) (S, error)
+	FromStorage func(S) (E, error)
+}
+
+// StorageVersion is the served version that is the storage version itself:
+// no conversion at all.
+func StorageVersion[S object.Object](k *scheme.Kind) Version[S, S] {
+	same := func(s S) (S, error) { return s, nil }
+	return Version[S, S]{Slot: 0, Kind: k, ToStorage: same, FromStorage: same}
+}
+
+// Converted is a served version other than the storage version, converted
+// through the scheme.
+func Converted[E, S object.Object](sch *scheme.Scheme, slot int, served, storage *scheme.Kind) Version[E, S] {
+	return Version[E, S]{
+		Slot: slot,
+		Kind: served,
+		ToStorage: func(e E) (S, error) {
+			out, err := sch.Convert(e, served.GVK, storage.GVK)
+			if err != nil {
+				var zero S
+				return zero, apierrors.NewBadRequest(err.Error())
+			}
+			return out.(S), nil
+		},
+		FromStorage: func(s S) (E, error) {
+			out, err := sch.Convert(s, storage.GVK, served.GVK)
+			if err != nil {
+				var zero E
+				return zero, apierrors.NewInternal(err)
+			}
+			return out.(E), nil
+		},
+	}
+}
+
+// Endpoint serves one kind at one version: it implements the generated
+// <Kind>sServer interface (E the object, L its list, W its watch response).
+type Endpoint[E, S object.Object, L proto.Message, W any] struct {
+	reg     *registry.Registry[S]
+	ver     Version[E, S]
+	newList func() L
+	newObj  func() E
+	// MaxBatchBytes caps one watch response message.
+	maxBatchBytes int
+}
+
+// NewEndpoint returns the endpoint of one served version.
+func NewEndpoint[E, S object.Object, L proto.Message, W any](reg *registry.Registry[S], ver Version[E, S], newObj func() E, newList func() L) *Endpoint[E, S, L, W] {
+	return &Endpoint[E, S, L, W]{reg: reg, ver: ver, newObj: newObj, newList: newList, maxBatchBytes: 256 << 10}
+}
+
+// Registry is the registry behind the endpoint.
+func (ep *Endpoint[E, S, L, W]) Registry() *registry.Registry[S] { return ep.reg }
+
+func (ep *Endpoint[E, S, L, W]) out(s S, err error) (E, error) {
+	if err != nil {
+		var zero E
+		return zero, err
+	}
+	return ep.ver.FromStorage(s)
+}
+
+func (ep *Endpoint[E, S, L, W]) in(e E) (S, error) {
+	if !e.ProtoReflect().IsValid() {
+		var zero S
+		return zero, apierrors.NewBadRequest("request has no object")
+	}
+	return ep.ver.ToStorage(e)
+}
+
+func (ep *Endpoint[E, S, L, W]) Create(ctx context.Context, obj E) (E, error) {
+	s, err := ep.in(obj)
+	if err != nil {
+		return obj, err
+	}
+	return ep.out(ep.reg.Create(ctx, s))
+}
+
+func (ep *Endpoint[E, S, L, W]) Get(ctx context.Context, req *metav1.GetRequest) (E, error) {
+	return ep.out(ep.reg.Get(ctx, req.GetNamespace(), req.GetName()))
+}
+
+func (ep *Endpoint[E, S, L, W]) Update(ctx context.Context, obj E) (E, error) {
+	s, err := ep.in(obj)
+	if err != nil {
+		return obj, err
+	}
+	return ep.out(ep.reg.Update(ctx, s))
+}
+
+func (ep *Endpoint[E, S, L, W]) UpdateStatus(ctx context.Context, obj E) (E, error) {
+	s, err := ep.in(obj)
+	if err != nil {
+		return obj, err
+	}
+	return ep.out(ep.reg.UpdateStatus(ctx, s))
+}
+
+func (ep *Endpoint[E, S, L, W]) Delete(ctx context.Context, req *metav1.DeleteRequest) (E, error) {
+	return ep.out(ep.reg.Delete(ctx, req))
+}
+
+// List fills the kind's list message (fields 1-4: apiVersion, kind,
+// metadata, items) through reflection, so no per-kind code is needed.
+func (ep *Endpoint[E, S, L, W]) List(ctx context.Context, opts *metav1.ListOptions) (L, error) {
+	var zero L
+	res, err := ep.reg.List(ctx, opts)
+	if err != nil {
+		return zero, err
+	}
+	list := ep.newList()
+	r := list.ProtoReflect()
+	fds := r.Descriptor().Fields()
+	k := ep.ver.Kind
+	r.Set(fds.ByNumber(1), protoreflect.ValueOfString(k.GVK.GroupVersion.String()))
+	r.Set(fds.ByNumber(2), protoreflect.ValueOfString(k.GVK.Kind+"List"))
+	r.Set(fds.ByNumber(3), protoreflect.ValueOfMessage(res.Meta.ProtoReflect()))
+	items := r.Mutable(fds.ByNumber(4)).List()
+	for _, s := range res.Items {
+		e, err := ep.ver.FromStorage(s)
+		if err != nil {
+			return zero, err
+		}
+		items.Append(protoreflect.ValueOfMessage(e.ProtoReflect()))
+	}
+	return list, nil
+}
+
+// Watch streams events. Each message carries every event that is waiting
+// (at least one), encoded once per version and shared by all watchers.
+func (ep *Endpoint[E, S, L, W]) Watch(opts *metav1.ListOptions, stream grpc.ServerStreamingServer[W]) error {
+	ctx := stream.Context()
+	if t := opts.GetTimeoutSeconds(); t > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(t)*time.Second)
+		defer cancel()
+	}
+	w, err := ep.reg.Watch(ctx, opts)
+	if err != nil {
+		return err
+	}
+	defer w.Stop()
+	// Header first, so a client knows the watch is established before any event.
+	if err := stream.SendHeader(nil); err != nil {
+		return err
+	}
+	var buf []byte
+	flush := func() error {
+		if len(buf) == 0 {
+			return nil
+		}
+		err := stream.SendMsg(rawMessage(buf))
+		buf = nil // the sent bytes belong to grpc now
+		return err
+	}
+	for _, d := range w.Initial {
+		if buf, err = ep.appendEvent(buf, d); err != nil {
+			return err
+		}
+		if len(buf) >= ep.maxBatchBytes {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	w.Initial = nil
+	if err := flush(); err != nil {
+		return err
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			if ctx.Err() == context.DeadlineExceeded && opts.GetTimeoutSeconds() > 0 {
+				return nil // the requested timeout: a clean end
+			}
+			return ctx.Err()
+		case <-w.Done():
+			if err := w.Err(); err != nil {
+				return err
+			}
+			return nil
+		case d := <-w.Deliveries():
+			if buf, err = ep.appendEvent(buf, d); err != nil {
+				return err
+			}
+			// Take whatever else is already waiting, up to the batch limit.
+		drain:
+			for len(buf) < ep.maxBatchBytes {
+				select {
+				case d := <-w.Deliveries():
+					if buf, err = ep.appendEvent(buf, d); err != nil {
+						return err
+					}
+				default:
+					break drain
+				}
+			}
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// appendEvent appends one `events` entry (field 1 of the watch response)
+// holding a WatchEvent{type, object}.
+func (ep *Endpoint[E, S, L, W]) appendEvent(buf []byte, d watchcache.Delivery[S]) ([]byte, error) {
+	var obj []byte
+	var err error
+	if d.Type == watchcache.Bookmark {
+		obj, err = ep.bookmark(d.Rev)
+	} else {
+		obj, err = d.Event.Cur.Encoded(ep.ver.Slot, ep.encode)
+	}
+	if err != nil {
+		return buf, apierrors.NewInternal(err)
+	}
+	typ := d.Type.String()
+	size := 1 + protowire.SizeBytes(len(typ)) + 1 + protowire.SizeBytes(len(obj))
+	buf = protowire.AppendTag(buf, 1, protowire.BytesType)
+	buf = protowire.AppendVarint(buf, uint64(size))
+	buf = protowire.AppendTag(buf, 1, protowire.BytesType)
+	buf = protowire.AppendString(buf, typ)
+	buf = protowire.AppendTag(buf, 2, protowire.BytesType)
+	buf = protowire.AppendBytes(buf, obj)
+	return buf, nil
+}
+
+func (ep *Endpoint[E, S, L, W]) encode(s S) ([]byte, error) {
+	e, err := ep.ver.FromStorage(s)
+	if err != nil {
+		return nil, err
+	}
+	return proto.Marshal(e)
+}
+
+func (ep *Endpoint[E, S, L, W]) bookmark(rev int64) ([]byte, error) {
+	e := ep.newObj()
+	k := ep.ver.Kind
+	object.SetTypeMeta(e, k.GVK.GroupVersion.String(), k.GVK.Kind)
+	object.Meta(e).ResourceVersion = strconv.FormatInt(rev, 10)
+	return proto.Marshal(e)
+}

@@ -1,0 +1,359 @@
+package storage
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	"google.golang.org/protobuf/proto"
+
+	"skiff.dev/internal/apierrors"
+	"skiff.dev/internal/object"
+)
+
+// Magic prefixes every stored value.
+var Magic = []byte("skf\x00")
+
+// MaxObjectBytes is the largest encoded object accepted (1.5 MiB, as etcd's default request limit).
+const MaxObjectBytes = 3 << 19
+
+var marshalOpts = proto.MarshalOptions{Deterministic: true}
+
+// Store keeps one kind, stored as Go type T, in etcd.
+type Store[T object.Object] struct {
+	client   *clientv3.Client
+	resource string // plural name, for errors and metrics
+	prefix   string // "/registry/<group>/<resource>/"
+	newObj   func() T
+	metrics  *Metrics
+}
+
+// New returns a Store for one resource. group "" is stored as "core".
+func New[T object.Object](client *clientv3.Client, group, resource string, newObj func() T, m *Metrics) *Store[T] {
+	if group == "" {
+		group = "core"
+	}
+	return &Store[T]{
+		client:   client,
+		resource: resource,
+		prefix:   "/registry/" + group + "/" + resource + "/",
+		newObj:   newObj,
+		metrics:  m,
+	}
+}
+
+// Prefix is the key prefix of every object of this resource.
+func (s *Store[T]) Prefix() string { return s.prefix }
+
+// Resource is the plural resource name.
+func (s *Store[T]) Resource() string { return s.resource }
+
+// Client is the etcd client the store uses.
+func (s *Store[T]) Client() *clientv3.Client { return s.client }
+
+// Key is the etcd key of an object; namespace "" means cluster-scoped.
+func (s *Store[T]) Key(namespace, name string) string {
+	if namespace == "" {
+		return s.prefix + name
+	}
+	return s.prefix + namespace + "/" + name
+}
+
+// NamespacePrefix is the key prefix of one namespace's objects ("" = all).
+func (s *Store[T]) NamespacePrefix(namespace string) string {
+	if namespace == "" {
+		return s.prefix
+	}
+	return s.prefix + namespace + "/"
+}
+
+// Encode returns the stored form of obj: magic + deterministic protobuf,
+// without resourceVersion. obj is not modified.
+func Encode(obj object.Object) ([]byte, error) {
+	rv := obj.GetMetadata().GetResourceVersion()
+	if rv != "" {
+		obj.GetMetadata().ResourceVersion = ""
+		defer func() { obj.GetMetadata().ResourceVersion = rv }()
+	}
+	buf := make([]byte, len(Magic), len(Magic)+marshalOpts.Size(obj))
+	copy(buf, Magic)
+	return marshalOpts.MarshalAppend(buf, obj)
+}
+
+// Decode parses a stored value into a new T and sets its resourceVersion.
+func (s *Store[T]) Decode(data []byte, rev int64) (T, error) {
+	obj := s.newObj()
+	if !bytes.HasPrefix(data, Magic) {
+		return obj, fmt.Errorf("%s: stored value has no %q prefix: not written by skiff", s.resource, Magic)
+	}
+	if err := proto.Unmarshal(data[len(Magic):], obj); err != nil {
+		return obj, fmt.Errorf("%s: decoding stored object: %w", s.resource, err)
+	}
+	object.Meta(obj).ResourceVersion = strconv.FormatInt(rev, 10)
+	return obj, nil
+}
+
+// ParseRV parses a resourceVersion string; "" is 0.
+func ParseRV(rv string) (int64, error) {
+	if rv == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(rv, 10, 64)
+	if err != nil || n < 0 {
+		return 0, apierrors.NewBadRequest(fmt.Sprintf("invalid resourceVersion %q: must be a non-negative integer", rv))
+	}
+	return n, nil
+}
+
+// CurrentRevision returns etcd's current revision with one cheap request.
+func (s *Store[T]) CurrentRevision(ctx context.Context) (int64, error) {
+	start := time.Now()
+	resp, err := s.client.Get(ctx, s.prefix, clientv3.WithCountOnly(), clientv3.WithLimit(1))
+	s.metrics.observe("revision", s.resource, start)
+	if err != nil {
+		return 0, s.etcdError(err)
+	}
+	return resp.Header.Revision, nil
+}
+
+func (s *Store[T]) checkSize(name string, data []byte) error {
+	if len(data) > MaxObjectBytes {
+		return apierrors.NewTooLarge(s.resource, name, len(data), MaxObjectBytes)
+	}
+	return nil
+}
+
+// Create writes obj under key if the key does not exist. It returns obj
+// with its resourceVersion set.
+func (s *Store[T]) Create(ctx context.Context, key string, obj T) (T, error) {
+	data, err := Encode(obj)
+	if err != nil {
+		return obj, apierrors.NewInternal(err)
+	}
+	if err := s.checkSize(obj.GetMetadata().GetName(), data); err != nil {
+		return obj, err
+	}
+	start := time.Now()
+	resp, err := s.client.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+		Then(clientv3.OpPut(key, string(data))).
+		Commit()
+	s.metrics.observe("create", s.resource, start)
+	if err != nil {
+		return obj, s.etcdError(err)
+	}
+	if !resp.Succeeded {
+		return obj, apierrors.NewAlreadyExists(s.resource, obj.GetMetadata().GetName())
+	}
+	object.Meta(obj).ResourceVersion = strconv.FormatInt(resp.Header.Revision, 10)
+	return obj, nil
+}
+
+// Get reads one object; a missing key is NotFound.
+func (s *Store[T]) Get(ctx context.Context, key, name string) (T, error) {
+	start := time.Now()
+	resp, err := s.client.Get(ctx, key)
+	s.metrics.observe("get", s.resource, start)
+	var zero T
+	if err != nil {
+		return zero, s.etcdError(err)
+	}
+	if len(resp.Kvs) == 0 {
+		return zero, apierrors.NewNotFound(s.resource, name)
+	}
+	return s.Decode(resp.Kvs[0].Value, resp.Kvs[0].ModRevision)
+}
+
+// UpdateFunc computes the new state from the current one. It must not
+// modify cur (it may be shared with the watch cache); it returns a new
+// object, or cur itself for "no change", or an error to stop.
+type UpdateFunc[T any] func(cur T) (T, error)
+
+// GuaranteedUpdate applies tryUpdate to the current state and writes the
+// result if nobody wrote in between, retrying on the fresh state otherwise.
+// cached, when valid, is a recent state that saves the first read; a stale
+// one only costs a retry.
+func (s *Store[T]) GuaranteedUpdate(ctx context.Context, key, name string, cached T, tryUpdate UpdateFunc[T]) (T, error) {
+	cur, haveCur := cached, any(cached) != nil && cached.ProtoReflect().IsValid()
+	var zero T
+	for {
+		if !haveCur {
+			var err error
+			if cur, err = s.Get(ctx, key, name); err != nil {
+				return zero, err
+			}
+		}
+		curRev, err := ParseRV(cur.GetMetadata().GetResourceVersion())
+		if err != nil {
+			return zero, apierrors.NewInternal(err)
+		}
+		next, err := tryUpdate(cur)
+		if err != nil {
+			return zero, err
+		}
+		if any(next) == any(cur) {
+			return cur, nil
+		}
+		data, err := Encode(next)
+		if err != nil {
+			return zero, apierrors.NewInternal(err)
+		}
+		if err := s.checkSize(name, data); err != nil {
+			return zero, err
+		}
+		start := time.Now()
+		resp, err := s.client.Txn(ctx).
+			If(clientv3.Compare(clientv3.ModRevision(key), "=", curRev)).
+			Then(clientv3.OpPut(key, string(data))).
+			Else(clientv3.OpGet(key)).
+			Commit()
+		s.metrics.observe("update", s.resource, start)
+		if err != nil {
+			return zero, s.etcdError(err)
+		}
+		if resp.Succeeded {
+			object.Meta(next).ResourceVersion = strconv.FormatInt(resp.Header.Revision, 10)
+			return next, nil
+		}
+		if cur, err = s.fromElse(resp, name); err != nil {
+			return zero, err
+		}
+		haveCur = true
+	}
+}
+
+// fromElse decodes the state an Else(OpGet) of a failed transaction read.
+func (s *Store[T]) fromElse(resp *clientv3.TxnResponse, name string) (T, error) {
+	var zero T
+	kvs := resp.Responses[0].GetResponseRange().GetKvs()
+	if len(kvs) == 0 {
+		return zero, apierrors.NewNotFound(s.resource, name)
+	}
+	return s.Decode(kvs[0].Value, kvs[0].ModRevision)
+}
+
+// Delete removes the object if check (given the current state) allows it,
+// retrying on the fresh state when a write raced. It returns the last
+// state before deletion.
+func (s *Store[T]) Delete(ctx context.Context, key, name string, cached T, check func(cur T) error) (T, error) {
+	cur, haveCur := cached, any(cached) != nil && cached.ProtoReflect().IsValid()
+	var zero T
+	for {
+		if !haveCur {
+			var err error
+			if cur, err = s.Get(ctx, key, name); err != nil {
+				return zero, err
+			}
+		}
+		if check != nil {
+			if err := check(cur); err != nil {
+				return zero, err
+			}
+		}
+		curRev, err := ParseRV(cur.GetMetadata().GetResourceVersion())
+		if err != nil {
+			return zero, apierrors.NewInternal(err)
+		}
+		start := time.Now()
+		resp, err := s.client.Txn(ctx).
+			If(clientv3.Compare(clientv3.ModRevision(key), "=", curRev)).
+			Then(clientv3.OpDelete(key)).
+			Else(clientv3.OpGet(key)).
+			Commit()
+		s.metrics.observe("delete", s.resource, start)
+		if err != nil {
+			return zero, s.etcdError(err)
+		}
+		if resp.Succeeded {
+			return cur, nil
+		}
+		if cur, err = s.fromElse(resp, name); err != nil {
+			return zero, err
+		}
+		haveCur = true
+	}
+}
+
+// ListPage is one page of a List read from etcd.
+type ListPage[T any] struct {
+	Items    []T
+	Revision int64  // the revision the whole list is consistent at
+	NextKey  string // where the next page starts; "" when done
+}
+
+// List reads objects under prefix starting at startKey, at revision rev
+// (0 = now), keeping those pred accepts, until limit are kept (0 = all).
+// Every page of one listing uses the same revision, so paging across writes
+// is consistent.
+func (s *Store[T]) List(ctx context.Context, prefix, startKey string, rev, limit int64, pred func(T) bool) (ListPage[T], error) {
+	var page ListPage[T]
+	end := clientv3.GetPrefixRangeEnd(prefix)
+	if startKey == "" {
+		startKey = prefix
+	}
+	batch := int64(500)
+	if limit > 0 && limit < batch {
+		batch = limit + 1 // one more tells whether there is a next page
+	}
+	for {
+		opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(batch)}
+		if rev > 0 {
+			opts = append(opts, clientv3.WithRev(rev))
+		}
+		start := time.Now()
+		resp, err := s.client.Get(ctx, startKey, opts...)
+		s.metrics.observe("list", s.resource, start)
+		if err != nil {
+			return page, s.etcdError(err)
+		}
+		if rev == 0 {
+			rev = resp.Header.Revision
+		}
+		page.Revision = rev
+		for _, kv := range resp.Kvs {
+			if limit > 0 && int64(len(page.Items)) == limit {
+				page.NextKey = string(kv.Key)
+				return page, nil
+			}
+			obj, err := s.Decode(kv.Value, kv.ModRevision)
+			if err != nil {
+				return page, apierrors.NewInternal(err)
+			}
+			if pred == nil || pred(obj) {
+				page.Items = append(page.Items, obj)
+			}
+		}
+		if !resp.More || len(resp.Kvs) == 0 {
+			return page, nil
+		}
+		startKey = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+	}
+}
+
+// IsCompacted reports whether err says a revision was compacted.
+func IsCompacted(err error) bool {
+	return errors.Is(err, rpctypes.ErrCompacted) || errors.Is(err, rpctypes.ErrGRPCCompacted)
+}
+
+func (s *Store[T]) etcdError(err error) error {
+	switch {
+	case IsCompacted(err):
+		return apierrors.NewExpired(fmt.Sprintf("%s: the requested resourceVersion has been compacted; list again to get a fresh one", s.resource))
+	case errors.Is(err, context.DeadlineExceeded):
+		return apierrors.NewTimeout(fmt.Sprintf("%s: etcd did not answer in time", s.resource))
+	case errors.Is(err, context.Canceled):
+		return err
+	case errors.Is(err, rpctypes.ErrGRPCNoSpace), errors.Is(err, rpctypes.ErrNoSpace):
+		return apierrors.NewServiceUnavailable("etcd is out of space (backend quota reached): compact and defragment, or raise --quota-backend-bytes")
+	}
+	return apierrors.NewInternal(fmt.Errorf("etcd: %w", err))
+}
+
+// EventKind says what happened to a key in an etcd watch event.
+func EventKind(ev *clientv3.Event) mvccpb.Event_EventType { return ev.Type }

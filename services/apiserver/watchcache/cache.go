@@ -1,0 +1,505 @@
+package watchcache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/btree"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	"google.golang.org/protobuf/proto"
+
+	"skiff.dev/internal/apierrors"
+	"skiff.dev/internal/object"
+	"skiff.dev/services/apiserver/storage"
+)
+
+// EventType is the type of a watch event.
+type EventType uint8
+
+const (
+	Added EventType = iota
+	Modified
+	Deleted
+	Bookmark
+)
+
+var eventTypeNames = [...]string{"ADDED", "MODIFIED", "DELETED", "BOOKMARK"}
+
+func (t EventType) String() string { return eventTypeNames[t] }
+
+// MaxVersions bounds how many served versions an entry caches encodings for.
+const MaxVersions = 4
+
+// Entry is one object at one revision. It is immutable once published.
+type Entry[T object.Object] struct {
+	Key       string
+	Namespace string
+	Name      string
+	Obj       T
+	Rev       int64
+	// Fields holds the values a field selector can match.
+	Fields map[string]string
+
+	enc [MaxVersions]atomic.Pointer[[]byte]
+}
+
+// Labels are the object's labels.
+func (e *Entry[T]) Labels() map[string]string { return e.Obj.GetMetadata().GetLabels() }
+
+// Encoded returns the entry's object encoded for served version v,
+// computing it with encode the first time and sharing it afterwards.
+func (e *Entry[T]) Encoded(v int, encode func(T) ([]byte, error)) ([]byte, error) {
+	if p := e.enc[v].Load(); p != nil {
+		return *p, nil
+	}
+	b, err := encode(e.Obj)
+	if err != nil {
+		return nil, err
+	}
+	e.enc[v].Store(&b)
+	return b, nil
+}
+
+// Event is one change at one revision. For Deleted, Cur is the last state
+// with Rev set to the deletion revision.
+type Event[T object.Object] struct {
+	Type EventType
+	Rev  int64
+	Cur  *Entry[T]
+	Prev *Entry[T]
+}
+
+// Predicate says whether an entry is of interest; nil accepts everything.
+type Predicate[T object.Object] func(*Entry[T]) bool
+
+// Delivery is what a watcher receives: an event, with the type it has for
+// this watcher (a MODIFIED event becomes ADDED or DELETED for a watcher
+// whose selector the object starts or stops matching).
+type Delivery[T object.Object] struct {
+	Type  EventType
+	Event *Event[T]
+	// Rev is the revision of a Bookmark (Event is nil then).
+	Rev int64
+}
+
+// Config tunes a cache.
+type Config[T object.Object] struct {
+	Store  *storage.Store[T]
+	Fields func(T) map[string]string
+	// WindowSize is how many recent events are kept for watches that resume.
+	WindowSize int
+	// WatcherBuffer is how many events a watcher may lag before it is cut off.
+	WatcherBuffer int
+	// BookmarkInterval is how often bookmark progress is requested and sent.
+	BookmarkInterval time.Duration
+	Logger           *zap.Logger
+	Metrics          *Metrics
+}
+
+// Cache is the watch cache of one resource.
+type Cache[T object.Object] struct {
+	cfg      Config[T]
+	resource string
+	log      *zap.Logger
+
+	mu       sync.RWMutex
+	tree     *btree.BTreeG[*Entry[T]]
+	window   []*Event[T] // ring
+	head     int         // index of the oldest event in window
+	count    int
+	startRev int64 // every event after startRev is in the window
+	rev      int64 // the revision the cache reflects
+	fresh    chan struct{} // closed and replaced whenever rev advances
+	watchers map[*Watcher[T]]struct{}
+	ready    chan struct{}
+	readyErr error
+	stopped  bool
+
+	compacted atomic.Int64 // highest revision etcd is known to have compacted
+}
+
+func lessEntry[T object.Object](a, b *Entry[T]) bool { return a.Key < b.Key }
+
+// New returns a cache; Run fills it.
+func New[T object.Object](cfg Config[T]) *Cache[T] {
+	if cfg.WindowSize <= 0 {
+		cfg.WindowSize = 10000
+	}
+	if cfg.WatcherBuffer <= 0 {
+		cfg.WatcherBuffer = 1000
+	}
+	if cfg.BookmarkInterval <= 0 {
+		cfg.BookmarkInterval = time.Minute
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	return &Cache[T]{
+		cfg:      cfg,
+		resource: cfg.Store.Resource(),
+		log:      cfg.Logger.With(zap.String("resource", cfg.Store.Resource())),
+		tree:     btree.NewG(32, lessEntry[T]),
+		window:   make([]*Event[T], cfg.WindowSize),
+		fresh:    make(chan struct{}),
+		watchers: map[*Watcher[T]]struct{}{},
+		ready:    make(chan struct{}),
+	}
+}
+
+// Resource is the cached resource's plural name.
+func (c *Cache[T]) Resource() string { return c.resource }
+
+// Run lists and watches until ctx ends, relisting when etcd has compacted
+// the revision the cache's own watch needs.
+func (c *Cache[T]) Run(ctx context.Context) {
+	defer c.stop()
+	for ctx.Err() == nil {
+		rev, err := c.initialize(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			c.log.Warn("watch cache list failed, retrying", zap.Error(err))
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Second):
+			}
+			continue
+		}
+		err = c.watch(ctx, rev)
+		if ctx.Err() != nil {
+			return
+		}
+		c.log.Warn("watch cache lost its etcd watch, relisting", zap.Error(err))
+	}
+}
+
+func (c *Cache[T]) stop() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.stopped = true
+	for w := range c.watchers {
+		c.terminate(w, apierrors.NewServiceUnavailable("apiserver is shutting down; watch again"))
+	}
+	select {
+	case <-c.ready:
+	default:
+		c.readyErr = errors.New("watch cache stopped")
+		close(c.ready)
+	}
+}
+
+// initialize lists everything from etcd and replaces the cache's state.
+func (c *Cache[T]) initialize(ctx context.Context) (int64, error) {
+	page, err := c.cfg.Store.List(ctx, c.cfg.Store.Prefix(), "", 0, 0, nil)
+	if err != nil {
+		return 0, err
+	}
+	tree := btree.NewG(32, lessEntry[T])
+	for _, obj := range page.Items {
+		rev, _ := storage.ParseRV(obj.GetMetadata().GetResourceVersion())
+		tree.ReplaceOrInsert(c.newEntry(obj, rev))
+	}
+	if c.cfg.Metrics != nil {
+		c.cfg.Metrics.relists.WithLabelValues(c.resource).Inc()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	// Watchers registered against the old state cannot be continued exactly.
+	for w := range c.watchers {
+		c.terminate(w, apierrors.NewServiceUnavailable("watch cache was reinitialized; watch again from your last resourceVersion"))
+	}
+	c.tree = tree
+	c.head, c.count = 0, 0
+	clear(c.window)
+	c.startRev = page.Revision
+	c.advance(page.Revision)
+	select {
+	case <-c.ready:
+	default:
+		close(c.ready)
+	}
+	return page.Revision, nil
+}
+
+func (c *Cache[T]) newEntry(obj T, rev int64) *Entry[T] {
+	meta := obj.GetMetadata()
+	e := &Entry[T]{
+		Key:       c.cfg.Store.Key(meta.GetNamespace(), meta.GetName()),
+		Namespace: meta.GetNamespace(),
+		Name:      meta.GetName(),
+		Obj:       obj,
+		Rev:       rev,
+	}
+	if c.cfg.Fields != nil {
+		e.Fields = c.cfg.Fields(obj)
+	}
+	return e
+}
+
+// watch follows etcd from rev+1 until the watch fails or ctx ends.
+func (c *Cache[T]) watch(ctx context.Context, rev int64) error {
+	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	defer cancel()
+	client := c.cfg.Store.Client()
+	wch := client.Watch(wctx, c.cfg.Store.Prefix(), clientv3.WithPrefix(), clientv3.WithRev(rev+1), clientv3.WithProgressNotify())
+	ticker := time.NewTicker(c.cfg.BookmarkInterval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-ticker.C:
+			// Ask etcd where it is; the answer arrives as a progress notification.
+			_ = client.RequestProgress(wctx)
+		case resp, ok := <-wch:
+			if !ok {
+				return errors.New("etcd watch channel closed")
+			}
+			if resp.CompactRevision != 0 {
+				c.noteCompacted(resp.CompactRevision)
+				return fmt.Errorf("etcd compacted revision %d the cache still needed", resp.CompactRevision)
+			}
+			if err := resp.Err(); err != nil {
+				return err
+			}
+			if resp.IsProgressNotify() {
+				c.progress(resp.Header.Revision)
+				continue
+			}
+			c.apply(resp.Events, resp.Header.Revision)
+		}
+	}
+}
+
+// apply turns etcd events into cache events, updates the store and the
+// window, and dispatches to watchers.
+func (c *Cache[T]) apply(evs []*clientv3.Event, headerRev int64) {
+	// Decode outside the lock: it is the expensive part.
+	type decoded struct {
+		kv  *mvccpb.KeyValue
+		obj T
+		ok  bool
+	}
+	objs := make([]decoded, len(evs))
+	for i, ev := range evs {
+		objs[i].kv = ev.Kv
+		if ev.Type == clientv3.EventTypePut {
+			obj, err := c.cfg.Store.Decode(ev.Kv.Value, ev.Kv.ModRevision)
+			if err != nil {
+				c.log.Error("skipping undecodable object in etcd", zap.String("key", string(ev.Kv.Key)), zap.Error(err))
+				continue
+			}
+			objs[i].obj, objs[i].ok = obj, true
+		}
+	}
+	if c.cfg.Metrics != nil {
+		c.cfg.Metrics.eventsReceived.WithLabelValues(c.resource).Add(float64(len(evs)))
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, ev := range evs {
+		key := string(ev.Kv.Key)
+		prev, _ := c.tree.Get(&Entry[T]{Key: key})
+		var e *Event[T]
+		switch ev.Type {
+		case clientv3.EventTypePut:
+			if !objs[i].ok {
+				continue
+			}
+			cur := c.newEntry(objs[i].obj, ev.Kv.ModRevision)
+			c.tree.ReplaceOrInsert(cur)
+			e = &Event[T]{Type: Added, Rev: cur.Rev, Cur: cur, Prev: prev}
+			if prev != nil {
+				e.Type = Modified
+			}
+		case clientv3.EventTypeDelete:
+			if prev == nil {
+				continue
+			}
+			c.tree.Delete(prev)
+			last := proto.Clone(prev.Obj).(T)
+			object.Meta(last).ResourceVersion = strconv.FormatInt(ev.Kv.ModRevision, 10)
+			cur := &Entry[T]{Key: prev.Key, Namespace: prev.Namespace, Name: prev.Name, Obj: last, Rev: ev.Kv.ModRevision, Fields: prev.Fields}
+			e = &Event[T]{Type: Deleted, Rev: cur.Rev, Cur: cur, Prev: prev}
+		}
+		c.push(e)
+		c.dispatch(e)
+	}
+	c.advance(headerRev)
+}
+
+// push appends to the window, evicting the oldest event when full.
+func (c *Cache[T]) push(e *Event[T]) {
+	n := len(c.window)
+	if c.count == n {
+		c.startRev = c.window[c.head].Rev
+		c.window[c.head] = nil
+		c.head = (c.head + 1) % n
+		c.count--
+	}
+	c.window[(c.head+c.count)%n] = e
+	c.count++
+}
+
+// advance moves the cache's revision forward and wakes those waiting for it.
+func (c *Cache[T]) advance(rev int64) {
+	if rev <= c.rev {
+		return
+	}
+	c.rev = rev
+	close(c.fresh)
+	c.fresh = make(chan struct{})
+	if c.cfg.Metrics != nil {
+		c.cfg.Metrics.resourceVersion.WithLabelValues(c.resource).Set(float64(rev))
+	}
+}
+
+// progress handles an etcd progress notification: nothing of this resource
+// changed up to rev. Watchers that asked for bookmarks get one.
+func (c *Cache[T]) progress(rev int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.advance(rev)
+	for w := range c.watchers {
+		if w.bookmarks {
+			select {
+			case w.ch <- Delivery[T]{Type: Bookmark, Rev: c.rev}:
+			default: // a watcher that is behind will get the next one
+			}
+		}
+	}
+}
+
+func (c *Cache[T]) dispatch(e *Event[T]) {
+	n := 0
+	for w := range c.watchers {
+		typ, ok := w.deliverable(e)
+		if !ok {
+			continue
+		}
+		select {
+		case w.ch <- Delivery[T]{Type: typ, Event: e}:
+			n++
+		default:
+			if c.cfg.Metrics != nil {
+				c.cfg.Metrics.terminatedWatchers.WithLabelValues(c.resource).Inc()
+			}
+			c.log.Info("cutting off a slow watcher", zap.Int("buffered", len(w.ch)), zap.Int64("rev", e.Rev))
+			c.terminate(w, apierrors.NewServiceUnavailable(fmt.Sprintf(
+				"watch of %s was too slow (more than %d events behind) and was closed; watch again from the last resourceVersion you received",
+				c.resource, cap(w.ch))))
+		}
+	}
+	if n > 0 && c.cfg.Metrics != nil {
+		c.cfg.Metrics.eventsDispatched.WithLabelValues(c.resource).Add(float64(n))
+	}
+}
+
+// terminate removes w and tells it why. Callers hold c.mu.
+func (c *Cache[T]) terminate(w *Watcher[T], err error) {
+	if _, ok := c.watchers[w]; !ok {
+		return
+	}
+	delete(c.watchers, w)
+	w.err = err
+	close(w.done)
+	if c.cfg.Metrics != nil {
+		c.cfg.Metrics.registeredWatchers.WithLabelValues(c.resource).Dec()
+	}
+}
+
+func (c *Cache[T]) noteCompacted(rev int64) {
+	for {
+		cur := c.compacted.Load()
+		if rev <= cur || c.compacted.CompareAndSwap(cur, rev) {
+			return
+		}
+	}
+}
+
+// WaitReady blocks until the first list has loaded.
+func (c *Cache[T]) WaitReady(ctx context.Context) error {
+	select {
+	case <-c.ready:
+		return c.readyErr
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Revision is the revision the cache reflects now.
+func (c *Cache[T]) Revision() int64 {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.rev
+}
+
+// WaitFresh waits until the cache reflects at least rev, or gives up at the
+// ctx deadline (at most 3 s) with a Timeout.
+func (c *Cache[T]) WaitFresh(ctx context.Context, rev int64) error {
+	if err := c.WaitReady(ctx); err != nil {
+		return err
+	}
+	deadline := time.NewTimer(3 * time.Second)
+	defer deadline.Stop()
+	for {
+		c.mu.RLock()
+		cur, fresh := c.rev, c.fresh
+		c.mu.RUnlock()
+		if cur >= rev {
+			return nil
+		}
+		select {
+		case <-fresh:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-deadline.C:
+			return apierrors.NewTimeout(fmt.Sprintf("Too large resource version: %d, current: %d", rev, cur))
+		}
+	}
+}
+
+// Get returns the cached entry for key.
+func (c *Cache[T]) Get(key string) (*Entry[T], bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.tree.Get(&Entry[T]{Key: key})
+}
+
+// List returns the entries under prefix that pred accepts, in key order,
+// and the revision they are consistent at.
+func (c *Cache[T]) List(prefix string, pred Predicate[T]) ([]*Entry[T], int64) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	var out []*Entry[T]
+	c.ascendPrefix(prefix, func(e *Entry[T]) {
+		if pred == nil || pred(e) {
+			out = append(out, e)
+		}
+	})
+	return out, c.rev
+}
+
+// Count is how many objects the cache holds.
+func (c *Cache[T]) Count() int {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.tree.Len()
+}
+
+func (c *Cache[T]) ascendPrefix(prefix string, fn func(*Entry[T])) {
+	end := clientv3.GetPrefixRangeEnd(prefix)
+	c.tree.AscendRange(&Entry[T]{Key: prefix}, &Entry[T]{Key: end}, func(e *Entry[T]) bool {
+		fn(e)
+		return true
+	})
+}
