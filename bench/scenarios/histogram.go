@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"math"
 	"math/bits"
 	"time"
 )
@@ -20,7 +21,8 @@ type Histogram struct {
 const (
 	histExact = 1024 // values below are counted exactly
 	histSub   = 512  // buckets per power of two above
-	// histMaxExp bounds the values: 2^(histMaxExp+9) ns is about 18 minutes.
+	// histMaxExp bounds the values: below 2^(histMaxExp+10) ns, about 36
+	// minutes; larger ones land in the last bucket.
 	histMaxExp  = 31
 	histBuckets = histExact + histMaxExp*histSub
 )
@@ -81,7 +83,7 @@ func (h *Histogram) Percentile(p float64) time.Duration {
 		return 0
 	}
 	// The rank of the sample, 1-based: the nearest-rank definition.
-	rank := uint64(float64(h.n)*p/100 + 0.9999999)
+	rank := uint64(math.Ceil(float64(h.n) * p / 100))
 	rank = min(max(rank, 1), h.n)
 	var seen uint64
 	for b, c := range h.counts {

@@ -379,7 +379,10 @@ func (r *Registry[T]) checkPreconditions(name string, cur T, p *metav1.Precondit
 
 // GuaranteedUpdate runs fn on the current object until its write lands;
 // subresources (bind, scale) use it. fn must not modify cur; it returns a
-// new object, cur for "no change", or an error.
+// new object, cur for "no change", or an error. The result must be a valid
+// object, but the kind's update rules (ValidateUpdate) do not apply: a
+// subresource enforces its own (Bind may set spec.nodeName, which an Update
+// of a pod may not change).
 func (r *Registry[T]) GuaranteedUpdate(ctx context.Context, namespace, name string, fn func(cur T) (T, error)) (T, error) {
 	var zero T
 	ns, err := r.namespaceOf(namespace)
@@ -395,8 +398,10 @@ func (r *Registry[T]) GuaranteedUpdate(ctx context.Context, namespace, name stri
 		if err != nil || any(next) == any(cur) {
 			return next, err
 		}
-		if errs := r.validateUpdate(next, cur); len(errs) > 0 {
-			return zero, r.invalid(next, errs)
+		if r.strategy.Validate != nil {
+			if errs := r.strategy.Validate(next); len(errs) > 0 {
+				return zero, r.invalid(next, errs)
+			}
 		}
 		return next, nil
 	})

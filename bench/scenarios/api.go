@@ -1,0 +1,227 @@
+package scenarios
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "skiff.dev/proto/core/v1"
+	metav1 "skiff.dev/proto/meta/v1"
+)
+
+// The API figures: ConfigMaps through the apiserver's gRPC API.
+var (
+	figAPICreatePerS = Figure{Name: "api.create_per_s", Unit: "objects/s"}
+	figAPICreateCPU  = Figure{Name: "api.create_cpu_us_per_object", Unit: "us CPU/object"}
+	figAPICreateP99  = Figure{Name: "api.create_p99_ms", Unit: "ms"}
+	figAPICreateRate = Figure{Name: "api.create_vs_etcd_ratio", Unit: "ratio", Target: AtLeast(0.7)}
+	figAPIGetP99     = Figure{Name: "api.get_p99_ms", Unit: "ms", Target: AtMost(10)}
+	figAPIList1000   = Figure{Name: "api.list_1000_p99_ms", Unit: "ms", Target: AtMost(100)}
+)
+
+// Each scenario writes in its own namespace; none needs a Namespace object.
+const (
+	createNamespace = "create-bench"
+	getNamespace    = "get-bench"
+	listNamespace   = "list-bench"
+)
+
+func apiCreateScenario() *Scenario {
+	return &Scenario{
+		Name:    "api.create",
+		Summary: "concurrent clients create 1 KiB ConfigMaps through the gRPC API",
+		Figures: []Figure{figAPICreatePerS, figAPICreateCPU, figAPICreateP99},
+		Run:     runAPICreate,
+	}
+}
+
+func apiCreateRatioScenario() *Scenario {
+	return &Scenario{
+		Name:    "api.create_vs_etcd",
+		Summary: "API create throughput as a fraction of raw etcd put throughput",
+		Figures: []Figure{figAPICreateRate},
+		Needs:   []string{"etcd.put", "api.create"},
+		Run: func(_ context.Context, _ *Env, rs *Results) error {
+			api, ok1 := rs.Get(figAPICreatePerS.Name)
+			raw, ok2 := rs.Get(figEtcdPutPerS.Name)
+			if !ok1 || !ok2 || raw == 0 {
+				return fmt.Errorf("needs %s and a non-zero %s", figAPICreatePerS.Name, figEtcdPutPerS.Name)
+			}
+			rs.Add(figAPICreateRate, api/raw, figAPICreatePerS.Name+" / "+figEtcdPutPerS.Name)
+			return nil
+		},
+	}
+}
+
+func apiGetScenario() *Scenario {
+	return &Scenario{
+		Name:    "api.get",
+		Summary: "one client Gets existing ConfigMaps",
+		Figures: []Figure{figAPIGetP99},
+		Run:     runAPIGet,
+	}
+}
+
+func apiListScenario() *Scenario {
+	return &Scenario{
+		Name:    "api.list",
+		Summary: "one client Lists a namespace of 1,000 ConfigMaps (consistent reads)",
+		Figures: []Figure{figAPIList1000},
+		Run:     runAPIList,
+	}
+}
+
+// configMap is a ConfigMap with one key "data" of the given value.
+func configMap(ns, name string, data string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{
+		Metadata: &metav1.ObjectMeta{Name: name, Namespace: ns},
+		Data:     map[string]string{"data": data},
+	}
+}
+
+func runAPICreate(ctx context.Context, env *Env, rs *Results) error {
+	cfg := env.Config
+	conns, err := env.dial(cfg.Conns)
+	if err != nil {
+		return err
+	}
+	defer closeAll(conns)
+	clients := make([]corev1.ConfigMapsClient, len(conns))
+	for i, c := range conns {
+		clients[i] = corev1.NewConfigMapsClient(c)
+	}
+	data := string(payload(1024))
+	res, err := load{
+		clients:  cfg.Clients,
+		warmup:   cfg.Warmup,
+		duration: cfg.Duration,
+		op: func(ctx context.Context, client, seq int) error {
+			name := fmt.Sprintf("c-%03d-%09d", client, seq)
+			_, err := clients[client%len(clients)].Create(ctx, configMap(createNamespace, name, data))
+			return err
+		},
+	}.run(ctx)
+	if err != nil {
+		return fmt.Errorf("creating ConfigMaps: %w", err)
+	}
+	note := fmt.Sprintf("%d clients round-robin over %d gRPC conns, %d creates in %.1fs",
+		cfg.Clients, len(conns), res.ops, res.elapsed.Seconds())
+	rs.Add(figAPICreatePerS, res.perSecond(), note)
+	rs.Add(figAPICreateCPU, res.cpuPerOp(), "process CPU (apiserver + etcd + gRPC clients) / creates")
+	rs.Add(figAPICreateP99, ms(res.latency.Percentile(99)), latencyNote(&res.latency))
+	return nil
+}
+
+func runAPIGet(ctx context.Context, env *Env, rs *Results) error {
+	cfg := env.Config
+	conns, err := env.dial(1)
+	if err != nil {
+		return err
+	}
+	defer closeAll(conns)
+	cm := corev1.NewConfigMapsClient(conns[0])
+	if err := createMany(ctx, cm, getNamespace, "g-", cfg.GetObjects, payload(1024)); err != nil {
+		return err
+	}
+	res, err := load{
+		clients:  1,
+		warmup:   cfg.Warmup,
+		duration: cfg.Duration,
+		op: func(ctx context.Context, _, seq int) error {
+			_, err := cm.Get(ctx, &metav1.GetRequest{Namespace: getNamespace, Name: objectName("g-", seq%cfg.GetObjects)})
+			return err
+		},
+	}.run(ctx)
+	if err != nil {
+		return fmt.Errorf("getting ConfigMaps: %w", err)
+	}
+	rs.Add(figAPIGetP99, ms(res.latency.Percentile(99)),
+		fmt.Sprintf("1 client over %d objects; %s", cfg.GetObjects, latencyNote(&res.latency)))
+	return nil
+}
+
+func runAPIList(ctx context.Context, env *Env, rs *Results) error {
+	cfg := env.Config
+	conns, err := env.dial(1)
+	if err != nil {
+		return err
+	}
+	defer closeAll(conns)
+	cm := corev1.NewConfigMapsClient(conns[0])
+	if err := createMany(ctx, cm, listNamespace, "l-", cfg.ListObjects, payload(1024)); err != nil {
+		return err
+	}
+	res, err := load{
+		clients:  1,
+		warmup:   cfg.Warmup,
+		duration: cfg.Duration,
+		minOps:   int64(cfg.ListMinCalls),
+		op: func(ctx context.Context, _, _ int) error {
+			list, err := cm.List(ctx, &metav1.ListOptions{Namespace: listNamespace})
+			if err != nil {
+				return err
+			}
+			if n := len(list.GetItems()); n != cfg.ListObjects {
+				return fmt.Errorf("list of %s returned %d items, want %d", listNamespace, n, cfg.ListObjects)
+			}
+			return nil
+		},
+	}.run(ctx)
+	if err != nil {
+		return fmt.Errorf("listing ConfigMaps: %w", err)
+	}
+	rs.Add(figAPIList1000, ms(res.latency.Percentile(99)),
+		fmt.Sprintf("%d x 1 KiB objects, consistent list; %s", cfg.ListObjects, latencyNote(&res.latency)))
+	return nil
+}
+
+func objectName(prefix string, i int) string { return fmt.Sprintf("%s%06d", prefix, i) }
+
+// createMany creates n ConfigMaps named prefix000000... in ns, from a few
+// concurrent clients.
+func createMany(ctx context.Context, cm corev1.ConfigMapsClient, ns, prefix string, n int, data []byte) error {
+	const workers = 16
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	next := make(chan int)
+	var (
+		wg      sync.WaitGroup
+		errOnce sync.Once
+		err     error
+	)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if _, e := cm.Create(ctx, configMap(ns, objectName(prefix, i), string(data))); e != nil {
+					errOnce.Do(func() { err = fmt.Errorf("creating %s/%s: %w", ns, objectName(prefix, i), e) })
+					cancel()
+				}
+			}
+		}()
+	}
+loop:
+	for i := range n {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			break loop
+		}
+	}
+	close(next)
+	wg.Wait()
+	if err == nil {
+		err = ctx.Err()
+	}
+	return err
+}
+
+// ms is d in milliseconds.
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func latencyNote(h *Histogram) string {
+	return fmt.Sprintf("p50 %.2f ms, p99 %.2f ms, max %.2f ms over %d calls",
+		ms(h.Percentile(50)), ms(h.Percentile(99)), ms(h.Max()), h.Count())
+}
