@@ -109,7 +109,7 @@ func runAPICreate(ctx context.Context, env *Env, rs *Results) error {
 		cfg.Clients, len(conns), res.ops, res.elapsed.Seconds())
 	rs.Add(figAPICreatePerS, res.perSecond(), note)
 	rs.Add(figAPICreateCPU, res.cpuPerOp(), "process CPU (apiserver + etcd + gRPC clients) / creates")
-	rs.Add(figAPICreateP99, ms(res.latency.Percentile(99)), latencyNote(&res.latency))
+	rs.Add(figAPICreateP99, ms(res.latency.Percentile(99)), latencyNote(&res.latency, "calls"))
 	return nil
 }
 
@@ -137,7 +137,7 @@ func runAPIGet(ctx context.Context, env *Env, rs *Results) error {
 		return fmt.Errorf("getting ConfigMaps: %w", err)
 	}
 	rs.Add(figAPIGetP99, ms(res.latency.Percentile(99)),
-		fmt.Sprintf("1 client over %d objects; %s", cfg.GetObjects, latencyNote(&res.latency)))
+		fmt.Sprintf("1 client over %d objects; %s", cfg.GetObjects, latencyNote(&res.latency, "calls")))
 	return nil
 }
 
@@ -172,7 +172,7 @@ func runAPIList(ctx context.Context, env *Env, rs *Results) error {
 		return fmt.Errorf("listing ConfigMaps: %w", err)
 	}
 	rs.Add(figAPIList1000, ms(res.latency.Percentile(99)),
-		fmt.Sprintf("%d x 1 KiB objects, consistent list; %s", cfg.ListObjects, latencyNote(&res.latency)))
+		fmt.Sprintf("%d x 1 KiB objects, consistent list; %s", cfg.ListObjects, latencyNote(&res.latency, "calls")))
 	return nil
 }
 
@@ -221,7 +221,8 @@ loop:
 // ms is d in milliseconds.
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-func latencyNote(h *Histogram) string {
-	return fmt.Sprintf("p50 %.2f ms, p99 %.2f ms, max %.2f ms over %d calls",
-		ms(h.Percentile(50)), ms(h.Percentile(99)), ms(h.Max()), h.Count())
+// latencyNote summarizes h; what names the samples ("calls", "events").
+func latencyNote(h *Histogram, what string) string {
+	return fmt.Sprintf("p50 %.2f ms, p99 %.2f ms, max %.2f ms over %d %s",
+		ms(h.Percentile(50)), ms(h.Percentile(99)), ms(h.Max()), h.Count(), what)
 }

@@ -175,7 +175,7 @@ func runWatchFanout(ctx context.Context, env *Env, rs *Results) error {
 	}
 	want := int64(len(watchers)) * int64(writes)
 	note := fmt.Sprintf("%d watchers on %d conns x %d writes", len(watchers), len(conns), writes)
-	rs.Add(figWatchP99, ms(lat.Percentile(99)), latencyNote(&lat)+" (receipt - Create return)")
+	rs.Add(figWatchP99, ms(lat.Percentile(99)), latencyNote(&lat, "events")+" (receipt - Create return)")
 	rs.Add(figWatchDelivered, float64(delivered), note)
 	missedNote := "every watcher got every event"
 	if delivered < want {

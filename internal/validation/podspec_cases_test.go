@@ -182,7 +182,9 @@ func podSpecCases() []podSpecCase {
 		{"DoesNotExist with values", func(s *corev1.PodSpec) {
 			s.Affinity.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution[0].Preference.MatchExpressions[0].Values = []string{"x"}
 		}, []string{prefTerm + "[0].preference.matchExpressions[0].values: Forbidden"}},
-		{"Gt with two values", func(s *corev1.PodSpec) { affReq(s).NodeSelectorTerms[0].MatchExpressions[1].Values = []string{"2", "4"} },
+		{"Gt with two values", func(s *corev1.PodSpec) {
+			affReq(s).NodeSelectorTerms[0].MatchExpressions[1].Values = []string{"2", "4"}
+		},
 			[]string{reqTerm + "[0].matchExpressions[1].values: Required value"}},
 		{"Gt with a non-integer", func(s *corev1.PodSpec) { affReq(s).NodeSelectorTerms[0].MatchExpressions[1].Values = []string{"two"} },
 			[]string{reqTerm + "[0].matchExpressions[1].values[0]: Invalid value"}},
@@ -191,7 +193,9 @@ func podSpecCases() []podSpecCase {
 		{"node selector key invalid", func(s *corev1.PodSpec) { affReq(s).NodeSelectorTerms[0].MatchExpressions[0].Key = "/arch" },
 			[]string{reqTerm + "[0].matchExpressions[0].key: Invalid value"}},
 		{"required node affinity without terms", func(s *corev1.PodSpec) { affReq(s).NodeSelectorTerms = nil }, []string{reqTerm + ": Required value"}},
-		{"preferred weight out of range", func(s *corev1.PodSpec) { s.Affinity.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution[0].Weight = 0 },
+		{"preferred weight out of range", func(s *corev1.PodSpec) {
+			s.Affinity.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution[0].Weight = 0
+		},
 			[]string{prefTerm + "[0].weight: Invalid value"}},
 		{"matchFields on a field other than metadata.name", func(s *corev1.PodSpec) {
 			affReq(s).NodeSelectorTerms[0].MatchFields = []*corev1.NodeSelectorRequirement{{Key: "spec.unschedulable", Operator: "In", Values: []string{"false"}}}

@@ -169,7 +169,7 @@ func (s *Server) install(g *grpc.Server) {
 		ValidateUpdate: validation.DeploymentUpdate,
 	})
 	appsv1.RegisterDeploymentsServer(g, &deploymentsServer{
-		Endpoint: depEP,
+		Endpoint:         depEP,
 		scaleSubresource: deploymentScale(depEP.Registry(), depKind),
 	})
 	depBetaKind := kind[*appsv1beta1.Deployment](appsV1beta1, "Deployment", "deployments", "deployment", "skiff.apps.v1beta1.Deployments", true,
@@ -193,7 +193,7 @@ func (s *Server) install(g *grpc.Server) {
 		},
 	})
 	appsv1.RegisterReplicaSetsServer(g, &replicaSetsServer{
-		Endpoint: rsEP,
+		Endpoint:         rsEP,
 		scaleSubresource: replicaSetScale(rsEP.Registry(), rsKind),
 	})
 

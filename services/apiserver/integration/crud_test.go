@@ -52,8 +52,8 @@ type crudCase[T object.Object, L proto.Message] struct {
 	res        *client.Resource[T, L]
 	namespaced bool
 	obj        func(ns, name string) T
-	mutate     func(T)        // a spec change: generation must grow
-	setStatus  func(T) bool   // false when the kind has no status
+	mutate     func(T)      // a spec change: generation must grow
+	setStatus  func(T) bool // false when the kind has no status
 	items      func(L) []T
 }
 
@@ -160,15 +160,23 @@ func TestCRUDEveryKind(t *testing.T) {
 		namespaced: true,
 		obj:        func(ns, name string) *corev1.Pod { return &corev1.Pod{Metadata: meta(ns, name), Spec: podSpec()} },
 		mutate:     func(p *corev1.Pod) { p.Spec.Containers[0].Image = "nginx:1.16.1" },
-		setStatus:  func(p *corev1.Pod) bool { p.Status = &corev1.PodStatus{Phase: "Running", PodIp: "10.0.0.7"}; return true },
-		items:      func(l *corev1.PodList) []*corev1.Pod { return l.Items },
+		setStatus: func(p *corev1.Pod) bool {
+			p.Status = &corev1.PodStatus{Phase: "Running", PodIp: "10.0.0.7"}
+			return true
+		},
+		items: func(l *corev1.PodList) []*corev1.Pod { return l.Items },
 	}.run)
 	t.Run("Node", crudCase[*corev1.Node, *corev1.NodeList]{
-		res:       client.Nodes(s.Conn),
-		obj:       func(_, name string) *corev1.Node { return &corev1.Node{Metadata: meta("", name), Spec: &corev1.NodeSpec{}} },
-		mutate:    func(n *corev1.Node) { n.Spec.Unschedulable = true },
-		setStatus: func(n *corev1.Node) bool { n.Status = &corev1.NodeStatus{Capacity: map[string]string{"cpu": "4"}}; return true },
-		items:     func(l *corev1.NodeList) []*corev1.Node { return l.Items },
+		res: client.Nodes(s.Conn),
+		obj: func(_, name string) *corev1.Node {
+			return &corev1.Node{Metadata: meta("", name), Spec: &corev1.NodeSpec{}}
+		},
+		mutate: func(n *corev1.Node) { n.Spec.Unschedulable = true },
+		setStatus: func(n *corev1.Node) bool {
+			n.Status = &corev1.NodeStatus{Capacity: map[string]string{"cpu": "4"}}
+			return true
+		},
+		items: func(l *corev1.NodeList) []*corev1.Node { return l.Items },
 	}.run)
 	t.Run("Event", crudCase[*corev1.Event, *corev1.EventList]{
 		res:        client.Events(s.Conn),
@@ -197,9 +205,12 @@ func TestCRUDEveryKind(t *testing.T) {
 		obj: func(ns, name string) *appsv1.Deployment {
 			return &appsv1.Deployment{Metadata: meta(ns, name), Spec: &appsv1.DeploymentSpec{Replicas: proto.Int32(2), Selector: selector(), Template: template()}}
 		},
-		mutate:    func(d *appsv1.Deployment) { d.Spec.Replicas = proto.Int32(d.GetSpec().GetReplicas() + 1) },
-		setStatus: func(d *appsv1.Deployment) bool { d.Status = &appsv1.DeploymentStatus{Replicas: 3, ObservedGeneration: 2}; return true },
-		items:     func(l *appsv1.DeploymentList) []*appsv1.Deployment { return l.Items },
+		mutate: func(d *appsv1.Deployment) { d.Spec.Replicas = proto.Int32(d.GetSpec().GetReplicas() + 1) },
+		setStatus: func(d *appsv1.Deployment) bool {
+			d.Status = &appsv1.DeploymentStatus{Replicas: 3, ObservedGeneration: 2}
+			return true
+		},
+		items: func(l *appsv1.DeploymentList) []*appsv1.Deployment { return l.Items },
 	}.run)
 	t.Run("ReplicaSet", crudCase[*appsv1.ReplicaSet, *appsv1.ReplicaSetList]{
 		res:        client.ReplicaSets(s.Conn),
@@ -207,9 +218,12 @@ func TestCRUDEveryKind(t *testing.T) {
 		obj: func(ns, name string) *appsv1.ReplicaSet {
 			return &appsv1.ReplicaSet{Metadata: meta(ns, name), Spec: &appsv1.ReplicaSetSpec{Replicas: proto.Int32(1), Selector: selector(), Template: template()}}
 		},
-		mutate:    func(r *appsv1.ReplicaSet) { r.Spec.Replicas = proto.Int32(r.GetSpec().GetReplicas() + 1) },
-		setStatus: func(r *appsv1.ReplicaSet) bool { r.Status = &appsv1.ReplicaSetStatus{Replicas: 1, ReadyReplicas: 1}; return true },
-		items:     func(l *appsv1.ReplicaSetList) []*appsv1.ReplicaSet { return l.Items },
+		mutate: func(r *appsv1.ReplicaSet) { r.Spec.Replicas = proto.Int32(r.GetSpec().GetReplicas() + 1) },
+		setStatus: func(r *appsv1.ReplicaSet) bool {
+			r.Status = &appsv1.ReplicaSetStatus{Replicas: 1, ReadyReplicas: 1}
+			return true
+		},
+		items: func(l *appsv1.ReplicaSetList) []*appsv1.ReplicaSet { return l.Items },
 	}.run)
 	t.Run("Lease", crudCase[*coordinationv1.Lease, *coordinationv1.LeaseList]{
 		res:        client.Leases(s.Conn),

@@ -114,8 +114,8 @@ type Cache[T object.Object] struct {
 	window   []*Event[T] // ring
 	head     int         // index of the oldest event in window
 	count    int
-	startRev int64 // every event after startRev is in the window
-	rev      int64 // the revision the cache reflects
+	startRev int64         // every event after startRev is in the window
+	rev      int64         // the revision the cache reflects
 	fresh    chan struct{} // closed and replaced whenever rev advances
 	watchers map[*Watcher[T]]struct{}
 	ready    chan struct{}

@@ -1,0 +1,161 @@
+// Command skiff-bench measures the control plane in one process: it starts
+// the real apiserver on an embedded etcd (real fsync, fresh data directory),
+// runs the chosen scenarios against it, and prints a table and one
+// "BENCH <figure> <value>" line per figure. A missed target is reported as
+// MISS and still exits 0; only errors exit non-zero.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime/pprof"
+	"syscall"
+
+	"go.uber.org/zap"
+
+	"skiff.dev/bench/scenarios"
+	"skiff.dev/services/apiserver/apiserver"
+	"skiff.dev/services/apiserver/apiservertest"
+)
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		fmt.Fprintln(os.Stderr, "skiff-bench:", err)
+		var ue usageError
+		if errors.As(err, &ue) {
+			os.Exit(2)
+		}
+		os.Exit(1)
+	}
+}
+
+// usageError is a bad command line (exit status 2).
+type usageError struct{ error }
+
+type options struct {
+	scenario   string
+	dataDir    string
+	cpuProfile string
+	cfg        scenarios.Config
+}
+
+func parseFlags(args []string, stderr io.Writer) (options, error) {
+	o := options{cfg: scenarios.DefaultConfig()}
+	fs := flag.NewFlagSet("skiff-bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.scenario, "scenario", "", "run the scenarios with a figure whose name starts with this prefix (\"\" = all), e.g. api, watch, etcd.put")
+	fs.DurationVar(&o.cfg.Duration, "duration", o.cfg.Duration, "measured window of each throughput/latency scenario")
+	fs.DurationVar(&o.cfg.Warmup, "warmup", o.cfg.Warmup, "load before each measured window")
+	fs.IntVar(&o.cfg.Clients, "clients", o.cfg.Clients, "concurrent clients of etcd.put and api.create")
+	fs.IntVar(&o.cfg.Conns, "conns", o.cfg.Conns, "gRPC connections api.create spreads its clients over")
+	fs.IntVar(&o.cfg.Watchers, "watchers", o.cfg.Watchers, "watchers of watch.fanout")
+	fs.IntVar(&o.cfg.WatchConns, "watch-conns", o.cfg.WatchConns, "gRPC connections the watchers are spread over")
+	fs.IntVar(&o.cfg.WatchWriters, "watch-writers", o.cfg.WatchWriters, "concurrent writer goroutines of watch.fanout")
+	fs.IntVar(&o.cfg.WatchRate, "watch-rate", o.cfg.WatchRate, "writes per second of watch.fanout")
+	fs.DurationVar(&o.cfg.WatchDuration, "watch-duration", o.cfg.WatchDuration, "how long watch.fanout writes")
+	fs.StringVar(&o.dataDir, "data-dir", os.TempDir(), "parent of the temporary etcd data directory (put it on the disk to measure)")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a pprof CPU profile of the whole run to this file")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `Usage: skiff-bench [flags]
+
+Starts the apiserver in-process on an embedded etcd (fsync on, fresh data
+directory), runs the scenarios, prints a table (figure, value, unit, target,
+ok/MISS, notes) and one "BENCH <figure> <value>" line per figure.
+Exit status: 0 when every scenario ran (even if a target is missed), 1 on an
+error, 2 on bad flags. CPU figures are the whole process's CPU (apiserver,
+etcd and the benchmark's clients share it) divided by the objects or events.
+
+Flags:
+`)
+		fs.PrintDefaults()
+		fmt.Fprint(stderr, "\nScenarios (a scenario runs when one of its figures starts with -scenario):\n")
+		for _, s := range scenarios.All() {
+			fmt.Fprintf(stderr, "  %s: %s\n", s.Name, s.Summary)
+			for _, f := range s.Figures {
+				target := ""
+				if f.Target.Cmp != "" {
+					target = "  target " + f.Target.String()
+				}
+				fmt.Fprintf(stderr, "      %-30s %s%s\n", f.Name, f.Unit, target)
+			}
+			if len(s.Needs) > 0 {
+				fmt.Fprintf(stderr, "      (also runs %v)\n", s.Needs)
+			}
+		}
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return o, err
+		}
+		return o, usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return o, usageError{fmt.Errorf("unexpected arguments %v (see -help)", fs.Args())}
+	}
+	return o, nil
+}
+
+func run(args []string, stdout, stderr io.Writer) error {
+	o, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	selected, err := scenarios.Select(scenarios.All(), o.scenario)
+	if err != nil {
+		return usageError{err}
+	}
+
+	if o.cpuProfile != "" {
+		f, err := os.Create(o.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	dir, err := os.MkdirTemp(o.dataDir, "skiff-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	srv, err := apiservertest.StartConfig(apiserver.Config{
+		DataDir:           dir,
+		Listen:            "127.0.0.1:0",
+		MetricsListen:     "",
+		Logger:            zap.NewNop(),
+		EtcdUnsafeNoFsync: false,
+	})
+	if err != nil {
+		return fmt.Errorf("starting apiserver: %w", err)
+	}
+	defer srv.Stop()
+
+	env := &scenarios.Env{
+		Addr:         srv.Addr(),
+		EtcdEndpoint: srv.EtcdEndpoint(),
+		Config:       o.cfg,
+		Progress:     stderr,
+	}
+	fmt.Fprintf(stderr, "skiff-bench: apiserver %s, etcd %s, data in %s\n", env.Addr, env.EtcdEndpoint, dir)
+	rs, runErr := scenarios.Run(ctx, env, selected)
+	// Print what was measured even when a later scenario failed.
+	if err := scenarios.WriteReport(stdout, rs); err != nil {
+		return err
+	}
+	return runErr
+}

@@ -1,0 +1,177 @@
+package scenarios
+
+import (
+	"bufio"
+	"context"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"skiff.dev/services/apiserver/apiservertest"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+func names(ss []*Scenario) []string {
+	var out []string
+	for _, s := range ss {
+		out = append(out, s.Name)
+	}
+	return out
+}
+
+func TestSelect(t *testing.T) {
+	cases := []struct {
+		name   string
+		prefix string
+		want   []string
+	}{
+		{"empty selects all", "", []string{"etcd.put", "api.create", "api.get", "api.list", "watch.fanout", "api.create_vs_etcd"}},
+		{"api also runs the ratio's etcd denominator", "api", []string{"etcd.put", "api.create", "api.get", "api.list", "api.create_vs_etcd"}},
+		{"etcd alone", "etcd", []string{"etcd.put"}},
+		{"watch alone", "watch", []string{"watch.fanout"}},
+		{"one figure", "api.get_p99", []string{"api.get"}},
+		{"the ratio figure", "api.create_vs", []string{"etcd.put", "api.create", "api.create_vs_etcd"}},
+		{"create throughput only", "api.create_per_s", []string{"api.create"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Select(All(), tc.prefix)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(names(got), tc.want) {
+				t.Errorf("Select(%q) = %v, want %v", tc.prefix, names(got), tc.want)
+			}
+		})
+	}
+	if _, err := Select(All(), "nosuch"); err == nil {
+		t.Error("Select(nosuch) succeeded, want an error")
+	}
+}
+
+func TestHistogramPercentiles(t *testing.T) {
+	// 1..100000 µs shuffled: the nearest-rank percentile is p% of 100000 µs.
+	var h Histogram
+	for _, i := range rand.Perm(100000) {
+		h.Record(time.Duration(i+1) * time.Microsecond)
+	}
+	cases := []struct {
+		p    float64
+		want time.Duration
+	}{
+		{50, 50 * time.Millisecond},
+		{99, 99 * time.Millisecond},
+		{99.9, 99900 * time.Microsecond},
+		{100, 100 * time.Millisecond},
+	}
+	for _, tc := range cases {
+		got := h.Percentile(tc.p)
+		if diff := float64(got-tc.want) / float64(tc.want); diff < 0 || diff > 0.002 {
+			t.Errorf("p%v = %v, want %v (+0.2%%)", tc.p, got, tc.want)
+		}
+	}
+	if h.Count() != 100000 || h.Max() != 100*time.Millisecond {
+		t.Errorf("count %d max %v", h.Count(), h.Max())
+	}
+	var small Histogram
+	for _, d := range []time.Duration{-5, 3, 7, 1000} {
+		small.Record(d)
+	}
+	if got := small.Percentile(50); got != 3 {
+		t.Errorf("exact small values: p50 = %v, want 3ns", got)
+	}
+	if got := small.Percentile(25); got != 0 {
+		t.Errorf("negative samples count as 0: p25 = %v", got)
+	}
+}
+
+func TestBucketsCoverValues(t *testing.T) {
+	for _, v := range []uint64{0, 1023, 1024, 1025, 2047, 2048, 1 << 30, 1<<40 + 12345} {
+		b := bucketOf(v)
+		if high := bucketHigh(b); v > high || (b > 0 && v <= bucketHigh(b-1)) {
+			t.Errorf("value %d in bucket %d: (%d, %d]", v, b, bucketHigh(b-1), high)
+		}
+	}
+}
+
+// TestScenarios runs every scenario, tiny, against a real apiserver: the
+// harness itself, not the performance.
+func TestScenarios(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an apiserver")
+	}
+	srv := apiservertest.Start(t)
+	env := &Env{
+		Addr:         srv.Addr(),
+		EtcdEndpoint: srv.EtcdEndpoint(),
+		Config: Config{
+			Warmup:        50 * time.Millisecond,
+			Duration:      300 * time.Millisecond,
+			Clients:       4,
+			Conns:         2,
+			GetObjects:    10,
+			ListObjects:   50,
+			ListMinCalls:  5,
+			Watchers:      10,
+			WatchConns:    3,
+			WatchWriters:  4,
+			WatchRate:     100,
+			WatchDuration: 500 * time.Millisecond,
+			WatchDrain:    10 * time.Second,
+		},
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rs, err := Run(ctx, env, All())
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	var out strings.Builder
+	if err := WriteReport(&out, rs); err != nil {
+		t.Fatal(err)
+	}
+	t.Log("\n" + out.String())
+	bench := map[string]float64{}
+	sc := bufio.NewScanner(strings.NewReader(out.String()))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) == 3 && f[0] == "BENCH" {
+			v, err := strconv.ParseFloat(f[2], 64)
+			if err != nil {
+				t.Errorf("BENCH line %q: value is not a plain number", sc.Text())
+			}
+			bench[f[1]] = v
+		}
+	}
+	for _, s := range All() {
+		for _, f := range s.Figures {
+			if _, ok := bench[f.Name]; !ok {
+				t.Errorf("no BENCH line for %s", f.Name)
+			}
+		}
+	}
+	positive := []string{
+		"etcd.put_per_s", "etcd.put_cpu_us_per_object", "api.create_per_s", "api.create_cpu_us_per_object",
+		"api.create_vs_etcd_ratio", "api.get_p99_ms", "api.list_1000_p99_ms", "watch.write_per_s",
+	}
+	for _, name := range positive {
+		if bench[name] <= 0 {
+			t.Errorf("%s = %v, want > 0", name, bench[name])
+		}
+	}
+	if got, want := bench["watch.events_delivered"], float64(10*50); got != want {
+		t.Errorf("watch.events_delivered = %v, want %v", got, want)
+	}
+	if got := bench["watch.missed_events"]; got != 0 {
+		t.Errorf("watch.missed_events = %v, want 0", got)
+	}
+}

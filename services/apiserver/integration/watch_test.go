@@ -1,0 +1,334 @@
+package integration
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	"skiff.dev/internal/apierrors"
+	"skiff.dev/internal/client"
+	corev1 "skiff.dev/proto/core/v1"
+	metav1 "skiff.dev/proto/meta/v1"
+	"skiff.dev/services/apiserver/apiserver"
+	"skiff.dev/services/apiserver/apiservertest"
+)
+
+type seen struct{ typ, name, rv string }
+
+func (s seen) String() string { return s.typ + " " + s.name }
+
+// next reads one event or fails the test.
+func next(t *testing.T, w *client.WatchStream[*corev1.ConfigMap]) seen {
+	t.Helper()
+	ev, err := w.Next()
+	if err != nil {
+		t.Fatalf("watch: %v", err)
+	}
+	return seen{ev.Type, ev.Object.GetMetadata().GetName(), ev.Object.GetMetadata().GetResourceVersion()}
+}
+
+func expect(t *testing.T, w *client.WatchStream[*corev1.ConfigMap], want ...string) {
+	t.Helper()
+	for _, wnt := range want {
+		if got := next(t, w); got.String() != wnt {
+			t.Fatalf("got event %q, want %q", got, wnt)
+		}
+	}
+}
+
+func cm(ns, name string, labels map[string]string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{Metadata: &metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels}, Data: map[string]string{"k": "v"}}
+}
+
+func TestWatchFromNowAndFromRevision(t *testing.T) {
+	s := apiservertest.Start(t)
+	ctx := testContext(t)
+	cms := client.ConfigMaps(s.Conn)
+	a, err := cms.Create(ctx, cm("w", "a", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := cms.Create(ctx, cm("w", "b", nil))
+	a.Data["k"] = "v2"
+	if _, err := cms.Update(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("no resourceVersion: current state as ADDED, then changes", func(t *testing.T) {
+		w, err := cms.Watch(ctx, &metav1.ListOptions{Namespace: "w"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		expect(t, w, "ADDED a", "ADDED b")
+		if _, err := cms.Create(ctx, cm("w", "c", nil)); err != nil {
+			t.Fatal(err)
+		}
+		expect(t, w, "ADDED c")
+	})
+	t.Run("from a revision: the changes after it", func(t *testing.T) {
+		w, err := cms.Watch(ctx, &metav1.ListOptions{Namespace: "w", ResourceVersion: a.Metadata.ResourceVersion})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		expect(t, w, "ADDED b", "MODIFIED a", "ADDED c")
+		if _, err := cms.Delete(ctx, &metav1.DeleteRequest{Namespace: "w", Name: "b"}); err != nil {
+			t.Fatal(err)
+		}
+		ev := next(t, w)
+		if ev.String() != "DELETED b" {
+			t.Fatalf("got %v, want DELETED b", ev)
+		}
+		if rv, _ := strconv.Atoi(ev.rv); rv <= mustAtoi(b.Metadata.ResourceVersion) {
+			t.Fatalf("DELETED event carries resourceVersion %s, want the deletion's revision", ev.rv)
+		}
+	})
+	t.Run("list then watch from the list's revision misses nothing", func(t *testing.T) {
+		l, err := cms.List(ctx, &metav1.ListOptions{Namespace: "w"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cms.Create(ctx, cm("w", "d", nil)); err != nil {
+			t.Fatal(err)
+		}
+		w, err := cms.Watch(ctx, &metav1.ListOptions{Namespace: "w", ResourceVersion: l.Metadata.ResourceVersion})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		expect(t, w, "ADDED d")
+	})
+}
+
+func mustAtoi(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
+}
+
+func TestWatchSelectorsOnTheServer(t *testing.T) {
+	s := apiservertest.Start(t)
+	ctx := testContext(t)
+	cms := client.ConfigMaps(s.Conn)
+	w, err := cms.Watch(ctx, &metav1.ListOptions{Namespace: "sel", LabelSelector: "app=web", FieldSelector: "metadata.name!=skip"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	x, _ := cms.Create(ctx, cm("sel", "x", map[string]string{"app": "db"}))    // not matching
+	_, _ = cms.Create(ctx, cm("sel", "skip", map[string]string{"app": "web"})) // field selector excludes
+	_, _ = cms.Create(ctx, cm("other", "y", map[string]string{"app": "web"}))  // other namespace
+	x.Metadata.Labels["app"] = "web"                                           // starts matching: ADDED
+	x, _ = cms.Update(ctx, x)
+	x.Data["k"] = "v2" // still matching: MODIFIED
+	x, _ = cms.Update(ctx, x)
+	x.Metadata.Labels["app"] = "db" // stops matching: DELETED
+	if _, err := cms.Update(ctx, x); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, w, "ADDED x", "MODIFIED x", "DELETED x")
+}
+
+func TestWatchBookmarks(t *testing.T) {
+	s := apiservertest.Start(t, apiservertest.WithConfig(func(c *apiserver.Config) { c.BookmarkInterval = 200 * time.Millisecond }))
+	ctx := testContext(t)
+	cms := client.ConfigMaps(s.Conn)
+	w, err := cms.Watch(ctx, &metav1.ListOptions{Namespace: "bm", AllowWatchBookmarks: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	// A write to another resource moves etcd's revision; the bookmark must reach it.
+	n, err := client.Nodes(s.Conn).Create(ctx, &corev1.Node{Metadata: &metav1.ObjectMeta{Name: "n1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := mustAtoi(n.Metadata.ResourceVersion)
+	for {
+		ev := next(t, w)
+		if ev.typ != "BOOKMARK" {
+			t.Fatalf("unexpected event %v", ev)
+		}
+		if mustAtoi(ev.rv) >= target {
+			return
+		}
+	}
+}
+
+func TestWatchFromCompactedRevisionIsExpired(t *testing.T) {
+	s := apiservertest.Start(t)
+	ctx := testContext(t)
+	cms := client.ConfigMaps(s.Conn)
+	first, err := cms.Create(ctx, cm("c", "first", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last *corev1.ConfigMap
+	for i := 0; i < 5; i++ {
+		if last, err = cms.Create(ctx, cm("c", fmt.Sprint("n", i), nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Compact through a plain etcd client, as an operator would.
+	if _, err := s.EtcdClient().Compact(ctx, int64(mustAtoi(last.Metadata.ResourceVersion))); err != nil {
+		t.Fatal(err)
+	}
+	w, err := cms.Watch(ctx, &metav1.ListOptions{Namespace: "c", ResourceVersion: first.Metadata.ResourceVersion})
+	if err == nil {
+		_, err = w.Next()
+	}
+	if !apierrors.IsExpired(err) || status.Code(err) != codes.OutOfRange {
+		t.Fatalf("watch from a compacted revision: want Expired (OUT_OF_RANGE), got %v", err)
+	}
+	se := apierrors.FromError(err)
+	if se.Status.GetCode() != 410 || !strings.Contains(se.Error(), "too old resource version") {
+		t.Fatalf("want code 410 and a clear message, got %v", se.Status)
+	}
+	// The documented recovery: list, then watch from the list's revision.
+	l, err := cms.List(ctx, &metav1.ListOptions{Namespace: "c"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err = cms.Watch(ctx, &metav1.ListOptions{Namespace: "c", ResourceVersion: l.Metadata.ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if _, err := cms.Create(ctx, cm("c", "after", nil)); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, w, "ADDED after")
+	// A paged list continuing from a compacted revision is Expired too.
+	p, err := cms.List(ctx, &metav1.ListOptions{Namespace: "c", Limit: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur, _ := cms.Create(ctx, cm("c", "later", nil))
+	if _, err := s.EtcdClient().Compact(ctx, int64(mustAtoi(cur.Metadata.ResourceVersion))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cms.List(ctx, &metav1.ListOptions{Namespace: "c", Limit: 2, Continue: p.Metadata.Continue}); !apierrors.IsExpired(err) {
+		t.Fatalf("continue after compaction: want Expired, got %v", err)
+	}
+}
+
+func TestSlowWatcherIsCutOffWhileFastOneKeepsUp(t *testing.T) {
+	s := apiservertest.Start(t, apiservertest.WithConfig(func(c *apiserver.Config) { c.WatcherBuffer = 8 }))
+	ctx := testContext(t)
+	cms := client.ConfigMaps(s.Conn)
+	// The slow watcher has its own connection and never reads, so HTTP/2
+	// flow control stops the server's sends and its buffer fills up.
+	slowConn, err := grpc.NewClient(s.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slowConn.Close()
+	slow, err := client.ConfigMaps(slowConn).Watch(ctx, &metav1.ListOptions{Namespace: "slow", ResourceVersion: "1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Stop()
+	fast, err := cms.Watch(ctx, &metav1.ListOptions{Namespace: "slow", ResourceVersion: "1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fast.Stop()
+
+	const writes = 120
+	payload := strings.Repeat("x", 32<<10)
+	done := make(chan error, 1)
+	go func() {
+		for i := 0; i < writes; i++ {
+			if _, err := cms.Create(ctx, &corev1.ConfigMap{Metadata: &metav1.ObjectMeta{Namespace: "slow", Name: fmt.Sprint("o", i)}, Data: map[string]string{"p": payload}}); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	for i := 0; i < writes; i++ {
+		if ev := next(t, fast); ev.name != fmt.Sprint("o", i) {
+			t.Fatalf("fast watcher: event %d is %v", i, ev)
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	// The slow watcher gets what was in flight, then the cut-off status.
+	var err2 error
+	got := 0
+	for err2 == nil {
+		_, err2 = slow.Next()
+		got++
+	}
+	if !apierrors.IsServiceUnavailable(err2) || !strings.Contains(err2.Error(), "too slow") {
+		t.Fatalf("slow watcher: want ServiceUnavailable 'too slow' after %d events, got %v", got, err2)
+	}
+	if got >= writes {
+		t.Fatalf("slow watcher received all %d events: it was never cut off", got)
+	}
+	if n := metricSum(t, s, "apiserver_terminated_watchers_total"); n < 1 {
+		t.Fatalf("apiserver_terminated_watchers_total = %v, want >= 1", n)
+	}
+}
+
+func TestWatchTimeoutAndShutdownEndCleanly(t *testing.T) {
+	s := apiservertest.Start(t)
+	ctx := testContext(t)
+	cms := client.ConfigMaps(s.Conn)
+	w, err := cms.Watch(ctx, &metav1.ListOptions{Namespace: "t", TimeoutSeconds: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Next(); !errors.Is(err, io.EOF) {
+		t.Fatalf("watch with timeoutSeconds: want a clean end (EOF), got %v", err)
+	}
+	// Shutdown: the watch (on its own connection) ends with a status, not a hang.
+	conn, err := grpc.NewClient(s.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	w, err = client.ConfigMaps(conn).Watch(ctx, &metav1.ListOptions{Namespace: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := make(chan struct{})
+	go func() { s.Stop(); close(stopped) }()
+	if _, err := w.Next(); !apierrors.IsServiceUnavailable(err) && !errors.Is(err, io.EOF) {
+		t.Fatalf("watch during shutdown: want ServiceUnavailable or EOF, got %v", err)
+	}
+	select {
+	case <-stopped:
+	case <-time.After(20 * time.Second):
+		t.Fatal("server did not stop")
+	}
+}
+
+// metricSum adds up every series of a counter or gauge in the server's registry.
+func metricSum(t *testing.T, s *apiservertest.Server, name string) float64 {
+	t.Helper()
+	mfs, err := s.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := 0.0
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+		}
+	}
+	return sum
+}
