@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -161,7 +160,6 @@ func New(cfg Config) (*Server, error) {
 	s.storeM = storage.NewMetrics(reg)
 	s.cacheM = watchcache.NewMetrics(reg)
 	s.maint = newMaintenanceMetrics(reg)
-	registerOnce(reg, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
 	chain := server.NewChain(s.routes, server.NewMetrics(reg), s.log)
 	s.grpc = grpc.NewServer(
@@ -191,6 +189,7 @@ func New(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("metrics listen %s: %w", cfg.MetricsListen, err)
 		}
 		mux := http.NewServeMux()
+		// Ours, plus the default registry: Go runtime, process, and the embedded etcd's own metrics.
 		mux.Handle("/metrics", promhttp.HandlerFor(prometheus.Gatherers{reg, prometheus.DefaultGatherer}, promhttp.HandlerOpts{}))
 		mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 			if resp, _ := s.health.Check(r.Context(), &healthpb.HealthCheckRequest{}); resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
@@ -202,17 +201,6 @@ func New(cfg Config) (*Server, error) {
 		s.metrics = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	}
 	return s, nil
-}
-
-func registerOnce(reg prometheus.Registerer, cs ...prometheus.Collector) {
-	for _, c := range cs {
-		if err := reg.Register(c); err != nil {
-			var are prometheus.AlreadyRegisteredError
-			if !errors.As(err, &are) {
-				panic(err)
-			}
-		}
-	}
 }
 
 // Addr is the gRPC address the server listens on.

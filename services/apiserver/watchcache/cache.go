@@ -141,6 +141,14 @@ func New[T object.Object](cfg Config[T]) *Cache[T] {
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
 	}
+	if m := cfg.Metrics; m != nil {
+		// Every resource's series exists from the start, at zero.
+		r := cfg.Store.Resource()
+		m.eventsReceived.WithLabelValues(r)
+		m.eventsDispatched.WithLabelValues(r)
+		m.registeredWatchers.WithLabelValues(r)
+		m.terminatedWatchers.WithLabelValues(r)
+	}
 	return &Cache[T]{
 		cfg:      cfg,
 		resource: cfg.Store.Resource(),
