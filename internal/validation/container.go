@@ -55,7 +55,7 @@ func containers(spec *corev1.PodSpec, vols map[string]bool, specPath *field.Path
 	return errs
 }
 
-func container(c *corev1.Container, p *field.Path, names, vols map[string]bool, hostNetwork, init bool) field.ErrorList {
+func container(c *corev1.Container, p *field.Path, names, vols map[string]bool, hostNetwork, isInit bool) field.ErrorList {
 	if c == nil {
 		return field.ErrorList{field.Required(p, "")}
 	}
@@ -80,7 +80,7 @@ func container(c *corev1.Container, p *field.Path, names, vols map[string]bool, 
 	errs = append(errs, env(c.Env, p.Child("env"))...)
 	errs = append(errs, volumeMounts(c.VolumeMounts, vols, p.Child("volumeMounts"))...)
 	errs = append(errs, resources(c.Resources, p.Child("resources"))...)
-	if init {
+	if isInit {
 		for _, pr := range []struct {
 			name string
 			set  bool
@@ -285,7 +285,7 @@ func resourceFieldSelector(rf *corev1.ResourceFieldSelector, p *field.Path) fiel
 	dp := p.Child("divisor")
 	d, err := parseQuantity(rf.Divisor)
 	if err != nil {
-		return append(errs, field.Invalid(dp, rf.Divisor, quantityErrMsg))
+		return append(errs, field.Invalid(dp, rf.Divisor, err.Error()))
 	}
 	switch {
 	case strings.HasSuffix(rf.Resource, ".cpu"):
@@ -444,7 +444,7 @@ func overcommitAllowed(name string) bool {
 func resourceQuantity(name, value string, p *field.Path) (*big.Rat, field.ErrorList) {
 	q, err := parseQuantity(value)
 	if err != nil {
-		return nil, field.ErrorList{field.Invalid(p, value, quantityErrMsg)}
+		return nil, field.ErrorList{field.Invalid(p, value, err.Error())}
 	}
 	if q.Sign() < 0 {
 		return nil, field.ErrorList{field.Invalid(p, value, "must be greater than or equal to 0")}

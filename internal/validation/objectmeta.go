@@ -89,8 +89,12 @@ func ObjectMetaUpdate(newM, oldM *metav1.ObjectMeta, path *field.Path) field.Err
 		}
 	}
 	if oldM.DeletionTimestamp != nil {
+		had := make(map[string]bool, len(oldM.Finalizers))
+		for _, f := range oldM.Finalizers {
+			had[f] = true
+		}
 		for i, f := range newM.Finalizers {
-			if !slices.Contains(oldM.Finalizers, f) {
+			if !had[f] {
 				errs = append(errs, field.Forbidden(path.Child("finalizers").Index(i),
 					fmt.Sprintf("no new finalizers can be added if the object is being deleted, found new finalizer %q", f)))
 			}

@@ -2,6 +2,7 @@ package validation
 
 import (
 	"errors"
+	"fmt"
 	"math/big"
 	"strconv"
 )
@@ -9,11 +10,18 @@ import (
 // quantityErrMsg is Kubernetes' message for a malformed quantity.
 const quantityErrMsg = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
 
+// maxQuantityLength bounds the text of a quantity: parsing its digits
+// costs more than linear time, and no real quantity needs more.
+const maxQuantityLength = 128
+
 // maxQuantityExponent bounds "1e<n>" so a hostile exponent cannot make
 // validation build a gigantic number.
 const maxQuantityExponent = 1000
 
-var errQuantity = errors.New(quantityErrMsg)
+var (
+	errQuantity        = errors.New(quantityErrMsg)
+	errQuantityTooLong = fmt.Errorf("quantities must be no more than %d characters", maxQuantityLength)
+)
 
 // Multipliers of the suffixes of a quantity.
 var (
@@ -29,6 +37,9 @@ var (
 //	suffix   ::= "" | n | u | m | k | M | G | T | P | E
 //	           | Ki | Mi | Gi | Ti | Pi | Ei | (e|E) [+-] digits
 func parseQuantity(s string) (*big.Rat, error) {
+	if len(s) > maxQuantityLength {
+		return nil, errQuantityTooLong
+	}
 	i := 0
 	neg := false
 	if i < len(s) && (s[i] == '+' || s[i] == '-') {

@@ -2,6 +2,7 @@ package validation
 
 import (
 	"math/big"
+	"strings"
 	"testing"
 )
 
@@ -52,6 +53,8 @@ func TestParseQuantity(t *testing.T) {
 		{"0x10", ""},
 		{"1Mi ", ""},
 		{"--1", ""},
+		{"0." + strings.Repeat("0", 125) + "1", "1/" + "1" + strings.Repeat("0", 126)},
+		{strings.Repeat("9", 129), ""},
 	}
 	for _, c := range cases {
 		t.Run(c.in, func(t *testing.T) {

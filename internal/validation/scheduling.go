@@ -54,16 +54,17 @@ func tolerations(ts []*corev1.Toleration, p *field.Path) field.ErrorList {
 // onlyAddedTolerations allows a pod update to add tolerations and to change
 // an existing one's tolerationSeconds, nothing else.
 func onlyAddedTolerations(newTs, oldTs []*corev1.Toleration, p *field.Path) field.ErrorList {
-	for _, o := range oldTs {
-		found := false
-		for _, n := range newTs {
-			if o.GetKey() == n.GetKey() && o.GetOperator() == n.GetOperator() &&
-				o.GetValue() == n.GetValue() && o.GetEffect() == n.GetEffect() {
-				found = true
-				break
-			}
-		}
-		if !found {
+	// A toleration is identified by all it says but tolerationSeconds.
+	type identity struct{ key, operator, value, effect string }
+	id := func(t *corev1.Toleration) identity {
+		return identity{t.GetKey(), t.GetOperator(), t.GetValue(), t.GetEffect()}
+	}
+	present := make(map[identity]bool, len(newTs))
+	for _, t := range newTs {
+		present[id(t)] = true
+	}
+	for _, t := range oldTs {
+		if !present[id(t)] {
 			return field.ErrorList{field.Forbidden(p, "existing toleration can not be modified except its tolerationSeconds")}
 		}
 	}

@@ -332,3 +332,37 @@ func metricSum(t *testing.T, s *apiservertest.Server, name string) float64 {
 	}
 	return sum
 }
+
+func TestWatchOlderThanTheCacheWindowIsExpired(t *testing.T) {
+	s := apiservertest.Start(t, apiservertest.WithConfig(func(c *apiserver.Config) { c.WatchCacheWindow = 5 }))
+	ctx := testContext(t)
+	cms := client.ConfigMaps(s.Conn)
+	first, err := cms.Create(ctx, cm("win", "first", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last *corev1.ConfigMap
+	for i := 0; i < 10; i++ {
+		if last, err = cms.Create(ctx, cm("win", fmt.Sprint("n", i), nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Make sure the cache has seen the last write before asking.
+	if _, err := cms.List(ctx, &metav1.ListOptions{Namespace: "win", ResourceVersion: last.Metadata.ResourceVersion}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := cms.Watch(ctx, &metav1.ListOptions{Namespace: "win", ResourceVersion: first.Metadata.ResourceVersion})
+	if err == nil {
+		_, err = w.Next()
+	}
+	if !apierrors.IsExpired(err) {
+		t.Fatalf("watch older than the window: want Expired, got %v", err)
+	}
+	// Within the window it works: the last three events.
+	w, err = cms.Watch(ctx, &metav1.ListOptions{Namespace: "win", ResourceVersion: fmt.Sprint(mustAtoi(last.Metadata.ResourceVersion) - 3)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	expect(t, w, "ADDED n7", "ADDED n8", "ADDED n9")
+}
