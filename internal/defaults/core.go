@@ -12,7 +12,8 @@ import (
 const NamespaceNameLabel = "kubernetes.io/metadata.name"
 
 // Namespace defaults a namespace: status.phase Active and the
-// kubernetes.io/metadata.name label set to its name (once it has one).
+// kubernetes.io/metadata.name label set to its name (once it has one),
+// overwriting any other value so selectors can trust it.
 func Namespace(ns *corev1.Namespace) {
 	if ns == nil {
 		return

@@ -11,10 +11,15 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
+	_ "net/http/pprof"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/pprof"
 	"syscall"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -44,6 +49,7 @@ type options struct {
 	scenario   string
 	dataDir    string
 	cpuProfile string
+	pprofAddr  string
 	cfg        scenarios.Config
 }
 
@@ -63,6 +69,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.cfg.WatchDuration, "watch-duration", o.cfg.WatchDuration, "how long watch.fanout writes")
 	fs.StringVar(&o.dataDir, "data-dir", os.TempDir(), "parent of the temporary etcd data directory (put it on the disk to measure)")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a pprof CPU profile of the whole run to this file")
+	fs.StringVar(&o.pprofAddr, "pprof-addr", "", "serve net/http/pprof on this address during the run (e.g. 127.0.0.1:6060)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `Usage: skiff-bench [flags]
 
@@ -123,6 +130,18 @@ func run(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		defer pprof.StopCPUProfile()
+	}
+
+	if o.pprofAddr != "" {
+		lis, err := net.Listen("tcp", o.pprofAddr)
+		if err != nil {
+			return err
+		}
+		defer lis.Close()
+		runtime.SetBlockProfileRate(int(time.Millisecond))
+		runtime.SetMutexProfileFraction(100)
+		go func() { _ = http.Serve(lis, nil) }() // net/http/pprof registers on the default mux
+		fmt.Fprintf(stderr, "skiff-bench: pprof on http://%s/debug/pprof/\n", lis.Addr())
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

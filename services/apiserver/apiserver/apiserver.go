@@ -116,7 +116,6 @@ type Server struct {
 	lis      net.Listener
 	metrics  *http.Server
 	metricsL net.Listener
-	dbSize   *prometheus.GaugeVec
 	maint    *maintenanceMetrics
 }
 

@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"time"
 
-	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/protobuf/proto"
@@ -354,6 +353,3 @@ func (s *Store[T]) etcdError(err error) error {
 	}
 	return apierrors.NewInternal(fmt.Errorf("etcd: %w", err))
 }
-
-// EventKind says what happened to a key in an etcd watch event.
-func EventKind(ev *clientv3.Event) mvccpb.Event_EventType { return ev.Type }
