@@ -3,8 +3,13 @@
 //
 // It owns:
 //   - the selector string syntax ("app=web,tier in (fe,be),!canary"): Parse;
-//   - the conversion of the API's metav1.LabelSelector: FromProto;
-//   - the label key and value rules (ValidateKey, ValidateValue);
+//   - the conversion of the API's metav1.LabelSelector: FromProto, and
+//     its operator names (OperatorFromProto);
+//   - how many values each operator takes (Operator.ValueCount);
+//   - the label key and value rules (ValidateKey, ValidateValue), also
+//     used for other qualified names such as annotation keys; KeyFaults
+//     and ValueFaults list each Fault so that package validation can word
+//     it as the API does;
 //   - matching a selector against an object's labels: Selector.Matches.
 //
 // It does not own where labels live on objects, field selectors (package

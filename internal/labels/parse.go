@@ -212,7 +212,7 @@ func (p *parser) set(op token) ([]string, error) {
 		return nil, p.unexpected(t, "'('")
 	}
 	if t := p.peek(); t.kind == tokClose {
-		return nil, p.errorf(t.pos, "operator '%s' needs a non-empty set of values", op.text)
+		return nil, p.errorf(t.pos, "%s", valuesProblem(op.text, Operator(op.text), 0))
 	}
 	var vs []string
 	for {

@@ -16,6 +16,15 @@ var protoOperators = map[string]Operator{
 	"DoesNotExist": DoesNotExist,
 }
 
+// OperatorFromProto returns the Operator that an API matchExpressions
+// operator ("In", "NotIn", "Exists", "DoesNotExist") stands for; ok is
+// false for any other spelling. Operator.ValueCount says how many values
+// it takes.
+func OperatorFromProto(name string) (op Operator, ok bool) {
+	op, ok = protoOperators[name]
+	return op, ok
+}
+
 // FromProto converts an API label selector.
 //
 // A nil selector is Nothing: it matches no objects, as Kubernetes'
@@ -48,29 +57,16 @@ func FromProto(sel *metav1.LabelSelector) (Selector, error) {
 		if e == nil {
 			return Selector{}, fmt.Errorf("%w: matchExpressions[%d]: missing", ErrInvalidSelector, i)
 		}
-		op, ok := protoOperators[e.GetOperator()]
+		op, ok := OperatorFromProto(e.GetOperator())
 		if !ok {
 			return Selector{}, fmt.Errorf("%w: matchExpressions[%d]: operator %q is not one of In, NotIn, Exists, DoesNotExist",
 				ErrInvalidSelector, i, e.GetOperator())
 		}
-		key, values := e.GetKey(), e.GetValues()
-		if err := ValidateKey(key); err != nil {
+		r, err := checkedRequirement(e.GetKey(), e.GetOperator(), op, e.GetValues())
+		if err != nil {
 			return Selector{}, fmt.Errorf("%w: matchExpressions[%d]: %w", ErrInvalidSelector, i, err)
 		}
-		switch {
-		case (op == In || op == NotIn) && len(values) == 0:
-			return Selector{}, fmt.Errorf("%w: matchExpressions[%d]: key %q: operator %s needs at least one value",
-				ErrInvalidSelector, i, key, e.GetOperator())
-		case (op == Exists || op == DoesNotExist) && len(values) != 0:
-			return Selector{}, fmt.Errorf("%w: matchExpressions[%d]: key %q: operator %s takes no values, got %d",
-				ErrInvalidSelector, i, key, e.GetOperator(), len(values))
-		}
-		for _, v := range values {
-			if err := ValidateValue(v); err != nil {
-				return Selector{}, fmt.Errorf("%w: matchExpressions[%d]: key %q: %w", ErrInvalidSelector, i, key, err)
-			}
-		}
-		reqs = append(reqs, newRequirement(key, op, values))
+		reqs = append(reqs, r)
 	}
 	return newSelector(reqs), nil
 }

@@ -77,13 +77,13 @@ func TestFromProtoErrors(t *testing.T) {
 		{"empty operator", &metav1.LabelSelector{MatchExpressions: []*metav1.LabelSelectorRequirement{expr("a", "")}},
 			`matchExpressions[0]: operator "" is not one of`},
 		{"in without values", &metav1.LabelSelector{MatchExpressions: []*metav1.LabelSelectorRequirement{expr("a", "In")}},
-			`matchExpressions[0]: key "a": operator In needs at least one value`},
+			`matchExpressions[0]: key "a": operator 'In' needs a non-empty set of values`},
 		{"notin without values", &metav1.LabelSelector{MatchExpressions: []*metav1.LabelSelectorRequirement{expr("a", "NotIn")}},
-			`matchExpressions[0]: key "a": operator NotIn needs at least one value`},
+			`matchExpressions[0]: key "a": operator 'NotIn' needs a non-empty set of values`},
 		{"exists with values", &metav1.LabelSelector{MatchExpressions: []*metav1.LabelSelectorRequirement{expr("a", "Exists", "x")}},
-			`matchExpressions[0]: key "a": operator Exists takes no values, got 1`},
+			`matchExpressions[0]: key "a": operator 'Exists' takes no values, got 1`},
 		{"does not exist with values", &metav1.LabelSelector{MatchExpressions: []*metav1.LabelSelectorRequirement{expr("a", "DoesNotExist", "x", "y")}},
-			`matchExpressions[0]: key "a": operator DoesNotExist takes no values, got 2`},
+			`matchExpressions[0]: key "a": operator 'DoesNotExist' takes no values, got 2`},
 		{"bad expression key", &metav1.LabelSelector{MatchExpressions: []*metav1.LabelSelectorRequirement{expr("", "Exists")}},
 			`matchExpressions[0]: invalid label key "": name part must not be empty`},
 		{"bad expression value", &metav1.LabelSelector{MatchExpressions: []*metav1.LabelSelectorRequirement{expr("a", "In", "ok", "no way")}},
@@ -100,5 +100,18 @@ func TestFromProtoErrors(t *testing.T) {
 				t.Fatalf("FromProto error:\n  %v\nwant ErrInvalidSelector containing:\n  %s", err, tc.want)
 			}
 		})
+	}
+}
+
+func TestOperatorFromProto(t *testing.T) {
+	for name, want := range map[string]Operator{"In": In, "NotIn": NotIn, "Exists": Exists, "DoesNotExist": DoesNotExist} {
+		if op, ok := OperatorFromProto(name); !ok || op != want {
+			t.Errorf("OperatorFromProto(%q) = %q, %v; want %q", name, op, ok, want)
+		}
+	}
+	for _, name := range []string{"in", "", "Gt", "=", "exists"} {
+		if op, ok := OperatorFromProto(name); ok {
+			t.Errorf("OperatorFromProto(%q) = %q, want not ok", name, op)
+		}
 	}
 }

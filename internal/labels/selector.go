@@ -40,40 +40,62 @@ type Requirement struct {
 
 // NewRequirement validates and builds a Requirement. Equals, DoubleEquals
 // and NotEquals take exactly one value; In and NotIn at least one;
-// Exists and DoesNotExist none.
+// Exists and DoesNotExist none (see Operator.ValueCount).
 func NewRequirement(key string, op Operator, values []string) (Requirement, error) {
-	if err := ValidateKey(key); err != nil {
+	r, err := checkedRequirement(key, string(op), op, values)
+	if err != nil {
 		return Requirement{}, fmt.Errorf("%w: %w", ErrInvalidSelector, err)
 	}
-	if why := valuesProblem(op, len(values)); why != "" {
-		return Requirement{}, fmt.Errorf("%w: key %q: %s", ErrInvalidSelector, key, why)
+	return r, nil
+}
+
+// checkedRequirement validates and builds a requirement whose operator
+// its caller spelled as spelling (the API's "In" is In). Its errors name
+// the key but not the category.
+func checkedRequirement(key, spelling string, op Operator, values []string) (Requirement, error) {
+	if err := ValidateKey(key); err != nil {
+		return Requirement{}, err
+	}
+	if why := valuesProblem(spelling, op, len(values)); why != "" {
+		return Requirement{}, fmt.Errorf("key %q: %s", key, why)
 	}
 	for _, v := range values {
 		if err := ValidateValue(v); err != nil {
-			return Requirement{}, fmt.Errorf("%w: key %q: %w", ErrInvalidSelector, key, err)
+			return Requirement{}, fmt.Errorf("key %q: %w", key, err)
 		}
 	}
 	return newRequirement(key, op, values), nil
 }
 
-// valuesProblem checks the number of values an operator takes; an unknown
-// operator is reported too.
-func valuesProblem(op Operator, n int) string {
+// ValueCount returns how many values op takes: at least min and, unless
+// max is negative, at most max. ok is false for an unknown operator. It is
+// the one statement of the rule, for NewRequirement, Parse, FromProto and
+// callers that report a violation in their own words.
+func (op Operator) ValueCount() (min, max int, ok bool) {
 	switch op {
 	case Equals, DoubleEquals, NotEquals:
-		if n != 1 {
-			return fmt.Sprintf("operator '%s' takes exactly one value, got %d", op, n)
-		}
+		return 1, 1, true
 	case In, NotIn:
-		if n == 0 {
-			return fmt.Sprintf("operator '%s' needs a non-empty set of values", op)
-		}
+		return 1, -1, true
 	case Exists, DoesNotExist:
-		if n != 0 {
-			return fmt.Sprintf("operator '%s' takes no values, got %d", op, n)
-		}
-	default:
-		return fmt.Sprintf("unknown operator %q", string(op))
+		return 0, 0, true
+	}
+	return 0, 0, false
+}
+
+// valuesProblem checks that op, spelled as its caller wrote it, is known
+// and takes n values; it returns why not, or "".
+func valuesProblem(spelling string, op Operator, n int) string {
+	lo, hi, ok := op.ValueCount()
+	switch {
+	case !ok:
+		return fmt.Sprintf("unknown operator %q", spelling)
+	case lo == 1 && hi == 1 && n != 1:
+		return fmt.Sprintf("operator '%s' takes exactly one value, got %d", spelling, n)
+	case n < lo:
+		return fmt.Sprintf("operator '%s' needs a non-empty set of values", spelling)
+	case hi == 0 && n > 0:
+		return fmt.Sprintf("operator '%s' takes no values, got %d", spelling, n)
 	}
 	return ""
 }

@@ -273,3 +273,27 @@ func BenchmarkMatches(b *testing.B) {
 		})
 	}
 }
+
+func TestOperatorValueCount(t *testing.T) {
+	for _, tc := range []struct {
+		op       Operator
+		min, max int
+		ok       bool
+	}{
+		{Equals, 1, 1, true},
+		{DoubleEquals, 1, 1, true},
+		{NotEquals, 1, 1, true},
+		{In, 1, -1, true},
+		{NotIn, 1, -1, true},
+		{Exists, 0, 0, true},
+		{DoesNotExist, 0, 0, true},
+		{Operator("gt"), 0, 0, false},
+	} {
+		t.Run(string(tc.op), func(t *testing.T) {
+			lo, hi, ok := tc.op.ValueCount()
+			if lo != tc.min || hi != tc.max || ok != tc.ok {
+				t.Fatalf("%q.ValueCount() = %d, %d, %v; want %d, %d, %v", tc.op, lo, hi, ok, tc.min, tc.max, tc.ok)
+			}
+		})
+	}
+}

@@ -17,73 +17,121 @@ const (
 	MaxPrefixLength = 253
 )
 
+// A Fault is one way a label key or value breaks the rules. KeyFaults and
+// ValueFaults return them so that a caller with its own error format (the
+// API's field errors) can word each one; String gives this package's
+// wording.
+type Fault int
+
+// The faults of a key, then of a value.
 const (
-	nameCharsMsg = "consist of alphanumeric characters, '-', '_' or '.', " +
-		"and must start and end with an alphanumeric character"
-	prefixCharsMsg = "must be a lowercase RFC 1123 subdomain: lowercase alphanumeric " +
-		"characters, '-' or '.', each dot-separated part starting and ending with an alphanumeric character"
+	KeySlashes    Fault = iota + 1 // more than one '/'
+	PrefixEmpty                    // "/name"
+	PrefixTooLong                  // prefix longer than MaxPrefixLength
+	PrefixChars                    // prefix not a lowercase RFC 1123 subdomain
+	NameEmpty                      // "" or "prefix/"
+	NameTooLong                    // name longer than MaxNameLength
+	NameChars                      // name not ([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]
+	ValueTooLong                   // value longer than MaxNameLength
+	ValueChars                     // value not ([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]
 )
+
+const nameCharsMsg = "consist of alphanumeric characters, '-', '_' or '.', " +
+	"and must start and end with an alphanumeric character"
+
+var faultMessages = [...]string{
+	KeySlashes:    "must be a name with an optional prefix and one '/' (e.g. 'example.com/my-name')",
+	PrefixEmpty:   "prefix part must not be empty",
+	PrefixTooLong: fmt.Sprintf("prefix part must be no more than %d characters", MaxPrefixLength),
+	PrefixChars: "prefix part must be a lowercase RFC 1123 subdomain: lowercase alphanumeric " +
+		"characters, '-' or '.', each dot-separated part starting and ending with an alphanumeric character",
+	NameEmpty:    "name part must not be empty",
+	NameTooLong:  fmt.Sprintf("name part must be no more than %d characters", MaxNameLength),
+	NameChars:    "name part must " + nameCharsMsg,
+	ValueTooLong: fmt.Sprintf("must be no more than %d characters", MaxNameLength),
+	ValueChars:   "must be empty or " + nameCharsMsg,
+}
+
+// String describes the fault, e.g. "name part must not be empty".
+func (f Fault) String() string {
+	if f <= 0 || int(f) >= len(faultMessages) {
+		return fmt.Sprintf("Fault(%d)", int(f))
+	}
+	return faultMessages[f]
+}
 
 // ValidateKey reports whether key is a valid label key: an optional
 // DNS-subdomain prefix (at most 253 characters) and '/', then a name of at
 // most 63 characters matching ([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9].
-func ValidateKey(key string) error {
-	if why := keyProblem(key); why != "" {
-		return fmt.Errorf("%w key %q: %s", ErrInvalidLabel, key, why)
-	}
-	return nil
-}
+// The error names every fault KeyFaults finds.
+func ValidateKey(key string) error { return faultsError("key", key, KeyFaults(key)) }
 
 // ValidateValue reports whether value is a valid label value: empty, or at
 // most 63 characters matching ([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9].
-func ValidateValue(value string) error {
-	if why := valueProblem(value); why != "" {
-		return fmt.Errorf("%w value %q: %s", ErrInvalidLabel, value, why)
+func ValidateValue(value string) error { return faultsError("value", value, ValueFaults(value)) }
+
+func faultsError(what, s string, faults []Fault) error {
+	if len(faults) == 0 {
+		return nil
 	}
-	return nil
+	msgs := make([]string, len(faults))
+	for i, f := range faults {
+		msgs[i] = f.String()
+	}
+	return fmt.Errorf("%w %s %q: %s", ErrInvalidLabel, what, s, strings.Join(msgs, "; "))
 }
 
-// keyProblem returns why key is invalid, or "".
-func keyProblem(key string) string {
+// KeyFaults returns every fault of key, in the order of the constants;
+// none when key is valid. A key with more than one '/' has only
+// KeySlashes; otherwise the prefix and name are checked independently,
+// length apart from characters. An empty part has no other fault. It does
+// not allocate for a valid key.
+func KeyFaults(key string) []Fault {
 	prefix, name, hasPrefix := strings.Cut(key, "/")
 	if !hasPrefix {
 		name = key
 	}
+	var faults []Fault
 	if hasPrefix {
 		if strings.Contains(name, "/") {
-			return "must be a name with an optional prefix and one '/' (e.g. 'example.com/my-name')"
+			return []Fault{KeySlashes}
 		}
 		switch {
 		case prefix == "":
-			return "prefix part must not be empty"
-		case len(prefix) > MaxPrefixLength:
-			return fmt.Sprintf("prefix part must be no more than %d characters", MaxPrefixLength)
-		case !isDNSSubdomain(prefix):
-			return "prefix part " + prefixCharsMsg
+			faults = append(faults, PrefixEmpty)
+		default:
+			if len(prefix) > MaxPrefixLength {
+				faults = append(faults, PrefixTooLong)
+			}
+			if !isDNSSubdomain(prefix) {
+				faults = append(faults, PrefixChars)
+			}
 		}
 	}
-	switch {
-	case name == "":
-		return "name part must not be empty"
-	case len(name) > MaxNameLength:
-		return fmt.Sprintf("name part must be no more than %d characters", MaxNameLength)
-	case !isName(name):
-		return "name part must " + nameCharsMsg
-	}
-	return ""
+	return nameFaults(faults, name, NameEmpty, NameTooLong, NameChars)
 }
 
-// valueProblem returns why value is invalid, or "".
-func valueProblem(value string) string {
-	switch {
-	case value == "":
-		return ""
-	case len(value) > MaxNameLength:
-		return fmt.Sprintf("must be no more than %d characters", MaxNameLength)
-	case !isName(value):
-		return "must be empty or " + nameCharsMsg
+// ValueFaults returns every fault of value; none when it is valid. It does
+// not allocate for a valid value.
+func ValueFaults(value string) []Fault {
+	if value == "" {
+		return nil
 	}
-	return ""
+	return nameFaults(nil, value, 0, ValueTooLong, ValueChars)
+}
+
+// nameFaults appends the faults of s, a key's name part or a value.
+func nameFaults(faults []Fault, s string, empty, tooLong, chars Fault) []Fault {
+	if s == "" {
+		return append(faults, empty)
+	}
+	if len(s) > MaxNameLength {
+		faults = append(faults, tooLong)
+	}
+	if !isName(s) {
+		faults = append(faults, chars)
+	}
+	return faults
 }
 
 func isAlnum(c byte) bool {

@@ -2,6 +2,7 @@ package labels
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -76,5 +77,50 @@ func TestValidateValue(t *testing.T) {
 				t.Fatalf("ValidateValue(%q) = %v, want ErrInvalidLabel containing %q", tc.value, err, tc.err)
 			}
 		})
+	}
+}
+
+func TestFaults(t *testing.T) {
+	long := strings.Repeat("-", 64)
+	for _, tc := range []struct {
+		name  string
+		check func(string) []Fault
+		in    string
+		want  []Fault
+	}{
+		{"valid key", KeyFaults, "app.kubernetes.io/name", nil},
+		{"empty key", KeyFaults, "", []Fault{NameEmpty}},
+		{"empty prefix", KeyFaults, "/a", []Fault{PrefixEmpty}},
+		{"both parts empty", KeyFaults, "/", []Fault{PrefixEmpty, NameEmpty}},
+		{"two slashes only", KeyFaults, "A/b/-c", []Fault{KeySlashes}},
+		{"name long and malformed", KeyFaults, long, []Fault{NameTooLong, NameChars}},
+		{"prefix and name malformed", KeyFaults, "A.io/-a", []Fault{PrefixChars, NameChars}},
+		{"prefix long and malformed", KeyFaults, strings.Repeat("P", 254) + "/x", []Fault{PrefixTooLong, PrefixChars}},
+		{"empty value", ValueFaults, "", nil},
+		{"value long and malformed", ValueFaults, long, []Fault{ValueTooLong, ValueChars}},
+		{"value malformed", ValueFaults, "a b", []Fault{ValueChars}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.check(tc.in); !slices.Equal(got, tc.want) {
+				t.Fatalf("faults of %q = %v, want %v", tc.in, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestValidateKeyNamesEveryFault(t *testing.T) {
+	err := ValidateKey("/")
+	want := `invalid label key "/": prefix part must not be empty; name part must not be empty`
+	if err == nil || err.Error() != want {
+		t.Fatalf("ValidateKey(%q) = %v, want %s", "/", err, want)
+	}
+}
+
+func TestFaultsOfValidInputDoNotAllocate(t *testing.T) {
+	if n := testing.AllocsPerRun(100, func() {
+		KeyFaults("app.kubernetes.io/name")
+		ValueFaults("web-1.2")
+	}); n != 0 {
+		t.Fatalf("KeyFaults and ValueFaults allocate %v times for valid input, want 0", n)
 	}
 }

@@ -15,7 +15,8 @@
 //	         | "Ki" | "Mi" | "Gi" | "Ti" | "Pi" | "Ei"               (binary SI)
 //	         | ( "e" | "E" ) [ "+" | "-" ] digits                    (decimal exponent)
 //
-// "E" alone is exa; "E" followed by digits is an exponent.
+// "E" alone is exa; "E" followed by digits is an exponent. A quantity is
+// at most 128 characters long.
 //
 // # Range and precision
 //

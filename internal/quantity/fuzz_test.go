@@ -2,6 +2,7 @@ package quantity
 
 import (
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -13,6 +14,7 @@ func FuzzParse(f *testing.F) {
 		"0", "-0", "1", "+1", "-1.5", ".5", "5.", "500m", "1000000n", "1k", "1.5Gi", "0.5Ki",
 		"1e3", "1E3", "1e-3", "5e-1", "1E", "1Ei", "8Pi", "12Zi", "1e", "1e+", "0.1m",
 		"9223372036854775807m", "9223372036854775808m", "0.0009765625Ki", "1e99999999999",
+		strings.Repeat("0", 127) + "1", strings.Repeat("0", 128) + "1",
 	} {
 		f.Add(s)
 	}

@@ -35,6 +35,10 @@ var suffixes = map[string]suffix{
 }
 
 const (
+	// maxLength bounds the text of a quantity. No real quantity comes near
+	// it; it keeps hostile input from costing time and memory (and errors
+	// from quoting it whole).
+	maxLength = 128
 	// maxExponent bounds a parsed exponent; anything larger is already far
 	// out of range (or finer than 1m) for any mantissa that is not zero.
 	maxExponent = 10_000
@@ -43,8 +47,8 @@ const (
 	maxDigits = 100
 )
 
-// Parse parses a quantity; see the package documentation for the syntax,
-// range and precision. Errors wrap ErrInvalid (and ErrOutOfRange when the
+// Parse parses a quantity of at most 128 characters; see the package
+// documentation for the syntax, range and precision. Errors wrap ErrInvalid (and ErrOutOfRange when the
 // magnitude is too large) and quote the input:
 //
 //	invalid quantity "12Zi": unknown suffix "Zi"
@@ -54,6 +58,9 @@ func Parse(s string) (Quantity, error) {
 	}
 	if s == "" {
 		return fail("empty string")
+	}
+	if len(s) > maxLength {
+		return Quantity{}, fmt.Errorf("%w %q...: longer than %d characters", ErrInvalid, s[:16], maxLength)
 	}
 	if strings.TrimSpace(s) != s {
 		return fail("surrounding whitespace is not allowed")

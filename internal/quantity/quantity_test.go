@@ -121,7 +121,9 @@ func TestParseErrors(t *testing.T) {
 		{"one past largest", "9223372036854775808m", outOfRange, true},
 		{"one past smallest", "-9223372036854775808m", outOfRange, true},
 		{"huge exponent", "1e99999999999", outOfRange, true},
-		{"huge integer", strings.Repeat("9", 200), outOfRange, true},
+		{"huge integer", strings.Repeat("9", 128), outOfRange, true},
+		{"too long", strings.Repeat("9", 129), `invalid quantity "9999999999999999"...: longer than 128 characters`, false},
+		{"too long with leading zeros", strings.Repeat("0", 128) + "1", `longer than 128 characters`, false},
 		{"just past largest units", "9223372036854776", outOfRange, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

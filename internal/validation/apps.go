@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 	"skiff.dev/internal/field"
+	"skiff.dev/internal/labels"
 	appsv1 "skiff.dev/proto/apps/v1"
 	corev1 "skiff.dev/proto/core/v1"
 	metav1 "skiff.dev/proto/meta/v1"
@@ -99,24 +100,28 @@ func immutableSelector(newSel, oldSel *metav1.LabelSelector) field.ErrorList {
 func workloadSelectorAndTemplate(sel *metav1.LabelSelector, t *corev1.PodTemplateSpec, spec *field.Path, kind string) field.ErrorList {
 	var errs field.ErrorList
 	sp := spec.Child("selector")
+	var selector labels.Selector
 	selectorOK := false
-	switch {
-	case sel == nil:
+	if sel == nil {
 		errs = append(errs, field.Required(sp, ""))
-	case selectorEmpty(sel):
-		errs = append(errs, field.Invalid(sp, selectorString(sel), "empty selector is invalid for "+kind))
-	default:
-		selErrs := LabelSelector(sel, sp)
+	} else if selErrs := LabelSelector(sel, sp); len(selErrs) > 0 {
 		errs = append(errs, selErrs...)
-		selectorOK = len(selErrs) == 0
+	} else if s, err := labels.FromProto(sel); err != nil {
+		// LabelSelector checks all FromProto does; should they ever
+		// disagree, the selector is still rejected.
+		errs = append(errs, field.Invalid(sp, selectorString(sel), err.Error()))
+	} else if s.Empty() {
+		errs = append(errs, field.Invalid(sp, selectorString(sel), "empty selector is invalid for "+kind))
+	} else {
+		selector, selectorOK = s, true
 	}
 	tp := spec.Child("template")
 	if t == nil {
 		return append(errs, field.Required(tp, ""))
 	}
-	labels := t.Metadata.GetLabels()
-	if selectorOK && !selectorMatches(sel, labels) {
-		errs = append(errs, field.Invalid(tp.Child("metadata", "labels"), labelsString(labels), "`selector` does not match template `labels`"))
+	templateLabels := t.Metadata.GetLabels()
+	if selectorOK && !selector.Matches(templateLabels) {
+		errs = append(errs, field.Invalid(tp.Child("metadata", "labels"), labelsString(templateLabels), "`selector` does not match template `labels`"))
 	}
 	errs = append(errs, podTemplateSpec(t, tp)...)
 	if rp := t.Spec.GetRestartPolicy(); rp != "" && rp != "Always" {

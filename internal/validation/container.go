@@ -2,13 +2,13 @@ package validation
 
 import (
 	"fmt"
-	"math/big"
 	"net/netip"
 	"path"
 	"slices"
 	"strings"
 
 	"skiff.dev/internal/field"
+	"skiff.dev/internal/quantity"
 	corev1 "skiff.dev/proto/core/v1"
 	metav1 "skiff.dev/proto/meta/v1"
 )
@@ -29,8 +29,10 @@ var (
 		"limits.cpu", "limits.ephemeral-storage", "limits.memory",
 		"requests.cpu", "requests.ephemeral-storage", "requests.memory",
 	}
-	cpuDivisors    = []string{"1m", "1"}
-	memoryDivisors = []string{"1", "1k", "1M", "1G", "1T", "1P", "1E", "1Ki", "1Mi", "1Gi", "1Ti", "1Pi", "1Ei"}
+	cpuDivisors = []string{"1m", "1"}
+	// memoryDivisors are Kubernetes' but for 1E and 1Ei, which are above
+	// the largest quantity (package quantity) and so never parse.
+	memoryDivisors = []string{"1", "1k", "1M", "1G", "1T", "1P", "1Ki", "1Mi", "1Gi", "1Ti", "1Pi"}
 )
 
 // containers validates the app containers (at least one) and the init
@@ -283,9 +285,9 @@ func resourceFieldSelector(rf *corev1.ResourceFieldSelector, p *field.Path) fiel
 		return errs
 	}
 	dp := p.Child("divisor")
-	d, err := parseQuantity(rf.Divisor)
+	d, err := parseQuantity(rf.Divisor, dp)
 	if err != nil {
-		return append(errs, field.Invalid(dp, rf.Divisor, err.Error()))
+		return append(errs, err)
 	}
 	switch {
 	case strings.HasSuffix(rf.Resource, ".cpu"):
@@ -301,13 +303,8 @@ func resourceFieldSelector(rf *corev1.ResourceFieldSelector, p *field.Path) fiel
 	return errs
 }
 
-func quantityIn(q *big.Rat, allowed []string) bool {
-	for _, a := range allowed {
-		if v, err := parseQuantity(a); err == nil && v.Cmp(q) == 0 {
-			return true
-		}
-	}
-	return false
+func quantityIn(q quantity.Quantity, allowed []string) bool {
+	return slices.ContainsFunc(allowed, func(a string) bool { return quantity.MustParse(a).Cmp(q) == 0 })
 }
 
 func configMapKeySelector(s *corev1.ConfigMapKeySelector, p *field.Path) field.ErrorList {
@@ -380,14 +377,16 @@ func resources(r *corev1.ResourceRequirements, p *field.Path) field.ErrorList {
 		return nil
 	}
 	var errs field.ErrorList
-	limits := map[string]*big.Rat{}
+	limits := map[string]quantity.Quantity{}
 	lp := p.Child("limits")
 	for _, name := range sortedKeys(r.Limits) {
 		kp := lp.Key(name)
 		errs = append(errs, containerResourceName(name, kp)...)
 		q, qErrs := resourceQuantity(name, r.Limits[name], kp)
 		errs = append(errs, qErrs...)
-		limits[name] = q
+		if len(qErrs) == 0 {
+			limits[name] = q
+		}
 	}
 	rp := p.Child("requests")
 	for _, name := range sortedKeys(r.Requests) {
@@ -395,8 +394,8 @@ func resources(r *corev1.ResourceRequirements, p *field.Path) field.ErrorList {
 		errs = append(errs, containerResourceName(name, kp)...)
 		q, qErrs := resourceQuantity(name, r.Requests[name], kp)
 		errs = append(errs, qErrs...)
-		l := limits[name]
-		if q == nil || l == nil {
+		l, limited := limits[name]
+		if len(qErrs) > 0 || !limited {
 			continue
 		}
 		if overcommitAllowed(name) {
@@ -438,19 +437,18 @@ func overcommitAllowed(name string) bool {
 	return nativeResource(name) && !strings.HasPrefix(name, "hugepages-")
 }
 
-// resourceQuantity parses one quantity of a resource list, returning it
-// only when valid: well-formed, non-negative and, for extended resources,
-// whole.
-func resourceQuantity(name, value string, p *field.Path) (*big.Rat, field.ErrorList) {
-	q, err := parseQuantity(value)
-	if err != nil {
-		return nil, field.ErrorList{field.Invalid(p, value, err.Error())}
-	}
-	if q.Sign() < 0 {
-		return nil, field.ErrorList{field.Invalid(p, value, "must be greater than or equal to 0")}
-	}
-	if !nativeResource(name) && !q.IsInt() {
-		return nil, field.ErrorList{field.Invalid(p, value, "must be an integer")}
+// resourceQuantity parses one quantity of a resource list, which is valid
+// when well-formed, non-negative and, for extended resources, whole. The
+// quantity is meaningful only without errors.
+func resourceQuantity(name, value string, p *field.Path) (quantity.Quantity, field.ErrorList) {
+	q, err := parseQuantity(value, p)
+	switch {
+	case err != nil:
+		return q, field.ErrorList{err}
+	case q.Sign() < 0:
+		return q, field.ErrorList{field.Invalid(p, value, "must be greater than or equal to 0")}
+	case !nativeResource(name) && q.MilliValue()%1000 != 0:
+		return q, field.ErrorList{field.Invalid(p, value, "must be an integer")}
 	}
 	return q, nil
 }

@@ -14,6 +14,12 @@
 // Every function is pure, never mutates its arguments and copes with nil
 // sub-messages and arbitrary field values.
 //
+// The syntax of label keys and values (and the qualified names that share
+// it), the selector operators and quantities is packages labels' and
+// quantity's; this package reports what breaks it at the field, in
+// Kubernetes' words, and adds the API's own limits (quantities in a
+// resource list are non-negative, a request at most its limit).
+//
 // The package owns the rules only: it does not default, look other objects
 // up (a volume's ConfigMap, a pod's node, a namespace's existence) or
 // enforce resourceVersion preconditions. On update, the apiserver should

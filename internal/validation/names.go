@@ -4,10 +4,14 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"skiff.dev/internal/labels"
 )
 
 // The name and key formats of Kubernetes' apimachinery util/validation,
-// with its messages, so clients see the wording they know.
+// with its messages, so clients see the wording they know. Label keys and
+// values (and the qualified names that share their rule) are checked by
+// package labels; their formats here only word its faults.
 
 const (
 	dns1123LabelFmt         = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
@@ -20,10 +24,8 @@ const (
 	qualifiedNameExtCharFmt = "[-A-Za-z0-9_.]"
 	qualifiedNameFmt        = "(" + qualifiedNameCharFmt + qualifiedNameExtCharFmt + "*)?" + qualifiedNameCharFmt
 	qualifiedNameErrMsg     = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"
-	qualifiedNameMaxLength  = 63
 	labelValueFmt           = "(" + qualifiedNameFmt + ")?"
 	labelValueErrMsg        = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"
-	labelValueMaxLength     = 63
 	envVarNameFmt           = "[-._a-zA-Z][-._a-zA-Z0-9]*"
 	envVarNameErrMsg        = "a valid environment variable name must consist of alphabetic characters, digits, '_', '-', or '.', and must not start with a digit"
 	configMapKeyFmt         = `[-._a-zA-Z0-9]+`
@@ -38,8 +40,6 @@ const (
 var (
 	dns1123LabelRegexp     = regexp.MustCompile("^" + dns1123LabelFmt + "$")
 	dns1123SubdomainRegexp = regexp.MustCompile("^" + dns1123SubdomainFmt + "$")
-	qualifiedNameRegexp    = regexp.MustCompile("^" + qualifiedNameFmt + "$")
-	labelValueRegexp       = regexp.MustCompile("^" + labelValueFmt + "$")
 	envVarNameRegexp       = regexp.MustCompile("^" + envVarNameFmt + "$")
 	configMapKeyRegexp     = regexp.MustCompile("^" + configMapKeyFmt + "$")
 	percentRegexp          = regexp.MustCompile("^" + percentFmt + "$")
@@ -86,48 +86,41 @@ func isDNS1123Subdomain(value string) []string {
 
 // isQualifiedName checks a label key, annotation key, finalizer or resource
 // name: an optional DNS subdomain prefix and '/', then a name of at most 63
-// characters.
-func isQualifiedName(value string) []string {
-	var errs []string
-	parts := strings.Split(value, "/")
-	var name string
-	switch len(parts) {
-	case 1:
-		name = parts[0]
-	case 2:
-		var prefix string
-		prefix, name = parts[0], parts[1]
-		if prefix == "" {
-			errs = append(errs, "prefix part must be non-empty")
-		} else {
-			for _, msg := range isDNS1123Subdomain(prefix) {
-				errs = append(errs, "prefix part "+msg)
-			}
-		}
-	default:
-		return append(errs, "a qualified name "+regexError(qualifiedNameErrMsg, qualifiedNameFmt, "MyName", "my.name", "123-abc")+
-			" with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')")
-	}
-	if name == "" {
-		errs = append(errs, "name part must be non-empty")
-	} else if len(name) > qualifiedNameMaxLength {
-		errs = append(errs, "name part "+maxLenError(qualifiedNameMaxLength))
-	}
-	if !qualifiedNameRegexp.MatchString(name) {
-		errs = append(errs, "name part "+regexError(qualifiedNameErrMsg, qualifiedNameFmt, "MyName", "my.name", "123-abc"))
-	}
-	return errs
+// characters. The rule is package labels' (a label key); this only words
+// its faults as Kubernetes does.
+func isQualifiedName(value string) []string { return faultMessages(labels.KeyFaults(value)) }
+
+// isValidLabelValue checks a label value by package labels' rule.
+func isValidLabelValue(value string) []string { return faultMessages(labels.ValueFaults(value)) }
+
+// labelFaultMessages are Kubernetes' messages for the faults package labels
+// finds in a label key (a qualified name) or value. Kubernetes also reports
+// an empty name as not matching the name pattern.
+var labelFaultMessages = map[labels.Fault][]string{
+	labels.KeySlashes: {"a qualified name " + regexError(qualifiedNameErrMsg, qualifiedNameFmt, "MyName", "my.name", "123-abc") +
+		" with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"},
+	labels.PrefixEmpty:   {"prefix part must be non-empty"},
+	labels.PrefixTooLong: {"prefix part " + maxLenError(labels.MaxPrefixLength)},
+	labels.PrefixChars:   {"prefix part " + regexError(dns1123SubdomainErrMsg, dns1123SubdomainFmt, "example.com")},
+	labels.NameEmpty:     {"name part must be non-empty", qualifiedNamePartMsg},
+	labels.NameTooLong:   {"name part " + maxLenError(labels.MaxNameLength)},
+	labels.NameChars:     {qualifiedNamePartMsg},
+	labels.ValueTooLong:  {maxLenError(labels.MaxNameLength)},
+	labels.ValueChars:    {regexError(labelValueErrMsg, labelValueFmt, "MyValue", "my_value", "12345")},
 }
 
-func isValidLabelValue(value string) []string {
-	var errs []string
-	if len(value) > labelValueMaxLength {
-		errs = append(errs, maxLenError(labelValueMaxLength))
+var qualifiedNamePartMsg = "name part " + regexError(qualifiedNameErrMsg, qualifiedNameFmt, "MyName", "my.name", "123-abc")
+
+func faultMessages(faults []labels.Fault) []string {
+	var msgs []string
+	for _, f := range faults {
+		if m, ok := labelFaultMessages[f]; ok {
+			msgs = append(msgs, m...)
+		} else {
+			msgs = append(msgs, f.String())
+		}
 	}
-	if !labelValueRegexp.MatchString(value) {
-		errs = append(errs, regexError(labelValueErrMsg, labelValueFmt, "MyValue", "my_value", "12345"))
-	}
-	return errs
+	return msgs
 }
 
 func isEnvVarName(value string) []string {

@@ -66,13 +66,15 @@ func TestObjectMeta(t *testing.T) {
 }
 
 func TestObjectMetaMessages(t *testing.T) {
-	m := &metav1.ObjectMeta{Name: "web", Namespace: "a", Labels: map[string]string{"app": "my app"},
+	m := &metav1.ObjectMeta{Name: "web", Namespace: "a", Labels: map[string]string{"app": "my app", "Example.com/": "x"},
 		OwnerReferences: []*metav1.OwnerReference{
 			{ApiVersion: "v1", Kind: "A", Name: "a", Uid: "1", Controller: ptr(true)},
 			{ApiVersion: "v1", Kind: "B", Name: "b", Uid: "2", Controller: ptr(true)},
 		}}
 	errs := validation.ObjectMeta(m, true, validation.NameIsDNSSubdomain, field.NewPath("metadata"))
 	expectDetail(t, errs, "metadata.labels[app]", "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')")
+	expectDetail(t, errs, "metadata.labels[Example.com/]", "prefix part a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')")
+	expectDetail(t, errs, "metadata.labels[Example.com/]", "name part must be non-empty")
 	expectDetail(t, errs, "metadata.ownerReferences", `Only one reference can have Controller set to true. Found "true" in references for A/a and B/b`)
 
 	ns := validation.NameIsDNSLabel("team.a")

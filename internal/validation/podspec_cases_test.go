@@ -76,6 +76,13 @@ func podSpecCases() []podSpecCase {
 			[]string{"containers[0].env[3].valueFrom.resourceFieldRef.resource: Unsupported value"}},
 		{"resourceFieldRef cpu divisor", func(s *corev1.PodSpec) { c0(s).Env[3].ValueFrom.ResourceFieldRef.Divisor = "1k" },
 			[]string{"containers[0].env[3].valueFrom.resourceFieldRef.divisor: Invalid value"}},
+		{"resourceFieldRef cpu divisor in another notation", func(s *corev1.PodSpec) { c0(s).Env[3].ValueFrom.ResourceFieldRef.Divisor = "1e-3" }, nil},
+		{"resourceFieldRef memory divisor", func(s *corev1.PodSpec) {
+			c0(s).Env[3].ValueFrom.ResourceFieldRef = &corev1.ResourceFieldSelector{Resource: "requests.memory", Divisor: "1.5Mi"}
+		}, []string{"containers[0].env[3].valueFrom.resourceFieldRef.divisor: Invalid value"}},
+		{"resourceFieldRef memory divisor binary", func(s *corev1.PodSpec) {
+			c0(s).Env[3].ValueFrom.ResourceFieldRef = &corev1.ResourceFieldSelector{Resource: "requests.memory", Divisor: "1024Ki"}
+		}, nil},
 		{"configMapKeyRef key invalid", func(s *corev1.PodSpec) { c0(s).Env[4].ValueFrom.ConfigMapKeyRef.Key = "log/level" },
 			[]string{"containers[0].env[4].valueFrom.configMapKeyRef.key: Invalid value"}},
 		{"configMapKeyRef name missing", func(s *corev1.PodSpec) { c0(s).Env[4].ValueFrom.ConfigMapKeyRef.Name = "" },
@@ -115,6 +122,8 @@ func podSpecCases() []podSpecCase {
 		// resources
 		{"malformed quantity", func(s *corev1.PodSpec) { c0(s).Resources.Limits["cpu"] = "500 m" }, []string{"containers[0].resources.limits[cpu]: Invalid value"}},
 		{"negative quantity", func(s *corev1.PodSpec) { c0(s).Resources.Requests["memory"] = "-64Mi" }, []string{"containers[0].resources.requests[memory]: Invalid value"}},
+		{"quantity finer than 1m", func(s *corev1.PodSpec) { c0(s).Resources.Requests["cpu"] = "0.1m" }, []string{"containers[0].resources.requests[cpu]: Invalid value"}},
+		{"quantity out of range", func(s *corev1.PodSpec) { c0(s).Resources.Limits["memory"] = "1Ei" }, []string{"containers[0].resources.limits[memory]: Invalid value"}},
 		{"cpu request above limit", func(s *corev1.PodSpec) { c0(s).Resources.Requests["cpu"] = "1" }, []string{"containers[0].resources.requests[cpu]: Invalid value"}},
 		{"memory request above limit", func(s *corev1.PodSpec) { c0(s).Resources.Requests["memory"] = "0.5Gi" }, []string{"containers[0].resources.requests[memory]: Invalid value"}},
 		{"unknown resource name", func(s *corev1.PodSpec) { c0(s).Resources.Limits["gpu"] = "1" }, []string{"containers[0].resources.limits[gpu]: Invalid value"}},

@@ -1,76 +1,87 @@
 package validation
 
 import (
-	"math/big"
 	"strings"
 	"testing"
+
+	"skiff.dev/internal/field"
 )
 
+// TestParseQuantity checks what validation accepts as a quantity; the
+// syntax itself is package quantity's and tested there. Values are in
+// milli-units.
 func TestParseQuantity(t *testing.T) {
+	const invalid = -1 // want an error
 	cases := []struct {
-		in   string
-		want string // exact value as a big.Rat string; "" when malformed
+		in    string
+		milli int64
 	}{
-		{"1", "1"},
-		{"0", "0"},
-		{"500m", "1/2"},
-		{"250m", "1/4"},
-		{"0.5", "1/2"},
-		{".5", "1/2"},
-		{"5.", "5"},
-		{"+1", "1"},
-		{"-1", "-1"},
-		{"1k", "1000"},
-		{"1M", "1000000"},
-		{"1G", "1000000000"},
-		{"1T", "1000000000000"},
-		{"1P", "1000000000000000"},
-		{"1E", "1000000000000000000"},
-		{"1Ki", "1024"},
-		{"128Mi", "134217728"},
-		{"1.5Gi", "1610612736"},
-		{"1Ti", "1099511627776"},
-		{"1Pi", "1125899906842624"},
-		{"1Ei", "1152921504606846976"},
-		{"100n", "1/10000000"},
-		{"5u", "1/200000"},
-		{"1e3", "1000"},
-		{"1E3", "1000"},
-		{"1.5e-3", "3/2000"},
-		{"2e+2", "200"},
-		{"", ""},
-		{"m", ""},
-		{".", ""},
-		{"+", ""},
-		{"1.5.5", ""},
-		{"500 m", ""},
-		{"1Gb", ""},
-		{"1ki", ""},
-		{"1e", ""},
-		{"1e+", ""},
-		{"1e3.5", ""},
-		{"1e99999", ""},
-		{"0x10", ""},
-		{"1Mi ", ""},
-		{"--1", ""},
-		{"0." + strings.Repeat("0", 125) + "1", "1/" + "1" + strings.Repeat("0", 126)},
-		{strings.Repeat("9", 129), ""},
+		{"1", 1000},
+		{"0", 0},
+		{"500m", 500},
+		{"250m", 250},
+		{"1m", 1},
+		{"0.5", 500},
+		{".5", 500},
+		{"5.", 5000},
+		{"+1", 1000},
+		{"-1", -1000}, // well-formed; resource lists reject it as negative
+		{"1k", 1_000_000},
+		{"1M", 1_000_000_000},
+		{"1G", 1_000_000_000_000},
+		{"1T", 1_000_000_000_000_000},
+		{"1P", 1_000_000_000_000_000_000},
+		{"1Ki", 1_024_000},
+		{"128Mi", 134_217_728_000},
+		{"1.5Gi", 1_610_612_736_000},
+		{"1Ti", 1_099_511_627_776_000},
+		{"1Pi", 1_125_899_906_842_624_000},
+		{"1000000n", 1},
+		{"1e3", 1_000_000},
+		{"1E3", 1_000_000},
+		{"1.5e-3", invalid}, // finer than 1m
+		{"100n", invalid},
+		{"5u", invalid},
+		{"0.1m", invalid},
+		{"0." + strings.Repeat("0", 125) + "1", invalid},
+		{"1E", invalid}, // above the largest quantity
+		{"1Ei", invalid},
+		{"2e+2", 200_000},
+		{"", invalid},
+		{"m", invalid},
+		{".", invalid},
+		{"+", invalid},
+		{"1.5.5", invalid},
+		{"500 m", invalid},
+		{"1Gb", invalid},
+		{"1ki", invalid},
+		{"1e", invalid},
+		{"1e+", invalid},
+		{"1e3.5", invalid},
+		{"1e99999", invalid},
+		{"0x10", invalid},
+		{"1Mi ", invalid},
+		{"--1", invalid},
+		{strings.Repeat("0", 128) + "1", invalid}, // over 128 characters
 	}
+	p := field.NewPath("spec", "limit")
 	for _, c := range cases {
 		t.Run(c.in, func(t *testing.T) {
-			got, err := parseQuantity(c.in)
-			if c.want == "" {
+			got, err := parseQuantity(c.in, p)
+			if c.milli == invalid {
 				if err == nil {
-					t.Fatalf("parseQuantity(%q) = %v, want an error", c.in, got.RatString())
+					t.Fatalf("parseQuantity(%q) = %s, want an error", c.in, got)
+				}
+				if err.Field != "spec.limit" || err.Type != field.ErrorTypeInvalid || err.Detail == "" {
+					t.Fatalf("parseQuantity(%q) error = %v, want Invalid at spec.limit with a reason", c.in, err)
 				}
 				return
 			}
 			if err != nil {
 				t.Fatalf("parseQuantity(%q): %v", c.in, err)
 			}
-			want, _ := new(big.Rat).SetString(c.want)
-			if got.Cmp(want) != 0 {
-				t.Fatalf("parseQuantity(%q) = %s, want %s", c.in, got.RatString(), c.want)
+			if got.MilliValue() != c.milli {
+				t.Fatalf("parseQuantity(%q) = %dm, want %dm", c.in, got.MilliValue(), c.milli)
 			}
 		})
 	}

@@ -143,14 +143,6 @@ func nodeSelectorRequirement(r *corev1.NodeSelectorRequirement, p *field.Path) f
 	var errs field.ErrorList
 	vp := p.Child("values")
 	switch r.Operator {
-	case "In", "NotIn":
-		if len(r.Values) == 0 {
-			errs = append(errs, field.Required(vp, "must be specified when `operator` is 'In' or 'NotIn'"))
-		}
-	case "Exists", "DoesNotExist":
-		if len(r.Values) > 0 {
-			errs = append(errs, field.Forbidden(vp, "may not be specified when `operator` is 'Exists' or 'DoesNotExist'"))
-		}
 	case "Gt", "Lt":
 		if len(r.Values) != 1 {
 			errs = append(errs, field.Required(vp, "must be specified single value when `operator` is 'Lt' or 'Gt'"))
@@ -158,7 +150,8 @@ func nodeSelectorRequirement(r *corev1.NodeSelectorRequirement, p *field.Path) f
 			errs = append(errs, field.Invalid(vp.Index(0), r.Values[0], "must be an integer"))
 		}
 	default:
-		errs = append(errs, field.Invalid(p.Child("operator"), r.Operator, "not a valid selector operator"))
+		// The operators node selectors share with label selectors.
+		errs = selectorOperator(r.Operator, len(r.Values), p)
 	}
 	return append(errs, invalidEach(p.Child("key"), r.Key, isQualifiedName(r.Key))...)
 }
