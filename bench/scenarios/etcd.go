@@ -13,6 +13,7 @@ import (
 var (
 	figEtcdPutPerS = Figure{Name: "etcd.put_per_s", Unit: "puts/s"}
 	figEtcdPutCPU  = Figure{Name: "etcd.put_cpu_us_per_object", Unit: "us CPU/put"}
+	figEtcdPutP99  = Figure{Name: "etcd.put_p99_ms", Unit: "ms"}
 )
 
 // rawPrefix keeps the raw puts away from the apiserver's /registry/ keys.
@@ -22,7 +23,7 @@ func etcdPutScenario() *Scenario {
 	return &Scenario{
 		Name:    "etcd.put",
 		Summary: "raw etcd puts of 1 KiB values from concurrent clients over loopback",
-		Figures: []Figure{figEtcdPutPerS, figEtcdPutCPU},
+		Figures: []Figure{figEtcdPutPerS, figEtcdPutCPU, figEtcdPutP99},
 		Run:     runEtcdPut,
 	}
 }
@@ -58,6 +59,7 @@ func runEtcdPut(ctx context.Context, env *Env, rs *Results) error {
 	note := fmt.Sprintf("%d clients, 1 clientv3 client, %d puts in %.1fs", cfg.Clients, res.ops, res.elapsed.Seconds())
 	rs.Add(figEtcdPutPerS, res.perSecond(), note)
 	rs.Add(figEtcdPutCPU, res.cpuPerOp(), "process CPU (etcd + client) / puts")
+	rs.Add(figEtcdPutP99, ms(res.latency.Percentile(99)), latencyNote(&res.latency, "calls"))
 	return nil
 }
 

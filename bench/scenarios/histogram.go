@@ -9,7 +9,7 @@ import (
 // Histogram counts durations in log-linear buckets, in the manner of an HDR
 // histogram: values below 1024 ns have a bucket each, and every power of two
 // above is split into 512 equal buckets, so a percentile is within 0.2% of
-// the exact sample. It is a fixed ~136 KiB whatever the number of samples,
+// the exact sample. It is a fixed 132 KiB whatever the number of samples,
 // so ten million watch events cost no more than ten. Not safe for
 // concurrent use: give each goroutine its own and Merge them.
 type Histogram struct {

@@ -42,13 +42,13 @@ func (l load) run(parent context.Context) (*loadResult, error) {
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	var (
-		measuring atomic.Bool
-		windowOps atomic.Int64
-		enough    = make(chan struct{}) // closed when minOps completed in the window
-		enoughMu  sync.Once
-		wg        sync.WaitGroup
-		errOnce   sync.Once
-		firstErr  error
+		measuring  atomic.Bool
+		windowOps  atomic.Int64
+		enough     = make(chan struct{}) // closed when minOps completed in the window
+		enoughOnce sync.Once
+		wg         sync.WaitGroup
+		errOnce    sync.Once
+		firstErr   error
 	)
 	if l.minOps <= 0 {
 		close(enough)
@@ -71,7 +71,7 @@ func (l load) run(parent context.Context) (*loadResult, error) {
 				if measuring.Load() {
 					hists[c].Record(time.Since(start))
 					if windowOps.Add(1) == l.minOps {
-						enoughMu.Do(func() { close(enough) })
+						enoughOnce.Do(func() { close(enough) })
 					}
 				}
 			}

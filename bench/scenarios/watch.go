@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -16,7 +15,7 @@ import (
 	metav1 "skiff.dev/proto/meta/v1"
 )
 
-// The watch figures: one writer, many watchers of the same namespace.
+// The watch figures: paced writers, many watchers of the same namespace.
 var (
 	figWatchP99       = Figure{Name: "watch.fanout_p99_ms", Unit: "ms", Target: AtMost(100)}
 	figWatchDelivered = Figure{Name: "watch.events_delivered", Unit: "events"}
@@ -28,6 +27,9 @@ var (
 const (
 	watchNamespace = "watch-bench"
 	watchPrefix    = "w-"
+	// watchEnd is written after every measured write: a watcher that sees
+	// it has seen everything before it (a watch delivers in revision order).
+	watchEnd = "end"
 	// pacerTick is how often the pacer releases the writes that are due.
 	pacerTick = 2 * time.Millisecond
 )
@@ -35,7 +37,7 @@ const (
 func watchFanoutScenario() *Scenario {
 	return &Scenario{
 		Name:    "watch.fanout",
-		Summary: "many watchers of one namespace while a paced writer creates ConfigMaps",
+		Summary: "many watchers of one namespace while paced writers create ConfigMaps",
 		Figures: []Figure{figWatchP99, figWatchDelivered, figWatchMissed, figWatchWriteRate, figWatchCPU},
 		Run:     runWatchFanout,
 	}
@@ -52,15 +54,13 @@ func (c watchClock) now() uint32 { return uint32(time.Since(c.start).Microsecond
 type watcher struct {
 	stream   grpc.ServerStreamingClient[corev1.ConfigMapWatchResponse]
 	received []uint32
-	count    int
+	sawEnd   bool
 	err      error
 }
 
-// receive reads events until it has one for each of the writes, the stream
-// fails, or ctx ends.
+// receive reads events until the end marker, a stream error or ctx's end.
 func (w *watcher) receive(clock watchClock) {
-	writes := len(w.received)
-	for w.count < writes {
+	for {
 		resp, err := w.stream.Recv()
 		if err != nil {
 			w.err = err
@@ -68,12 +68,17 @@ func (w *watcher) receive(clock watchClock) {
 		}
 		at := clock.now()
 		for _, ev := range resp.GetEvents() {
-			i, ok := writeIndex(ev.GetObject().GetMetadata().GetName(), writes)
-			if !ok || w.received[i] != 0 {
+			name := ev.GetObject().GetMetadata().GetName()
+			if i, ok := writeIndex(name, len(w.received)); ok {
+				if w.received[i] == 0 {
+					w.received[i] = at
+				}
 				continue
 			}
-			w.received[i] = at
-			w.count++
+			if name == watchEnd {
+				w.sawEnd = true
+				return
+			}
 		}
 	}
 }
@@ -119,7 +124,7 @@ func runWatchFanout(ctx context.Context, env *Env, rs *Results) error {
 	if err != nil {
 		return err
 	}
-	env.logf("watch.fanout: %d watchers established on %d conns from revision %s; writing %d ConfigMaps at %d/s",
+	env.logf("watch.fanout: %d watchers on %d conns from revision %s; writing %d ConfigMaps at %d/s",
 		len(watchers), len(conns), rv, writes, cfg.WatchRate)
 
 	clock := watchClock{start: time.Now()}
@@ -129,9 +134,12 @@ func runWatchFanout(ctx context.Context, env *Env, rs *Results) error {
 		receivers.Add(1)
 		go func() { defer receivers.Done(); w.receive(clock) }()
 	}
-	committed, writeSpan, err := paceWrites(wctx, writer, cfg, writes, clock)
+	pw, err := paceWrites(wctx, writer, cfg, writes, clock)
 	if err != nil {
 		return err
+	}
+	if _, err := writer.Create(wctx, configMap(watchNamespace, watchEnd, "")); err != nil {
+		return fmt.Errorf("writing the end marker: %w", err)
 	}
 	// Give the last events time to arrive, then end the streams that lag.
 	drained := make(chan struct{})
@@ -154,36 +162,36 @@ func runWatchFanout(ctx context.Context, env *Env, rs *Results) error {
 	var (
 		lat       Histogram
 		delivered int64
-		failed    int
+		short     int
 		firstErr  error
 	)
 	for _, w := range watchers {
-		if w.count < writes {
-			failed++
+		if !w.sawEnd {
+			short++
 			if firstErr == nil {
 				firstErr = w.err
 			}
 		}
 		for i, at := range w.received {
-			if at == 0 {
+			if at == 0 || pw.committed[i] == 0 {
 				continue
 			}
 			delivered++
-			// An event may arrive before its Create returns: count that as 0.
-			lat.Record(time.Duration(int64(at)-int64(committed[i])) * time.Microsecond)
+			// An event may arrive before its Create returns: that counts as 0.
+			lat.Record(time.Duration(int64(at)-int64(pw.committed[i])) * time.Microsecond)
 		}
 	}
-	want := int64(len(watchers)) * int64(writes)
-	note := fmt.Sprintf("%d watchers on %d conns x %d writes", len(watchers), len(conns), writes)
+	want := int64(len(watchers)) * int64(pw.done)
 	rs.Add(figWatchP99, ms(lat.Percentile(99)), latencyNote(&lat, "events")+" (receipt - Create return)")
-	rs.Add(figWatchDelivered, float64(delivered), note)
+	rs.Add(figWatchDelivered, float64(delivered),
+		fmt.Sprintf("%d watchers on %d conns x %d writes", len(watchers), len(conns), pw.done))
 	missedNote := "every watcher got every event"
 	if delivered < want {
-		missedNote = fmt.Sprintf("%d of %d watchers ended short; first error: %v", failed, len(watchers), firstErr)
+		missedNote = fmt.Sprintf("%d of %d watchers ended before the end marker; first error: %v", short, len(watchers), firstErr)
 	}
 	rs.Add(figWatchMissed, float64(want-delivered), missedNote)
-	rs.Add(figWatchWriteRate, float64(writes)/writeSpan.Seconds(),
-		fmt.Sprintf("target %d/s, %d writer goroutines, ~200 B objects", cfg.WatchRate, cfg.WatchWriters))
+	rs.Add(figWatchWriteRate, pw.perSecond(), fmt.Sprintf("paced at %d/s for %s by %d writers, ~200 B objects; %d of %d writes done",
+		cfg.WatchRate, cfg.WatchDuration, cfg.WatchWriters, pw.done, writes))
 	cpuPerEvent := 0.0
 	if delivered > 0 {
 		cpuPerEvent = float64(cpu.Microseconds()) / float64(delivered)
@@ -225,34 +233,64 @@ func startWatchers(ctx context.Context, conns []*grpc.ClientConn, n, writes int,
 	return watchers, errors.Join(errs...)
 }
 
-// paceWrites creates writes ConfigMaps at cfg.WatchRate per second: a ticker
-// releases the writes that are due, and cfg.WatchWriters goroutines create
-// them. committed[i] is when the Create of write i returned (watchClock).
-func paceWrites(ctx context.Context, cm corev1.ConfigMapsClient, cfg Config, writes int, clock watchClock) (committed []uint32, span time.Duration, err error) {
-	committed = make([]uint32, writes)
+// pacedWrites is what paceWrites did: committed[i] is when the Create of
+// write i returned (watchClock), 0 if it was not done.
+type pacedWrites struct {
+	committed []uint32
+	done      int
+	span      time.Duration // from the first release to the last return
+}
+
+func (p *pacedWrites) perSecond() float64 {
+	if p.span <= 0 {
+		return 0
+	}
+	return float64(p.done) / p.span.Seconds()
+}
+
+// paceWrites releases cfg.WatchRate writes per second for cfg.WatchDuration
+// (a ticker computes how many are due) to cfg.WatchWriters goroutines that
+// create them. Writes still waiting for a writer when the time is up (plus
+// a tenth) are dropped, so a server that cannot keep up shows a lower
+// achieved rate rather than a longer run.
+func paceWrites(ctx context.Context, cm corev1.ConfigMapsClient, cfg Config, writes int, clock watchClock) (*pacedWrites, error) {
+	pw := &pacedWrites{committed: make([]uint32, writes)}
 	due := make(chan int, writes)
 	data := string(payload(150))
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
 		wg       sync.WaitGroup
-		errOnce  sync.Once
+		mu       sync.Mutex // guards pw, last, firstErr
+		last     time.Time
 		firstErr error
-		last     atomic.Int64 // nanoseconds since clock.start of the last Create return
 	)
+	timeUp := make(chan struct{})
 	for range max(cfg.WatchWriters, 1) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := range due {
-				name := objectName(watchPrefix, i)
-				if _, err := cm.Create(ctx, configMap(watchNamespace, name, data)); err != nil {
-					errOnce.Do(func() { firstErr = fmt.Errorf("creating %s/%s: %w", watchNamespace, name, err) })
-					cancel()
-					return
+				select {
+				case <-timeUp:
+					continue // dropped: drain the channel
+				default:
 				}
-				committed[i] = clock.now()
-				last.Store(int64(time.Since(clock.start)))
+				name := objectName(watchPrefix, i)
+				_, err := cm.Create(ctx, configMap(watchNamespace, name, data))
+				at, now := clock.now(), time.Now()
+				mu.Lock()
+				if err != nil {
+					if firstErr == nil {
+						firstErr = fmt.Errorf("creating %s/%s: %w", watchNamespace, name, err)
+					}
+					cancel()
+				} else {
+					pw.committed[i] = at
+					pw.done++
+					last = now
+				}
+				mu.Unlock()
 			}
 		}()
 	}
@@ -271,13 +309,21 @@ func paceWrites(ctx context.Context, cm corev1.ConfigMapsClient, cfg Config, wri
 		}
 	}
 	tick.Stop()
+	// The last release was due just before cfg.WatchDuration; what no
+	// writer has taken a tenth of that later is dropped.
+	select {
+	case <-time.After(time.Until(start.Add(cfg.WatchDuration + cfg.WatchDuration/10))):
+	case <-ctx.Done():
+	}
+	close(timeUp)
 	close(due)
 	wg.Wait()
 	if firstErr != nil {
-		return nil, 0, firstErr
+		return nil, firstErr
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, 0, err
+		return nil, err
 	}
-	return committed, time.Duration(last.Load()) - start.Sub(clock.start), nil
+	pw.span = last.Sub(start)
+	return pw, nil
 }

@@ -18,6 +18,7 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/pprof"
+	"strings"
 	"syscall"
 	"time"
 
@@ -69,7 +70,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.cfg.WatchDuration, "watch-duration", o.cfg.WatchDuration, "how long watch.fanout writes")
 	fs.StringVar(&o.dataDir, "data-dir", os.TempDir(), "parent of the temporary etcd data directory (put it on the disk to measure)")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a pprof CPU profile of the whole run to this file")
-	fs.StringVar(&o.pprofAddr, "pprof-addr", "", "serve net/http/pprof on this address during the run (e.g. 127.0.0.1:6060)")
+	fs.StringVar(&o.pprofAddr, "pprof-addr", "", "serve net/http/pprof on this address during the run, e.g. 127.0.0.1:6060 (also turns on block and mutex profiling, which costs some CPU)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `Usage: skiff-bench [flags]
 
@@ -171,10 +172,22 @@ func run(args []string, stdout, stderr io.Writer) error {
 		Progress:     stderr,
 	}
 	fmt.Fprintf(stderr, "skiff-bench: apiserver %s, etcd %s, data in %s\n", env.Addr, env.EtcdEndpoint, dir)
+	load0 := loadAverage()
 	rs, runErr := scenarios.Run(ctx, env, selected)
 	// Print what was measured even when a later scenario failed.
+	fmt.Fprintf(stdout, "# %d CPUs (GOMAXPROCS %d), 1-minute load average %s at start, %s at end; other processes on the host skew the figures\n",
+		runtime.NumCPU(), runtime.GOMAXPROCS(0), load0, loadAverage())
 	if err := scenarios.WriteReport(stdout, rs); err != nil {
 		return err
 	}
 	return runErr
+}
+
+// loadAverage is the host's 1-minute load average, "?" where unknown.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) > 0 {
+		return f[0]
+	}
+	return "?"
 }
