@@ -107,6 +107,7 @@ type Server struct {
 
 	etcd     *embeddedEtcd // nil with external etcd
 	client   *clientv3.Client
+	watcher  storage.Watcher
 	storeM   *storage.Metrics
 	cacheM   *watchcache.Metrics
 	caches   []runner
@@ -127,7 +128,7 @@ type runner interface {
 // newRegistry wires storage and watch cache for one kind.
 func newRegistry[S object.Object](s *Server, strategy *registry.Strategy[S], newObj func() S) *registry.Registry[S] {
 	k := strategy.Kind
-	store := storage.New(s.client, k.GVK.Group, k.Resource, newObj, s.storeM)
+	store := storage.New(s.client, s.watcher, k.GVK.Group, k.Resource, newObj, s.storeM)
 	cache := watchcache.New(watchcache.Config[S]{
 		Store:            store,
 		Fields:           strategy.FieldSet,

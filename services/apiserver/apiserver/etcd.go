@@ -13,6 +13,8 @@ import (
 	"go.etcd.io/etcd/server/v3/etcdserver/api/v3client"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+
+	"skiff.dev/services/apiserver/storage"
 )
 
 type embeddedEtcd struct {
@@ -49,6 +51,7 @@ func (s *Server) connectEtcd() error {
 			return fmt.Errorf("etcd %s does not answer: %w", s.cfg.EtcdServers[0], err)
 		}
 		s.client = client
+		s.watcher = storage.ClientWatcher{Client: client}
 		return nil
 	}
 	if s.cfg.DataDir == "" {
@@ -91,6 +94,7 @@ func (s *Server) connectEtcd() error {
 	s.etcd = &embeddedEtcd{etcd: e, clientURL: clientURL.String()}
 	// In-process client: direct calls into the etcd server, no sockets.
 	s.client = v3client.New(e.Server)
+	s.watcher = storage.MVCCWatcher{KV: e.Server.Watchable()}
 	return nil
 }
 

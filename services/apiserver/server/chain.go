@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -19,7 +20,9 @@ import (
 	"skiff.dev/internal/apierrors"
 )
 
-// RequestIDHeader carries the request id in both directions.
+// RequestIDHeader carries a client's request id; the server echoes it in
+// the response header and logs it. Without one the server makes an id for
+// its logs only (sending a unique header on every response costs CPU).
 const RequestIDHeader = "x-request-id"
 
 // RequestInfo is what the chain learns about a request from its method.
@@ -28,6 +31,7 @@ type RequestInfo struct {
 	Resource    string // "pods"; "" for non-resource services (discovery, health)
 	Subresource string // "status", "binding", "scale"
 	Verb        string // create, get, list, update, delete, watch
+	echo        bool   // the client sent the id: send it back
 }
 
 type requestInfoKey struct{}
@@ -105,11 +109,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 // authentication, rate limiting, authorization, admission) -> handler;
 // then metrics, logs and the one mapping of errors to gRPC statuses.
 type Chain struct {
-	Routes  Routes
-	Metrics *Metrics
-	Log     *zap.Logger
-	idBase  string
-	seq     atomic.Uint64
+	Routes   Routes
+	Metrics  *Metrics
+	Log      *zap.Logger
+	idBase   string
+	seq      atomic.Uint64
+	byMethod sync.Map // full method -> *methodStats
 }
 
 // NewChain returns a chain.
@@ -122,12 +127,10 @@ func NewChain(routes Routes, m *Metrics, log *zap.Logger) *Chain {
 func (c *Chain) begin(ctx context.Context, fullMethod string) (context.Context, *RequestInfo) {
 	r := c.Routes.info(fullMethod)
 	ri := &RequestInfo{Resource: r.resource, Subresource: r.subresource, Verb: r.verb}
-	if md, ok := metadata.FromIncomingContext(ctx); ok {
-		if ids := md.Get(RequestIDHeader); len(ids) > 0 && len(ids[0]) <= 128 {
-			ri.ID = ids[0]
-		}
-	}
-	if ri.ID == "" {
+	if ids := metadata.ValueFromIncomingContext(ctx, RequestIDHeader); len(ids) > 0 && len(ids[0]) <= 128 {
+		ri.ID = ids[0]
+		ri.echo = true
+	} else {
 		ri.ID = c.idBase + "-" + strconvU(c.seq.Add(1))
 	}
 	return context.WithValue(ctx, requestInfoKey{}, ri), ri
@@ -167,9 +170,10 @@ func toStatus(err error) error {
 func (c *Chain) finish(ri *RequestInfo, fullMethod string, start time.Time, err error, longRunning bool) {
 	code := status.Code(err)
 	if c.Metrics != nil {
-		c.Metrics.requests.WithLabelValues(ri.Resource, ri.Subresource, ri.Verb, code.String()).Inc()
+		st := c.stats(ri, fullMethod)
+		st.counter(c.Metrics, code).Inc()
 		if !longRunning {
-			c.Metrics.duration.WithLabelValues(ri.Resource, ri.Subresource, ri.Verb).Observe(time.Since(start).Seconds())
+			st.duration.Observe(time.Since(start).Seconds())
 		}
 	}
 	if code == codes.Internal || code == codes.Unknown {
@@ -180,11 +184,42 @@ func (c *Chain) finish(ri *RequestInfo, fullMethod string, start time.Time, err 
 	}
 }
 
+// methodStats holds one method's metric series, resolved once instead of
+// hashing label values on every request.
+type methodStats struct {
+	ri       RequestInfo
+	duration prometheus.Observer
+	codes    [codes.Unauthenticated + 1]atomic.Pointer[prometheus.Counter]
+}
+
+func (st *methodStats) counter(m *Metrics, code codes.Code) prometheus.Counter {
+	if int(code) >= len(st.codes) {
+		return m.requests.WithLabelValues(st.ri.Resource, st.ri.Subresource, st.ri.Verb, code.String())
+	}
+	if p := st.codes[code].Load(); p != nil {
+		return *p
+	}
+	ctr := m.requests.WithLabelValues(st.ri.Resource, st.ri.Subresource, st.ri.Verb, code.String())
+	st.codes[code].Store(&ctr)
+	return ctr
+}
+
+func (c *Chain) stats(ri *RequestInfo, fullMethod string) *methodStats {
+	if st, ok := c.byMethod.Load(fullMethod); ok {
+		return st.(*methodStats)
+	}
+	st := &methodStats{ri: *ri, duration: c.Metrics.duration.WithLabelValues(ri.Resource, ri.Subresource, ri.Verb)}
+	actual, _ := c.byMethod.LoadOrStore(fullMethod, st)
+	return actual.(*methodStats)
+}
+
 // Unary is the chain for unary calls.
 func (c *Chain) Unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 	start := time.Now()
 	ctx, ri := c.begin(ctx, info.FullMethod)
-	_ = grpc.SetHeader(ctx, metadata.Pairs(RequestIDHeader, ri.ID))
+	if ri.echo {
+		_ = grpc.SetHeader(ctx, metadata.Pairs(RequestIDHeader, ri.ID))
+	}
 	resp, err := handler(ctx, req)
 	err = toStatus(err)
 	c.finish(ri, info.FullMethod, start, err, false)
@@ -202,7 +237,9 @@ func (w *wrappedStream) Context() context.Context { return w.ctx }
 func (c *Chain) Stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 	start := time.Now()
 	ctx, ri := c.begin(ss.Context(), info.FullMethod)
-	_ = ss.SetHeader(metadata.Pairs(RequestIDHeader, ri.ID))
+	if ri.echo {
+		_ = ss.SetHeader(metadata.Pairs(RequestIDHeader, ri.ID))
+	}
 	if c.Metrics != nil {
 		g := c.Metrics.longRunning.WithLabelValues(ri.Resource, ri.Verb)
 		g.Inc()

@@ -27,19 +27,25 @@ var marshalOpts = proto.MarshalOptions{Deterministic: true}
 // Store keeps one kind, stored as Go type T, in etcd.
 type Store[T object.Object] struct {
 	client   *clientv3.Client
+	watcher  Watcher
 	resource string // plural name, for errors and metrics
 	prefix   string // "/registry/<group>/<resource>/"
 	newObj   func() T
 	metrics  *Metrics
 }
 
-// New returns a Store for one resource. group "" is stored as "core".
-func New[T object.Object](client *clientv3.Client, group, resource string, newObj func() T, m *Metrics) *Store[T] {
+// New returns a Store for one resource. group "" is stored as "core";
+// watcher streams changes (nil: through client).
+func New[T object.Object](client *clientv3.Client, watcher Watcher, group, resource string, newObj func() T, m *Metrics) *Store[T] {
+	if watcher == nil {
+		watcher = ClientWatcher{Client: client}
+	}
 	if group == "" {
 		group = "core"
 	}
 	return &Store[T]{
 		client:   client,
+		watcher:  watcher,
 		resource: resource,
 		prefix:   "/registry/" + group + "/" + resource + "/",
 		newObj:   newObj,
@@ -52,6 +58,9 @@ func (s *Store[T]) Prefix() string { return s.prefix }
 
 // Resource is the plural resource name.
 func (s *Store[T]) Resource() string { return s.resource }
+
+// Watcher starts etcd watches of this store's keys.
+func (s *Store[T]) Watcher() Watcher { return s.watcher }
 
 // Client is the etcd client the store uses.
 func (s *Store[T]) Client() *clientv3.Client { return s.client }

@@ -255,10 +255,8 @@ func (c *Cache[T]) newEntry(obj T, rev int64) *Entry[T] {
 
 // watch follows etcd from rev+1 until the watch fails or ctx ends.
 func (c *Cache[T]) watch(ctx context.Context, rev int64) error {
-	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
-	defer cancel()
-	client := c.cfg.Store.Client()
-	wch := client.Watch(wctx, c.cfg.Store.Prefix(), clientv3.WithPrefix(), clientv3.WithRev(rev+1), clientv3.WithProgressNotify())
+	stream := c.cfg.Store.Watcher().Watch(ctx, c.cfg.Store.Prefix(), rev)
+	defer stream.Close()
 	ticker := time.NewTicker(c.cfg.BookmarkInterval)
 	defer ticker.Stop()
 	for {
@@ -267,30 +265,30 @@ func (c *Cache[T]) watch(ctx context.Context, rev int64) error {
 			return ctx.Err()
 		case <-ticker.C:
 			// Ask etcd where it is; the answer arrives as a progress notification.
-			_ = client.RequestProgress(wctx)
-		case resp, ok := <-wch:
+			stream.RequestProgress()
+		case resp, ok := <-stream.Responses():
 			if !ok {
-				return errors.New("etcd watch channel closed")
+				if err := stream.Err(); err != nil {
+					return err
+				}
+				return errors.New("etcd watch ended")
 			}
 			if resp.CompactRevision != 0 {
 				c.noteCompacted(resp.CompactRevision)
 				return fmt.Errorf("etcd compacted revision %d the cache still needed", resp.CompactRevision)
 			}
-			if err := resp.Err(); err != nil {
-				return err
-			}
-			if resp.IsProgressNotify() {
-				c.progress(resp.Header.Revision)
+			if resp.Progress {
+				c.progress(resp.Revision)
 				continue
 			}
-			c.apply(resp.Events, resp.Header.Revision)
+			c.apply(resp.Events, resp.Revision)
 		}
 	}
 }
 
 // apply turns etcd events into cache events, updates the store and the
 // window, and dispatches to watchers.
-func (c *Cache[T]) apply(evs []*clientv3.Event, headerRev int64) {
+func (c *Cache[T]) apply(evs []*mvccpb.Event, headerRev int64) {
 	// Decode outside the lock: it is the expensive part.
 	type decoded struct {
 		kv  *mvccpb.KeyValue
@@ -300,7 +298,7 @@ func (c *Cache[T]) apply(evs []*clientv3.Event, headerRev int64) {
 	objs := make([]decoded, len(evs))
 	for i, ev := range evs {
 		objs[i].kv = ev.Kv
-		if ev.Type == clientv3.EventTypePut {
+		if ev.Type == mvccpb.PUT {
 			obj, err := c.cfg.Store.Decode(ev.Kv.Value, ev.Kv.ModRevision)
 			if err != nil {
 				c.log.Error("skipping undecodable object in etcd", zap.String("key", string(ev.Kv.Key)), zap.Error(err))
@@ -315,25 +313,23 @@ func (c *Cache[T]) apply(evs []*clientv3.Event, headerRev int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for i, ev := range evs {
-		key := string(ev.Kv.Key)
-		prev, _ := c.tree.Get(&Entry[T]{Key: key})
 		var e *Event[T]
 		switch ev.Type {
-		case clientv3.EventTypePut:
+		case mvccpb.PUT:
 			if !objs[i].ok {
 				continue
 			}
 			cur := c.newEntry(objs[i].obj, ev.Kv.ModRevision)
-			c.tree.ReplaceOrInsert(cur)
+			prev, _ := c.tree.ReplaceOrInsert(cur)
 			e = &Event[T]{Type: Added, Rev: cur.Rev, Cur: cur, Prev: prev}
 			if prev != nil {
 				e.Type = Modified
 			}
-		case clientv3.EventTypeDelete:
-			if prev == nil {
+		case mvccpb.DELETE:
+			prev, ok := c.tree.Delete(&Entry[T]{Key: string(ev.Kv.Key)})
+			if !ok {
 				continue
 			}
-			c.tree.Delete(prev)
 			last := proto.Clone(prev.Obj).(T)
 			object.Meta(last).ResourceVersion = strconv.FormatInt(ev.Kv.ModRevision, 10)
 			cur := &Entry[T]{Key: prev.Key, Namespace: prev.Namespace, Name: prev.Name, Obj: last, Rev: ev.Kv.ModRevision, Fields: prev.Fields}
