@@ -3,8 +3,11 @@ package scenarios
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
+
+	"google.golang.org/grpc"
 
 	corev1 "skiff.dev/proto/core/v1"
 	metav1 "skiff.dev/proto/meta/v1"
@@ -27,31 +30,94 @@ const (
 	listNamespace   = "list-bench"
 )
 
-func apiCreateScenario() *Scenario {
+// writeScenario measures raw etcd puts and API creates in alternating
+// rounds, so that both see the same machine (a noisy neighbour or a slow
+// fsync hits both alike) and their ratio is not an accident of timing.
+func writeScenario() *Scenario {
 	return &Scenario{
-		Name:    "api.create",
-		Summary: "concurrent clients create 1 KiB ConfigMaps through the gRPC API",
-		Figures: []Figure{figAPICreatePerS, figAPICreateCPU, figAPICreateP99},
-		Run:     runAPICreate,
+		Name:    "write",
+		Summary: "raw etcd puts (1 KiB, loopback clientv3) and API ConfigMap creates (1 KiB), same concurrency, alternating rounds",
+		Figures: []Figure{figEtcdPutPerS, figEtcdPutCPU, figEtcdPutP99, figAPICreatePerS, figAPICreateCPU, figAPICreateP99, figAPICreateRate},
+		Run:     runWrites,
 	}
 }
 
-func apiCreateRatioScenario() *Scenario {
-	return &Scenario{
-		Name:    "api.create_vs_etcd",
-		Summary: "API create throughput as a fraction of raw etcd put throughput",
-		Figures: []Figure{figAPICreateRate},
-		Needs:   []string{"etcd.put", "api.create"},
-		Run: func(_ context.Context, _ *Env, rs *Results) error {
-			api, ok1 := rs.Get(figAPICreatePerS.Name)
-			raw, ok2 := rs.Get(figEtcdPutPerS.Name)
-			if !ok1 || !ok2 || raw == 0 {
-				return fmt.Errorf("needs %s and a non-zero %s", figAPICreatePerS.Name, figEtcdPutPerS.Name)
-			}
-			rs.Add(figAPICreateRate, api/raw, figAPICreatePerS.Name+" / "+figEtcdPutPerS.Name)
-			return nil
-		},
+func runWrites(ctx context.Context, env *Env, rs *Results) error {
+	cfg := env.Config
+	putter, err := newEtcdPutter(env)
+	if err != nil {
+		return err
 	}
+	defer putter.close()
+	creator, err := newAPICreator(env)
+	if err != nil {
+		return err
+	}
+	defer creator.close()
+	rounds := max(cfg.Rounds, 1)
+	window := cfg.Duration / time.Duration(rounds)
+	var etcdTotal, apiTotal loadResult
+	var ratios []string
+	for r := range rounds {
+		e, err := putter.run(ctx, cfg, window, r)
+		if err != nil {
+			return err
+		}
+		a, err := creator.run(ctx, cfg, window, r)
+		if err != nil {
+			return err
+		}
+		etcdTotal.add(e)
+		apiTotal.add(a)
+		ratios = append(ratios, fmt.Sprintf("%.2f", a.perSecond()/e.perSecond()))
+	}
+	rs.Add(figEtcdPutPerS, etcdTotal.perSecond(), fmt.Sprintf("%d clients, 1 clientv3 client, %d puts in %.1fs over %d rounds", cfg.Clients, etcdTotal.ops, etcdTotal.elapsed.Seconds(), rounds))
+	rs.Add(figEtcdPutCPU, etcdTotal.cpuPerOp(), "process CPU (etcd + client) / puts")
+	rs.Add(figEtcdPutP99, ms(etcdTotal.latency.Percentile(99)), latencyNote(&etcdTotal.latency, "calls"))
+	rs.Add(figAPICreatePerS, apiTotal.perSecond(), fmt.Sprintf("%d clients round-robin over %d gRPC conns, %d creates in %.1fs over %d rounds", cfg.Clients, len(creator.clients), apiTotal.ops, apiTotal.elapsed.Seconds(), rounds))
+	rs.Add(figAPICreateCPU, apiTotal.cpuPerOp(), "process CPU (apiserver + etcd + gRPC clients) / creates")
+	rs.Add(figAPICreateP99, ms(apiTotal.latency.Percentile(99)), latencyNote(&apiTotal.latency, "calls"))
+	rs.Add(figAPICreateRate, apiTotal.perSecond()/etcdTotal.perSecond(),
+		fmt.Sprintf("api.create_per_s / etcd.put_per_s; per round %s", strings.Join(ratios, " ")))
+	return nil
+}
+
+// apiCreator creates 1 KiB ConfigMaps through the API.
+type apiCreator struct {
+	conns   []*grpc.ClientConn
+	clients []corev1.ConfigMapsClient
+	data    string
+}
+
+func newAPICreator(env *Env) (*apiCreator, error) {
+	conns, err := env.dial(env.Config.Conns)
+	if err != nil {
+		return nil, err
+	}
+	c := &apiCreator{conns: conns, data: string(payload(1024))}
+	for _, conn := range conns {
+		c.clients = append(c.clients, corev1.NewConfigMapsClient(conn))
+	}
+	return c, nil
+}
+
+func (c *apiCreator) close() { closeAll(c.conns) }
+
+func (c *apiCreator) run(ctx context.Context, cfg Config, window time.Duration, round int) (*loadResult, error) {
+	res, err := load{
+		clients:  cfg.Clients,
+		warmup:   cfg.Warmup,
+		duration: window,
+		op: func(ctx context.Context, client, seq int) error {
+			name := fmt.Sprintf("c-%d-%03d-%09d", round, client, seq)
+			_, err := c.clients[client%len(c.clients)].Create(ctx, configMap(createNamespace, name, c.data))
+			return err
+		},
+	}.run(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("creating ConfigMaps: %w", err)
+	}
+	return res, nil
 }
 
 func apiGetScenario() *Scenario {
@@ -78,39 +144,6 @@ func configMap(ns, name string, data string) *corev1.ConfigMap {
 		Metadata: &metav1.ObjectMeta{Name: name, Namespace: ns},
 		Data:     map[string]string{"data": data},
 	}
-}
-
-func runAPICreate(ctx context.Context, env *Env, rs *Results) error {
-	cfg := env.Config
-	conns, err := env.dial(cfg.Conns)
-	if err != nil {
-		return err
-	}
-	defer closeAll(conns)
-	clients := make([]corev1.ConfigMapsClient, len(conns))
-	for i, c := range conns {
-		clients[i] = corev1.NewConfigMapsClient(c)
-	}
-	data := string(payload(1024))
-	res, err := load{
-		clients:  cfg.Clients,
-		warmup:   cfg.Warmup,
-		duration: cfg.Duration,
-		op: func(ctx context.Context, client, seq int) error {
-			name := fmt.Sprintf("c-%03d-%09d", client, seq)
-			_, err := clients[client%len(clients)].Create(ctx, configMap(createNamespace, name, data))
-			return err
-		},
-	}.run(ctx)
-	if err != nil {
-		return fmt.Errorf("creating ConfigMaps: %w", err)
-	}
-	note := fmt.Sprintf("%d clients round-robin over %d gRPC conns, %d creates in %.1fs",
-		cfg.Clients, len(conns), res.ops, res.elapsed.Seconds())
-	rs.Add(figAPICreatePerS, res.perSecond(), note)
-	rs.Add(figAPICreateCPU, res.cpuPerOp(), "process CPU (apiserver + etcd + gRPC clients) / creates")
-	rs.Add(figAPICreateP99, ms(res.latency.Percentile(99)), latencyNote(&res.latency, "calls"))
-	return nil
 }
 
 func runAPIGet(ctx context.Context, env *Env, rs *Results) error {

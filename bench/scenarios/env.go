@@ -16,6 +16,9 @@ type Config struct {
 	// Warmup runs the load before each measured window; Duration is the window.
 	Warmup   time.Duration
 	Duration time.Duration
+	// Rounds splits the write scenario's Duration into alternating rounds
+	// of etcd puts and API creates.
+	Rounds int
 	// Clients is the number of concurrent writers of etcd.put and api.create.
 	Clients int
 	// Conns is the number of gRPC connections api.create spreads them over.
@@ -41,7 +44,8 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		Warmup:        time.Second,
-		Duration:      5 * time.Second,
+		Duration:      6 * time.Second,
+		Rounds:        3,
 		Clients:       64,
 		Conns:         4,
 		GetObjects:    100,

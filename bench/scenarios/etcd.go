@@ -19,18 +19,15 @@ var (
 // rawPrefix keeps the raw puts away from the apiserver's /registry/ keys.
 const rawPrefix = "/bench/raw/"
 
-func etcdPutScenario() *Scenario {
-	return &Scenario{
-		Name:    "etcd.put",
-		Summary: "raw etcd puts of 1 KiB values from concurrent clients over loopback",
-		Figures: []Figure{figEtcdPutPerS, figEtcdPutCPU, figEtcdPutP99},
-		Run:     runEtcdPut,
-	}
+// etcdPutter puts 1 KiB values through a plain etcd client over loopback.
+type etcdPutter struct {
+	cli   *clientv3.Client
+	value string
 }
 
-func runEtcdPut(ctx context.Context, env *Env, rs *Results) error {
+func newEtcdPutter(env *Env) (*etcdPutter, error) {
 	if env.EtcdEndpoint == "" {
-		return fmt.Errorf("no etcd endpoint to measure")
+		return nil, fmt.Errorf("no etcd endpoint to measure")
 	}
 	cli, err := clientv3.New(clientv3.Config{
 		Endpoints:   []string{env.EtcdEndpoint},
@@ -38,29 +35,28 @@ func runEtcdPut(ctx context.Context, env *Env, rs *Results) error {
 		Logger:      zap.NewNop(),
 	})
 	if err != nil {
-		return fmt.Errorf("connecting to etcd %s: %w", env.EtcdEndpoint, err)
+		return nil, fmt.Errorf("connecting to etcd %s: %w", env.EtcdEndpoint, err)
 	}
-	defer cli.Close()
+	return &etcdPutter{cli: cli, value: string(payload(1024))}, nil
+}
 
-	value := string(payload(1024))
-	cfg := env.Config
+func (p *etcdPutter) close() { p.cli.Close() }
+
+// run puts for one window; round keeps keys of different rounds apart.
+func (p *etcdPutter) run(ctx context.Context, cfg Config, window time.Duration, round int) (*loadResult, error) {
 	res, err := load{
 		clients:  cfg.Clients,
 		warmup:   cfg.Warmup,
-		duration: cfg.Duration,
+		duration: window,
 		op: func(ctx context.Context, client, seq int) error {
-			_, err := cli.Put(ctx, fmt.Sprintf("%s%03d/%09d", rawPrefix, client, seq), value)
+			_, err := p.cli.Put(ctx, fmt.Sprintf("%s%d/%03d/%09d", rawPrefix, round, client, seq), p.value)
 			return err
 		},
 	}.run(ctx)
 	if err != nil {
-		return fmt.Errorf("putting to etcd: %w", err)
+		return nil, fmt.Errorf("putting to etcd: %w", err)
 	}
-	note := fmt.Sprintf("%d clients, 1 clientv3 client, %d puts in %.1fs", cfg.Clients, res.ops, res.elapsed.Seconds())
-	rs.Add(figEtcdPutPerS, res.perSecond(), note)
-	rs.Add(figEtcdPutCPU, res.cpuPerOp(), "process CPU (etcd + client) / puts")
-	rs.Add(figEtcdPutP99, ms(res.latency.Percentile(99)), latencyNote(&res.latency, "calls"))
-	return nil
+	return res, nil
 }
 
 // payload is n printable bytes.

@@ -30,6 +30,14 @@ type loadResult struct {
 
 func (r *loadResult) perSecond() float64 { return float64(r.ops) / r.elapsed.Seconds() }
 
+// add accumulates another window's result (rounds of the same load).
+func (r *loadResult) add(o *loadResult) {
+	r.ops += o.ops
+	r.elapsed += o.elapsed
+	r.cpu += o.cpu
+	r.latency.Merge(&o.latency)
+}
+
 // cpuPerOp is the process CPU per operation, in microseconds.
 func (r *loadResult) cpuPerOp() float64 {
 	if r.ops == 0 {

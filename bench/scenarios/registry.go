@@ -63,16 +63,14 @@ func (s *Scenario) Produces(prefix string) bool {
 	return false
 }
 
-// All returns every scenario in the order they run: the raw etcd limit first,
-// then the API, then watch fan-out, then the figures derived from the others.
+// All returns every scenario in the order they run: writes against the raw
+// etcd limit first, then reads, then watch fan-out.
 func All() []*Scenario {
 	return []*Scenario{
-		etcdPutScenario(),
-		apiCreateScenario(),
+		writeScenario(),
 		apiGetScenario(),
 		apiListScenario(),
 		watchFanoutScenario(),
-		apiCreateRatioScenario(),
 	}
 }
 

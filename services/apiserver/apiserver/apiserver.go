@@ -167,6 +167,9 @@ func New(cfg Config) (*Server, error) {
 		grpc.ChainUnaryInterceptor(chain.Unary),
 		grpc.ChainStreamInterceptor(chain.Stream),
 		grpc.MaxRecvMsgSize(storage.MaxObjectBytes+(512<<10)),
+		// Reused handler goroutines keep their grown stacks: no stack
+		// copying per request (a new goroutine per call when all are busy).
+		grpc.NumStreamWorkers(128),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
 	)
