@@ -94,7 +94,7 @@ var watchDesc = &grpc.StreamDesc{ServerStreams: true}
 // Watch starts a watch. The call returns once the server has accepted it.
 func (r *Resource[T, L]) Watch(ctx context.Context, o *metav1.ListOptions, opts ...grpc.CallOption) (*WatchStream[T], error) {
 	ctx, cancel := context.WithCancel(ctx)
-	s, err := r.conn.NewStream(ctx, watchDesc, r.method("Watch"), opts...)
+	s, err := r.conn.NewStream(ctx, watchDesc, r.method("Watch"), append(opts, RawWatch())...)
 	if err == nil {
 		err = s.SendMsg(o)
 	}
@@ -117,19 +117,23 @@ func (r *Resource[T, L]) Watch(ctx context.Context, o *metav1.ListOptions, opts 
 // from the last resourceVersion seen).
 func (w *WatchStream[T]) Next() (Event[T], error) {
 	for len(w.pending) == 0 {
-		var resp metav1.WatchResponse
+		var resp []byte
 		if err := w.stream.RecvMsg(&resp); err != nil {
 			if errors.Is(err, io.EOF) {
 				return Event[T]{}, io.EOF
 			}
 			return Event[T]{}, apierrors.FromError(err)
 		}
-		for _, ev := range resp.GetEvents() {
+		err := WatchEvents(resp, func(typ string, object []byte) error {
 			obj := newOf[T]()
-			if err := proto.Unmarshal(ev.GetObject(), obj); err != nil {
-				return Event[T]{}, err
+			if err := proto.Unmarshal(object, obj); err != nil {
+				return err
 			}
-			w.pending = append(w.pending, Event[T]{Type: ev.GetType(), Object: obj})
+			w.pending = append(w.pending, Event[T]{Type: typ, Object: obj})
+			return nil
+		})
+		if err != nil {
+			return Event[T]{}, err
 		}
 	}
 	ev := w.pending[0]

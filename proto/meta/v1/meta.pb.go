@@ -662,6 +662,70 @@ func (x *TypeMeta) GetKind() string {
 	return ""
 }
 
+// PartialObjectMetadata decodes any object for its metadata only, as
+// Kubernetes' metadata-only clients do: every top-level object has
+// apiVersion, kind and metadata as fields 1, 2 and 3, and a decoder that
+// discards unknown fields skips the rest (spec, status) cheaply.
+type PartialObjectMetadata struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ApiVersion    string                 `protobuf:"bytes,1,opt,name=api_version,json=apiVersion,proto3" json:"api_version,omitempty"`
+	Kind          string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	Metadata      *ObjectMeta            `protobuf:"bytes,3,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PartialObjectMetadata) Reset() {
+	*x = PartialObjectMetadata{}
+	mi := &file_skiff_meta_v1_meta_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PartialObjectMetadata) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PartialObjectMetadata) ProtoMessage() {}
+
+func (x *PartialObjectMetadata) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_meta_v1_meta_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PartialObjectMetadata.ProtoReflect.Descriptor instead.
+func (*PartialObjectMetadata) Descriptor() ([]byte, []int) {
+	return file_skiff_meta_v1_meta_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *PartialObjectMetadata) GetApiVersion() string {
+	if x != nil {
+		return x.ApiVersion
+	}
+	return ""
+}
+
+func (x *PartialObjectMetadata) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *PartialObjectMetadata) GetMetadata() *ObjectMeta {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
 // GetRequest names one object.
 type GetRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -673,7 +737,7 @@ type GetRequest struct {
 
 func (x *GetRequest) Reset() {
 	*x = GetRequest{}
-	mi := &file_skiff_meta_v1_meta_proto_msgTypes[8]
+	mi := &file_skiff_meta_v1_meta_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -685,7 +749,7 @@ func (x *GetRequest) String() string {
 func (*GetRequest) ProtoMessage() {}
 
 func (x *GetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_meta_v1_meta_proto_msgTypes[8]
+	mi := &file_skiff_meta_v1_meta_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -698,7 +762,7 @@ func (x *GetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRequest.ProtoReflect.Descriptor instead.
 func (*GetRequest) Descriptor() ([]byte, []int) {
-	return file_skiff_meta_v1_meta_proto_rawDescGZIP(), []int{8}
+	return file_skiff_meta_v1_meta_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *GetRequest) GetNamespace() string {
@@ -743,7 +807,7 @@ type ListOptions struct {
 
 func (x *ListOptions) Reset() {
 	*x = ListOptions{}
-	mi := &file_skiff_meta_v1_meta_proto_msgTypes[9]
+	mi := &file_skiff_meta_v1_meta_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -755,7 +819,7 @@ func (x *ListOptions) String() string {
 func (*ListOptions) ProtoMessage() {}
 
 func (x *ListOptions) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_meta_v1_meta_proto_msgTypes[9]
+	mi := &file_skiff_meta_v1_meta_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -768,7 +832,7 @@ func (x *ListOptions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOptions.ProtoReflect.Descriptor instead.
 func (*ListOptions) Descriptor() ([]byte, []int) {
-	return file_skiff_meta_v1_meta_proto_rawDescGZIP(), []int{9}
+	return file_skiff_meta_v1_meta_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ListOptions) GetNamespace() string {
@@ -838,7 +902,7 @@ type Preconditions struct {
 
 func (x *Preconditions) Reset() {
 	*x = Preconditions{}
-	mi := &file_skiff_meta_v1_meta_proto_msgTypes[10]
+	mi := &file_skiff_meta_v1_meta_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -850,7 +914,7 @@ func (x *Preconditions) String() string {
 func (*Preconditions) ProtoMessage() {}
 
 func (x *Preconditions) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_meta_v1_meta_proto_msgTypes[10]
+	mi := &file_skiff_meta_v1_meta_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -863,7 +927,7 @@ func (x *Preconditions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Preconditions.ProtoReflect.Descriptor instead.
 func (*Preconditions) Descriptor() ([]byte, []int) {
-	return file_skiff_meta_v1_meta_proto_rawDescGZIP(), []int{10}
+	return file_skiff_meta_v1_meta_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Preconditions) GetUid() string {
@@ -895,7 +959,7 @@ type DeleteRequest struct {
 
 func (x *DeleteRequest) Reset() {
 	*x = DeleteRequest{}
-	mi := &file_skiff_meta_v1_meta_proto_msgTypes[11]
+	mi := &file_skiff_meta_v1_meta_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -907,7 +971,7 @@ func (x *DeleteRequest) String() string {
 func (*DeleteRequest) ProtoMessage() {}
 
 func (x *DeleteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_meta_v1_meta_proto_msgTypes[11]
+	mi := &file_skiff_meta_v1_meta_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -920,7 +984,7 @@ func (x *DeleteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteRequest.ProtoReflect.Descriptor instead.
 func (*DeleteRequest) Descriptor() ([]byte, []int) {
-	return file_skiff_meta_v1_meta_proto_rawDescGZIP(), []int{11}
+	return file_skiff_meta_v1_meta_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *DeleteRequest) GetNamespace() string {
@@ -972,7 +1036,7 @@ type WatchResponse struct {
 
 func (x *WatchResponse) Reset() {
 	*x = WatchResponse{}
-	mi := &file_skiff_meta_v1_meta_proto_msgTypes[12]
+	mi := &file_skiff_meta_v1_meta_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -984,7 +1048,7 @@ func (x *WatchResponse) String() string {
 func (*WatchResponse) ProtoMessage() {}
 
 func (x *WatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_meta_v1_meta_proto_msgTypes[12]
+	mi := &file_skiff_meta_v1_meta_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -997,7 +1061,7 @@ func (x *WatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchResponse.ProtoReflect.Descriptor instead.
 func (*WatchResponse) Descriptor() ([]byte, []int) {
-	return file_skiff_meta_v1_meta_proto_rawDescGZIP(), []int{12}
+	return file_skiff_meta_v1_meta_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *WatchResponse) GetEvents() []*WatchEvent {
@@ -1020,7 +1084,7 @@ type WatchEvent struct {
 
 func (x *WatchEvent) Reset() {
 	*x = WatchEvent{}
-	mi := &file_skiff_meta_v1_meta_proto_msgTypes[13]
+	mi := &file_skiff_meta_v1_meta_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1032,7 +1096,7 @@ func (x *WatchEvent) String() string {
 func (*WatchEvent) ProtoMessage() {}
 
 func (x *WatchEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_meta_v1_meta_proto_msgTypes[13]
+	mi := &file_skiff_meta_v1_meta_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1045,7 +1109,7 @@ func (x *WatchEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchEvent.ProtoReflect.Descriptor instead.
 func (*WatchEvent) Descriptor() ([]byte, []int) {
-	return file_skiff_meta_v1_meta_proto_rawDescGZIP(), []int{13}
+	return file_skiff_meta_v1_meta_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *WatchEvent) GetType() string {
@@ -1081,7 +1145,7 @@ type Status struct {
 
 func (x *Status) Reset() {
 	*x = Status{}
-	mi := &file_skiff_meta_v1_meta_proto_msgTypes[14]
+	mi := &file_skiff_meta_v1_meta_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1093,7 +1157,7 @@ func (x *Status) String() string {
 func (*Status) ProtoMessage() {}
 
 func (x *Status) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_meta_v1_meta_proto_msgTypes[14]
+	mi := &file_skiff_meta_v1_meta_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1106,7 +1170,7 @@ func (x *Status) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Status.ProtoReflect.Descriptor instead.
 func (*Status) Descriptor() ([]byte, []int) {
-	return file_skiff_meta_v1_meta_proto_rawDescGZIP(), []int{14}
+	return file_skiff_meta_v1_meta_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Status) GetStatus() string {
@@ -1158,7 +1222,7 @@ type StatusDetails struct {
 
 func (x *StatusDetails) Reset() {
 	*x = StatusDetails{}
-	mi := &file_skiff_meta_v1_meta_proto_msgTypes[15]
+	mi := &file_skiff_meta_v1_meta_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1170,7 +1234,7 @@ func (x *StatusDetails) String() string {
 func (*StatusDetails) ProtoMessage() {}
 
 func (x *StatusDetails) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_meta_v1_meta_proto_msgTypes[15]
+	mi := &file_skiff_meta_v1_meta_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1183,7 +1247,7 @@ func (x *StatusDetails) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusDetails.ProtoReflect.Descriptor instead.
 func (*StatusDetails) Descriptor() ([]byte, []int) {
-	return file_skiff_meta_v1_meta_proto_rawDescGZIP(), []int{15}
+	return file_skiff_meta_v1_meta_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *StatusDetails) GetName() string {
@@ -1243,7 +1307,7 @@ type StatusCause struct {
 
 func (x *StatusCause) Reset() {
 	*x = StatusCause{}
-	mi := &file_skiff_meta_v1_meta_proto_msgTypes[16]
+	mi := &file_skiff_meta_v1_meta_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1255,7 +1319,7 @@ func (x *StatusCause) String() string {
 func (*StatusCause) ProtoMessage() {}
 
 func (x *StatusCause) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_meta_v1_meta_proto_msgTypes[16]
+	mi := &file_skiff_meta_v1_meta_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1268,7 +1332,7 @@ func (x *StatusCause) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusCause.ProtoReflect.Descriptor instead.
 func (*StatusCause) Descriptor() ([]byte, []int) {
-	return file_skiff_meta_v1_meta_proto_rawDescGZIP(), []int{16}
+	return file_skiff_meta_v1_meta_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *StatusCause) GetReason() string {
@@ -1365,7 +1429,12 @@ const file_skiff_meta_v1_meta_proto_rawDesc = "" +
 	"\bTypeMeta\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\tR\n" +
 	"apiVersion\x12\x12\n" +
-	"\x04kind\x18\x02 \x01(\tR\x04kind\">\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\"\x83\x01\n" +
+	"\x15PartialObjectMetadata\x12\x1f\n" +
+	"\vapi_version\x18\x01 \x01(\tR\n" +
+	"apiVersion\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x125\n" +
+	"\bmetadata\x18\x03 \x01(\v2\x19.skiff.meta.v1.ObjectMetaR\bmetadata\">\n" +
 	"\n" +
 	"GetRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
@@ -1425,7 +1494,7 @@ func file_skiff_meta_v1_meta_proto_rawDescGZIP() []byte {
 	return file_skiff_meta_v1_meta_proto_rawDescData
 }
 
-var file_skiff_meta_v1_meta_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_skiff_meta_v1_meta_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_skiff_meta_v1_meta_proto_goTypes = []any{
 	(*ObjectMeta)(nil),               // 0: skiff.meta.v1.ObjectMeta
 	(*OwnerReference)(nil),           // 1: skiff.meta.v1.OwnerReference
@@ -1435,38 +1504,40 @@ var file_skiff_meta_v1_meta_proto_goTypes = []any{
 	(*Condition)(nil),                // 5: skiff.meta.v1.Condition
 	(*IntOrString)(nil),              // 6: skiff.meta.v1.IntOrString
 	(*TypeMeta)(nil),                 // 7: skiff.meta.v1.TypeMeta
-	(*GetRequest)(nil),               // 8: skiff.meta.v1.GetRequest
-	(*ListOptions)(nil),              // 9: skiff.meta.v1.ListOptions
-	(*Preconditions)(nil),            // 10: skiff.meta.v1.Preconditions
-	(*DeleteRequest)(nil),            // 11: skiff.meta.v1.DeleteRequest
-	(*WatchResponse)(nil),            // 12: skiff.meta.v1.WatchResponse
-	(*WatchEvent)(nil),               // 13: skiff.meta.v1.WatchEvent
-	(*Status)(nil),                   // 14: skiff.meta.v1.Status
-	(*StatusDetails)(nil),            // 15: skiff.meta.v1.StatusDetails
-	(*StatusCause)(nil),              // 16: skiff.meta.v1.StatusCause
-	nil,                              // 17: skiff.meta.v1.ObjectMeta.LabelsEntry
-	nil,                              // 18: skiff.meta.v1.ObjectMeta.AnnotationsEntry
-	nil,                              // 19: skiff.meta.v1.LabelSelector.MatchLabelsEntry
-	(*timestamppb.Timestamp)(nil),    // 20: google.protobuf.Timestamp
+	(*PartialObjectMetadata)(nil),    // 8: skiff.meta.v1.PartialObjectMetadata
+	(*GetRequest)(nil),               // 9: skiff.meta.v1.GetRequest
+	(*ListOptions)(nil),              // 10: skiff.meta.v1.ListOptions
+	(*Preconditions)(nil),            // 11: skiff.meta.v1.Preconditions
+	(*DeleteRequest)(nil),            // 12: skiff.meta.v1.DeleteRequest
+	(*WatchResponse)(nil),            // 13: skiff.meta.v1.WatchResponse
+	(*WatchEvent)(nil),               // 14: skiff.meta.v1.WatchEvent
+	(*Status)(nil),                   // 15: skiff.meta.v1.Status
+	(*StatusDetails)(nil),            // 16: skiff.meta.v1.StatusDetails
+	(*StatusCause)(nil),              // 17: skiff.meta.v1.StatusCause
+	nil,                              // 18: skiff.meta.v1.ObjectMeta.LabelsEntry
+	nil,                              // 19: skiff.meta.v1.ObjectMeta.AnnotationsEntry
+	nil,                              // 20: skiff.meta.v1.LabelSelector.MatchLabelsEntry
+	(*timestamppb.Timestamp)(nil),    // 21: google.protobuf.Timestamp
 }
 var file_skiff_meta_v1_meta_proto_depIdxs = []int32{
-	20, // 0: skiff.meta.v1.ObjectMeta.creation_timestamp:type_name -> google.protobuf.Timestamp
-	20, // 1: skiff.meta.v1.ObjectMeta.deletion_timestamp:type_name -> google.protobuf.Timestamp
-	17, // 2: skiff.meta.v1.ObjectMeta.labels:type_name -> skiff.meta.v1.ObjectMeta.LabelsEntry
-	18, // 3: skiff.meta.v1.ObjectMeta.annotations:type_name -> skiff.meta.v1.ObjectMeta.AnnotationsEntry
+	21, // 0: skiff.meta.v1.ObjectMeta.creation_timestamp:type_name -> google.protobuf.Timestamp
+	21, // 1: skiff.meta.v1.ObjectMeta.deletion_timestamp:type_name -> google.protobuf.Timestamp
+	18, // 2: skiff.meta.v1.ObjectMeta.labels:type_name -> skiff.meta.v1.ObjectMeta.LabelsEntry
+	19, // 3: skiff.meta.v1.ObjectMeta.annotations:type_name -> skiff.meta.v1.ObjectMeta.AnnotationsEntry
 	1,  // 4: skiff.meta.v1.ObjectMeta.owner_references:type_name -> skiff.meta.v1.OwnerReference
-	19, // 5: skiff.meta.v1.LabelSelector.match_labels:type_name -> skiff.meta.v1.LabelSelector.MatchLabelsEntry
+	20, // 5: skiff.meta.v1.LabelSelector.match_labels:type_name -> skiff.meta.v1.LabelSelector.MatchLabelsEntry
 	4,  // 6: skiff.meta.v1.LabelSelector.match_expressions:type_name -> skiff.meta.v1.LabelSelectorRequirement
-	20, // 7: skiff.meta.v1.Condition.last_transition_time:type_name -> google.protobuf.Timestamp
-	10, // 8: skiff.meta.v1.DeleteRequest.preconditions:type_name -> skiff.meta.v1.Preconditions
-	13, // 9: skiff.meta.v1.WatchResponse.events:type_name -> skiff.meta.v1.WatchEvent
-	15, // 10: skiff.meta.v1.Status.details:type_name -> skiff.meta.v1.StatusDetails
-	16, // 11: skiff.meta.v1.StatusDetails.causes:type_name -> skiff.meta.v1.StatusCause
-	12, // [12:12] is the sub-list for method output_type
-	12, // [12:12] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	21, // 7: skiff.meta.v1.Condition.last_transition_time:type_name -> google.protobuf.Timestamp
+	0,  // 8: skiff.meta.v1.PartialObjectMetadata.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	11, // 9: skiff.meta.v1.DeleteRequest.preconditions:type_name -> skiff.meta.v1.Preconditions
+	14, // 10: skiff.meta.v1.WatchResponse.events:type_name -> skiff.meta.v1.WatchEvent
+	16, // 11: skiff.meta.v1.Status.details:type_name -> skiff.meta.v1.StatusDetails
+	17, // 12: skiff.meta.v1.StatusDetails.causes:type_name -> skiff.meta.v1.StatusCause
+	13, // [13:13] is the sub-list for method output_type
+	13, // [13:13] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_skiff_meta_v1_meta_proto_init() }
@@ -1481,14 +1552,14 @@ func file_skiff_meta_v1_meta_proto_init() {
 		(*IntOrString_IntVal)(nil),
 		(*IntOrString_StrVal)(nil),
 	}
-	file_skiff_meta_v1_meta_proto_msgTypes[11].OneofWrappers = []any{}
+	file_skiff_meta_v1_meta_proto_msgTypes[12].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_skiff_meta_v1_meta_proto_rawDesc), len(file_skiff_meta_v1_meta_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   20,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

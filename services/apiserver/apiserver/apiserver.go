@@ -57,6 +57,10 @@ type Config struct {
 	WatchCacheWindow int
 	// WatcherBuffer is how many events a watcher may lag before it is cut off.
 	WatcherBuffer int
+	// WatchBatchInterval is the least time between two messages to one
+	// watcher; events in between are sent together. 0 means the default
+	// (DefaultWatchBatchInterval); negative sends every event at once.
+	WatchBatchInterval time.Duration
 	// EtcdUnsafeNoFsync skips fsync in the embedded etcd (tests only).
 	EtcdUnsafeNoFsync bool
 	Logger            *zap.Logger
@@ -69,6 +73,9 @@ type Config struct {
 	Now func() time.Time
 }
 
+// DefaultWatchBatchInterval bounds the latency batching adds to a watch.
+const DefaultWatchBatchInterval = 10 * time.Millisecond
+
 // Defaults fills unset fields.
 func (c *Config) Defaults() {
 	if c.Listen == "" {
@@ -79,6 +86,9 @@ func (c *Config) Defaults() {
 	}
 	if c.DefragThreshold == 0 {
 		c.DefragThreshold = 64 << 20
+	}
+	if c.WatchBatchInterval == 0 {
+		c.WatchBatchInterval = DefaultWatchBatchInterval
 	}
 	if c.BookmarkInterval == 0 {
 		c.BookmarkInterval = time.Minute

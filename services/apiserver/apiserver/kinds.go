@@ -61,7 +61,7 @@ func install[S object.Object, L proto.Message, W any](s *Server, k *scheme.Kind,
 	s.scheme.AddKind(k)
 	s.routes.Add(k.Service, k.Resource)
 	reg := newRegistry(s, strategy, newOf[S])
-	return server.NewEndpoint[S, S, L, W](reg, server.StorageVersion[S](k), newOf[S], newOf[L])
+	return server.NewEndpoint[S, S, L, W](reg, server.StorageVersion[S](k), newOf[S], newOf[L], s.cfg.WatchBatchInterval)
 }
 
 // served adds another served version of an installed kind.
@@ -179,7 +179,7 @@ func (s *Server) install(g *grpc.Server) {
 	addDeploymentConversions(s.scheme, depBetaKind.GVK, depKind.GVK)
 	appsv1beta1.RegisterDeploymentsServer(g, server.NewEndpoint[*appsv1beta1.Deployment, *appsv1.Deployment, *appsv1beta1.DeploymentList, appsv1beta1.DeploymentWatchResponse](
 		depEP.Registry(), server.Converted[*appsv1beta1.Deployment, *appsv1.Deployment](s.scheme, 1, depBetaKind, depKind),
-		func() *appsv1beta1.Deployment { return &appsv1beta1.Deployment{} }, func() *appsv1beta1.DeploymentList { return &appsv1beta1.DeploymentList{} }))
+		newOf[*appsv1beta1.Deployment], newOf[*appsv1beta1.DeploymentList], s.cfg.WatchBatchInterval))
 
 	// apps/v1 ReplicaSets
 	rsKind := kind[*appsv1.ReplicaSet](appsV1, "ReplicaSet", "replicasets", "replicaset", "skiff.apps.v1.ReplicaSets", true,

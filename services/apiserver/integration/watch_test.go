@@ -222,7 +222,7 @@ func TestWatchFromCompactedRevisionIsExpired(t *testing.T) {
 }
 
 func TestSlowWatcherIsCutOffWhileFastOneKeepsUp(t *testing.T) {
-	s := apiservertest.Start(t, apiservertest.WithConfig(func(c *apiserver.Config) { c.WatcherBuffer = 8 }))
+	s := apiservertest.Start(t, apiservertest.WithConfig(func(c *apiserver.Config) { c.WatcherBuffer = 64 }))
 	ctx := testContext(t)
 	cms := client.ConfigMaps(s.Conn)
 	// The slow watcher has its own connection and never reads, so HTTP/2
@@ -243,7 +243,7 @@ func TestSlowWatcherIsCutOffWhileFastOneKeepsUp(t *testing.T) {
 	}
 	defer fast.Stop()
 
-	const writes = 120
+	const writes = 400
 	payload := strings.Repeat("x", 32<<10)
 	done := make(chan error, 1)
 	go func() {

@@ -67,13 +67,15 @@ type Endpoint[E, S object.Object, L proto.Message, W any] struct {
 	ver     Version[E, S]
 	newList func() L
 	newObj  func() E
-	// MaxBatchBytes caps one watch response message.
+	// maxBatchBytes caps one watch response message; batchInterval is the
+	// least time between two messages of one watcher.
 	maxBatchBytes int
+	batchInterval time.Duration
 }
 
 // NewEndpoint returns the endpoint of one served version.
-func NewEndpoint[E, S object.Object, L proto.Message, W any](reg *registry.Registry[S], ver Version[E, S], newObj func() E, newList func() L) *Endpoint[E, S, L, W] {
-	return &Endpoint[E, S, L, W]{reg: reg, ver: ver, newObj: newObj, newList: newList, maxBatchBytes: 256 << 10}
+func NewEndpoint[E, S object.Object, L proto.Message, W any](reg *registry.Registry[S], ver Version[E, S], newObj func() E, newList func() L, watchBatchInterval time.Duration) *Endpoint[E, S, L, W] {
+	return &Endpoint[E, S, L, W]{reg: reg, ver: ver, newObj: newObj, newList: newList, maxBatchBytes: 256 << 10, batchInterval: watchBatchInterval}
 }
 
 // Registry is the registry behind the endpoint.
@@ -171,20 +173,34 @@ func (ep *Endpoint[E, S, L, W]) Watch(opts *metav1.ListOptions, stream grpc.Serv
 	if err := stream.SendHeader(nil); err != nil {
 		return err
 	}
-	var buf []byte
+	var batch rawBatch
+	size, lastLen := 0, 8
+	add := func(d watchcache.Delivery[S]) error {
+		if batch == nil {
+			batch = make(rawBatch, 0, lastLen)
+		}
+		b, err := ep.event(d)
+		if err != nil {
+			return err
+		}
+		batch = append(batch, b)
+		size += len(b)
+		return nil
+	}
 	flush := func() error {
-		if len(buf) == 0 {
+		if len(batch) == 0 {
 			return nil
 		}
-		err := stream.SendMsg(rawMessage(buf))
-		buf = nil // the sent bytes belong to grpc now
+		err := stream.SendMsg(batch)
+		lastLen = max(8, len(batch))
+		batch, size = nil, 0 // the pieces are shared: never reuse the slice grpc holds
 		return err
 	}
 	for _, d := range w.Initial {
-		if buf, err = ep.appendEvent(buf, d); err != nil {
+		if err := add(d); err != nil {
 			return err
 		}
-		if len(buf) >= ep.maxBatchBytes {
+		if size >= ep.maxBatchBytes {
 			if err := flush(); err != nil {
 				return err
 			}
@@ -194,63 +210,109 @@ func (ep *Endpoint[E, S, L, W]) Watch(opts *metav1.ListOptions, stream grpc.Serv
 	if err := flush(); err != nil {
 		return err
 	}
+	// A watcher gets at most one message per batch interval: events that
+	// arrive sooner ride in the next message. The first event after a quiet
+	// spell goes at once; under load each message carries many events,
+	// which costs far less than one message per event per watcher.
+	var lastSend time.Time
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			if ctx.Err() == context.DeadlineExceeded && opts.GetTimeoutSeconds() > 0 {
-				return nil // the requested timeout: a clean end
-			}
-			return ctx.Err()
+			return ep.endOfWatch(ctx, opts)
 		case <-w.Done():
-			if err := w.Err(); err != nil {
-				return err
-			}
-			return nil
+			return w.Err()
 		case d := <-w.Deliveries():
-			if buf, err = ep.appendEvent(buf, d); err != nil {
-				return err
-			}
-			// Take whatever else is already waiting, up to the batch limit.
-		drain:
-			for len(buf) < ep.maxBatchBytes {
-				select {
-				case d := <-w.Deliveries():
-					if buf, err = ep.appendEvent(buf, d); err != nil {
-						return err
-					}
-				default:
-					break drain
-				}
-			}
-			if err := flush(); err != nil {
+			if err := add(d); err != nil {
 				return err
 			}
 		}
+		if wait := ep.batchInterval - time.Since(lastSend); wait > 0 {
+			timer.Reset(wait)
+		collect:
+			for size < ep.maxBatchBytes {
+				select {
+				case <-ctx.Done():
+					return ep.endOfWatch(ctx, opts)
+				case <-w.Done():
+					return w.Err()
+				case d := <-w.Deliveries():
+					if err := add(d); err != nil {
+						return err
+					}
+				case <-timer.C:
+					break collect
+				}
+			}
+			timer.Stop()
+		}
+		// Take whatever else is already waiting, up to the batch limit.
+	drain:
+		for size < ep.maxBatchBytes {
+			select {
+			case d := <-w.Deliveries():
+				if err := add(d); err != nil {
+					return err
+				}
+			default:
+				break drain
+			}
+		}
+		if err := flush(); err != nil {
+			return err
+		}
+		lastSend = time.Now()
 	}
 }
 
-// appendEvent appends one `events` entry (field 1 of the watch response)
-// holding a WatchEvent{type, object}.
-func (ep *Endpoint[E, S, L, W]) appendEvent(buf []byte, d watchcache.Delivery[S]) ([]byte, error) {
-	var obj []byte
-	var err error
+// endOfWatch is how a watch ends when its context does: cleanly at the
+// requested timeout, with the context's error otherwise.
+func (ep *Endpoint[E, S, L, W]) endOfWatch(ctx context.Context, opts *metav1.ListOptions) error {
+	if ctx.Err() == context.DeadlineExceeded && opts.GetTimeoutSeconds() > 0 {
+		return nil
+	}
+	return ctx.Err()
+}
+
+// event returns a delivery as one `events` entry (field 1 of the watch
+// response) holding a WatchEvent{type, object}: built once per entry,
+// version and type, shared by every watcher.
+func (ep *Endpoint[E, S, L, W]) event(d watchcache.Delivery[S]) ([]byte, error) {
 	if d.Type == watchcache.Bookmark {
-		obj, err = ep.bookmark(d.Rev)
-	} else {
-		obj, err = d.Event.Cur.Encoded(ep.ver.Slot, ep.encode)
+		obj, err := ep.bookmark(d.Rev)
+		if err != nil {
+			return nil, apierrors.NewInternal(err)
+		}
+		return frameEvent(d.Type, obj), nil
 	}
+	b, err := d.Event.Cur.Framed(ep.ver.Slot, d.Type, ep.frame)
 	if err != nil {
-		return buf, apierrors.NewInternal(err)
+		return nil, apierrors.NewInternal(err)
 	}
-	typ := d.Type.String()
-	size := 1 + protowire.SizeBytes(len(typ)) + 1 + protowire.SizeBytes(len(obj))
+	return b, nil
+}
+
+func (ep *Endpoint[E, S, L, W]) frame(e *watchcache.Entry[S], typ watchcache.EventType) ([]byte, error) {
+	obj, err := e.Encoded(ep.ver.Slot, ep.encode)
+	if err != nil {
+		return nil, err
+	}
+	return frameEvent(typ, obj), nil
+}
+
+// frameEvent encodes `events: {type: typ, object: obj}`.
+func frameEvent(typ watchcache.EventType, obj []byte) []byte {
+	name := typ.String()
+	size := 1 + protowire.SizeBytes(len(name)) + 1 + protowire.SizeBytes(len(obj))
+	buf := make([]byte, 0, 1+protowire.SizeVarint(uint64(size))+size)
 	buf = protowire.AppendTag(buf, 1, protowire.BytesType)
 	buf = protowire.AppendVarint(buf, uint64(size))
 	buf = protowire.AppendTag(buf, 1, protowire.BytesType)
-	buf = protowire.AppendString(buf, typ)
+	buf = protowire.AppendString(buf, name)
 	buf = protowire.AppendTag(buf, 2, protowire.BytesType)
-	buf = protowire.AppendBytes(buf, obj)
-	return buf, nil
+	return protowire.AppendBytes(buf, obj)
 }
 
 func (ep *Endpoint[E, S, L, W]) encode(s S) ([]byte, error) {

@@ -47,7 +47,8 @@ type Entry[T object.Object] struct {
 	// Fields holds the values a field selector can match.
 	Fields map[string]string
 
-	enc [MaxVersions]atomic.Pointer[[]byte]
+	enc    [MaxVersions]atomic.Pointer[[]byte]
+	framed [MaxVersions][Bookmark]atomic.Pointer[[]byte]
 }
 
 // Labels are the object's labels.
@@ -64,6 +65,21 @@ func (e *Entry[T]) Encoded(v int, encode func(T) ([]byte, error)) ([]byte, error
 		return nil, err
 	}
 	e.enc[v].Store(&b)
+	return b, nil
+}
+
+// Framed returns the entry as one ready-to-send watch event of type typ
+// for served version v (an `events` entry of a WatchResponse), computing it
+// with frame the first time and sharing it with every later watcher.
+func (e *Entry[T]) Framed(v int, typ EventType, frame func(*Entry[T], EventType) ([]byte, error)) ([]byte, error) {
+	if p := e.framed[v][typ].Load(); p != nil {
+		return *p, nil
+	}
+	b, err := frame(e, typ)
+	if err != nil {
+		return nil, err
+	}
+	e.framed[v][typ].Store(&b)
 	return b, nil
 }
 

@@ -58,6 +58,7 @@ Flags:
 	fs.DurationVar(&cfg.BookmarkInterval, "bookmark-interval", time.Minute, "how often watchers that allow bookmarks receive one")
 	fs.IntVar(&cfg.WatchCacheWindow, "watch-cache-window", 10000, "recent events kept per resource for watches that resume")
 	fs.IntVar(&cfg.WatcherBuffer, "watcher-buffer", 1000, "events a watcher may lag behind before it is cut off")
+	fs.DurationVar(&cfg.WatchBatchInterval, "watch-batch-interval", apiserver.DefaultWatchBatchInterval, "least time between two messages to one watcher; events in between go together (0: every event at once)")
 	fs.BoolVar(&showVersion, "version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
@@ -71,6 +72,9 @@ Flags:
 	if showVersion {
 		fmt.Println("skiff-apiserver", version, commit)
 		return nil
+	}
+	if cfg.WatchBatchInterval == 0 {
+		cfg.WatchBatchInterval = -1 // off (0 in Config means the default)
 	}
 	if etcdServers != "" {
 		cfg.EtcdServers = strings.Split(etcdServers, ",")

@@ -1,0 +1,92 @@
+package client
+
+import (
+	"fmt"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/encoding"
+	protocodec "google.golang.org/grpc/encoding/proto"
+	"google.golang.org/grpc/mem"
+	"google.golang.org/protobuf/encoding/protowire"
+)
+
+// rawCodec receives a message as its undecoded bytes (into a *[]byte), so
+// a watch response's events can be walked without copying them; everything
+// else goes through the standard protobuf codec.
+type rawCodec struct{}
+
+func (rawCodec) Marshal(v any) (mem.BufferSlice, error) {
+	return encoding.GetCodecV2(protocodec.Name).Marshal(v)
+}
+
+func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	if p, ok := v.(*[]byte); ok {
+		*p = data.Materialize()
+		return nil
+	}
+	return encoding.GetCodecV2(protocodec.Name).Unmarshal(data, v)
+}
+
+func (rawCodec) Name() string { return protocodec.Name }
+
+// RawWatch is the call option that lets RecvMsg(*[]byte) take a watch
+// response's bytes as they came; walk them with WatchEvents.
+func RawWatch() grpc.CallOption { return grpc.ForceCodecV2(rawCodec{}) }
+
+// WatchEvents walks the events of an encoded watch response (any kind's
+// <Kind>WatchResponse, or skiff.meta.v1.WatchResponse) and calls fn with
+// each event's type and encoded object, in order, without copying them.
+func WatchEvents(resp []byte, fn func(typ string, object []byte) error) error {
+	for len(resp) > 0 {
+		num, wt, n := protowire.ConsumeTag(resp)
+		if n < 0 {
+			return fmt.Errorf("watch response: %w", protowire.ParseError(n))
+		}
+		resp = resp[n:]
+		if num != 1 || wt != protowire.BytesType {
+			if n = protowire.ConsumeFieldValue(num, wt, resp); n < 0 {
+				return fmt.Errorf("watch response: %w", protowire.ParseError(n))
+			}
+			resp = resp[n:]
+			continue
+		}
+		ev, n := protowire.ConsumeBytes(resp)
+		if n < 0 {
+			return fmt.Errorf("watch response: %w", protowire.ParseError(n))
+		}
+		resp = resp[n:]
+		var typ string
+		var obj []byte
+		for len(ev) > 0 {
+			num, wt, n := protowire.ConsumeTag(ev)
+			if n < 0 {
+				return fmt.Errorf("watch event: %w", protowire.ParseError(n))
+			}
+			ev = ev[n:]
+			switch {
+			case num == 1 && wt == protowire.BytesType:
+				b, n := protowire.ConsumeBytes(ev)
+				if n < 0 {
+					return fmt.Errorf("watch event type: %w", protowire.ParseError(n))
+				}
+				typ, ev = string(b), ev[n:]
+			case num == 2 && wt == protowire.BytesType:
+				b, n := protowire.ConsumeBytes(ev)
+				if n < 0 {
+					return fmt.Errorf("watch event object: %w", protowire.ParseError(n))
+				}
+				obj, ev = b, ev[n:]
+			default:
+				n := protowire.ConsumeFieldValue(num, wt, ev)
+				if n < 0 {
+					return fmt.Errorf("watch event: %w", protowire.ParseError(n))
+				}
+				ev = ev[n:]
+			}
+		}
+		if err := fn(typ, obj); err != nil {
+			return err
+		}
+	}
+	return nil
+}
