@@ -50,6 +50,7 @@ type options struct {
 	scenario   string
 	dataDir    string
 	cpuProfile string
+	memProfile string
 	pprofAddr  string
 	cfg        scenarios.Config
 }
@@ -71,6 +72,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.cfg.WatchDuration, "watch-duration", o.cfg.WatchDuration, "how long watch.fanout writes")
 	fs.StringVar(&o.dataDir, "data-dir", os.TempDir(), "parent of the temporary etcd data directory (put it on the disk to measure)")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a pprof CPU profile of the whole run to this file")
+	fs.StringVar(&o.memProfile, "memprofile", "", "write a pprof allocation profile of the whole run to this file")
 	fs.StringVar(&o.pprofAddr, "pprof-addr", "", "serve net/http/pprof on this address during the run, e.g. 127.0.0.1:6060 (also turns on block and mutex profiling, which costs some CPU)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `Usage: skiff-bench [flags]
@@ -132,6 +134,15 @@ func run(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if o.memProfile != "" {
+		defer func() {
+			f, err := os.Create(o.memProfile)
+			if err == nil {
+				_ = pprof.Lookup("allocs").WriteTo(f, 0)
+				f.Close()
+			}
+		}()
 	}
 
 	if o.pprofAddr != "" {

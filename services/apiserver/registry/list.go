@@ -43,7 +43,7 @@ func (r *Registry[T]) Predicate(opts *metav1.ListOptions) (watchcache.Predicate[
 		return nil, nil
 	}
 	return func(e *watchcache.Entry[T]) bool {
-		return lsel.Matches(e.Labels()) && fsel.Matches(fields.Set(e.Fields))
+		return lsel.Matches(e.Labels()) && (fsel.Empty() || fsel.Matches(fields.Set(e.Fields())))
 	}, nil
 }
 
@@ -139,8 +139,7 @@ func (r *Registry[T]) listPaged(ctx context.Context, prefix string, pred watchca
 	var keep func(T) bool
 	if pred != nil {
 		keep = func(obj T) bool {
-			e := &watchcache.Entry[T]{Key: "", Obj: obj, Fields: r.strategy.FieldSet(obj)}
-			return pred(e)
+			return pred(watchcache.NewEntry("", obj, 0, r.strategy.FieldSet))
 		}
 	}
 	page, err := r.store.List(ctx, prefix, start, rev, opts.GetLimit(), keep)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+	"unsafe"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -22,7 +23,9 @@ var Magic = []byte("skf\x00")
 // MaxObjectBytes is the largest encoded object accepted (1.5 MiB, as etcd's default request limit).
 const MaxObjectBytes = 3 << 19
 
-var marshalOpts = proto.MarshalOptions{Deterministic: true}
+// Encoding needs no determinism: no-op updates are found with proto.Equal,
+// never by comparing bytes.
+var marshalOpts = proto.MarshalOptions{}
 
 // Store keeps one kind, stored as Go type T, in etcd.
 type Store[T object.Object] struct {
@@ -81,7 +84,7 @@ func (s *Store[T]) NamespacePrefix(namespace string) string {
 	return s.prefix + namespace + "/"
 }
 
-// Encode returns the stored form of obj: magic + deterministic protobuf,
+// Encode returns the stored form of obj: magic + protobuf,
 // without resourceVersion. obj is not modified.
 func Encode(obj object.Object) ([]byte, error) {
 	rv := obj.GetMetadata().GetResourceVersion()
@@ -106,6 +109,10 @@ func (s *Store[T]) Decode(data []byte, rev int64) (T, error) {
 	object.Meta(obj).ResourceVersion = strconv.FormatInt(rev, 10)
 	return obj, nil
 }
+
+// bytesString views data as a string without copying it; data must not
+// change afterwards (encoded values are written once and dropped).
+func bytesString(data []byte) string { return unsafe.String(unsafe.SliceData(data), len(data)) }
 
 // ParseRV parses a resourceVersion string; "" is 0.
 func ParseRV(rv string) (int64, error) {
@@ -150,7 +157,7 @@ func (s *Store[T]) Create(ctx context.Context, key string, obj T) (T, error) {
 	start := time.Now()
 	resp, err := s.client.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-		Then(clientv3.OpPut(key, string(data))).
+		Then(clientv3.OpPut(key, bytesString(data))).
 		Commit()
 	s.metrics.observe("create", s.resource, start)
 	if err != nil {
@@ -218,7 +225,7 @@ func (s *Store[T]) GuaranteedUpdate(ctx context.Context, key, name string, cache
 		start := time.Now()
 		resp, err := s.client.Txn(ctx).
 			If(clientv3.Compare(clientv3.ModRevision(key), "=", curRev)).
-			Then(clientv3.OpPut(key, string(data))).
+			Then(clientv3.OpPut(key, bytesString(data))).
 			Else(clientv3.OpGet(key)).
 			Commit()
 		s.metrics.observe("update", s.resource, start)

@@ -44,11 +44,32 @@ type Entry[T object.Object] struct {
 	Name      string
 	Obj       T
 	Rev       int64
-	// Fields holds the values a field selector can match.
-	Fields map[string]string
+
+	fieldsFn func(T) map[string]string
+	fields   atomic.Pointer[map[string]string]
 
 	enc    [MaxVersions]atomic.Pointer[[]byte]
 	framed [MaxVersions][Bookmark]atomic.Pointer[[]byte]
+}
+
+// NewEntry returns an entry for obj; fieldsFn gives its selectable fields.
+func NewEntry[T object.Object](key string, obj T, rev int64, fieldsFn func(T) map[string]string) *Entry[T] {
+	meta := obj.GetMetadata()
+	return &Entry[T]{Key: key, Namespace: meta.GetNamespace(), Name: meta.GetName(), Obj: obj, Rev: rev, fieldsFn: fieldsFn}
+}
+
+// Fields holds the values a field selector can match, computed the first
+// time a field selector asks (most watchers and lists never do).
+func (e *Entry[T]) Fields() map[string]string {
+	if p := e.fields.Load(); p != nil {
+		return *p
+	}
+	var m map[string]string
+	if e.fieldsFn != nil {
+		m = e.fieldsFn(e.Obj)
+	}
+	e.fields.Store(&m)
+	return m
 }
 
 // Labels are the object's labels.
@@ -256,17 +277,7 @@ func (c *Cache[T]) initialize(ctx context.Context) (int64, error) {
 
 func (c *Cache[T]) newEntry(obj T, rev int64) *Entry[T] {
 	meta := obj.GetMetadata()
-	e := &Entry[T]{
-		Key:       c.cfg.Store.Key(meta.GetNamespace(), meta.GetName()),
-		Namespace: meta.GetNamespace(),
-		Name:      meta.GetName(),
-		Obj:       obj,
-		Rev:       rev,
-	}
-	if c.cfg.Fields != nil {
-		e.Fields = c.cfg.Fields(obj)
-	}
-	return e
+	return NewEntry(c.cfg.Store.Key(meta.GetNamespace(), meta.GetName()), obj, rev, c.cfg.Fields)
 }
 
 // watch follows etcd from rev+1 until the watch fails or ctx ends.
@@ -348,7 +359,7 @@ func (c *Cache[T]) apply(evs []*mvccpb.Event, headerRev int64) {
 			}
 			last := proto.Clone(prev.Obj).(T)
 			object.Meta(last).ResourceVersion = strconv.FormatInt(ev.Kv.ModRevision, 10)
-			cur := &Entry[T]{Key: prev.Key, Namespace: prev.Namespace, Name: prev.Name, Obj: last, Rev: ev.Kv.ModRevision, Fields: prev.Fields}
+			cur := NewEntry(prev.Key, last, ev.Kv.ModRevision, c.cfg.Fields)
 			e = &Event[T]{Type: Deleted, Rev: cur.Rev, Cur: cur, Prev: prev}
 		}
 		c.push(e)
