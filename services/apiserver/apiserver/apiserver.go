@@ -39,6 +39,8 @@ type Config struct {
 	DataDir string
 	// EtcdServers, when set, are the client URLs of an external etcd cluster.
 	EtcdServers []string
+	// EtcdDialTimeout bounds the wait for an external etcd at start.
+	EtcdDialTimeout time.Duration
 	// Listen is the gRPC address ("127.0.0.1:0" picks a free port).
 	Listen string
 	// MetricsListen serves /metrics and /healthz over HTTP; "" disables it.
@@ -87,6 +89,9 @@ func (c *Config) Defaults() {
 	if c.DefragThreshold == 0 {
 		c.DefragThreshold = 64 << 20
 	}
+	if c.EtcdDialTimeout == 0 {
+		c.EtcdDialTimeout = 10 * time.Second
+	}
 	if c.WatchBatchInterval == 0 {
 		c.WatchBatchInterval = DefaultWatchBatchInterval
 	}
@@ -115,19 +120,21 @@ type Server struct {
 	scheme *scheme.Scheme
 	routes server.Routes
 
-	etcd     *embeddedEtcd // nil with external etcd
-	client   *clientv3.Client
-	watcher  storage.Watcher
-	storeM   *storage.Metrics
-	cacheM   *watchcache.Metrics
-	caches   []runner
-	counts   []func() (string, int)
-	grpc     *grpc.Server
-	health   *health.Server
-	lis      net.Listener
-	metrics  *http.Server
-	metricsL net.Listener
-	maint    *maintenanceMetrics
+	etcd   *embeddedEtcd // nil with external etcd
+	client *clientv3.Client
+	// maintClient reaches etcd over gRPC for status and defragmentation.
+	maintClient *clientv3.Client
+	watcher     storage.Watcher
+	storeM      *storage.Metrics
+	cacheM      *watchcache.Metrics
+	caches      []runner
+	counts      []func() (string, int)
+	grpc        *grpc.Server
+	health      *health.Server
+	lis         net.Listener
+	metrics     *http.Server
+	metricsL    net.Listener
+	maint       *maintenanceMetrics
 }
 
 type runner interface {

@@ -38,19 +38,19 @@ func (s *Server) connectEtcd() error {
 	if len(s.cfg.EtcdServers) > 0 {
 		client, err := clientv3.New(clientv3.Config{
 			Endpoints:   s.cfg.EtcdServers,
-			DialTimeout: 10 * time.Second,
+			DialTimeout: s.cfg.EtcdDialTimeout,
 			Logger:      s.log.Named("etcd-client").WithOptions(zap.IncreaseLevel(zapcore.WarnLevel)),
 		})
 		if err != nil {
 			return fmt.Errorf("connecting to etcd %v: %w", s.cfg.EtcdServers, err)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.EtcdDialTimeout)
 		defer cancel()
 		if _, err := client.Status(ctx, s.cfg.EtcdServers[0]); err != nil {
 			client.Close()
 			return fmt.Errorf("etcd %s does not answer: %w", s.cfg.EtcdServers[0], err)
 		}
-		s.client = client
+		s.client, s.maintClient = client, client
 		s.watcher = storage.ClientWatcher{Client: client}
 		return nil
 	}
@@ -94,11 +94,24 @@ func (s *Server) connectEtcd() error {
 	s.etcd = &embeddedEtcd{etcd: e, clientURL: clientURL.String()}
 	// In-process client: direct calls into the etcd server, no sockets.
 	s.client = v3client.New(e.Server)
+	// Maintenance (status, defragmentation) goes through etcd's real gRPC
+	// server: the in-process adapter does not support it.
+	if s.maintClient, err = clientv3.New(clientv3.Config{
+		Endpoints:   []string{clientURL.String()},
+		DialTimeout: 10 * time.Second,
+		Logger:      s.log.Named("etcd-client").WithOptions(zap.IncreaseLevel(zapcore.WarnLevel)),
+	}); err != nil {
+		e.Close()
+		return fmt.Errorf("connecting to the embedded etcd: %w", err)
+	}
 	s.watcher = storage.MVCCWatcher{KV: e.Server.Watchable()}
 	return nil
 }
 
 func (s *Server) closeEtcd() {
+	if s.maintClient != nil && s.maintClient != s.client {
+		s.maintClient.Close()
+	}
 	if s.client != nil {
 		s.client.Close()
 	}

@@ -88,13 +88,13 @@ func (s *Server) endpoint() string {
 }
 
 func (s *Server) defragIfWorthIt(ctx context.Context) {
-	st, err := s.client.Status(ctx, s.endpoint())
+	st, err := s.maintClient.Status(ctx, s.endpoint())
 	if err != nil {
 		return
 	}
 	if free := st.DbSize - st.DbSizeInUse; free >= s.cfg.DefragThreshold {
 		start := time.Now()
-		if _, err := s.client.Defragment(ctx, s.endpoint()); err != nil {
+		if _, err := s.maintClient.Defragment(ctx, s.endpoint()); err != nil {
 			s.log.Warn("defragmentation failed", zap.Error(err))
 			return
 		}
@@ -104,7 +104,7 @@ func (s *Server) defragIfWorthIt(ctx context.Context) {
 }
 
 func (s *Server) measure(ctx context.Context) {
-	if st, err := s.client.Status(ctx, s.endpoint()); err == nil {
+	if st, err := s.maintClient.Status(ctx, s.endpoint()); err == nil {
 		s.maint.dbSize.WithLabelValues("allocated").Set(float64(st.DbSize))
 		s.maint.dbSize.WithLabelValues("in_use").Set(float64(st.DbSizeInUse))
 	}

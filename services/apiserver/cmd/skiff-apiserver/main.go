@@ -49,6 +49,7 @@ Flags:
 	var showVersion bool
 	fs.StringVar(&cfg.DataDir, "data-dir", "/var/lib/skiff", "directory of the embedded etcd's data")
 	fs.StringVar(&etcdServers, "etcd-servers", "", "comma-separated client URLs of an external etcd cluster (instead of the embedded one)")
+	fs.DurationVar(&cfg.EtcdDialTimeout, "etcd-dial-timeout", 10*time.Second, "how long to wait for an external etcd to answer at start")
 	fs.StringVar(&cfg.Listen, "listen", "0.0.0.0:6443", "gRPC listen address")
 	fs.StringVar(&cfg.MetricsListen, "metrics-listen", "0.0.0.0:9090", "HTTP address for /metrics and /healthz (empty disables)")
 	fs.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
