@@ -38,10 +38,7 @@ const (
 )
 
 var (
-	dns1123LabelRegexp     = regexp.MustCompile("^" + dns1123LabelFmt + "$")
-	dns1123SubdomainRegexp = regexp.MustCompile("^" + dns1123SubdomainFmt + "$")
 	envVarNameRegexp       = regexp.MustCompile("^" + envVarNameFmt + "$")
-	configMapKeyRegexp     = regexp.MustCompile("^" + configMapKeyFmt + "$")
 	percentRegexp          = regexp.MustCompile("^" + percentFmt + "$")
 	httpHeaderNameRegexp   = regexp.MustCompile("^" + httpHeaderNameFmt + "$")
 	portNameCharsetRegexp  = regexp.MustCompile("^[-a-z0-9]+$")
@@ -57,13 +54,57 @@ func NameIsDNSSubdomain(name string) []string { return isDNS1123Subdomain(name) 
 // of at most 63 characters.
 func NameIsDNSLabel(name string) []string { return isDNS1123Label(name) }
 
+// The three checks below match dns1123LabelFmt, dns1123SubdomainFmt and
+// configMapKeyFmt byte by byte: names are checked on every write, and a
+// loop is many times cheaper than the regular expressions.
+
+func isAlnumLower(c byte) bool { return 'a' <= c && c <= 'z' || '0' <= c && c <= '9' }
+
+func isLabelChars(s string) bool {
+	if s == "" || !isAlnumLower(s[0]) || !isAlnumLower(s[len(s)-1]) {
+		return false
+	}
+	for i := 1; i < len(s)-1; i++ {
+		if c := s[i]; !isAlnumLower(c) && c != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+func isSubdomainChars(s string) bool {
+	for {
+		label, rest, more := strings.Cut(s, ".")
+		if !isLabelChars(label) {
+			return false
+		}
+		if !more {
+			return true
+		}
+		s = rest
+	}
+}
+
+func isConfigKeyChars(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(isAlnumLower(c) || 'A' <= c && c <= 'Z' || c == '-' || c == '.' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
 func isDNS1123Label(value string) []string {
 	var errs []string
 	if len(value) > dns1123LabelMaxLength {
 		errs = append(errs, maxLenError(dns1123LabelMaxLength))
 	}
-	if !dns1123LabelRegexp.MatchString(value) {
-		if dns1123SubdomainRegexp.MatchString(value) {
+	if !isLabelChars(value) {
+		if isSubdomainChars(value) {
 			// A valid subdomain but not a label: it has dots.
 			errs = append(errs, "must not contain dots")
 		} else {
@@ -78,7 +119,7 @@ func isDNS1123Subdomain(value string) []string {
 	if len(value) > dns1123SubdomainMaxLen {
 		errs = append(errs, maxLenError(dns1123SubdomainMaxLen))
 	}
-	if !dns1123SubdomainRegexp.MatchString(value) {
+	if !isSubdomainChars(value) {
 		errs = append(errs, regexError(dns1123SubdomainErrMsg, dns1123SubdomainFmt, "example.com"))
 	}
 	return errs
@@ -136,7 +177,7 @@ func isConfigMapKey(value string) []string {
 	if len(value) > dns1123SubdomainMaxLen {
 		errs = append(errs, maxLenError(dns1123SubdomainMaxLen))
 	}
-	if !configMapKeyRegexp.MatchString(value) {
+	if !isConfigKeyChars(value) {
 		errs = append(errs, regexError(configMapKeyErrMsg, configMapKeyFmt, "key.name", "KEY_NAME", "key-name"))
 	}
 	return append(errs, hasChDirPrefix(value)...)
