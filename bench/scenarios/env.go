@@ -44,8 +44,8 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		Warmup:        time.Second,
-		Duration:      6 * time.Second,
-		Rounds:        3,
+		Duration:      10 * time.Second,
+		Rounds:        5,
 		Clients:       64,
 		Conns:         4,
 		GetObjects:    100,

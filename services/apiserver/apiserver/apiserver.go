@@ -266,6 +266,7 @@ func (s *Server) Run(ctx context.Context) error {
 			return fmt.Errorf("watch caches did not load: %w", err)
 		}
 	}
+	s.measure(ctx) // the size metrics exist from the first scrape
 	wg.Add(1)
 	go func() { defer wg.Done(); s.maintain(runCtx) }()
 	errc := make(chan error, 2)

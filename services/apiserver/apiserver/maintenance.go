@@ -44,7 +44,6 @@ func (s *Server) maintain(ctx context.Context) {
 		defer t.Stop()
 		compactC = t.C
 	}
-	s.measure(ctx)
 	var previous int64 // the revision seen at the previous tick
 	for {
 		select {

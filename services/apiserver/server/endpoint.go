@@ -211,53 +211,44 @@ func (ep *Endpoint[E, S, L, W]) Watch(opts *metav1.ListOptions, stream grpc.Serv
 		return err
 	}
 	// A watcher gets at most one message per batch interval: events that
-	// arrive sooner ride in the next message. The first event after a quiet
-	// spell goes at once; under load each message carries many events,
-	// which costs far less than one message per event per watcher.
+	// arrive sooner wait in its buffer and ride in the next message. The
+	// first event after a quiet spell goes at once; under load each message
+	// carries many events, which costs far less than one message per event
+	// per watcher. When a burst fills half the buffer (--watcher-buffer),
+	// the cache tells the watcher to send at once.
 	var lastSend time.Time
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
+	deliveries := w.Deliveries()
 	for {
 		select {
 		case <-ctx.Done():
 			return ep.endOfWatch(ctx, opts)
 		case <-w.Done():
 			return w.Err()
-		case d := <-w.Deliveries():
+		case d := <-deliveries:
 			if err := add(d); err != nil {
 				return err
 			}
 		}
 		if wait := ep.batchInterval - time.Since(lastSend); wait > 0 {
 			timer.Reset(wait)
-		collect:
-			for size < ep.maxBatchBytes {
-				select {
-				case <-ctx.Done():
-					return ep.endOfWatch(ctx, opts)
-				case <-w.Done():
-					return w.Err()
-				case d := <-w.Deliveries():
-					if err := add(d); err != nil {
-						return err
-					}
-				case <-timer.C:
-					break collect
-				}
-			}
-			timer.Stop()
-		}
-		// Take whatever else is already waiting, up to the batch limit.
-	drain:
-		for size < ep.maxBatchBytes {
 			select {
-			case d := <-w.Deliveries():
-				if err := add(d); err != nil {
-					return err
-				}
-			default:
-				break drain
+			case <-ctx.Done():
+				return ep.endOfWatch(ctx, opts)
+			case <-w.Done():
+				return w.Err()
+			case <-timer.C:
+			case <-w.Hurry(): // the buffer is filling up: send now
+				timer.Stop()
+			}
+		}
+		// Take what is waiting, up to the batch limit (plain receives: the
+		// channel holds at least n).
+		for n := len(deliveries); n > 0 && size < ep.maxBatchBytes; n-- {
+			if err := add(<-deliveries); err != nil {
+				return err
 			}
 		}
 		if err := flush(); err != nil {

@@ -420,6 +420,12 @@ func (c *Cache[T]) dispatch(e *Event[T]) {
 		select {
 		case w.ch <- Delivery[T]{Type: typ, Event: e}:
 			n++
+			if len(w.ch) > cap(w.ch)/2 {
+				select {
+				case w.hurry <- struct{}{}:
+				default:
+				}
+			}
 		default:
 			if c.cfg.Metrics != nil {
 				c.cfg.Metrics.terminatedWatchers.WithLabelValues(c.resource).Inc()

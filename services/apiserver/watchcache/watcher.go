@@ -20,6 +20,7 @@ type Watcher[T object.Object] struct {
 	pred      Predicate[T]
 	bookmarks bool
 	ch        chan Delivery[T]
+	hurry     chan struct{}
 	done      chan struct{}
 	err       error
 
@@ -31,6 +32,10 @@ type Watcher[T object.Object] struct {
 
 // Deliveries is the stream of live events.
 func (w *Watcher[T]) Deliveries() <-chan Delivery[T] { return w.ch }
+
+// Hurry gets a signal when the watcher's buffer is more than half full: a
+// watcher that waits to batch events should send now.
+func (w *Watcher[T]) Hurry() <-chan struct{} { return w.hurry }
 
 // Done is closed when the cache ends the watch (slow watcher, shutdown, relist).
 func (w *Watcher[T]) Done() <-chan struct{} { return w.done }
@@ -83,6 +88,7 @@ func (c *Cache[T]) Watch(ctx context.Context, rev int64, prefix string, pred Pre
 		pred:      pred,
 		bookmarks: bookmarks,
 		ch:        make(chan Delivery[T], c.cfg.WatcherBuffer),
+		hurry:     make(chan struct{}, 1),
 		done:      make(chan struct{}),
 	}
 	if rev > 0 {
