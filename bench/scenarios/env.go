@@ -53,7 +53,7 @@ func DefaultConfig() Config {
 		ListMinCalls:  50,
 		Watchers:      1000,
 		WatchConns:    16,
-		WatchWriters:  16,
+		WatchWriters:  64,
 		WatchRate:     1000,
 		WatchDuration: 10 * time.Second,
 		WatchDrain:    30 * time.Second,

@@ -22,7 +22,7 @@ var (
 	figWatchP99       = Figure{Name: "watch.fanout_p99_ms", Unit: "ms", Target: AtMost(100)}
 	figWatchDelivered = Figure{Name: "watch.events_delivered", Unit: "events"}
 	figWatchMissed    = Figure{Name: "watch.missed_events", Unit: "events", Target: AtMost(0)}
-	figWatchWriteRate = Figure{Name: "watch.write_per_s", Unit: "writes/s"}
+	figWatchWriteRate = Figure{Name: "watch.write_per_s", Unit: "writes/s", Target: AtLeast(950)}
 	figWatchCPU       = Figure{Name: "watch.cpu_us_per_event", Unit: "us CPU/event"}
 )
 

@@ -69,13 +69,14 @@ type Endpoint[E, S object.Object, L proto.Message, W any] struct {
 	newObj  func() E
 	// maxBatchBytes caps one watch response message; batchInterval is the
 	// least time between two messages of one watcher.
-	maxBatchBytes int
-	batchInterval time.Duration
+	maxBatchBytes  int
+	maxBatchEvents int
+	batchInterval  time.Duration
 }
 
 // NewEndpoint returns the endpoint of one served version.
 func NewEndpoint[E, S object.Object, L proto.Message, W any](reg *registry.Registry[S], ver Version[E, S], newObj func() E, newList func() L, watchBatchInterval time.Duration) *Endpoint[E, S, L, W] {
-	return &Endpoint[E, S, L, W]{reg: reg, ver: ver, newObj: newObj, newList: newList, maxBatchBytes: 256 << 10, batchInterval: watchBatchInterval}
+	return &Endpoint[E, S, L, W]{reg: reg, ver: ver, newObj: newObj, newList: newList, maxBatchBytes: 256 << 10, maxBatchEvents: 1024, batchInterval: watchBatchInterval}
 }
 
 // Registry is the registry behind the endpoint.
@@ -211,28 +212,24 @@ func (ep *Endpoint[E, S, L, W]) Watch(opts *metav1.ListOptions, stream grpc.Serv
 		return err
 	}
 	// A watcher gets at most one message per batch interval: events that
-	// arrive sooner wait in its buffer and ride in the next message. The
-	// first event after a quiet spell goes at once; under load each message
-	// carries many events, which costs far less than one message per event
-	// per watcher. When a burst fills half the buffer (--watcher-buffer),
-	// the cache tells the watcher to send at once.
+	// arrive sooner wait in the cache's window and ride in the next message.
+	// The first event after a quiet spell goes at once; under load each
+	// message carries many events, which costs far less than one message
+	// per event per watcher.
 	var lastSend time.Time
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
-	deliveries := w.Deliveries()
+	var pending []watchcache.Delivery[S]
 	for {
-		select {
-		case <-ctx.Done():
-			return ep.endOfWatch(ctx, opts)
-		case <-w.Done():
-			return w.Err()
-		case d := <-deliveries:
-			if err := add(d); err != nil {
-				return err
+		var err error
+		if pending, err = w.Next(ctx, true, pending[:0], ep.maxBatchEvents); err != nil {
+			if ctx.Err() != nil {
+				return ep.endOfWatch(ctx, opts)
 			}
+			return err
 		}
-		if wait := ep.batchInterval - time.Since(lastSend); wait > 0 {
+		if wait := ep.batchInterval - time.Since(lastSend); wait > 0 && len(pending) < ep.maxBatchEvents {
 			timer.Reset(wait)
 			select {
 			case <-ctx.Done():
@@ -240,15 +237,19 @@ func (ep *Endpoint[E, S, L, W]) Watch(opts *metav1.ListOptions, stream grpc.Serv
 			case <-w.Done():
 				return w.Err()
 			case <-timer.C:
-			case <-w.Hurry(): // the buffer is filling up: send now
-				timer.Stop()
+			}
+			if pending, err = w.Next(ctx, false, pending, ep.maxBatchEvents-len(pending)); err != nil {
+				return err
 			}
 		}
-		// Take what is waiting, up to the batch limit (plain receives: the
-		// channel holds at least n).
-		for n := len(deliveries); n > 0 && size < ep.maxBatchBytes; n-- {
-			if err := add(<-deliveries); err != nil {
+		for _, d := range pending {
+			if err := add(d); err != nil {
 				return err
+			}
+			if size >= ep.maxBatchBytes {
+				if err := flush(); err != nil {
+					return err
+				}
 			}
 		}
 		if err := flush(); err != nil {

@@ -148,16 +148,19 @@ type Cache[T object.Object] struct {
 
 	mu       sync.RWMutex
 	tree     *btree.BTreeG[*Entry[T]]
-	window   []*Event[T] // ring
-	head     int         // index of the oldest event in window
-	count    int
-	startRev int64         // every event after startRev is in the window
-	rev      int64         // the revision the cache reflects
-	fresh    chan struct{} // closed and replaced whenever rev advances
-	watchers map[*Watcher[T]]struct{}
-	ready    chan struct{}
-	readyErr error
-	stopped  bool
+	window   []*Event[T] // ring: event number n is at window[n % len(window)]
+	first    uint64      // number of the oldest event in the window
+	next     uint64      // number the next event gets
+	startRev int64       // every event after startRev is in the window
+	// progressRev is the revision of the last progress notification:
+	// watchers that asked for bookmarks send one when they pass it.
+	progressRev int64
+	rev         int64         // the revision the cache reflects
+	fresh       chan struct{} // closed and replaced whenever rev advances
+	watchers    map[*Watcher[T]]struct{}
+	ready       chan struct{}
+	readyErr    error
+	stopped     bool
 
 	compacted atomic.Int64 // highest revision etcd is known to have compacted
 }
@@ -263,8 +266,8 @@ func (c *Cache[T]) initialize(ctx context.Context) (int64, error) {
 		c.terminate(w, apierrors.NewServiceUnavailable("watch cache was reinitialized; watch again from your last resourceVersion"))
 	}
 	c.tree = tree
-	c.head, c.count = 0, 0
 	clear(c.window)
+	c.first = c.next // numbers keep growing: old cursors fall out of the window
 	c.startRev = page.Revision
 	c.advance(page.Revision)
 	select {
@@ -314,7 +317,7 @@ func (c *Cache[T]) watch(ctx context.Context, rev int64) error {
 }
 
 // apply turns etcd events into cache events, updates the store and the
-// window, and dispatches to watchers.
+// window, and wakes the watchers (each reads the window itself).
 func (c *Cache[T]) apply(evs []*mvccpb.Event, headerRev int64) {
 	// Decode outside the lock: it is the expensive part.
 	type decoded struct {
@@ -363,22 +366,20 @@ func (c *Cache[T]) apply(evs []*mvccpb.Event, headerRev int64) {
 			e = &Event[T]{Type: Deleted, Rev: cur.Rev, Cur: cur, Prev: prev}
 		}
 		c.push(e)
-		c.dispatch(e)
 	}
 	c.advance(headerRev)
 }
 
 // push appends to the window, evicting the oldest event when full.
 func (c *Cache[T]) push(e *Event[T]) {
-	n := len(c.window)
-	if c.count == n {
-		c.startRev = c.window[c.head].Rev
-		c.window[c.head] = nil
-		c.head = (c.head + 1) % n
-		c.count--
+	n := uint64(len(c.window))
+	if c.next-c.first == n {
+		c.startRev = c.window[c.first%n].Rev
+		c.window[c.first%n] = nil
+		c.first++
 	}
-	c.window[(c.head+c.count)%n] = e
-	c.count++
+	c.window[c.next%n] = e
+	c.next++
 }
 
 // advance moves the cache's revision forward and wakes those waiting for it.
@@ -387,11 +388,16 @@ func (c *Cache[T]) advance(rev int64) {
 		return
 	}
 	c.rev = rev
-	close(c.fresh)
-	c.fresh = make(chan struct{})
+	c.notify()
 	if c.cfg.Metrics != nil {
 		c.cfg.Metrics.resourceVersion.WithLabelValues(c.resource).Set(float64(rev))
 	}
+}
+
+// notify wakes every watcher and waiter: something changed.
+func (c *Cache[T]) notify() {
+	close(c.fresh)
+	c.fresh = make(chan struct{})
 }
 
 // progress handles an etcd progress notification: nothing of this resource
@@ -400,44 +406,9 @@ func (c *Cache[T]) progress(rev int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.advance(rev)
-	for w := range c.watchers {
-		if w.bookmarks {
-			select {
-			case w.ch <- Delivery[T]{Type: Bookmark, Rev: c.rev}:
-			default: // a watcher that is behind will get the next one
-			}
-		}
-	}
-}
-
-func (c *Cache[T]) dispatch(e *Event[T]) {
-	n := 0
-	for w := range c.watchers {
-		typ, ok := w.deliverable(e)
-		if !ok {
-			continue
-		}
-		select {
-		case w.ch <- Delivery[T]{Type: typ, Event: e}:
-			n++
-			if len(w.ch) > cap(w.ch)/2 {
-				select {
-				case w.hurry <- struct{}{}:
-				default:
-				}
-			}
-		default:
-			if c.cfg.Metrics != nil {
-				c.cfg.Metrics.terminatedWatchers.WithLabelValues(c.resource).Inc()
-			}
-			c.log.Info("cutting off a slow watcher", zap.Int("buffered", len(w.ch)), zap.Int64("rev", e.Rev))
-			c.terminate(w, apierrors.NewServiceUnavailable(fmt.Sprintf(
-				"watch of %s was too slow (more than %d events behind) and was closed; watch again from the last resourceVersion you received",
-				c.resource, cap(w.ch))))
-		}
-	}
-	if n > 0 && c.cfg.Metrics != nil {
-		c.cfg.Metrics.eventsDispatched.WithLabelValues(c.resource).Add(float64(n))
+	if rev > c.progressRev {
+		c.progressRev = rev
+		c.notify()
 	}
 }
 

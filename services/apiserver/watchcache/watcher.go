@@ -6,38 +6,36 @@ import (
 	"strings"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 
 	"skiff.dev/internal/apierrors"
 	"skiff.dev/internal/object"
 	"skiff.dev/services/apiserver/storage"
 )
 
-// Watcher is one client's watch on a cache. Read Initial first, then
-// Deliveries until Done is closed; Err says why it ended.
+// Watcher is one client's watch on a cache. It has no buffer of its own: it
+// reads the cache's window of events from its cursor, filtering them with
+// its predicate, so an event costs the cache the same however many watchers
+// there are, and watchers filter in parallel on their own goroutines. A
+// watcher more than the cache's WatcherBuffer events behind (or overtaken
+// by the window) is cut off.
 type Watcher[T object.Object] struct {
 	cache     *Cache[T]
 	prefix    string
 	pred      Predicate[T]
 	bookmarks bool
-	ch        chan Delivery[T]
-	hurry     chan struct{}
+	cursor    uint64 // number of the next window event to read
+	bookmark  int64  // the last progress revision sent as a bookmark
 	done      chan struct{}
 	err       error
 
 	// Initial holds the events the watch starts with: the current state as
-	// ADDED events (watch from 0), or the window's events after the
-	// requested revision.
+	// ADDED events (watch from 0). A watch from a revision starts with the
+	// window's events after it instead, read like any others.
 	Initial []Delivery[T]
 }
 
-// Deliveries is the stream of live events.
-func (w *Watcher[T]) Deliveries() <-chan Delivery[T] { return w.ch }
-
-// Hurry gets a signal when the watcher's buffer is more than half full: a
-// watcher that waits to batch events should send now.
-func (w *Watcher[T]) Hurry() <-chan struct{} { return w.hurry }
-
-// Done is closed when the cache ends the watch (slow watcher, shutdown, relist).
+// Done is closed when the cache ends the watch (shutdown, relist, too slow).
 func (w *Watcher[T]) Done() <-chan struct{} { return w.done }
 
 // Err is why the cache ended the watch; valid after Done is closed.
@@ -75,6 +73,74 @@ func (w *Watcher[T]) deliverable(e *Event[T]) (EventType, bool) {
 	return Modified, false
 }
 
+// Next appends to dst the events waiting for this watcher, at most max,
+// then a BOOKMARK when it asked for them and has passed a progress
+// notification. With wait it blocks until there is at least one (or ctx
+// ends, or the watch ends); without, it may return none.
+func (w *Watcher[T]) Next(ctx context.Context, wait bool, dst []Delivery[T], max int) ([]Delivery[T], error) {
+	c := w.cache
+	for {
+		c.mu.RLock()
+		select {
+		case <-w.done:
+			c.mu.RUnlock()
+			return dst, w.err
+		default:
+		}
+		if lag := c.next - w.cursor; w.cursor < c.first || lag > uint64(c.cfg.WatcherBuffer) {
+			c.mu.RUnlock()
+			return dst, w.tooSlow(lag)
+		}
+		n := uint64(len(c.window))
+		delivered := 0
+		for ; w.cursor < c.next && delivered < max; w.cursor++ {
+			e := c.window[w.cursor%n]
+			if typ, ok := w.deliverable(e); ok {
+				dst = append(dst, Delivery[T]{Type: typ, Event: e})
+				delivered++
+			}
+		}
+		if w.bookmarks && w.cursor == c.next && c.progressRev > w.bookmark {
+			w.bookmark = c.progressRev
+			dst = append(dst, Delivery[T]{Type: Bookmark, Rev: c.rev})
+			delivered++
+		}
+		fresh := c.fresh
+		c.mu.RUnlock()
+		if delivered > 0 && c.cfg.Metrics != nil {
+			c.cfg.Metrics.eventsDispatched.WithLabelValues(c.resource).Add(float64(delivered))
+		}
+		if delivered > 0 || !wait {
+			return dst, nil
+		}
+		select {
+		case <-fresh:
+		case <-w.done:
+			return dst, w.err
+		case <-ctx.Done():
+			return dst, ctx.Err()
+		}
+	}
+}
+
+// tooSlow cuts the watcher off.
+func (w *Watcher[T]) tooSlow(lag uint64) error {
+	c := w.cache
+	err := apierrors.NewServiceUnavailable(fmt.Sprintf(
+		"watch of %s was too slow (more than %d events behind) and was closed; watch again from the last resourceVersion you received",
+		c.resource, c.cfg.WatcherBuffer))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.watchers[w]; ok {
+		if c.cfg.Metrics != nil {
+			c.cfg.Metrics.terminatedWatchers.WithLabelValues(c.resource).Inc()
+		}
+		c.log.Info("cutting off a slow watcher", zap.Uint64("behind", lag))
+		c.terminate(w, err)
+	}
+	return w.err
+}
+
 // Watch starts a watch of the entries under prefix that pred accepts.
 // rev 0 starts with the current state as ADDED events; rev N starts with
 // the changes after N, or fails with Expired when N is too old.
@@ -87,8 +153,6 @@ func (c *Cache[T]) Watch(ctx context.Context, rev int64, prefix string, pred Pre
 		prefix:    prefix,
 		pred:      pred,
 		bookmarks: bookmarks,
-		ch:        make(chan Delivery[T], c.cfg.WatcherBuffer),
-		hurry:     make(chan struct{}, 1),
 		done:      make(chan struct{}),
 	}
 	if rev > 0 {
@@ -104,24 +168,22 @@ func (c *Cache[T]) Watch(ctx context.Context, rev int64, prefix string, pred Pre
 	if c.stopped {
 		return nil, apierrors.NewServiceUnavailable("apiserver is shutting down")
 	}
+	w.bookmark = c.progressRev
 	if rev == 0 {
 		c.ascendPrefix(prefix, func(e *Entry[T]) {
 			if pred == nil || pred(e) {
 				w.Initial = append(w.Initial, Delivery[T]{Type: Added, Event: &Event[T]{Type: Added, Rev: e.Rev, Cur: e}})
 			}
 		})
+		w.cursor = c.next
 	} else {
 		if rev < c.startRev {
 			return nil, c.expired(rev)
 		}
-		for i := 0; i < c.count; i++ {
-			e := c.window[(c.head+i)%len(c.window)]
-			if e.Rev <= rev {
-				continue
-			}
-			if typ, ok := w.deliverable(e); ok {
-				w.Initial = append(w.Initial, Delivery[T]{Type: typ, Event: e})
-			}
+		n := uint64(len(c.window))
+		w.cursor = c.next
+		for w.cursor > c.first && c.window[(w.cursor-1)%n].Rev > rev {
+			w.cursor-- // back to the first event after rev
 		}
 	}
 	c.watchers[w] = struct{}{}
