@@ -160,6 +160,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
+	// The whole process (apiserver, etcd and the clients, so also the raw
+	// etcd baseline) runs with the apiserver binary's runtime settings.
+	gogc := apiserver.TuneRuntime(apiserver.DefaultGCPercent)
 	dir, err := os.MkdirTemp(o.dataDir, "skiff-bench-")
 	if err != nil {
 		return err
@@ -187,8 +190,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 	load0 := loadAverage()
 	rs, runErr := scenarios.Run(ctx, env, selected)
 	// Print what was measured even when a later scenario failed.
-	fmt.Fprintf(stdout, "# %d CPUs (GOMAXPROCS %d), 1-minute load average %s at start, %s at end; other processes on the host skew the figures\n",
-		runtime.NumCPU(), runtime.GOMAXPROCS(0), load0, loadAverage())
+	fmt.Fprintf(stdout, "# %d CPUs (GOMAXPROCS %d, GOGC %d as skiff-apiserver), 1-minute load average %s at start, %s at end; other processes on the host skew the figures\n",
+		runtime.NumCPU(), runtime.GOMAXPROCS(0), gogc, load0, loadAverage())
 	if err := scenarios.WriteReport(stdout, rs); err != nil {
 		return err
 	}

@@ -47,6 +47,7 @@ Flags:
 	var cfg apiserver.Config
 	var etcdServers, logLevel string
 	var showVersion bool
+	var gcPercent int
 	fs.StringVar(&cfg.DataDir, "data-dir", "/var/lib/skiff", "directory of the embedded etcd's data")
 	fs.StringVar(&etcdServers, "etcd-servers", "", "comma-separated client URLs of an external etcd cluster (instead of the embedded one)")
 	fs.DurationVar(&cfg.EtcdDialTimeout, "etcd-dial-timeout", 10*time.Second, "how long to wait for an external etcd to answer at start")
@@ -60,6 +61,7 @@ Flags:
 	fs.IntVar(&cfg.WatchCacheWindow, "watch-cache-window", 10000, "recent events kept per resource for watches that resume")
 	fs.IntVar(&cfg.WatcherBuffer, "watcher-buffer", 1000, "events a watcher may lag behind before it is cut off")
 	fs.DurationVar(&cfg.WatchBatchInterval, "watch-batch-interval", apiserver.DefaultWatchBatchInterval, "least time between two messages to one watcher; events in between go together (0: every event at once)")
+	fs.IntVar(&gcPercent, "gc-percent", apiserver.DefaultGCPercent, "Go GC target percentage (GOGC); the GOGC environment variable wins when set")
 	fs.BoolVar(&showVersion, "version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
@@ -85,6 +87,7 @@ Flags:
 		return err
 	}
 	defer func() { _ = log.Sync() }()
+	log.Info("runtime", zap.Int("gogc", apiserver.TuneRuntime(gcPercent)))
 	cfg.Logger = log
 	cfg.GitVersion, cfg.GitCommit = version, commit
 
