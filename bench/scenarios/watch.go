@@ -95,40 +95,46 @@ func (w *watcher) receive(clock watchClock) {
 }
 
 // nameOf reads metadata.name (field 3, then 1) of an encoded object
-// without decoding the rest.
+// without decoding the rest. As protobuf requires, every occurrence of the
+// metadata field counts (the server appends one carrying the
+// resourceVersion); the last name wins.
 func nameOf(object []byte) (string, error) {
-	meta, err := field(object, 3)
-	if err != nil {
-		return "", err
-	}
-	name, err := field(meta, 1)
+	var name []byte
+	err := eachField(object, 3, func(meta []byte) error {
+		return eachField(meta, 1, func(b []byte) error {
+			name = b
+			return nil
+		})
+	})
 	return string(name), err
 }
 
-// field returns the last occurrence of length-delimited field num of an
-// encoded message (nil when absent).
-func field(msg []byte, num protowire.Number) ([]byte, error) {
-	var out []byte
+// eachField calls fn with every occurrence of length-delimited field num
+// of an encoded message.
+func eachField(msg []byte, num protowire.Number, fn func([]byte) error) error {
 	for len(msg) > 0 {
 		n, wt, l := protowire.ConsumeTag(msg)
 		if l < 0 {
-			return nil, protowire.ParseError(l)
+			return protowire.ParseError(l)
 		}
 		msg = msg[l:]
 		if n == num && wt == protowire.BytesType {
 			b, l := protowire.ConsumeBytes(msg)
 			if l < 0 {
-				return nil, protowire.ParseError(l)
+				return protowire.ParseError(l)
 			}
-			out, msg = b, msg[l:]
+			if err := fn(b); err != nil {
+				return err
+			}
+			msg = msg[l:]
 			continue
 		}
 		if l = protowire.ConsumeFieldValue(n, wt, msg); l < 0 {
-			return nil, protowire.ParseError(l)
+			return protowire.ParseError(l)
 		}
 		msg = msg[l:]
 	}
-	return out, nil
+	return nil
 }
 
 // writeIndex parses the write number out of an object name.

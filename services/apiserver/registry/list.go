@@ -16,8 +16,7 @@ import (
 	"skiff.dev/services/apiserver/watchcache"
 )
 
-// ListResult is a List's answer: storage objects (shared with the cache:
-// never modify them) and the list metadata.
+// ListResult is a List's answer: storage objects and the list metadata.
 type ListResult[T object.Object] struct {
 	Items []T
 	// Entries are the cache entries behind Items when served from the
@@ -120,7 +119,9 @@ func (r *Registry[T]) List(ctx context.Context, opts *metav1.ListOptions) (*List
 	entries, rev := r.cache.List(prefix, pred)
 	items := make([]T, len(entries))
 	for i, e := range entries {
-		items[i] = e.Obj
+		if items[i], err = e.Object(); err != nil {
+			return nil, apierrors.NewInternal(err)
+		}
 	}
 	return &ListResult[T]{Items: items, Entries: entries, Meta: &metav1.ListMeta{ResourceVersion: fmt.Sprint(rev)}}, nil
 }
@@ -139,7 +140,7 @@ func (r *Registry[T]) listPaged(ctx context.Context, prefix string, pred watchca
 	var keep func(T) bool
 	if pred != nil {
 		keep = func(obj T) bool {
-			return pred(watchcache.NewEntry("", obj, 0, r.strategy.FieldSet))
+			return pred(watchcache.ObjectEntry(obj, r.codec))
 		}
 	}
 	page, err := r.store.List(ctx, prefix, start, rev, opts.GetLimit(), keep)

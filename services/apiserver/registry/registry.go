@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/google/uuid"
@@ -30,6 +31,7 @@ type Registry[T object.Object] struct {
 	strategy *Strategy[T]
 	store    *storage.Store[T]
 	cache    *watchcache.Cache[T]
+	codec    *watchcache.Codec[T] // judges objects read from etcd with the cache's predicates
 	now      func() time.Time
 }
 
@@ -38,7 +40,8 @@ func New[T object.Object](strategy *Strategy[T], store *storage.Store[T], cache 
 	if now == nil {
 		now = time.Now
 	}
-	return &Registry[T]{strategy: strategy, store: store, cache: cache, now: now}
+	return &Registry[T]{strategy: strategy, store: store, cache: cache, now: now,
+		codec: &watchcache.Codec[T]{Decode: store.DecodeRaw, Fields: strategy.FieldSet}}
 }
 
 // Strategy returns the kind's strategy.
@@ -139,14 +142,16 @@ func (r *Registry[T]) Get(ctx context.Context, namespace, name string) (T, error
 }
 
 // cached returns the cache's copy of key when it is exactly at rv, saving
-// a read before a conditional write. The copy is shared: never modify it.
+// a read before a conditional write.
 func (r *Registry[T]) cached(key, rv string) T {
 	var zero T
 	if rv == "" {
 		return zero
 	}
-	if e, ok := r.cache.Get(key); ok && e.Obj.GetMetadata().GetResourceVersion() == rv {
-		return e.Obj
+	if e, ok := r.cache.Get(key); ok && strconv.FormatInt(e.Rev, 10) == rv {
+		if obj, err := e.Object(); err == nil {
+			return obj
+		}
 	}
 	return zero
 }

@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 	"unsafe"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	"skiff.dev/internal/apierrors"
@@ -113,6 +115,83 @@ func (s *Store[T]) Decode(data []byte, rev int64) (T, error) {
 // bytesString views data as a string without copying it; data must not
 // change afterwards (encoded values are written once and dropped).
 func bytesString(data []byte) string { return unsafe.String(unsafe.SliceData(data), len(data)) }
+
+// Raw turns a stored value into the object's wire encoding at revision
+// rev: the stored protobuf (which has no resourceVersion) followed by a
+// second `metadata {resource_version: rev}` field. Protobuf decoders merge
+// repeated occurrences of a message field, so this decodes exactly as the
+// object with its resourceVersion set, with no decoding or re-encoding
+// here. The result is a new slice.
+func (s *Store[T]) Raw(data []byte, rev int64) ([]byte, error) {
+	if !bytes.HasPrefix(data, Magic) {
+		return nil, fmt.Errorf("%s: stored value has no %q prefix: not written by skiff", s.resource, Magic)
+	}
+	return WithResourceVersion(data[len(Magic):], rev), nil
+}
+
+// WithResourceVersion returns a copy of an encoded object whose
+// resourceVersion reads as rev (see Raw).
+func WithResourceVersion(encoded []byte, rev int64) []byte {
+	var rv [20]byte
+	rvs := strconv.AppendInt(rv[:0], rev, 10)
+	metaLen := 1 + protowire.SizeBytes(len(rvs))
+	out := make([]byte, 0, len(encoded)+1+protowire.SizeBytes(metaLen))
+	out = append(out, encoded...)
+	out = protowire.AppendTag(out, 3, protowire.BytesType) // metadata
+	out = protowire.AppendVarint(out, uint64(metaLen))
+	out = protowire.AppendTag(out, 5, protowire.BytesType) // resource_version
+	return protowire.AppendBytes(out, rvs)
+}
+
+// DecodeRaw decodes an object's wire encoding (see Raw) into a new T.
+func (s *Store[T]) DecodeRaw(raw []byte) (T, error) {
+	obj := s.newObj()
+	if err := proto.Unmarshal(raw, obj); err != nil {
+		return obj, fmt.Errorf("%s: decoding cached object: %w", s.resource, err)
+	}
+	return obj, nil
+}
+
+// SplitKey returns the namespace ("" for cluster-scoped kinds) and name of
+// a key under this store's prefix. Names and namespaces never hold '/'.
+func (s *Store[T]) SplitKey(key string) (namespace, name string) {
+	rest := strings.TrimPrefix(key, s.prefix)
+	if ns, name, ok := strings.Cut(rest, "/"); ok {
+		return ns, name
+	}
+	return "", rest
+}
+
+// Scan calls fn with every stored value under prefix at one revision,
+// which it returns.
+func (s *Store[T]) Scan(ctx context.Context, prefix string, fn func(key string, value []byte, rev int64) error) (int64, error) {
+	end := clientv3.GetPrefixRangeEnd(prefix)
+	start, rev := prefix, int64(0)
+	for {
+		opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(1000)}
+		if rev > 0 {
+			opts = append(opts, clientv3.WithRev(rev))
+		}
+		t := time.Now()
+		resp, err := s.client.Get(ctx, start, opts...)
+		s.metrics.observe("list", s.resource, t)
+		if err != nil {
+			return 0, s.etcdError(err)
+		}
+		if rev == 0 {
+			rev = resp.Header.Revision
+		}
+		for _, kv := range resp.Kvs {
+			if err := fn(string(kv.Key), kv.Value, kv.ModRevision); err != nil {
+				return 0, err
+			}
+		}
+		if !resp.More || len(resp.Kvs) == 0 {
+			return rev, nil
+		}
+		start = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+	}
+}
 
 // ParseRV parses a resourceVersion string; "" is 0.
 func ParseRV(rv string) (int64, error) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,6 +16,7 @@ import (
 
 	"skiff.dev/internal/apierrors"
 	"skiff.dev/internal/object"
+	metav1 "skiff.dev/proto/meta/v1"
 	"skiff.dev/services/apiserver/storage"
 )
 
@@ -37,26 +37,72 @@ func (t EventType) String() string { return eventTypeNames[t] }
 // MaxVersions bounds how many served versions an entry caches encodings for.
 const MaxVersions = 4
 
-// Entry is one object at one revision. It is immutable once published.
+// Codec decodes a kind's cached objects and names its selectable fields.
+type Codec[T object.Object] struct {
+	Decode func(raw []byte) (T, error)
+	Fields func(T) map[string]string
+}
+
+// Entry is one object at one revision, kept as its wire encoding (see
+// storage.Raw): a byte slice holds no pointers, so a cache of many objects
+// costs the garbage collector almost nothing, and the storage version is
+// sent to watchers as is. An entry is immutable once published; what it
+// computes on demand (labels, fields, other versions) is computed once.
 type Entry[T object.Object] struct {
 	Key       string
 	Namespace string
 	Name      string
-	Obj       T
 	Rev       int64
+	// Raw is the storage version's wire encoding, resourceVersion included.
+	Raw []byte
 
-	fieldsFn func(T) map[string]string
-	fields   atomic.Pointer[map[string]string]
+	codec  *Codec[T]
+	obj    T    // set only for entries made from an object (paged lists)
+	hasObj bool // obj is set
+	labels atomic.Pointer[map[string]string]
+	fields atomic.Pointer[map[string]string]
+	more   atomic.Pointer[encodings]
+}
 
+// encodings holds what watchers of each served version need, made on first use.
+type encodings struct {
 	enc    [MaxVersions]atomic.Pointer[[]byte]
 	framed [MaxVersions][Bookmark]atomic.Pointer[[]byte]
 }
 
-// NewEntry returns an entry for obj; fieldsFn gives its selectable fields.
-func NewEntry[T object.Object](key string, obj T, rev int64, fieldsFn func(T) map[string]string) *Entry[T] {
+// ObjectEntry returns an entry for an object that is not in the cache (a
+// paged list from etcd), for predicates to judge.
+func ObjectEntry[T object.Object](obj T, codec *Codec[T]) *Entry[T] {
 	meta := obj.GetMetadata()
-	return &Entry[T]{Key: key, Namespace: meta.GetNamespace(), Name: meta.GetName(), Obj: obj, Rev: rev, fieldsFn: fieldsFn}
+	return &Entry[T]{Namespace: meta.GetNamespace(), Name: meta.GetName(), obj: obj, hasObj: true, codec: codec}
 }
+
+// Object decodes the entry into a new object the caller owns.
+func (e *Entry[T]) Object() (T, error) {
+	if e.hasObj {
+		return e.obj, nil
+	}
+	return e.codec.Decode(e.Raw)
+}
+
+// Labels are the object's labels, decoded once from its metadata.
+func (e *Entry[T]) Labels() map[string]string {
+	if e.hasObj {
+		return e.obj.GetMetadata().GetLabels()
+	}
+	if p := e.labels.Load(); p != nil {
+		return *p
+	}
+	var meta metav1.PartialObjectMetadata
+	var m map[string]string
+	if err := metadataOnly.Unmarshal(e.Raw, &meta); err == nil {
+		m = meta.GetMetadata().GetLabels()
+	}
+	e.labels.Store(&m)
+	return m
+}
+
+var metadataOnly = proto.UnmarshalOptions{DiscardUnknown: true}
 
 // Fields holds the values a field selector can match, computed the first
 // time a field selector asks (most watchers and lists never do).
@@ -65,27 +111,43 @@ func (e *Entry[T]) Fields() map[string]string {
 		return *p
 	}
 	var m map[string]string
-	if e.fieldsFn != nil {
-		m = e.fieldsFn(e.Obj)
+	if e.codec != nil && e.codec.Fields != nil {
+		if obj, err := e.Object(); err == nil {
+			m = e.codec.Fields(obj)
+		}
 	}
 	e.fields.Store(&m)
 	return m
 }
 
-// Labels are the object's labels.
-func (e *Entry[T]) Labels() map[string]string { return e.Obj.GetMetadata().GetLabels() }
+func (e *Entry[T]) encodings() *encodings {
+	if p := e.more.Load(); p != nil {
+		return p
+	}
+	e.more.CompareAndSwap(nil, &encodings{})
+	return e.more.Load()
+}
 
-// Encoded returns the entry's object encoded for served version v,
-// computing it with encode the first time and sharing it afterwards.
+// Encoded returns the entry's object encoded for served version v: Raw for
+// the storage version (v 0), else computed with encode the first time and
+// shared afterwards.
 func (e *Entry[T]) Encoded(v int, encode func(T) ([]byte, error)) ([]byte, error) {
-	if p := e.enc[v].Load(); p != nil {
+	if v == 0 {
+		return e.Raw, nil
+	}
+	enc := e.encodings()
+	if p := enc.enc[v].Load(); p != nil {
 		return *p, nil
 	}
-	b, err := encode(e.Obj)
+	obj, err := e.Object()
 	if err != nil {
 		return nil, err
 	}
-	e.enc[v].Store(&b)
+	b, err := encode(obj)
+	if err != nil {
+		return nil, err
+	}
+	enc.enc[v].Store(&b)
 	return b, nil
 }
 
@@ -93,14 +155,15 @@ func (e *Entry[T]) Encoded(v int, encode func(T) ([]byte, error)) ([]byte, error
 // for served version v (an `events` entry of a WatchResponse), computing it
 // with frame the first time and sharing it with every later watcher.
 func (e *Entry[T]) Framed(v int, typ EventType, frame func(*Entry[T], EventType) ([]byte, error)) ([]byte, error) {
-	if p := e.framed[v][typ].Load(); p != nil {
+	enc := e.encodings()
+	if p := enc.framed[v][typ].Load(); p != nil {
 		return *p, nil
 	}
 	b, err := frame(e, typ)
 	if err != nil {
 		return nil, err
 	}
-	e.framed[v][typ].Store(&b)
+	enc.framed[v][typ].Store(&b)
 	return b, nil
 }
 
@@ -143,6 +206,7 @@ type Config[T object.Object] struct {
 // Cache is the watch cache of one resource.
 type Cache[T object.Object] struct {
 	cfg      Config[T]
+	codec    *Codec[T]
 	resource string
 	log      *zap.Logger
 
@@ -191,6 +255,7 @@ func New[T object.Object](cfg Config[T]) *Cache[T] {
 	}
 	return &Cache[T]{
 		cfg:      cfg,
+		codec:    &Codec[T]{Decode: cfg.Store.DecodeRaw, Fields: cfg.Fields},
 		resource: cfg.Store.Resource(),
 		log:      cfg.Logger.With(zap.String("resource", cfg.Store.Resource())),
 		tree:     btree.NewG(32, lessEntry[T]),
@@ -247,14 +312,18 @@ func (c *Cache[T]) stop() {
 
 // initialize lists everything from etcd and replaces the cache's state.
 func (c *Cache[T]) initialize(ctx context.Context) (int64, error) {
-	page, err := c.cfg.Store.List(ctx, c.cfg.Store.Prefix(), "", 0, 0, nil)
+	tree := btree.NewG(32, lessEntry[T])
+	rev, err := c.cfg.Store.Scan(ctx, c.cfg.Store.Prefix(), func(key string, value []byte, modRev int64) error {
+		e, err := c.newEntry(key, value, modRev)
+		if err != nil {
+			c.log.Error("skipping an object etcd holds that is not skiff's", zap.String("key", key), zap.Error(err))
+			return nil
+		}
+		tree.ReplaceOrInsert(e)
+		return nil
+	})
 	if err != nil {
 		return 0, err
-	}
-	tree := btree.NewG(32, lessEntry[T])
-	for _, obj := range page.Items {
-		rev, _ := storage.ParseRV(obj.GetMetadata().GetResourceVersion())
-		tree.ReplaceOrInsert(c.newEntry(obj, rev))
 	}
 	if c.cfg.Metrics != nil {
 		c.cfg.Metrics.relists.WithLabelValues(c.resource).Inc()
@@ -268,19 +337,24 @@ func (c *Cache[T]) initialize(ctx context.Context) (int64, error) {
 	c.tree = tree
 	clear(c.window)
 	c.first = c.next // numbers keep growing: old cursors fall out of the window
-	c.startRev = page.Revision
-	c.advance(page.Revision)
+	c.startRev = rev
+	c.advance(rev)
 	select {
 	case <-c.ready:
 	default:
 		close(c.ready)
 	}
-	return page.Revision, nil
+	return rev, nil
 }
 
-func (c *Cache[T]) newEntry(obj T, rev int64) *Entry[T] {
-	meta := obj.GetMetadata()
-	return NewEntry(c.cfg.Store.Key(meta.GetNamespace(), meta.GetName()), obj, rev, c.cfg.Fields)
+// newEntry makes the entry of a stored value at revision rev.
+func (c *Cache[T]) newEntry(key string, value []byte, rev int64) (*Entry[T], error) {
+	raw, err := c.cfg.Store.Raw(value, rev)
+	if err != nil {
+		return nil, err
+	}
+	ns, name := c.cfg.Store.SplitKey(key)
+	return &Entry[T]{Key: key, Namespace: ns, Name: name, Rev: rev, Raw: raw, codec: c.codec}, nil
 }
 
 // watch follows etcd from rev+1 until the watch fails or ctx ends.
@@ -319,22 +393,16 @@ func (c *Cache[T]) watch(ctx context.Context, rev int64) error {
 // apply turns etcd events into cache events, updates the store and the
 // window, and wakes the watchers (each reads the window itself).
 func (c *Cache[T]) apply(evs []*mvccpb.Event, headerRev int64) {
-	// Decode outside the lock: it is the expensive part.
-	type decoded struct {
-		kv  *mvccpb.KeyValue
-		obj T
-		ok  bool
-	}
-	objs := make([]decoded, len(evs))
+	// Build entries outside the lock.
+	entries := make([]*Entry[T], len(evs))
 	for i, ev := range evs {
-		objs[i].kv = ev.Kv
 		if ev.Type == mvccpb.PUT {
-			obj, err := c.cfg.Store.Decode(ev.Kv.Value, ev.Kv.ModRevision)
+			e, err := c.newEntry(string(ev.Kv.Key), ev.Kv.Value, ev.Kv.ModRevision)
 			if err != nil {
-				c.log.Error("skipping undecodable object in etcd", zap.String("key", string(ev.Kv.Key)), zap.Error(err))
+				c.log.Error("skipping an object etcd holds that is not skiff's", zap.String("key", string(ev.Kv.Key)), zap.Error(err))
 				continue
 			}
-			objs[i].obj, objs[i].ok = obj, true
+			entries[i] = e
 		}
 	}
 	if c.cfg.Metrics != nil {
@@ -346,10 +414,10 @@ func (c *Cache[T]) apply(evs []*mvccpb.Event, headerRev int64) {
 		var e *Event[T]
 		switch ev.Type {
 		case mvccpb.PUT:
-			if !objs[i].ok {
+			cur := entries[i]
+			if cur == nil {
 				continue
 			}
-			cur := c.newEntry(objs[i].obj, ev.Kv.ModRevision)
 			prev, _ := c.tree.ReplaceOrInsert(cur)
 			e = &Event[T]{Type: Added, Rev: cur.Rev, Cur: cur, Prev: prev}
 			if prev != nil {
@@ -360,9 +428,9 @@ func (c *Cache[T]) apply(evs []*mvccpb.Event, headerRev int64) {
 			if !ok {
 				continue
 			}
-			last := proto.Clone(prev.Obj).(T)
-			object.Meta(last).ResourceVersion = strconv.FormatInt(ev.Kv.ModRevision, 10)
-			cur := NewEntry(prev.Key, last, ev.Kv.ModRevision, c.cfg.Fields)
+			// The last state, at the deletion's revision.
+			cur := &Entry[T]{Key: prev.Key, Namespace: prev.Namespace, Name: prev.Name, Rev: ev.Kv.ModRevision,
+				Raw: storage.WithResourceVersion(prev.Raw, ev.Kv.ModRevision), codec: c.codec}
 			e = &Event[T]{Type: Deleted, Rev: cur.Rev, Cur: cur, Prev: prev}
 		}
 		c.push(e)
