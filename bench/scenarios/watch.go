@@ -67,8 +67,8 @@ type watcher struct {
 
 // receive reads events until the end marker, a stream error or ctx's end.
 func (w *watcher) receive(clock watchClock) {
+	var resp []byte // reused for every message
 	for !w.sawEnd {
-		var resp []byte
 		if err := w.stream.RecvMsg(&resp); err != nil {
 			w.err = err
 			return

@@ -86,6 +86,7 @@ type Event[T object.Object] struct {
 type WatchStream[T object.Object] struct {
 	stream  grpc.ClientStream
 	pending []Event[T]
+	buf     []byte // the last message, reused
 	cancel  context.CancelFunc
 }
 
@@ -117,14 +118,13 @@ func (r *Resource[T, L]) Watch(ctx context.Context, o *metav1.ListOptions, opts 
 // from the last resourceVersion seen).
 func (w *WatchStream[T]) Next() (Event[T], error) {
 	for len(w.pending) == 0 {
-		var resp []byte
-		if err := w.stream.RecvMsg(&resp); err != nil {
+		if err := w.stream.RecvMsg(&w.buf); err != nil {
 			if errors.Is(err, io.EOF) {
 				return Event[T]{}, io.EOF
 			}
 			return Event[T]{}, apierrors.FromError(err)
 		}
-		err := WatchEvents(resp, func(typ string, object []byte) error {
+		err := WatchEvents(w.buf, func(typ string, object []byte) error {
 			obj := newOf[T]()
 			if err := proto.Unmarshal(object, obj); err != nil {
 				return err

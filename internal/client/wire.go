@@ -21,7 +21,12 @@ func (rawCodec) Marshal(v any) (mem.BufferSlice, error) {
 
 func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	if p, ok := v.(*[]byte); ok {
-		*p = data.Materialize()
+		// Reuse the caller's buffer: a watch reads many messages.
+		b := (*p)[:0]
+		for _, buf := range data {
+			b = append(b, buf.ReadOnlyData()...)
+		}
+		*p = b
 		return nil
 	}
 	return encoding.GetCodecV2(protocodec.Name).Unmarshal(data, v)
@@ -30,7 +35,9 @@ func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
 func (rawCodec) Name() string { return protocodec.Name }
 
 // RawWatch is the call option that lets RecvMsg(*[]byte) take a watch
-// response's bytes as they came; walk them with WatchEvents.
+// response's bytes as they came, into the slice's own array (reused, so
+// the bytes are valid until the next RecvMsg into the same slice); walk
+// them with WatchEvents.
 func RawWatch() grpc.CallOption { return grpc.ForceCodecV2(rawCodec{}) }
 
 // WatchEvents walks the events of an encoded watch response (any kind's
