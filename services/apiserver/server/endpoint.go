@@ -211,25 +211,19 @@ func (ep *Endpoint[E, S, L, W]) Watch(opts *metav1.ListOptions, stream grpc.Serv
 	if err := flush(); err != nil {
 		return err
 	}
-	// A watcher gets at most one message per batch interval: events that
-	// arrive sooner wait in the cache's window and ride in the next message.
-	// The first event after a quiet spell goes at once; under load each
-	// message carries many events, which costs far less than one message
-	// per event per watcher.
+	// A watcher gets at most one message per batch interval: after a send
+	// it sleeps out the interval, then takes every event that arrived
+	// meanwhile (they wait in the cache's window) in one message. A watcher
+	// that finds nothing waits for the next event and sends it at once, so
+	// the first event after a quiet spell is not delayed. Under load each
+	// watcher wakes once per interval rather than once per event.
 	var lastSend time.Time
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
 	var pending []watchcache.Delivery[S]
 	for {
-		var err error
-		if pending, err = w.Next(ctx, true, pending[:0], ep.maxBatchEvents); err != nil {
-			if ctx.Err() != nil {
-				return ep.endOfWatch(ctx, opts)
-			}
-			return err
-		}
-		if wait := ep.batchInterval - time.Since(lastSend); wait > 0 && len(pending) < ep.maxBatchEvents {
+		if wait := ep.batchInterval - time.Since(lastSend); wait > 0 {
 			timer.Reset(wait)
 			select {
 			case <-ctx.Done():
@@ -238,9 +232,13 @@ func (ep *Endpoint[E, S, L, W]) Watch(opts *metav1.ListOptions, stream grpc.Serv
 				return w.Err()
 			case <-timer.C:
 			}
-			if pending, err = w.Next(ctx, false, pending, ep.maxBatchEvents-len(pending)); err != nil {
-				return err
+		}
+		var err error
+		if pending, err = w.Next(ctx, true, pending[:0], ep.maxBatchEvents); err != nil {
+			if ctx.Err() != nil {
+				return ep.endOfWatch(ctx, opts)
 			}
+			return err
 		}
 		for _, d := range pending {
 			if err := add(d); err != nil {
