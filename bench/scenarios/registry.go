@@ -63,14 +63,16 @@ func (s *Scenario) Produces(prefix string) bool {
 	return false
 }
 
-// All returns every scenario in the order they run: writes against the raw
-// etcd limit first, then reads, then watch fan-out.
+// All returns every scenario in the order they run: watch fan-out first,
+// on a fresh server, as its figure is specified (the write scenario leaves
+// some 200,000 objects behind, and the watch figure is then worse: see
+// docs/operations.md), then writes against the raw etcd limit, then reads.
 func All() []*Scenario {
 	return []*Scenario{
+		watchFanoutScenario(),
 		writeScenario(),
 		apiGetScenario(),
 		apiListScenario(),
-		watchFanoutScenario(),
 	}
 }
 

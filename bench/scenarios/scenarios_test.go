@@ -33,7 +33,7 @@ func TestSelect(t *testing.T) {
 		prefix string
 		want   []string
 	}{
-		{"empty selects all", "", []string{"write", "api.get", "api.list", "watch.fanout"}},
+		{"empty selects all", "", []string{"watch.fanout", "write", "api.get", "api.list"}},
 		{"api runs the writes with their etcd denominator", "api", []string{"write", "api.get", "api.list"}},
 		{"etcd alone", "etcd", []string{"write"}},
 		{"watch alone", "watch", []string{"watch.fanout"}},
