@@ -51,7 +51,8 @@ type Config struct {
 	// QuotaBackendBytes is the embedded etcd's backend size quota.
 	QuotaBackendBytes int64
 	// DefragThreshold: defragment after compaction when at least this many
-	// bytes of the database are free.
+	// bytes of the database are free (0: the default, 64 MiB; negative:
+	// always).
 	DefragThreshold int64
 	// BookmarkInterval is how often watchers that asked get a BOOKMARK.
 	BookmarkInterval time.Duration

@@ -68,7 +68,7 @@ func (s *Server) compact(ctx context.Context, previous int64) int64 {
 	}
 	current := resp.Header.Revision
 	if previous > 0 {
-		if _, err := s.client.Compact(ctx, previous); err != nil {
+		if _, err := s.client.Compact(ctx, previous, clientv3.WithCompactPhysical()); err != nil {
 			s.log.Info("compaction skipped", zap.Int64("revision", previous), zap.Error(err))
 		} else {
 			s.maint.compactions.Inc()
@@ -91,7 +91,7 @@ func (s *Server) defragIfWorthIt(ctx context.Context) {
 	if err != nil {
 		return
 	}
-	if free := st.DbSize - st.DbSizeInUse; free >= s.cfg.DefragThreshold {
+	if free := st.DbSize - st.DbSizeInUse; shouldDefrag(free, s.cfg.DefragThreshold) {
 		start := time.Now()
 		if _, err := s.maintClient.Defragment(ctx, s.endpoint()); err != nil {
 			s.log.Warn("defragmentation failed", zap.Error(err))
@@ -100,6 +100,12 @@ func (s *Server) defragIfWorthIt(ctx context.Context) {
 		s.maint.defrags.Inc()
 		s.log.Info("defragmented etcd", zap.Int64("freed_bytes", free), zap.Duration("took", time.Since(start)))
 	}
+}
+
+// shouldDefrag: defragment when at least threshold bytes of the database
+// file are free; a negative threshold always defragments.
+func shouldDefrag(free, threshold int64) bool {
+	return threshold < 0 || (free > 0 && free >= threshold)
 }
 
 func (s *Server) measure(ctx context.Context) {

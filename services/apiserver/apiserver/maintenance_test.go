@@ -15,7 +15,7 @@ import (
 // periodic loop runs: the first tick notes the revision, the next compacts
 // everything older than it and defragments.
 func TestCompactionAndDefragmentation(t *testing.T) {
-	s, err := New(Config{DataDir: t.TempDir(), Listen: "127.0.0.1:0", EtcdUnsafeNoFsync: true, DefragThreshold: 1})
+	s, err := New(Config{DataDir: t.TempDir(), Listen: "127.0.0.1:0", EtcdUnsafeNoFsync: true, DefragThreshold: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,10 +48,28 @@ func TestCompactionAndDefragmentation(t *testing.T) {
 		t.Fatalf("revision %d still readable after compaction to %d: %v", first, noted, err)
 	}
 	if n := testutil.ToFloat64(s.maint.defrags); n != 1 {
-		t.Fatalf("defragmentations = %v, want 1 (threshold 1 byte)", n)
+		t.Fatalf("defragmentations = %v, want 1 (threshold: always)", n)
 	}
 	s.measure(ctx)
 	if size := testutil.ToFloat64(s.maint.dbSize.WithLabelValues("allocated")); size <= 0 {
 		t.Fatalf("database size metric = %v", size)
+	}
+}
+
+func TestShouldDefrag(t *testing.T) {
+	cases := []struct {
+		name            string
+		free, threshold int64
+		want            bool
+	}{
+		{"enough free", 64 << 20, 64 << 20, true},
+		{"not enough free", 1 << 20, 64 << 20, false},
+		{"nothing free", 0, 1, false},
+		{"always", 0, -1, true},
+	}
+	for _, c := range cases {
+		if got := shouldDefrag(c.free, c.threshold); got != c.want {
+			t.Errorf("%s: shouldDefrag(%d, %d) = %v, want %v", c.name, c.free, c.threshold, got, c.want)
+		}
 	}
 }
