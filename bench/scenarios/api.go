@@ -146,26 +146,38 @@ func configMap(ns, name string, data string) *corev1.ConfigMap {
 	}
 }
 
-func runAPIGet(ctx context.Context, env *Env, rs *Results) error {
+// readLoad creates n 1 KiB ConfigMaps named prefix000000... in ns, then
+// runs op from one client (one connection) for the measured window.
+func readLoad(ctx context.Context, env *Env, ns, prefix string, n, minOps int,
+	op func(cm corev1.ConfigMapsClient) func(ctx context.Context, seq int) error) (*loadResult, error) {
 	cfg := env.Config
 	conns, err := env.dial(1)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer closeAll(conns)
 	cm := corev1.NewConfigMapsClient(conns[0])
-	if err := createMany(ctx, cm, getNamespace, "g-", cfg.GetObjects, payload(1024)); err != nil {
-		return err
+	if err := createMany(ctx, cm, ns, prefix, n, payload(1024)); err != nil {
+		return nil, err
 	}
-	res, err := load{
+	call := op(cm)
+	return load{
 		clients:  1,
 		warmup:   cfg.Warmup,
 		duration: cfg.Duration,
-		op: func(ctx context.Context, _, seq int) error {
+		minOps:   int64(minOps),
+		op:       func(ctx context.Context, _, seq int) error { return call(ctx, seq) },
+	}.run(ctx)
+}
+
+func runAPIGet(ctx context.Context, env *Env, rs *Results) error {
+	cfg := env.Config
+	res, err := readLoad(ctx, env, getNamespace, "g-", cfg.GetObjects, 0, func(cm corev1.ConfigMapsClient) func(context.Context, int) error {
+		return func(ctx context.Context, seq int) error {
 			_, err := cm.Get(ctx, &metav1.GetRequest{Namespace: getNamespace, Name: objectName("g-", seq%cfg.GetObjects)})
 			return err
-		},
-	}.run(ctx)
+		}
+	})
 	if err != nil {
 		return fmt.Errorf("getting ConfigMaps: %w", err)
 	}
@@ -176,21 +188,8 @@ func runAPIGet(ctx context.Context, env *Env, rs *Results) error {
 
 func runAPIList(ctx context.Context, env *Env, rs *Results) error {
 	cfg := env.Config
-	conns, err := env.dial(1)
-	if err != nil {
-		return err
-	}
-	defer closeAll(conns)
-	cm := corev1.NewConfigMapsClient(conns[0])
-	if err := createMany(ctx, cm, listNamespace, "l-", cfg.ListObjects, payload(1024)); err != nil {
-		return err
-	}
-	res, err := load{
-		clients:  1,
-		warmup:   cfg.Warmup,
-		duration: cfg.Duration,
-		minOps:   int64(cfg.ListMinCalls),
-		op: func(ctx context.Context, _, _ int) error {
+	res, err := readLoad(ctx, env, listNamespace, "l-", cfg.ListObjects, cfg.ListMinCalls, func(cm corev1.ConfigMapsClient) func(context.Context, int) error {
+		return func(ctx context.Context, _ int) error {
 			list, err := cm.List(ctx, &metav1.ListOptions{Namespace: listNamespace})
 			if err != nil {
 				return err
@@ -199,8 +198,8 @@ func runAPIList(ctx context.Context, env *Env, rs *Results) error {
 				return fmt.Errorf("list of %s returned %d items, want %d", listNamespace, n, cfg.ListObjects)
 			}
 			return nil
-		},
-	}.run(ctx)
+		}
+	})
 	if err != nil {
 		return fmt.Errorf("listing ConfigMaps: %w", err)
 	}
