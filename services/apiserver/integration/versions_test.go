@@ -6,10 +6,13 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
 	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
 	"google.golang.org/protobuf/proto"
 
+	"skiff.dev/internal/apierrors"
 	"skiff.dev/internal/client"
 	appsv1 "skiff.dev/proto/apps/v1"
 	appsv1beta1 "skiff.dev/proto/apps/v1beta1"
@@ -177,6 +180,40 @@ func TestDiscoveryHealthReflection(t *testing.T) {
 	for _, m := range []string{"apiserver_request_total", "apiserver_request_duration_seconds", "apiserver_registered_watchers", "etcd_request_duration_seconds", "apiserver_storage_db_total_size_in_bytes", "apiserver_watch_cache_events_received_total"} {
 		if !strings.Contains(string(body), m) {
 			t.Errorf("/metrics lacks %s", m)
+		}
+	}
+}
+
+func TestRequestIDAndRequestMetrics(t *testing.T) {
+	s := apiservertest.Start(t)
+	ctx := testContext(t)
+	var header metadata.MD
+	ctx = metadata.AppendToOutgoingContext(ctx, "x-request-id", "req-42")
+	if _, err := client.ConfigMaps(s.Conn).Get(ctx, "default", "missing", grpc.Header(&header)); !apierrors.IsNotFound(err) {
+		t.Fatalf("want NotFound, got %v", err)
+	}
+	if got := header.Get("x-request-id"); len(got) != 1 || got[0] != "req-42" {
+		t.Fatalf("x-request-id not echoed: %v", header)
+	}
+	mfs, err := s.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := map[string]bool{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["resource"] == "configmaps" && labels["verb"] == "get" && labels["code"] == "NotFound" {
+				found[mf.GetName()] = true
+			}
+		}
+	}
+	for _, name := range []string{"apiserver_request_total", "apiserver_request_duration_seconds"} {
+		if !found[name] {
+			t.Errorf("%s has no series {resource=configmaps, verb=get, code=NotFound}", name)
 		}
 	}
 }

@@ -91,9 +91,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"resource", "subresource", "verb", "code"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "apiserver_request_duration_seconds",
-			Help:    "Request latency by resource, subresource and verb (watches excluded).",
+			Help:    "Request latency by resource, subresource, verb and gRPC code (watches excluded).",
 			Buckets: []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30},
-		}, []string{"resource", "subresource", "verb"}),
+		}, []string{"resource", "subresource", "verb", "code"}),
 		longRunning: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "apiserver_longrunning_requests",
 			Help: "Open long-running requests (watches) by resource.",
@@ -170,10 +170,10 @@ func toStatus(err error) error {
 func (c *Chain) finish(ri *RequestInfo, fullMethod string, start time.Time, err error, longRunning bool) {
 	code := status.Code(err)
 	if c.Metrics != nil {
-		st := c.stats(ri, fullMethod)
-		st.counter(c.Metrics, code).Inc()
+		series := c.stats(ri, fullMethod).forCode(c.Metrics, code)
+		series.requests.Inc()
 		if !longRunning {
-			st.duration.Observe(time.Since(start).Seconds())
+			series.duration.Observe(time.Since(start).Seconds())
 		}
 	}
 	if code == codes.Internal || code == codes.Unknown {
@@ -184,31 +184,39 @@ func (c *Chain) finish(ri *RequestInfo, fullMethod string, start time.Time, err 
 	}
 }
 
-// methodStats holds one method's metric series, resolved once instead of
-// hashing label values on every request.
+// methodStats holds one method's metric series, resolved once per code
+// instead of hashing label values on every request.
 type methodStats struct {
-	ri       RequestInfo
-	duration prometheus.Observer
-	codes    [codes.Unauthenticated + 1]atomic.Pointer[prometheus.Counter]
+	ri    RequestInfo
+	codes [codes.Unauthenticated + 1]atomic.Pointer[codeSeries]
 }
 
-func (st *methodStats) counter(m *Metrics, code codes.Code) prometheus.Counter {
+type codeSeries struct {
+	requests prometheus.Counter
+	duration prometheus.Observer
+}
+
+func (st *methodStats) forCode(m *Metrics, code codes.Code) *codeSeries {
+	resolve := func() *codeSeries {
+		labels := []string{st.ri.Resource, st.ri.Subresource, st.ri.Verb, code.String()}
+		return &codeSeries{requests: m.requests.WithLabelValues(labels...), duration: m.duration.WithLabelValues(labels...)}
+	}
 	if int(code) >= len(st.codes) {
-		return m.requests.WithLabelValues(st.ri.Resource, st.ri.Subresource, st.ri.Verb, code.String())
+		return resolve()
 	}
 	if p := st.codes[code].Load(); p != nil {
-		return *p
+		return p
 	}
-	ctr := m.requests.WithLabelValues(st.ri.Resource, st.ri.Subresource, st.ri.Verb, code.String())
-	st.codes[code].Store(&ctr)
-	return ctr
+	cs := resolve()
+	st.codes[code].Store(cs)
+	return cs
 }
 
 func (c *Chain) stats(ri *RequestInfo, fullMethod string) *methodStats {
 	if st, ok := c.byMethod.Load(fullMethod); ok {
 		return st.(*methodStats)
 	}
-	st := &methodStats{ri: *ri, duration: c.Metrics.duration.WithLabelValues(ri.Resource, ri.Subresource, ri.Verb)}
+	st := &methodStats{ri: *ri}
 	actual, _ := c.byMethod.LoadOrStore(fullMethod, st)
 	return actual.(*methodStats)
 }
