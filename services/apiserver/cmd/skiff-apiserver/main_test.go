@@ -15,6 +15,10 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"skiff.dev/internal/client"
+	corev1 "skiff.dev/proto/core/v1"
+	metav1 "skiff.dev/proto/meta/v1"
 )
 
 func buildBinary(t *testing.T) string {
@@ -56,7 +60,8 @@ func TestFlagsAndErrors(t *testing.T) {
 }
 
 // TestServeAndGracefulShutdown runs the binary: it serves, reports
-// SERVING, logs JSON, and exits 0 on SIGTERM; a restart finds the data.
+// SERVING, logs JSON, and exits 0 on SIGTERM; a restart on the same
+// --data-dir finds the objects written before.
 func TestServeAndGracefulShutdown(t *testing.T) {
 	bin := buildBinary(t)
 	dataDir := t.TempDir()
@@ -90,11 +95,19 @@ func TestServeAndGracefulShutdown(t *testing.T) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		resp, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{})
-		cancel()
-		conn.Close()
 		if err != nil || resp.Status != healthpb.HealthCheckResponse_SERVING {
 			t.Fatalf("health: %v %v", resp, err)
 		}
+		cms := client.ConfigMaps(conn)
+		if run == 0 {
+			if _, err := cms.Create(ctx, &corev1.ConfigMap{Metadata: &metav1.ObjectMeta{Namespace: "default", Name: "kept"}, Data: map[string]string{"k": "v"}}); err != nil {
+				t.Fatal(err)
+			}
+		} else if got, err := cms.Get(ctx, "default", "kept"); err != nil || got.Data["k"] != "v" {
+			t.Fatalf("object written before the restart: %v %v", got, err)
+		}
+		cancel()
+		conn.Close()
 		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 			t.Fatal(err)
 		}
