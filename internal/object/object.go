@@ -116,14 +116,6 @@ func CopyStatus(dst, src proto.Message) {
 	}
 }
 
-// CopySpec sets every spec-like field of dst to a deep copy of src's.
-func CopySpec(dst, src proto.Message) {
-	rd, rs := dst.ProtoReflect(), src.ProtoReflect()
-	for _, fd := range fieldsOf(rd).specLike {
-		copyField(fd, rd, rs)
-	}
-}
-
 func copyField(fd protoreflect.FieldDescriptor, rd, rs protoreflect.Message) {
 	rd.Clear(fd)
 	if !rs.Has(fd) {

@@ -19,10 +19,7 @@ import (
 // ListResult is a List's answer: storage objects and the list metadata.
 type ListResult[T object.Object] struct {
 	Items []T
-	// Entries are the cache entries behind Items when served from the
-	// cache, so their encodings can be reused; nil when read from etcd.
-	Entries []*watchcache.Entry[T]
-	Meta    *metav1.ListMeta
+	Meta  *metav1.ListMeta
 }
 
 // Predicate builds the selector predicate of a List or Watch.
@@ -123,7 +120,7 @@ func (r *Registry[T]) List(ctx context.Context, opts *metav1.ListOptions) (*List
 			return nil, apierrors.NewInternal(err)
 		}
 	}
-	return &ListResult[T]{Items: items, Entries: entries, Meta: &metav1.ListMeta{ResourceVersion: fmt.Sprint(rev)}}, nil
+	return &ListResult[T]{Items: items, Meta: &metav1.ListMeta{ResourceVersion: fmt.Sprint(rev)}}, nil
 }
 
 func (r *Registry[T]) listPaged(ctx context.Context, prefix string, pred watchcache.Predicate[T], opts *metav1.ListOptions, rv int64) (*ListResult[T], error) {

@@ -6,26 +6,19 @@ import (
 	"google.golang.org/grpc/mem"
 )
 
-// rawMessage is an already-encoded protobuf message; the codec sends its
-// bytes as they are. The bytes must not change after SendMsg.
-type rawMessage []byte
-
 // rawBatch is an encoded message made of several shared pieces (watch
-// events encoded once for every watcher); the codec sends them without
-// copying them together.
+// events encoded once for every watcher); the codec sends them as they
+// are, without copying them together. The pieces must never change.
 type rawBatch [][]byte
 
-// codec is the standard protobuf codec plus rawMessage and rawBatch pass-through.
+// codec is the standard protobuf codec plus rawBatch pass-through.
 type codec struct{ proto encoding.CodecV2 }
 
 // NewCodec returns the codec the apiserver forces on its gRPC server.
 func NewCodec() encoding.CodecV2 { return codec{proto: encoding.GetCodecV2(protocodec.Name)} }
 
 func (c codec) Marshal(v any) (mem.BufferSlice, error) {
-	switch raw := v.(type) {
-	case rawMessage:
-		return mem.BufferSlice{mem.SliceBuffer(raw)}, nil
-	case rawBatch:
+	if raw, ok := v.(rawBatch); ok {
 		out := make(mem.BufferSlice, len(raw))
 		for i, b := range raw {
 			out[i] = mem.SliceBuffer(b)
