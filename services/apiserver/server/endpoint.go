@@ -174,20 +174,9 @@ func (ep *Endpoint[E, S, L, W]) Watch(opts *metav1.ListOptions, stream grpc.Serv
 	if err := stream.SendHeader(nil); err != nil {
 		return err
 	}
+	// send sends deliveries in messages of at most maxBatchBytes.
 	var batch rawBatch
 	size, lastLen := 0, 8
-	add := func(d watchcache.Delivery[S]) error {
-		if batch == nil {
-			batch = make(rawBatch, 0, lastLen)
-		}
-		b, err := ep.event(d)
-		if err != nil {
-			return err
-		}
-		batch = append(batch, b)
-		size += len(b)
-		return nil
-	}
 	flush := func() error {
 		if len(batch) == 0 {
 			return nil
@@ -197,20 +186,28 @@ func (ep *Endpoint[E, S, L, W]) Watch(opts *metav1.ListOptions, stream grpc.Serv
 		batch, size = nil, 0 // the pieces are shared: never reuse the slice grpc holds
 		return err
 	}
-	for _, d := range w.Initial {
-		if err := add(d); err != nil {
-			return err
-		}
-		if size >= ep.maxBatchBytes {
-			if err := flush(); err != nil {
+	send := func(ds []watchcache.Delivery[S]) error {
+		for _, d := range ds {
+			b, err := ep.event(d)
+			if err != nil {
 				return err
 			}
+			if batch == nil {
+				batch = make(rawBatch, 0, lastLen)
+			}
+			batch, size = append(batch, b), size+len(b)
+			if size >= ep.maxBatchBytes {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
 		}
+		return flush()
 	}
-	w.Initial = nil
-	if err := flush(); err != nil {
+	if err := send(w.Initial); err != nil {
 		return err
 	}
+	w.Initial = nil
 	// A watcher gets at most one message per batch interval: after a send
 	// it sleeps out the interval, then takes every event that arrived
 	// meanwhile (they wait in the cache's window) in one message. A watcher
@@ -240,17 +237,7 @@ func (ep *Endpoint[E, S, L, W]) Watch(opts *metav1.ListOptions, stream grpc.Serv
 			}
 			return err
 		}
-		for _, d := range pending {
-			if err := add(d); err != nil {
-				return err
-			}
-			if size >= ep.maxBatchBytes {
-				if err := flush(); err != nil {
-					return err
-				}
-			}
-		}
-		if err := flush(); err != nil {
+		if err := send(pending); err != nil {
 			return err
 		}
 		lastSend = time.Now()
