@@ -170,7 +170,7 @@ func (s *Server) install(g *grpc.Server) {
 	})
 	appsv1.RegisterDeploymentsServer(g, &deploymentsServer{
 		Endpoint:         depEP,
-		scaleSubresource: deploymentScale(depEP.Registry(), depKind),
+		scaleSubresource: deploymentScale(depEP.Registry()),
 	})
 	depBetaKind := kind[*appsv1beta1.Deployment](appsV1beta1, "Deployment", "deployments", "deployment", "skiff.apps.v1beta1.Deployments", true,
 		[]string{"deploy"}, []string{"status"})
@@ -194,7 +194,7 @@ func (s *Server) install(g *grpc.Server) {
 	})
 	appsv1.RegisterReplicaSetsServer(g, &replicaSetsServer{
 		Endpoint:         rsEP,
-		scaleSubresource: replicaSetScale(rsEP.Registry(), rsKind),
+		scaleSubresource: replicaSetScale(rsEP.Registry()),
 	})
 
 	// coordination.k8s.io/v1 Leases

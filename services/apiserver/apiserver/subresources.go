@@ -16,7 +16,6 @@ import (
 	corev1 "skiff.dev/proto/core/v1"
 	metav1 "skiff.dev/proto/meta/v1"
 	"skiff.dev/services/apiserver/registry"
-	"skiff.dev/services/apiserver/scheme"
 	"skiff.dev/services/apiserver/server"
 )
 
@@ -45,15 +44,10 @@ func (p *podsServer) Bind(ctx context.Context, b *corev1.Binding) (*corev1.Pod, 
 	if len(errs) > 0 {
 		return nil, apierrors.NewInvalid("Binding", meta.GetName(), errs)
 	}
-	return p.reg.GuaranteedUpdate(ctx, meta.GetNamespace(), meta.GetName(), func(cur *corev1.Pod) (*corev1.Pod, error) {
+	pre := &metav1.Preconditions{Uid: meta.GetUid(), ResourceVersion: meta.GetResourceVersion()}
+	return p.reg.GuaranteedUpdate(ctx, meta.GetNamespace(), meta.GetName(), pre, func(cur *corev1.Pod) (*corev1.Pod, error) {
 		cm := cur.GetMetadata()
 		name := cm.GetName()
-		if uid := meta.GetUid(); uid != "" && uid != cm.GetUid() {
-			return nil, apierrors.NewConflict("pods", name, fmt.Sprintf("Precondition failed: UID in precondition: %s, UID in object meta: %s", uid, cm.GetUid()))
-		}
-		if rv := meta.GetResourceVersion(); rv != "" && rv != cm.GetResourceVersion() {
-			return nil, apierrors.NewConflict("pods", name, "the pod has changed since it was read")
-		}
 		if cm.GetDeletionTimestamp() != nil {
 			return nil, apierrors.NewConflict("pods", name, "pod is being deleted, cannot be assigned to a host")
 		}
@@ -112,7 +106,6 @@ func podGracefulDelete(p *corev1.Pod, requested *int64) (int64, bool) {
 // scaleSubresource serves GetScale and UpdateScale for a kind with replicas.
 type scaleSubresource[T object.Object] struct {
 	reg         *registry.Registry[T]
-	kind        *scheme.Kind
 	replicas    func(T) int32
 	setReplicas func(T, int32)
 	status      func(T) int32
@@ -153,11 +146,8 @@ func (s *scaleSubresource[T]) UpdateScale(ctx context.Context, sc *appsv1.Scale)
 		return nil, apierrors.NewInvalid("Scale", meta.GetName(), field.ErrorList{
 			field.Invalid(field.NewPath("spec", "replicas"), want, "must be greater than or equal to 0")})
 	}
-	obj, err := s.reg.GuaranteedUpdate(ctx, meta.GetNamespace(), meta.GetName(), func(cur T) (T, error) {
-		var zero T
-		if rv := meta.GetResourceVersion(); rv != "" && rv != cur.GetMetadata().GetResourceVersion() {
-			return zero, apierrors.NewConflict(s.kind.Resource, meta.GetName(), "the object has been modified; please apply your changes to the latest version and try again")
-		}
+	pre := &metav1.Preconditions{ResourceVersion: meta.GetResourceVersion()}
+	obj, err := s.reg.GuaranteedUpdate(ctx, meta.GetNamespace(), meta.GetName(), pre, func(cur T) (T, error) {
 		if s.replicas(cur) == want {
 			return cur, nil
 		}
@@ -177,9 +167,9 @@ type deploymentsServer struct {
 	*scaleSubresource[*appsv1.Deployment]
 }
 
-func deploymentScale(reg *registry.Registry[*appsv1.Deployment], k *scheme.Kind) *scaleSubresource[*appsv1.Deployment] {
+func deploymentScale(reg *registry.Registry[*appsv1.Deployment]) *scaleSubresource[*appsv1.Deployment] {
 	return &scaleSubresource[*appsv1.Deployment]{
-		reg: reg, kind: k,
+		reg: reg,
 		replicas: func(d *appsv1.Deployment) int32 { return d.GetSpec().GetReplicas() },
 		setReplicas: func(d *appsv1.Deployment, n int32) {
 			if d.Spec == nil {
@@ -197,9 +187,9 @@ type replicaSetsServer struct {
 	*scaleSubresource[*appsv1.ReplicaSet]
 }
 
-func replicaSetScale(reg *registry.Registry[*appsv1.ReplicaSet], k *scheme.Kind) *scaleSubresource[*appsv1.ReplicaSet] {
+func replicaSetScale(reg *registry.Registry[*appsv1.ReplicaSet]) *scaleSubresource[*appsv1.ReplicaSet] {
 	return &scaleSubresource[*appsv1.ReplicaSet]{
-		reg: reg, kind: k,
+		reg: reg,
 		replicas: func(r *appsv1.ReplicaSet) int32 { return r.GetSpec().GetReplicas() },
 		setReplicas: func(r *appsv1.ReplicaSet, n int32) {
 			if r.Spec == nil {

@@ -45,8 +45,8 @@ func (r *Registry[T]) Predicate(opts *metav1.ListOptions) (watchcache.Predicate[
 
 // prefix is the key prefix of a List or Watch's namespace.
 func (r *Registry[T]) prefix(namespace string) (string, error) {
-	if namespace != "" && !r.strategy.Kind.Namespaced {
-		return "", apierrors.NewBadRequest(fmt.Sprintf("%s are cluster-scoped: namespace must be empty, got %q", r.resource(), namespace))
+	if err := r.checkClusterScope(namespace); err != nil {
+		return "", err
 	}
 	return r.store.NamespacePrefix(namespace), nil
 }
@@ -137,7 +137,7 @@ func (r *Registry[T]) listPaged(ctx context.Context, prefix string, pred watchca
 	var keep func(T) bool
 	if pred != nil {
 		keep = func(obj T) bool {
-			return pred(watchcache.ObjectEntry(obj, r.codec))
+			return pred(watchcache.ObjectEntry(obj, r.cache.Codec()))
 		}
 	}
 	page, err := r.store.List(ctx, prefix, start, rev, opts.GetLimit(), keep)

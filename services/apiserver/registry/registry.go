@@ -3,7 +3,9 @@ package registry
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -31,7 +33,6 @@ type Registry[T object.Object] struct {
 	strategy *Strategy[T]
 	store    *storage.Store[T]
 	cache    *watchcache.Cache[T]
-	codec    *watchcache.Codec[T] // judges objects read from etcd with the cache's predicates
 	now      func() time.Time
 }
 
@@ -40,18 +41,8 @@ func New[T object.Object](strategy *Strategy[T], store *storage.Store[T], cache 
 	if now == nil {
 		now = time.Now
 	}
-	return &Registry[T]{strategy: strategy, store: store, cache: cache, now: now,
-		codec: &watchcache.Codec[T]{Decode: store.DecodeRaw, Fields: strategy.FieldSet}}
+	return &Registry[T]{strategy: strategy, store: store, cache: cache, now: now}
 }
-
-// Strategy returns the kind's strategy.
-func (r *Registry[T]) Strategy() *Strategy[T] { return r.strategy }
-
-// Cache returns the kind's watch cache.
-func (r *Registry[T]) Cache() *watchcache.Cache[T] { return r.cache }
-
-// Store returns the kind's storage.
-func (r *Registry[T]) Store() *storage.Store[T] { return r.store }
 
 func (r *Registry[T]) resource() string { return r.strategy.Kind.Resource }
 
@@ -63,10 +54,15 @@ func (r *Registry[T]) namespaceOf(ns string) (string, error) {
 		}
 		return ns, nil
 	}
-	if ns != "" {
-		return "", apierrors.NewBadRequest(fmt.Sprintf("%s are cluster-scoped: namespace must be empty, got %q", r.resource(), ns))
+	return "", r.checkClusterScope(ns)
+}
+
+// checkClusterScope refuses a namespace for a cluster-scoped kind.
+func (r *Registry[T]) checkClusterScope(ns string) error {
+	if ns != "" && !r.strategy.Kind.Namespaced {
+		return apierrors.NewBadRequest(fmt.Sprintf("%s are cluster-scoped: namespace must be empty, got %q", r.resource(), ns))
 	}
-	return "", nil
+	return nil
 }
 
 func (r *Registry[T]) key(ns, name string) (string, error) {
@@ -318,7 +314,7 @@ func (r *Registry[T]) Delete(ctx context.Context, req *metav1.DeleteRequest) (T,
 			grace, graceful = r.strategy.GracefulDelete(cur, req.GracePeriodSeconds)
 		}
 		finalizers := cur.GetMetadata().GetFinalizers()
-		if policyFinalizer != "" && !contains(finalizers, policyFinalizer) {
+		if policyFinalizer != "" && !slices.Contains(finalizers, policyFinalizer) {
 			finalizers = append(append([]string(nil), finalizers...), policyFinalizer)
 		}
 		if len(finalizers) == 0 && !graceful {
@@ -369,7 +365,9 @@ func (r *Registry[T]) Delete(ctx context.Context, req *metav1.DeleteRequest) (T,
 	}
 }
 
-var errRetry = apierrors.NewConflict("", "", "retry")
+// errRetry tells Delete's loop that the object changed under it; it never
+// leaves the registry.
+var errRetry = errors.New("registry: the object changed, read it again")
 
 func (r *Registry[T]) checkPreconditions(name string, cur T, p *metav1.Preconditions) error {
 	meta := cur.GetMetadata()
@@ -383,12 +381,13 @@ func (r *Registry[T]) checkPreconditions(name string, cur T, p *metav1.Precondit
 }
 
 // GuaranteedUpdate runs fn on the current object until its write lands;
-// subresources (bind, scale) use it. fn must not modify cur; it returns a
+// subresources (bind, scale) use it. The preconditions (may be nil) are
+// checked against the current object first. fn must not modify cur; it returns a
 // new object, cur for "no change", or an error. The result must be a valid
 // object, but the kind's update rules (ValidateUpdate) do not apply: a
 // subresource enforces its own (Bind may set spec.nodeName, which an Update
 // of a pod may not change).
-func (r *Registry[T]) GuaranteedUpdate(ctx context.Context, namespace, name string, fn func(cur T) (T, error)) (T, error) {
+func (r *Registry[T]) GuaranteedUpdate(ctx context.Context, namespace, name string, pre *metav1.Preconditions, fn func(cur T) (T, error)) (T, error) {
 	var zero T
 	ns, err := r.namespaceOf(namespace)
 	if err != nil {
@@ -399,6 +398,9 @@ func (r *Registry[T]) GuaranteedUpdate(ctx context.Context, namespace, name stri
 		return zero, err
 	}
 	return r.store.GuaranteedUpdate(ctx, key, name, zero, func(cur T) (T, error) {
+		if err := r.checkPreconditions(name, cur, pre); err != nil {
+			return zero, err
+		}
 		next, err := fn(cur)
 		if err != nil || any(next) == any(cur) {
 			return next, err
@@ -412,20 +414,11 @@ func (r *Registry[T]) GuaranteedUpdate(ctx context.Context, namespace, name stri
 	})
 }
 
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
-}
-
 // keepOnly returns the elements of xs that are also in allowed.
 func keepOnly(xs, allowed []string) []string {
 	out := xs[:0:0]
 	for _, x := range xs {
-		if contains(allowed, x) {
+		if slices.Contains(allowed, x) {
 			out = append(out, x)
 		}
 	}

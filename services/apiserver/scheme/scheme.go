@@ -7,6 +7,7 @@ package scheme
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -158,7 +159,7 @@ func (s *Scheme) Groups() []Group {
 		if _, ok := versions[g]; !ok {
 			names = append(names, g)
 		}
-		if !contains(versions[g], k.GVK.Version) {
+		if !slices.Contains(versions[g], k.GVK.Version) {
 			versions[g] = append(versions[g], k.GVK.Version)
 		}
 	}
@@ -171,13 +172,4 @@ func (s *Scheme) Groups() []Group {
 		out = append(out, Group{Name: n, Versions: vs, Preferred: pref})
 	}
 	return out
-}
-
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }

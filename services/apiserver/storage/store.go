@@ -10,6 +10,7 @@ import (
 	"time"
 	"unsafe"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -99,13 +100,22 @@ func Encode(obj object.Object) ([]byte, error) {
 	return marshalOpts.MarshalAppend(buf, obj)
 }
 
+// payload strips the magic from a stored value.
+func (s *Store[T]) payload(data []byte) ([]byte, error) {
+	if !bytes.HasPrefix(data, Magic) {
+		return nil, fmt.Errorf("%s: stored value has no %q prefix: not written by skiff", s.resource, Magic)
+	}
+	return data[len(Magic):], nil
+}
+
 // Decode parses a stored value into a new T and sets its resourceVersion.
 func (s *Store[T]) Decode(data []byte, rev int64) (T, error) {
 	obj := s.newObj()
-	if !bytes.HasPrefix(data, Magic) {
-		return obj, fmt.Errorf("%s: stored value has no %q prefix: not written by skiff", s.resource, Magic)
+	payload, err := s.payload(data)
+	if err != nil {
+		return obj, err
 	}
-	if err := proto.Unmarshal(data[len(Magic):], obj); err != nil {
+	if err := proto.Unmarshal(payload, obj); err != nil {
 		return obj, fmt.Errorf("%s: decoding stored object: %w", s.resource, err)
 	}
 	object.Meta(obj).ResourceVersion = strconv.FormatInt(rev, 10)
@@ -123,10 +133,11 @@ func bytesString(data []byte) string { return unsafe.String(unsafe.SliceData(dat
 // object with its resourceVersion set, with no decoding or re-encoding
 // here. The result is a new slice.
 func (s *Store[T]) Raw(data []byte, rev int64) ([]byte, error) {
-	if !bytes.HasPrefix(data, Magic) {
-		return nil, fmt.Errorf("%s: stored value has no %q prefix: not written by skiff", s.resource, Magic)
+	payload, err := s.payload(data)
+	if err != nil {
+		return nil, err
 	}
-	return WithResourceVersion(data[len(Magic):], rev), nil
+	return WithResourceVersion(payload, rev), nil
 }
 
 // WithResourceVersion returns a copy of an encoded object whose
@@ -165,10 +176,19 @@ func (s *Store[T]) SplitKey(key string) (namespace, name string) {
 // Scan calls fn with every stored value under prefix at one revision,
 // which it returns.
 func (s *Store[T]) Scan(ctx context.Context, prefix string, fn func(key string, value []byte, rev int64) error) (int64, error) {
+	rev, _, err := s.pages(ctx, prefix, prefix, 0, 1000, func(kv *mvccpb.KeyValue) (bool, error) {
+		return false, fn(string(kv.Key), kv.Value, kv.ModRevision)
+	})
+	return rev, err
+}
+
+// pages reads the keys under prefix from start on, batch at a time, all at
+// revision rev (0: now), and calls fn with each until it says stop. It
+// returns the revision read at and, when fn stopped, the key it stopped at.
+func (s *Store[T]) pages(ctx context.Context, prefix, start string, rev, batch int64, fn func(*mvccpb.KeyValue) (stop bool, err error)) (int64, string, error) {
 	end := clientv3.GetPrefixRangeEnd(prefix)
-	start, rev := prefix, int64(0)
 	for {
-		opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(1000)}
+		opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(batch)}
 		if rev > 0 {
 			opts = append(opts, clientv3.WithRev(rev))
 		}
@@ -176,18 +196,19 @@ func (s *Store[T]) Scan(ctx context.Context, prefix string, fn func(key string, 
 		resp, err := s.client.Get(ctx, start, opts...)
 		s.metrics.observe("list", s.resource, t)
 		if err != nil {
-			return 0, s.etcdError(err)
+			return rev, "", s.etcdError(err)
 		}
 		if rev == 0 {
 			rev = resp.Header.Revision
 		}
 		for _, kv := range resp.Kvs {
-			if err := fn(string(kv.Key), kv.Value, kv.ModRevision); err != nil {
-				return 0, err
+			stop, err := fn(kv)
+			if err != nil || stop {
+				return rev, string(kv.Key), err
 			}
 		}
 		if !resp.More || len(resp.Kvs) == 0 {
-			return rev, nil
+			return rev, "", nil
 		}
 		start = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
 	}
@@ -387,7 +408,6 @@ type ListPage[T any] struct {
 // is consistent.
 func (s *Store[T]) List(ctx context.Context, prefix, startKey string, rev, limit int64, pred func(T) bool) (ListPage[T], error) {
 	var page ListPage[T]
-	end := clientv3.GetPrefixRangeEnd(prefix)
 	if startKey == "" {
 		startKey = prefix
 	}
@@ -395,39 +415,24 @@ func (s *Store[T]) List(ctx context.Context, prefix, startKey string, rev, limit
 	if limit > 0 && limit < batch {
 		batch = limit + 1 // one more tells whether there is a next page
 	}
-	for {
-		opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(batch)}
-		if rev > 0 {
-			opts = append(opts, clientv3.WithRev(rev))
+	var err error
+	page.Revision, page.NextKey, err = s.pages(ctx, prefix, startKey, rev, batch, func(kv *mvccpb.KeyValue) (bool, error) {
+		if limit > 0 && int64(len(page.Items)) == limit {
+			return true, nil // kv starts the next page
 		}
-		start := time.Now()
-		resp, err := s.client.Get(ctx, startKey, opts...)
-		s.metrics.observe("list", s.resource, start)
+		obj, err := s.Decode(kv.Value, kv.ModRevision)
 		if err != nil {
-			return page, s.etcdError(err)
+			return false, apierrors.NewInternal(err)
 		}
-		if rev == 0 {
-			rev = resp.Header.Revision
+		if pred == nil || pred(obj) {
+			page.Items = append(page.Items, obj)
 		}
-		page.Revision = rev
-		for _, kv := range resp.Kvs {
-			if limit > 0 && int64(len(page.Items)) == limit {
-				page.NextKey = string(kv.Key)
-				return page, nil
-			}
-			obj, err := s.Decode(kv.Value, kv.ModRevision)
-			if err != nil {
-				return page, apierrors.NewInternal(err)
-			}
-			if pred == nil || pred(obj) {
-				page.Items = append(page.Items, obj)
-			}
-		}
-		if !resp.More || len(resp.Kvs) == 0 {
-			return page, nil
-		}
-		startKey = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+		return false, nil
+	})
+	if err != nil {
+		page.NextKey = ""
 	}
+	return page, err
 }
 
 // IsCompacted reports whether err says a revision was compacted.

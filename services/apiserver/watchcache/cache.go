@@ -266,8 +266,8 @@ func New[T object.Object](cfg Config[T]) *Cache[T] {
 	}
 }
 
-// Resource is the cached resource's plural name.
-func (c *Cache[T]) Resource() string { return c.resource }
+// Codec decodes the cache's objects and names their selectable fields.
+func (c *Cache[T]) Codec() *Codec[T] { return c.codec }
 
 // Run lists and watches until ctx ends, relisting when etcd has compacted
 // the revision the cache's own watch needs.
