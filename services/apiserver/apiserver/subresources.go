@@ -169,7 +169,7 @@ type deploymentsServer struct {
 
 func deploymentScale(reg *registry.Registry[*appsv1.Deployment]) *scaleSubresource[*appsv1.Deployment] {
 	return &scaleSubresource[*appsv1.Deployment]{
-		reg: reg,
+		reg:      reg,
 		replicas: func(d *appsv1.Deployment) int32 { return d.GetSpec().GetReplicas() },
 		setReplicas: func(d *appsv1.Deployment, n int32) {
 			if d.Spec == nil {
@@ -189,7 +189,7 @@ type replicaSetsServer struct {
 
 func replicaSetScale(reg *registry.Registry[*appsv1.ReplicaSet]) *scaleSubresource[*appsv1.ReplicaSet] {
 	return &scaleSubresource[*appsv1.ReplicaSet]{
-		reg: reg,
+		reg:      reg,
 		replicas: func(r *appsv1.ReplicaSet) int32 { return r.GetSpec().GetReplicas() },
 		setReplicas: func(r *appsv1.ReplicaSet, n int32) {
 			if r.Spec == nil {
