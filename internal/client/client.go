@@ -30,13 +30,8 @@ func NewResource[T object.Object, L proto.Message](conn grpc.ClientConnInterface
 	return &Resource[T, L]{conn: conn, service: service}
 }
 
-func newOf[M proto.Message]() M {
-	var zero M
-	return zero.ProtoReflect().Type().New().Interface().(M)
-}
-
 func invoke[Req, Resp proto.Message](ctx context.Context, conn grpc.ClientConnInterface, method string, in Req, opts []grpc.CallOption) (Resp, error) {
-	out := newOf[Resp]()
+	out := object.New[Resp]()
 	if err := conn.Invoke(ctx, method, in, out, opts...); err != nil {
 		var zero Resp
 		return zero, apierrors.FromError(err)
@@ -124,9 +119,9 @@ func (w *WatchStream[T]) Next() (Event[T], error) {
 			}
 			return Event[T]{}, apierrors.FromError(err)
 		}
-		err := WatchEvents(w.buf, func(typ string, object []byte) error {
-			obj := newOf[T]()
-			if err := proto.Unmarshal(object, obj); err != nil {
+		err := WatchEvents(w.buf, func(typ string, raw []byte) error {
+			obj := object.New[T]()
+			if err := proto.Unmarshal(raw, obj); err != nil {
 				return err
 			}
 			w.pending = append(w.pending, Event[T]{Type: typ, Object: obj})

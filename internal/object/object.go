@@ -54,6 +54,13 @@ func fieldsOf(m protoreflect.Message) *fieldSet {
 	return fs
 }
 
+// New returns a new empty message of type M (a pointer type such as
+// *corev1.Pod), for generic code that cannot write &T{}.
+func New[M proto.Message]() M {
+	var zero M
+	return zero.ProtoReflect().Type().New().Interface().(M)
+}
+
 // Meta returns obj's metadata, creating it when unset so callers may write to it.
 func Meta(obj proto.Message) *metav1.ObjectMeta {
 	r := obj.ProtoReflect()

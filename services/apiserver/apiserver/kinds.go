@@ -44,14 +44,8 @@ func kind[T proto.Message](gv scheme.GroupVersion, name, resource, singular, ser
 		Verbs:          standardVerbs,
 		Subresources:   subresources,
 		FieldSelectors: append(fs, fieldSelectors...),
-		New:            func() proto.Message { return newOf[T]() },
+		New:            func() proto.Message { return object.New[T]() },
 	}
-}
-
-// newOf returns a new empty message of type T.
-func newOf[T proto.Message]() T {
-	var zero T
-	return zero.ProtoReflect().Type().New().Interface().(T)
 }
 
 // install wires one kind at its storage version: storage, watch cache,
@@ -60,8 +54,8 @@ func install[S object.Object, L proto.Message, W any](s *Server, k *scheme.Kind,
 	strategy.Kind = k
 	s.scheme.AddKind(k)
 	s.routes.Add(k.Service, k.Resource)
-	reg := newRegistry(s, strategy, newOf[S])
-	return server.NewEndpoint[S, S, L, W](reg, server.StorageVersion[S](k), newOf[S], newOf[L], s.cfg.WatchBatchInterval)
+	reg := newRegistry(s, strategy, object.New[S])
+	return server.NewEndpoint[S, S, L, W](reg, server.StorageVersion[S](k), object.New[S], object.New[L], s.cfg.WatchBatchInterval)
 }
 
 // served adds another served version of an installed kind.
@@ -179,7 +173,7 @@ func (s *Server) install(g *grpc.Server) {
 	addDeploymentConversions(s.scheme, depBetaKind.GVK, depKind.GVK)
 	appsv1beta1.RegisterDeploymentsServer(g, server.NewEndpoint[*appsv1beta1.Deployment, *appsv1.Deployment, *appsv1beta1.DeploymentList, appsv1beta1.DeploymentWatchResponse](
 		depEP.Registry(), server.Converted[*appsv1beta1.Deployment, *appsv1.Deployment](s.scheme, 1, depBetaKind, depKind),
-		newOf[*appsv1beta1.Deployment], newOf[*appsv1beta1.DeploymentList], s.cfg.WatchBatchInterval))
+		object.New[*appsv1beta1.Deployment], object.New[*appsv1beta1.DeploymentList], s.cfg.WatchBatchInterval))
 
 	// apps/v1 ReplicaSets
 	rsKind := kind[*appsv1.ReplicaSet](appsV1, "ReplicaSet", "replicasets", "replicaset", "skiff.apps.v1.ReplicaSets", true,
