@@ -314,12 +314,9 @@ func (c *Cache[T]) stop() {
 func (c *Cache[T]) initialize(ctx context.Context) (int64, error) {
 	tree := btree.NewG(32, lessEntry[T])
 	rev, err := c.cfg.Store.Scan(ctx, c.cfg.Store.Prefix(), func(key string, value []byte, modRev int64) error {
-		e, err := c.newEntry(key, value, modRev)
-		if err != nil {
-			c.log.Error("skipping an object etcd holds that is not skiff's", zap.String("key", key), zap.Error(err))
-			return nil
+		if e := c.newEntry(key, value, modRev); e != nil {
+			tree.ReplaceOrInsert(e)
 		}
-		tree.ReplaceOrInsert(e)
 		return nil
 	})
 	if err != nil {
@@ -347,14 +344,16 @@ func (c *Cache[T]) initialize(ctx context.Context) (int64, error) {
 	return rev, nil
 }
 
-// newEntry makes the entry of a stored value at revision rev.
-func (c *Cache[T]) newEntry(key string, value []byte, rev int64) (*Entry[T], error) {
+// newEntry makes the entry of a stored value at revision rev, or logs and
+// returns nil for a value skiff did not write.
+func (c *Cache[T]) newEntry(key string, value []byte, rev int64) *Entry[T] {
 	raw, err := c.cfg.Store.Raw(value, rev)
 	if err != nil {
-		return nil, err
+		c.log.Error("skipping an object etcd holds that is not skiff's", zap.String("key", key), zap.Error(err))
+		return nil
 	}
 	ns, name := c.cfg.Store.SplitKey(key)
-	return &Entry[T]{Key: key, Namespace: ns, Name: name, Rev: rev, Raw: raw, codec: c.codec}, nil
+	return &Entry[T]{Key: key, Namespace: ns, Name: name, Rev: rev, Raw: raw, codec: c.codec}
 }
 
 // watch follows etcd from rev+1 until the watch fails or ctx ends.
@@ -397,12 +396,7 @@ func (c *Cache[T]) apply(evs []*mvccpb.Event, headerRev int64) {
 	entries := make([]*Entry[T], len(evs))
 	for i, ev := range evs {
 		if ev.Type == mvccpb.PUT {
-			e, err := c.newEntry(string(ev.Kv.Key), ev.Kv.Value, ev.Kv.ModRevision)
-			if err != nil {
-				c.log.Error("skipping an object etcd holds that is not skiff's", zap.String("key", string(ev.Kv.Key)), zap.Error(err))
-				continue
-			}
-			entries[i] = e
+			entries[i] = c.newEntry(string(ev.Kv.Key), ev.Kv.Value, ev.Kv.ModRevision)
 		}
 	}
 	if c.cfg.Metrics != nil {
