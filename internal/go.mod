@@ -10,6 +10,8 @@ require (
 )
 
 require (
+	github.com/prometheus/client_golang v1.25.0 // indirect
+	go.uber.org/goleak v1.3.0 // indirect
 	go.uber.org/multierr v1.10.0 // indirect
 	golang.org/x/net v0.60.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"strings"
 
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
@@ -40,6 +41,14 @@ func invoke[Req, Resp proto.Message](ctx context.Context, conn grpc.ClientConnIn
 }
 
 func (r *Resource[T, L]) method(name string) string { return "/" + r.service + "/" + name }
+
+// Service is the full gRPC service name ("skiff.core.v1.Pods").
+func (r *Resource[T, L]) Service() string { return r.service }
+
+// Resource is the lower-case plural resource name ("pods"), for logs and metrics.
+func (r *Resource[T, L]) Resource() string {
+	return strings.ToLower(r.service[strings.LastIndexByte(r.service, '.')+1:])
+}
 
 // Create stores a new object and returns it as stored.
 func (r *Resource[T, L]) Create(ctx context.Context, obj T, opts ...grpc.CallOption) (T, error) {

@@ -1,0 +1,199 @@
+// Package managertest starts what controller tests need: a real apiserver
+// on an embedded etcd, a manager.Context over it (shared informers, an event
+// broadcaster, metrics on a private registry), simulated nodes, and Await,
+// which waits for a condition on the informers' events with a deadline.
+package managertest
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
+	"google.golang.org/grpc"
+
+	"skiff.dev/internal/client"
+	"skiff.dev/internal/events"
+	"skiff.dev/internal/informer"
+	"skiff.dev/internal/object"
+	"skiff.dev/internal/workqueue"
+	corev1 "skiff.dev/proto/core/v1"
+	"skiff.dev/services/apiserver/apiservertest"
+	"skiff.dev/services/controller-manager/manager"
+	"skiff.dev/services/controller-manager/simnode"
+)
+
+// Env is one test's cluster without nodes.
+type Env struct {
+	T        testing.TB
+	Server   *apiservertest.Server
+	Conn     grpc.ClientConnInterface
+	Ctx      context.Context // ends when the test ends
+	Manager  *manager.Context
+	Registry *prometheus.Registry
+	Logger   *zap.Logger
+
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	changed chan struct{} // poked on every informer event
+	mu      sync.Mutex
+	waiters []chan struct{}
+}
+
+// Start starts an apiserver and a manager.Context for t. Everything stops
+// when t ends.
+func Start(t testing.TB, opts ...apiservertest.Option) *Env {
+	t.Helper()
+	s := apiservertest.Start(t, opts...)
+	log := zap.NewNop()
+	if tt, ok := t.(*testing.T); ok && testing.Verbose() {
+		log = zaptest.NewLogger(tt, zaptest.Level(zap.InfoLevel))
+	}
+	return NewEnv(t, s, s.Conn, log)
+}
+
+// NewEnv builds an Env over an apiserver already running.
+func NewEnv(t testing.TB, s *apiservertest.Server, conn grpc.ClientConnInterface, log *zap.Logger) *Env {
+	ctx, cancel := context.WithCancel(context.Background())
+	reg := prometheus.NewRegistry()
+	b, err := events.NewBroadcaster(events.Config{Client: client.Events(conn), Component: "controller-manager", Logger: log, Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &Env{
+		T: t, Server: s, Conn: conn, Ctx: ctx, Registry: reg, Logger: log, cancel: cancel,
+		Manager: &manager.Context{
+			Conn:         conn,
+			Informers:    informer.NewFactory(informer.FactoryOptions{Logger: log, Metrics: informer.NewMetrics(reg)}),
+			Recorder:     b.NewRecorder,
+			Logger:       log,
+			Registerer:   reg,
+			QueueMetrics: workqueue.NewMetrics(reg),
+			Clock:        workqueue.RealClock(),
+		},
+	}
+	e.Go(b.Run)
+	t.Cleanup(e.Stop)
+	return e
+}
+
+// Stop stops everything Go started and waits for it.
+func (e *Env) Stop() {
+	e.cancel()
+	e.wg.Wait()
+	e.Manager.Informers.Wait()
+}
+
+// Go runs fn in the background until the test ends.
+func (e *Env) Go(fn func(ctx context.Context)) {
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		fn(e.Ctx)
+	}()
+}
+
+// GoErr runs fn in the background and fails the test if it returns an error
+// other than the context's.
+func (e *Env) GoErr(fn func(ctx context.Context) error) {
+	e.Go(func(ctx context.Context) {
+		if err := fn(ctx); err != nil && ctx.Err() == nil {
+			e.T.Errorf("background run failed: %v", err)
+		}
+	})
+}
+
+// Watch makes Await re-evaluate its condition on every change of inf's kind.
+func Watch[T object.Object](e *Env, inf *informer.Informer[T]) {
+	poke := func(T) { e.poke() }
+	inf.AddHandler(informer.Handler[T]{OnAdd: poke, OnUpdate: func(_, cur T) { e.poke() }, OnDelete: poke})
+}
+
+// StartInformers starts every informer asked for so far (also the ones Await
+// needs: pods, replicasets, deployments, nodes) and waits for them to sync.
+func (e *Env) StartInformers() {
+	e.T.Helper()
+	Watch(e, e.Pods())
+	Watch(e, informer.For(e.Manager.Informers, client.ReplicaSets(e.Conn)))
+	Watch(e, informer.For(e.Manager.Informers, client.Deployments(e.Conn)))
+	Watch(e, informer.For(e.Manager.Informers, client.Nodes(e.Conn)))
+	e.Manager.Informers.Start(e.Ctx)
+	ctx, cancel := context.WithTimeout(e.Ctx, 30*time.Second)
+	defer cancel()
+	if !e.Manager.Informers.WaitForSync(ctx) {
+		e.T.Fatal("informers did not sync within 30s")
+	}
+}
+
+// Pods is the shared pods informer.
+func (e *Env) Pods() *informer.Informer[*corev1.Pod] {
+	return informer.For(e.Manager.Informers, client.Pods(e.Conn))
+}
+
+// SimNode starts a simulated node (pods become Running and Ready) on the
+// shared pods informer. Call before StartInformers, or call StartInformers again.
+func (e *Env) SimNode(o simnode.Options) *simnode.Node {
+	if o.Logger == nil {
+		o.Logger = e.Logger
+	}
+	n := simnode.New(e.Conn, e.Pods(), o)
+	e.Go(n.Run)
+	return n
+}
+
+func (e *Env) poke() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, w := range e.waiters {
+		select {
+		case w <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Await waits until cond holds, re-evaluating it on every informer event
+// (and every 100ms, for conditions on time), and fails the test after
+// timeout with cond's last explanation.
+func (e *Env) Await(timeout time.Duration, what string, cond func() (ok bool, why string)) {
+	e.T.Helper()
+	w := make(chan struct{}, 1)
+	e.mu.Lock()
+	e.waiters = append(e.waiters, w)
+	e.mu.Unlock()
+	defer func() {
+		e.mu.Lock()
+		for i, x := range e.waiters {
+			if x == w {
+				e.waiters = append(e.waiters[:i], e.waiters[i+1:]...)
+				break
+			}
+		}
+		e.mu.Unlock()
+	}()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		ok, why := cond()
+		if ok {
+			return
+		}
+		select {
+		case <-w:
+		case <-tick.C:
+		case <-deadline.C:
+			e.T.Fatalf("waited %v for %s: %s", timeout, what, why)
+		case <-e.Ctx.Done():
+			e.T.Fatalf("test ended while waiting for %s", what)
+		}
+	}
+}
+
+// Explain formats a reason for Await.
+func Explain(format string, args ...any) string { return fmt.Sprintf(format, args...) }
