@@ -1,0 +1,60 @@
+package events
+
+import (
+	"errors"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Reasons an event is not written (the label of events_dropped_total).
+const (
+	dropQueueFull   = "queue_full"   // the queue was full when recorded
+	dropRateLimited = "rate_limited" // the spam filter had no token for its object
+	dropShutdown    = "shutdown"     // recorded after Shutdown
+	dropInvalid     = "invalid"      // no object name, or a type other than Normal and Warning
+	dropWriteFailed = "write_failed" // the apiserver refused it or could not be reached
+)
+
+type metrics struct {
+	recorded *prometheus.CounterVec
+	dropped  *prometheus.CounterVec
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		recorded: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "events_recorded_total", Help: "Events accepted by recorders, by type (Normal, Warning).",
+		}, []string{"type"}),
+		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "events_dropped_total", Help: "Events not written, by reason (queue_full, rate_limited, shutdown, invalid, write_failed).",
+		}, []string{"reason"}),
+	}
+	var err error
+	if m.recorded, err = register(reg, m.recorded); err != nil {
+		return nil, err
+	}
+	if m.dropped, err = register(reg, m.dropped); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// register registers c on reg, or returns the collector registered before
+// (several broadcasters may share a registry).
+func register(reg prometheus.Registerer, c *prometheus.CounterVec) (*prometheus.CounterVec, error) {
+	if reg == nil {
+		return c, nil
+	}
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(*prometheus.CounterVec); ok {
+				return existing, nil
+			}
+		}
+		return nil, err
+	}
+	return c, nil
+}
+
+func (m *metrics) drop(reason string) { m.dropped.WithLabelValues(reason).Inc() }
