@@ -79,9 +79,15 @@ func New[T object.Object](src Source[T], o Options) *Informer[T] {
 func (i *Informer[T]) Store() *Store[T] { return i.store }
 
 // AddIndex adds a secondary index to the store (before or after Run).
+// Several users of a shared informer may ask for the same index: an index
+// of that name already there is kept (the same name must mean the same
+// function).
 func (i *Informer[T]) AddIndex(name string, fn IndexFunc[T]) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
+	if i.store.hasIndex(name) {
+		return
+	}
 	i.store.addIndex(name, fn)
 }
 

@@ -102,6 +102,13 @@ func (s *Store[T]) addIndex(name string, fn IndexFunc[T]) {
 	}
 }
 
+func (s *Store[T]) hasIndex(name string) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	_, ok := s.indexers[name]
+	return ok
+}
+
 func addTo(idx map[string]map[string]struct{}, value, key string) {
 	keys := idx[value]
 	if keys == nil {
