@@ -27,6 +27,9 @@ type Options struct {
 	// Accept says whether a pod may become Ready now (nil: every pod).
 	// Pods refused stay Pending until Recheck is called and Accept says yes.
 	Accept func(*corev1.Pod) bool
+	// NodeName, when set, limits the node to the pods bound to it (like a
+	// real agent); empty: every pod, bound or not.
+	NodeName string
 	// Workers is the number of concurrent status writers (default 4).
 	Workers int
 	Logger  *zap.Logger
@@ -102,6 +105,9 @@ func (n *Node) Run(ctx context.Context) {
 func (n *Node) sync(ctx context.Context, key string) error {
 	p, ok := n.inf.Store().Get(key)
 	if !ok {
+		return nil
+	}
+	if n.opts.NodeName != "" && p.GetSpec().GetNodeName() != n.opts.NodeName {
 		return nil
 	}
 	m := p.GetMetadata()
