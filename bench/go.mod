@@ -11,6 +11,7 @@ require (
 	skiff.dev/internal v0.0.0
 	skiff.dev/proto v0.0.0
 	skiff.dev/services/apiserver v0.0.0
+	skiff.dev/services/controller-manager v0.0.0
 )
 
 require (
@@ -75,4 +76,5 @@ replace (
 	skiff.dev/internal => ../internal
 	skiff.dev/proto => ../proto
 	skiff.dev/services/apiserver => ../services/apiserver
+	skiff.dev/services/controller-manager => ../services/controller-manager
 )

@@ -38,6 +38,10 @@ type Config struct {
 	WatchDuration time.Duration
 	// WatchDrain bounds the wait for the last events after the last write.
 	WatchDrain time.Duration
+	// RSReplicas is the scale the ReplicaSet controller is asked for;
+	// RSTimeout bounds the wait for the pods to be created and ready.
+	RSReplicas int
+	RSTimeout  time.Duration
 }
 
 // DefaultConfig is the configuration of `make bench`.
@@ -57,6 +61,8 @@ func DefaultConfig() Config {
 		WatchRate:     1000,
 		WatchDuration: 10 * time.Second,
 		WatchDrain:    30 * time.Second,
+		RSReplicas:    10000,
+		RSTimeout:     5 * time.Minute,
 	}
 }
 

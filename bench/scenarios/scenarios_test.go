@@ -33,7 +33,8 @@ func TestSelect(t *testing.T) {
 		prefix string
 		want   []string
 	}{
-		{"empty selects all", "", []string{"watch.fanout", "write", "api.get", "api.list"}},
+		{"empty selects all", "", []string{"watch.fanout", "write", "api.get", "api.list", "controllers.rs"}},
+		{"controllers run the writes for their API denominator", "controllers", []string{"write", "controllers.rs"}},
 		{"api runs the writes with their etcd denominator", "api", []string{"write", "api.get", "api.list"}},
 		{"etcd alone", "etcd", []string{"write"}},
 		{"watch alone", "watch", []string{"watch.fanout"}},
@@ -126,6 +127,8 @@ func TestScenarios(t *testing.T) {
 			WatchRate:     100,
 			WatchDuration: 500 * time.Millisecond,
 			WatchDrain:    10 * time.Second,
+			RSReplicas:    100,
+			RSTimeout:     30 * time.Second,
 		},
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -162,6 +165,7 @@ func TestScenarios(t *testing.T) {
 	positive := []string{
 		"etcd.put_per_s", "etcd.put_cpu_us_per_object", "api.create_per_s", "api.create_cpu_us_per_object",
 		"api.create_vs_etcd_ratio", "api.get_p99_ms", "api.list_1000_p99_ms", "watch.write_per_s",
+		"controllers.rs_10k_pods_per_s", "controllers.create_vs_api_ratio", "controllers.rs_10k_all_ready_s",
 	}
 	for _, name := range positive {
 		if bench[name] <= 0 {

@@ -70,6 +70,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.cfg.WatchWriters, "watch-writers", o.cfg.WatchWriters, "concurrent writer goroutines of watch.fanout")
 	fs.IntVar(&o.cfg.WatchRate, "watch-rate", o.cfg.WatchRate, "writes per second of watch.fanout")
 	fs.DurationVar(&o.cfg.WatchDuration, "watch-duration", o.cfg.WatchDuration, "how long watch.fanout writes")
+	fs.IntVar(&o.cfg.RSReplicas, "rs-replicas", o.cfg.RSReplicas, "pods the ReplicaSet of controllers.rs scales to")
+	fs.DurationVar(&o.cfg.RSTimeout, "rs-timeout", o.cfg.RSTimeout, "bound on the wait for controllers.rs pods to be created and ready")
 	fs.StringVar(&o.dataDir, "data-dir", os.TempDir(), "parent of the temporary etcd data directory (put it on the disk to measure)")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a pprof CPU profile of the whole run to this file")
 	fs.StringVar(&o.memProfile, "memprofile", "", "write a pprof allocation profile of the whole run to this file")

@@ -1,0 +1,201 @@
+// Package app is skiff-controller-manager's program: its flags, the
+// catalogue of controllers, and Run, which connects to the apiserver, serves
+// metrics and health, and runs the manager. cmd/skiff-controller-manager is
+// only main; tests run the same program in-process.
+package app
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"skiff.dev/internal/leaderelection"
+	"skiff.dev/services/controller-manager/deployment"
+	"skiff.dev/services/controller-manager/garbagecollector"
+	"skiff.dev/services/controller-manager/manager"
+	"skiff.dev/services/controller-manager/nodelifecycle"
+	"skiff.dev/services/controller-manager/replicaset"
+)
+
+// Builders is the catalogue of controllers, by --controllers name.
+func Builders() map[string]manager.Builder {
+	return map[string]manager.Builder{
+		replicaset.Name: func(mc *manager.Context, cfg *manager.Config) manager.Controller {
+			return replicaset.New(mc, replicaset.Options{Workers: cfg.Workers[replicaset.Name]})
+		},
+		deployment.Name: func(mc *manager.Context, cfg *manager.Config) manager.Controller {
+			return deployment.New(mc, deployment.Options{Workers: cfg.Workers[deployment.Name]})
+		},
+		garbagecollector.Name: func(mc *manager.Context, cfg *manager.Config) manager.Controller {
+			return garbagecollector.New(mc, garbagecollector.Options{Workers: cfg.Workers[garbagecollector.Name]})
+		},
+		nodelifecycle.Name: func(mc *manager.Context, cfg *manager.Config) manager.Controller {
+			tolerate := cfg.DefaultTolerationSeconds
+			if tolerate == 0 {
+				tolerate = -1 // the flag's 0 is "evict at once"; the Options' 0 is "the default"
+			}
+			return nodelifecycle.New(mc, nodelifecycle.Options{
+				Workers:                  cfg.Workers[nodelifecycle.Name],
+				GracePeriod:              cfg.NodeMonitorGracePeriod,
+				DefaultTolerationSeconds: tolerate,
+			})
+		},
+	}
+}
+
+// Defaults are the controllers "*" stands for: all of them.
+func Defaults() []string {
+	return []string{replicaset.Name, deployment.Name, garbagecollector.Name, nodelifecycle.Name}
+}
+
+// Options are the program's settings, from flags.
+type Options struct {
+	Server        string // apiserver gRPC address
+	MetricsListen string // "" disables /metrics, /healthz, /readyz
+	LogLevel      string
+	Manager       manager.Config
+}
+
+// workersFlags maps --concurrent-<x>-syncs to controller names.
+var workersFlags = []struct{ flag, controller string }{
+	{"concurrent-replicaset-syncs", replicaset.Name},
+	{"concurrent-deployment-syncs", deployment.Name},
+	{"concurrent-gc-syncs", garbagecollector.Name},
+	{"concurrent-node-syncs", nodelifecycle.Name},
+}
+
+// ParseFlags reads args into Options. It returns flag.ErrHelp after printing
+// the usage for -h/--help.
+func ParseFlags(args []string, out io.Writer) (*Options, error) {
+	if out == nil {
+		out = os.Stderr
+	}
+	fs := flag.NewFlagSet("skiff-controller-manager", flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.Usage = func() {
+		fmt.Fprintf(out, `Usage: skiff-controller-manager [flags]
+
+Runs Skiff's control loops against the apiserver: Deployments roll out
+through ReplicaSets to Pods, the garbage collector deletes what lost its
+owner, and the node lifecycle controller taints and evicts nodes whose Lease
+stops. With --leader-elect only one of several copies works at a time.
+Metrics on --metrics-listen at /metrics; /healthz and /readyz beside them.
+
+Controllers: %s ("*" = all; "-name" removes one).
+
+Flags:
+`, strings.Join(Defaults(), ", "))
+		fs.PrintDefaults()
+	}
+	o := &Options{}
+	var controllers string
+	hostname, _ := os.Hostname()
+	fs.StringVar(&o.Server, "server", "127.0.0.1:6443", "apiserver gRPC address")
+	fs.StringVar(&o.MetricsListen, "metrics-listen", "0.0.0.0:10257", "HTTP address for /metrics, /healthz and /readyz (empty disables)")
+	fs.StringVar(&o.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.StringVar(&controllers, "controllers", "*", "comma-separated controllers to run")
+	workers := map[string]*int{}
+	for _, w := range workersFlags {
+		workers[w.controller] = fs.Int(w.flag, 0, "workers of the "+w.controller+" controller (0: its default)")
+	}
+	m := &o.Manager
+	fs.BoolVar(&m.LeaderElect, "leader-elect", true, "run the controllers only while holding the leader Lease")
+	fs.StringVar(&m.LeaderElection.Lock.Namespace, "leader-elect-resource-namespace", "kube-system", "namespace of the leader Lease")
+	fs.StringVar(&m.LeaderElection.Lock.Name, "leader-elect-resource-name", "skiff-controller-manager", "name of the leader Lease")
+	fs.StringVar(&m.LeaderElection.Identity, "leader-elect-identity", hostname+"_"+uuid.NewString()[:8], "this candidate's identity in the Lease")
+	fs.DurationVar(&m.LeaderElection.LeaseDuration, "leader-elect-lease-duration", leaderelection.DefaultLeaseDuration, "how long standbys wait after the Lease last changed before taking it over")
+	fs.DurationVar(&m.LeaderElection.RenewDeadline, "leader-elect-renew-deadline", leaderelection.DefaultRenewDeadline, "how long the leader keeps working without renewing before it stops")
+	fs.DurationVar(&m.LeaderElection.RetryPeriod, "leader-elect-retry-period", leaderelection.DefaultRetryPeriod, "interval between attempts to acquire or renew the Lease")
+	fs.DurationVar(&m.NodeMonitorGracePeriod, "node-monitor-grace-period", 40*time.Second, "a node whose Lease is older than this becomes NotReady (unreachable)")
+	fs.Int64Var(&m.DefaultTolerationSeconds, "default-toleration-seconds", 300, "how long pods without a toleration for unreachable/not-ready stay on such a node before eviction")
+	fs.DurationVar(&m.Resync, "resync-period", 0, "replay every cached object to the controllers at this period (0: never)")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q (see --help)", fs.Args())
+	}
+	m.Controllers = strings.Split(controllers, ",")
+	m.Workers = map[string]int{}
+	for _, w := range workersFlags {
+		if n := *workers[w.controller]; n != 0 {
+			if n < 0 {
+				return nil, fmt.Errorf("--%s: %d, must be at least 1", w.flag, n)
+			}
+			m.Workers[w.controller] = n
+		}
+	}
+	if m.NodeMonitorGracePeriod <= 0 {
+		return nil, fmt.Errorf("--node-monitor-grace-period: %v, must be positive", m.NodeMonitorGracePeriod)
+	}
+	if m.DefaultTolerationSeconds < 0 {
+		return nil, fmt.Errorf("--default-toleration-seconds: %d, must be 0 or more", m.DefaultTolerationSeconds)
+	}
+	return o, nil
+}
+
+// Run connects to the apiserver and runs the manager until ctx ends.
+// ready, when not nil, receives the metrics address once it listens.
+func Run(ctx context.Context, o *Options, log *zap.Logger, ready func(metricsAddr string)) error {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	o.Manager.Logger = log
+	o.Manager.Registerer = reg
+
+	conn, err := grpc.NewClient(o.Server, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return fmt.Errorf("--server %q: %w", o.Server, err)
+	}
+	defer conn.Close()
+	mgr, err := manager.New(conn, o.Manager, Builders(), Defaults())
+	if err != nil {
+		return err
+	}
+	log.Info("starting", zap.String("server", o.Server), zap.Strings("controllers", mgr.Controllers()),
+		zap.Bool("leaderElect", o.Manager.LeaderElect), zap.String("identity", o.Manager.LeaderElection.Identity))
+
+	var addr string
+	if o.MetricsListen != "" {
+		l, err := net.Listen("tcp", o.MetricsListen)
+		if err != nil {
+			return fmt.Errorf("--metrics-listen: %w", err)
+		}
+		addr = l.Addr().String()
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+		mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+		mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+			if !mgr.Synced() {
+				http.Error(w, "informers not synced (or waiting for leadership)", http.StatusServiceUnavailable)
+				return
+			}
+			fmt.Fprintln(w, "ok")
+		})
+		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go func() {
+			if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error("metrics server", zap.Error(err))
+			}
+		}()
+		defer srv.Close()
+	}
+	if ready != nil {
+		ready(addr)
+	}
+	return mgr.Run(ctx)
+}
