@@ -1,0 +1,162 @@
+package replicaset
+
+import (
+	"context"
+	"sync"
+
+	"go.uber.org/zap"
+
+	"skiff.dev/internal/client"
+	"skiff.dev/internal/controller"
+	"skiff.dev/internal/events"
+	"skiff.dev/internal/informer"
+	"skiff.dev/internal/labels"
+	"skiff.dev/internal/object"
+	"skiff.dev/internal/workqueue"
+	appsv1 "skiff.dev/proto/apps/v1"
+	corev1 "skiff.dev/proto/core/v1"
+	"skiff.dev/services/controller-manager/controllerutil"
+	"skiff.dev/services/controller-manager/manager"
+)
+
+// Name is the controller's name in --controllers.
+const Name = "replicaset"
+
+// Defaults of Options.
+const (
+	DefaultWorkers       = 5
+	DefaultBurstReplicas = 500
+)
+
+// Options configure the controller. Zero values pick the defaults.
+type Options struct {
+	// Workers is the number of ReplicaSets synced in parallel (default 5).
+	Workers int
+	// BurstReplicas is the most pods one sync creates or deletes (default
+	// 500, as the burstReplicas of Kubernetes' ReplicaSet controller).
+	BurstReplicas int
+}
+
+// Controller keeps each ReplicaSet's pods at spec.replicas.
+type Controller struct {
+	opts  Options
+	log   *zap.Logger
+	rec   events.Recorder
+	clock workqueue.Clock
+
+	pods      *informer.Informer[*corev1.Pod]
+	rss       *informer.Informer[*appsv1.ReplicaSet]
+	podClient *client.Resource[*corev1.Pod, *corev1.PodList]
+	rsClient  *client.Resource[*appsv1.ReplicaSet, *appsv1.ReplicaSetList]
+
+	expectations *Expectations
+	queue        *controller.Controller
+
+	// selectors caches each ReplicaSet's parsed selector by uid, with the
+	// generation it was parsed at (the apiserver keeps a selector
+	// immutable; the generation guards the cache anyway).
+	selectors sync.Map // uid -> cachedSelector
+}
+
+type cachedSelector struct {
+	generation int64
+	sel        labels.Selector
+}
+
+// selectorOf returns rs's selector, parsed once per uid and generation.
+func (c *Controller) selectorOf(rs *appsv1.ReplicaSet) (labels.Selector, error) {
+	m := rs.GetMetadata()
+	if v, ok := c.selectors.Load(m.GetUid()); ok && v.(cachedSelector).generation == m.GetGeneration() {
+		return v.(cachedSelector).sel, nil
+	}
+	sel, err := controllerutil.Selector(rs.GetSpec().GetSelector())
+	if err != nil {
+		return sel, err
+	}
+	c.selectors.Store(m.GetUid(), cachedSelector{m.GetGeneration(), sel})
+	// The delete handler forgets the selector after the cache dropped the
+	// ReplicaSet; if that happened before the Store above, forget it here.
+	if cur, ok := c.rss.Store().Get(keyOf(rs)); !ok || cur.GetMetadata().GetUid() != m.GetUid() {
+		c.selectors.Delete(m.GetUid())
+	}
+	return sel, nil
+}
+
+// New builds the controller on the shared pods and ReplicaSets informers
+// and registers its handlers; the manager starts the informers.
+func New(mc *manager.Context, o Options) *Controller {
+	return newController(mc, o,
+		informer.For(mc.Informers, client.Pods(mc.Conn)),
+		informer.For(mc.Informers, client.ReplicaSets(mc.Conn)))
+}
+
+// newController builds the controller on the given informers (tests pass a
+// pods informer whose events lag).
+func newController(mc *manager.Context, o Options, pods *informer.Informer[*corev1.Pod], rss *informer.Informer[*appsv1.ReplicaSet]) *Controller {
+	if o.Workers <= 0 {
+		o.Workers = DefaultWorkers
+	}
+	if o.BurstReplicas <= 0 {
+		o.BurstReplicas = DefaultBurstReplicas
+	}
+	log := mc.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	log = log.Named(Name)
+	clock := mc.Clock
+	if clock == nil {
+		clock = workqueue.RealClock()
+	}
+	var rec events.Recorder = nopRecorder{}
+	if mc.Recorder != nil {
+		rec = mc.Recorder(Name + "-controller")
+	}
+	c := &Controller{
+		opts:         o,
+		log:          log,
+		rec:          rec,
+		clock:        clock,
+		pods:         pods,
+		rss:          rss,
+		podClient:    client.Pods(mc.Conn),
+		rsClient:     client.ReplicaSets(mc.Conn),
+		expectations: NewExpectations(clock.Now),
+	}
+	c.queue = controller.New(controller.ReconcileFunc(c.Reconcile), controller.Options{
+		Name:       Name,
+		Workers:    o.Workers,
+		Logger:     log,
+		Metrics:    mc.QueueMetrics,
+		Clock:      clock,
+		Registerer: mc.Registerer,
+	})
+	pods.AddIndex(orphanIndex, orphanNamespace)
+	rss.AddHandler(informer.Handler[*appsv1.ReplicaSet]{
+		OnAdd:    c.addReplicaSet,
+		OnUpdate: c.updateReplicaSet,
+		OnDelete: c.deleteReplicaSet,
+	})
+	pods.AddHandler(informer.Handler[*corev1.Pod]{
+		OnAdd:    c.addPod,
+		OnUpdate: c.updatePod,
+		OnDelete: c.deletePod,
+	})
+	return c
+}
+
+// Run waits for the informers to sync, then syncs ReplicaSets until ctx
+// ends. It returns nil.
+func (c *Controller) Run(ctx context.Context) error {
+	if !informer.WaitForSync(ctx, c.pods, c.rss) {
+		return nil
+	}
+	return c.queue.Run(ctx)
+}
+
+func keyOf(rs *appsv1.ReplicaSet) string { return informer.Key(rs) }
+
+type nopRecorder struct{}
+
+func (nopRecorder) Event(object.Object, string, string, string)          {}
+func (nopRecorder) Eventf(object.Object, string, string, string, ...any) {}

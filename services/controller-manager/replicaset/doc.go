@@ -1,0 +1,50 @@
+// Package replicaset is the ReplicaSet controller: it keeps the number of
+// active pods of each ReplicaSet at spec.replicas and reports them in its
+// status, as Kubernetes' ReplicaSet controller does. One file per stage:
+//
+//	controller.go    New and Run: the informers (pods, ReplicaSets), the
+//	                 shared runner, Options
+//	handlers.go      informer events -> ReplicaSet keys: a pod maps to its
+//	                 controller (by controllerRef, through the ReplicaSet
+//	                 cache); an orphan to every ReplicaSet of its namespace
+//	                 whose selector matches; creations and deletions seen
+//	                 lower the expectations. It adds one index to the shared
+//	                 pods informer: orphans by namespace
+//	expectations.go  the creations and deletions in flight, per ReplicaSet
+//	replicaset.go    Reconcile: claim, then create or delete, then status
+//	claim.go         claimPods (pure): which pods are owned, to adopt, to
+//	                 release; adopt and release by Update at the pod's
+//	                 resourceVersion
+//	template.go      the pods created: generateName "<rs>-", the template's
+//	                 labels, annotations and spec, a controller reference
+//	slowstart.go     creations in batches of 1, 2, 4, ... (at most
+//	                 BurstReplicas per sync), stopping after a failed batch;
+//	                 the calls of a batch run concurrently, 64 at most
+//	rank.go          rankForDeletion (pure): which pods a scale-down deletes
+//	status.go        calculateStatus (pure) and the status write
+//
+// The sync of a ReplicaSet, level-based, from the caches only:
+//
+//  1. its pods are those it controls (the owner index) plus the matching
+//     orphans of its namespace (the orphan index), active ones only
+//     (controllerutil.IsPodActive: a pod being deleted or finished does not
+//     count);
+//  2. orphans that match are adopted and owned pods that no longer match are
+//     released (neither while the ReplicaSet is being deleted);
+//  3. if its expectations are satisfied (every creation and deletion the
+//     controller made has been seen by the pods informer, or 5 minutes have
+//     passed), pods are created or deleted to reach spec.replicas; a
+//     lagging informer therefore never causes extra pods. A ReplicaSet
+//     being deleted neither creates nor deletes pods;
+//  4. the status (replicas, fullyLabeledReplicas, readyReplicas,
+//     availableReplicas, observedGeneration, the ReplicaFailure condition)
+//     is written when it changed; when a ready pod becomes available after
+//     minReadySeconds, the ReplicaSet is synced again at that moment.
+//
+// Events on the ReplicaSet: SuccessfulCreate, FailedCreate,
+// SuccessfulDelete, FailedDelete.
+//
+// The package does not delete a ReplicaSet's pods when the ReplicaSet is
+// deleted (the garbage collector follows the owner references), does not
+// schedule pods, and knows nothing of Deployments.
+package replicaset

@@ -1,0 +1,112 @@
+package replicaset
+
+import (
+	"sync"
+	"time"
+)
+
+// ExpectationsTimeout is how long expectations are trusted: a creation or
+// deletion whose watch event never arrives (a lost event, a pod deleted by
+// someone else before the informer saw it) blocks the ReplicaSet's syncs
+// for at most this long. Kubernetes' controller.ExpectationsTimeout.
+const ExpectationsTimeout = 5 * time.Minute
+
+// Expectations track, per ReplicaSet key, the pod creations and deletions
+// the controller made and the pods informer has not shown yet, as
+// Kubernetes' UIDTrackingControllerExpectations do. While a ReplicaSet has
+// some, its pods in the cache are known to be stale and the controller does
+// not compute a diff from them (it would create or delete twice).
+//
+// Creations are a count (the new pods' names are the server's choice);
+// deletions are the set of the pods' keys, so that a deletion seen twice
+// (the update that sets deletionTimestamp, then the delete) is counted
+// once. Expectations are safe for concurrent use.
+type Expectations struct {
+	now func() time.Time
+
+	mu      sync.Mutex
+	records map[string]*expectation
+}
+
+type expectation struct {
+	adds int
+	dels map[string]struct{}
+	set  time.Time // when the expectations were set: they expire after ExpectationsTimeout
+}
+
+// NewExpectations returns empty expectations on the clock now.
+func NewExpectations(now func() time.Time) *Expectations {
+	return &Expectations{now: now, records: map[string]*expectation{}}
+}
+
+// ExpectCreations records that n pods are about to be created for key,
+// replacing whatever key expected before.
+func (e *Expectations) ExpectCreations(key string, n int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.records[key] = &expectation{adds: n, set: e.now()}
+}
+
+// ExpectDeletions records that the pods podKeys are about to be deleted for
+// key, replacing whatever key expected before.
+func (e *Expectations) ExpectDeletions(key string, podKeys []string) {
+	dels := make(map[string]struct{}, len(podKeys))
+	for _, k := range podKeys {
+		dels[k] = struct{}{}
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.records[key] = &expectation{dels: dels, set: e.now()}
+}
+
+// CreationObserved lowers key's expected creations by one: a pod was seen,
+// or a creation failed and will never be seen.
+func (e *Expectations) CreationObserved(key string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if r := e.records[key]; r != nil && r.adds > 0 {
+		r.adds--
+	}
+}
+
+// DeletionObserved marks the deletion of podKey as seen (or failed) for key.
+// A pod key not expected is ignored.
+func (e *Expectations) DeletionObserved(key, podKey string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if r := e.records[key]; r != nil {
+		delete(r.dels, podKey)
+	}
+}
+
+// Satisfied reports whether the cache can be trusted for key: nothing is
+// expected, everything expected was observed, or the expectations expired.
+func (e *Expectations) Satisfied(key string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	r := e.records[key]
+	if r == nil {
+		return true
+	}
+	if r.adds <= 0 && len(r.dels) == 0 {
+		return true
+	}
+	return e.now().Sub(r.set) > ExpectationsTimeout
+}
+
+// Pending returns key's outstanding creations and deletions, for logs and tests.
+func (e *Expectations) Pending(key string) (adds, dels int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if r := e.records[key]; r != nil {
+		return max(r.adds, 0), len(r.dels)
+	}
+	return 0, 0
+}
+
+// Delete forgets key (its ReplicaSet is gone).
+func (e *Expectations) Delete(key string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.records, key)
+}

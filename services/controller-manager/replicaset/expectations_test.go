@@ -1,0 +1,74 @@
+package replicaset
+
+import (
+	"testing"
+	"time"
+
+	"skiff.dev/internal/workqueue"
+)
+
+// TestExpectations plays scripts of expectations and observations.
+func TestExpectations(t *testing.T) {
+	type step struct {
+		do        func(e *Expectations, clk *workqueue.FakeClock)
+		satisfied bool
+	}
+	expectAdds := func(n int) func(*Expectations, *workqueue.FakeClock) {
+		return func(e *Expectations, _ *workqueue.FakeClock) { e.ExpectCreations("ns/rs", n) }
+	}
+	expectDels := func(keys ...string) func(*Expectations, *workqueue.FakeClock) {
+		return func(e *Expectations, _ *workqueue.FakeClock) { e.ExpectDeletions("ns/rs", keys) }
+	}
+	added := func(e *Expectations, _ *workqueue.FakeClock) { e.CreationObserved("ns/rs") }
+	deleted := func(k string) func(*Expectations, *workqueue.FakeClock) {
+		return func(e *Expectations, _ *workqueue.FakeClock) { e.DeletionObserved("ns/rs", k) }
+	}
+	wait := func(d time.Duration) func(*Expectations, *workqueue.FakeClock) {
+		return func(_ *Expectations, clk *workqueue.FakeClock) { clk.Step(d) }
+	}
+	forget := func(e *Expectations, _ *workqueue.FakeClock) { e.Delete("ns/rs") }
+	nothing := func(*Expectations, *workqueue.FakeClock) {}
+
+	cases := []struct {
+		name  string
+		steps []step
+	}{
+		{"nothing expected", []step{{nothing, true}}},
+		{"creations observed one by one", []step{
+			{expectAdds(3), false}, {added, false}, {added, false}, {added, true},
+		}},
+		{"more creations observed than expected stay satisfied", []step{
+			{expectAdds(1), false}, {added, true}, {added, true}, {expectAdds(1), false}, {added, true},
+		}},
+		{"zero creations expected", []step{{expectAdds(0), true}}},
+		{"deletions tracked by pod: one seen twice counts once", []step{
+			{expectDels("ns/a", "ns/b"), false}, {deleted("ns/a"), false}, {deleted("ns/a"), false}, {deleted("ns/b"), true},
+		}},
+		{"a deletion not expected is ignored", []step{
+			{expectDels("ns/a"), false}, {deleted("ns/z"), false}, {deleted("ns/a"), true},
+		}},
+		{"new expectations replace the old", []step{
+			{expectAdds(5), false}, {expectDels("ns/a"), false}, {deleted("ns/a"), true},
+		}},
+		{"expire after the timeout", []step{
+			{expectAdds(2), false}, {wait(ExpectationsTimeout), false}, {wait(time.Nanosecond), true},
+		}},
+		{"deleted", []step{{expectAdds(2), false}, {forget, true}, {added, true}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := workqueue.NewFakeClock(epoch)
+			e := NewExpectations(clk.Now)
+			for i, s := range tc.steps {
+				s.do(e, clk)
+				if got := e.Satisfied("ns/rs"); got != s.satisfied {
+					adds, dels := e.Pending("ns/rs")
+					t.Fatalf("after step %d: Satisfied = %v, want %v (pending %d creations, %d deletions)", i, got, s.satisfied, adds, dels)
+				}
+				if !e.Satisfied("ns/other") {
+					t.Fatalf("after step %d: another key is not satisfied", i)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,184 @@
+package replicaset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.uber.org/zap"
+
+	"skiff.dev/internal/apierrors"
+	"skiff.dev/internal/controller"
+	"skiff.dev/internal/events"
+	"skiff.dev/internal/informer"
+	"skiff.dev/internal/labels"
+	appsv1 "skiff.dev/proto/apps/v1"
+	corev1 "skiff.dev/proto/core/v1"
+	metav1 "skiff.dev/proto/meta/v1"
+	"skiff.dev/services/controller-manager/controllerutil"
+)
+
+// Reconcile syncs one ReplicaSet, named by its key: claim its pods (adopt
+// matching orphans, release pods that stopped matching), create or delete
+// pods to reach spec.replicas when the cache can be trusted (expectations
+// satisfied), then write its status.
+func (c *Controller) Reconcile(ctx context.Context, key string) (controller.Result, error) {
+	ns, name, err := controller.SplitKey(key)
+	if err != nil {
+		return controller.Result{}, controller.Terminal(err)
+	}
+	rs, ok := c.rss.Store().GetByName(ns, name)
+	if !ok {
+		c.expectations.Delete(key)
+		return controller.Result{}, nil
+	}
+	sel, err := c.selectorOf(rs)
+	if err != nil {
+		c.rec.Eventf(rs, events.EventTypeWarning, "InvalidSelector", "Invalid selector: %v", err)
+		return controller.Result{}, controller.Terminal(fmt.Errorf("replicaset %s: selector: %w", key, err))
+	}
+	// Read the expectations before the cache: a pod observed in between
+	// is then in the cache when they say so.
+	trusted := c.expectations.Satisfied(key)
+
+	cl := claimPods(rs, sel, c.candidates(rs, sel))
+	owned := cl.owned
+	var errs []error
+	if err := c.release(ctx, rs, cl.release); err != nil {
+		errs = append(errs, err)
+	}
+	adopted, err := c.adopt(ctx, rs, cl.adopt)
+	owned = append(owned, adopted...)
+	if err != nil {
+		// Counting without the pods not adopted would create pods for them.
+		return controller.Result{}, fmt.Errorf("replicaset %s: %w", key, errors.Join(append(errs, err)...))
+	}
+
+	var failure *manageError
+	if trusted && rs.GetMetadata().GetDeletionTimestamp() == nil {
+		failure = c.manageReplicas(ctx, key, rs, owned)
+	} else if ce := c.log.Check(zap.DebugLevel, "waiting for the cache"); ce != nil && !trusted {
+		adds, dels := c.expectations.Pending(key)
+		ce.Write(zap.String("replicaset", key), zap.Int("creations", adds), zap.Int("deletions", dels))
+	}
+
+	st, availableIn := calculateStatus(rs, owned, failure, c.clock.Now())
+	if err := c.updateStatus(ctx, rs, st); err != nil {
+		errs = append(errs, err)
+	}
+	if availableIn > 0 {
+		// A ready pod becomes available then, without any event.
+		c.queue.EnqueueAfter(key, availableIn)
+	}
+	if failure != nil {
+		errs = append(errs, failure)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return controller.Result{}, fmt.Errorf("replicaset %s: %w", key, err)
+	}
+	return controller.Result{}, nil
+}
+
+// candidates returns the active pods rs could own: those it controls (from
+// the owner index) and the orphans of its namespace that match its selector
+// (from the orphan index). Pods controlled by someone else are not read.
+func (c *Controller) candidates(rs *appsv1.ReplicaSet, sel labels.Selector) []*corev1.Pod {
+	m := rs.GetMetadata()
+	store := c.pods.Store()
+	owned := store.ByOwner(m.GetUid())
+	orphans := store.ByIndex(orphanIndex, m.GetNamespace())
+	out := make([]*corev1.Pod, 0, len(owned)+len(orphans))
+	for _, p := range owned {
+		ref := controllerutil.ControllerOf(p.GetMetadata())
+		if ref != nil && ref.GetUid() == m.GetUid() && p.GetMetadata().GetNamespace() == m.GetNamespace() && controllerutil.IsPodActive(p) {
+			out = append(out, p)
+		}
+	}
+	for _, p := range orphans {
+		if controllerutil.IsPodActive(p) && sel.Matches(p.GetMetadata().GetLabels()) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// manageReplicas creates or deletes pods, at most BurstReplicas, to bring
+// the active pods to spec.replicas. It returns the failure, if any.
+func (c *Controller) manageReplicas(ctx context.Context, key string, rs *appsv1.ReplicaSet, pods []*corev1.Pod) *manageError {
+	want := int(rs.GetSpec().GetReplicas())
+	diff := len(pods) - want
+	switch {
+	case diff < 0:
+		return c.createPods(ctx, key, rs, min(-diff, c.opts.BurstReplicas))
+	case diff > 0:
+		return c.deletePods(ctx, key, rs, podsToDelete(pods, min(diff, c.opts.BurstReplicas)))
+	}
+	return nil
+}
+
+// createPods creates n pods from rs's template in slow-start batches.
+func (c *Controller) createPods(ctx context.Context, key string, rs *appsv1.ReplicaSet, n int) *manageError {
+	c.log.Info("creating pods", zap.String("replicaset", key), zap.Int("count", n),
+		zap.Int32("replicas", rs.GetSpec().GetReplicas()))
+	// Expect them all before the first create: its pod may be observed
+	// before the call returns.
+	c.expectations.ExpectCreations(key, n)
+	tmpl := newPodTemplate(rs)
+	created, err := slowStart(n, slowStartInitialBatchSize, func() error {
+		p, err := c.podClient.Create(ctx, tmpl.pod())
+		if err != nil {
+			if ctx.Err() == nil { // not the controller stopping
+				c.rec.Eventf(rs, events.EventTypeWarning, "FailedCreate", "Error creating: %v", err)
+			}
+			return err
+		}
+		c.rec.Eventf(rs, events.EventTypeNormal, "SuccessfulCreate", "Created pod: %s", p.GetMetadata().GetName())
+		return nil
+	})
+	// The pods not created (failed, or skipped after a failed batch) will
+	// never be observed.
+	for range n - created {
+		c.expectations.CreationObserved(key)
+	}
+	if err != nil {
+		c.log.Info("creating pods failed", zap.String("replicaset", key), zap.Int("created", created), zap.Int("skipped", n-created), zap.Error(err))
+		return &manageError{reason: "FailedCreate", err: fmt.Errorf("create pods: %w", err)}
+	}
+	return nil
+}
+
+// deletePods deletes victims, concurrently.
+func (c *Controller) deletePods(ctx context.Context, key string, rs *appsv1.ReplicaSet, victims []*corev1.Pod) *manageError {
+	c.log.Info("deleting pods", zap.String("replicaset", key), zap.Int("count", len(victims)),
+		zap.Int32("replicas", rs.GetSpec().GetReplicas()))
+	podKeys := make([]string, len(victims))
+	for i, p := range victims {
+		podKeys[i] = informer.Key(p)
+	}
+	c.expectations.ExpectDeletions(key, podKeys)
+	_, err := parallel(len(victims), func(i int) error {
+		m := victims[i].GetMetadata()
+		_, err := c.podClient.Delete(ctx, &metav1.DeleteRequest{
+			Namespace:     m.GetNamespace(),
+			Name:          m.GetName(),
+			Preconditions: &metav1.Preconditions{Uid: m.GetUid()},
+		})
+		if err != nil {
+			// The informer will not observe this deletion.
+			c.expectations.DeletionObserved(key, podKeys[i])
+			if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+				return nil // gone already (or replaced by another pod of the same name)
+			}
+			if ctx.Err() == nil {
+				c.rec.Eventf(rs, events.EventTypeWarning, "FailedDelete", "Error deleting: %v", err)
+			}
+			return err
+		}
+		c.rec.Eventf(rs, events.EventTypeNormal, "SuccessfulDelete", "Deleted pod: %s", m.GetName())
+		return nil
+	})
+	if err != nil {
+		return &manageError{reason: "FailedDelete", err: fmt.Errorf("delete pods: %w", err)}
+	}
+	return nil
+}
