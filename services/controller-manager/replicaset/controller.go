@@ -56,6 +56,9 @@ type Controller struct {
 	// generation it was parsed at (the apiserver keeps a selector
 	// immutable; the generation guards the cache anyway).
 	selectors sync.Map // uid -> cachedSelector
+	// warm holds the uids of ReplicaSets whose last creations all
+	// succeeded: their next creations skip the slow start's ramp.
+	warm sync.Map
 }
 
 type cachedSelector struct {

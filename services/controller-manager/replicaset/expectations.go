@@ -39,12 +39,34 @@ func NewExpectations(now func() time.Time) *Expectations {
 	return &Expectations{now: now, records: map[string]*expectation{}}
 }
 
-// ExpectCreations records that n pods are about to be created for key,
-// replacing whatever key expected before.
+// ExpectCreations records that n more pods are about to be created for
+// key, on top of creations not observed yet (deletions are never pending
+// at the same time: the controller deletes only once everything is seen).
 func (e *Expectations) ExpectCreations(key string, n int) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.records[key] = &expectation{adds: n, set: e.now()}
+	adds := 0
+	if r := e.records[key]; r != nil && e.now().Sub(r.set) <= ExpectationsTimeout {
+		adds = max(r.adds, 0)
+	}
+	e.records[key] = &expectation{adds: adds + n, set: e.now()}
+}
+
+// InFlight returns, for key, the creations not observed yet (they count
+// as pods: they exist in the apiserver already) and whether deletions are
+// outstanding (then the cache cannot be trusted at all). Expired
+// expectations count for nothing. Read it BEFORE the cache: a pod observed
+// in between is then counted twice (the controller creates too few, and
+// catches up at its next sync), never zero times (which would create too
+// many).
+func (e *Expectations) InFlight(key string) (adds int, deleting bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	r := e.records[key]
+	if r == nil || e.now().Sub(r.set) > ExpectationsTimeout {
+		return 0, false
+	}
+	return max(r.adds, 0), len(r.dels) > 0
 }
 
 // ExpectDeletions records that the pods podKeys are about to be deleted for

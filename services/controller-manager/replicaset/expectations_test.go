@@ -72,3 +72,31 @@ func TestExpectations(t *testing.T) {
 		})
 	}
 }
+
+// TestInFlight: creations not observed yet count as pods, and add up over
+// syncs; deletions outstanding mean the cache is not to be trusted; expired
+// expectations count for nothing.
+func TestInFlight(t *testing.T) {
+	clk := workqueue.NewFakeClock(time.Unix(1000, 0))
+	e := NewExpectations(clk.Now)
+	check := func(step string, wantAdds int, wantDeleting bool) {
+		t.Helper()
+		if adds, deleting := e.InFlight("ns/rs"); adds != wantAdds || deleting != wantDeleting {
+			t.Errorf("%s: InFlight = %d, %v; want %d, %v", step, adds, deleting, wantAdds, wantDeleting)
+		}
+	}
+	check("nothing expected", 0, false)
+	e.ExpectCreations("ns/rs", 3)
+	e.CreationObserved("ns/rs")
+	check("3 made, 1 seen", 2, false)
+	e.ExpectCreations("ns/rs", 5)
+	check("5 more made", 7, false)
+	clk.Step(ExpectationsTimeout + time.Second)
+	check("expired", 0, false)
+	e.ExpectCreations("ns/rs", 2)
+	check("expired creations are not carried over", 2, false)
+	e.ExpectDeletions("ns/rs", []string{"ns/p1"})
+	check("a deletion outstanding", 0, true)
+	e.DeletionObserved("ns/rs", "ns/p1")
+	check("the deletion seen", 0, false)
+}

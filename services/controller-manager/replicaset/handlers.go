@@ -41,6 +41,7 @@ func (c *Controller) deleteReplicaSet(rs *appsv1.ReplicaSet) {
 	key := keyOf(rs)
 	c.expectations.Delete(key)
 	c.selectors.Delete(rs.GetMetadata().GetUid())
+	c.warm.Delete(rs.GetMetadata().GetUid())
 	c.queue.Enqueue(key)
 }
 

@@ -38,8 +38,9 @@ func (c *Controller) Reconcile(ctx context.Context, key string) (controller.Resu
 		return controller.Result{}, controller.Terminal(fmt.Errorf("replicaset %s: selector: %w", key, err))
 	}
 	// Read the expectations before the cache: a pod observed in between
-	// is then in the cache when they say so.
-	trusted := c.expectations.Satisfied(key)
+	// is then counted twice (too few created, caught up at the next sync),
+	// never zero times (too many).
+	inFlight, deleting := c.expectations.InFlight(key)
 
 	cl := claimPods(rs, sel, c.candidates(rs, sel))
 	owned := cl.owned
@@ -55,9 +56,9 @@ func (c *Controller) Reconcile(ctx context.Context, key string) (controller.Resu
 	}
 
 	var failure *manageError
-	if trusted && rs.GetMetadata().GetDeletionTimestamp() == nil {
-		failure = c.manageReplicas(ctx, key, rs, owned)
-	} else if ce := c.log.Check(zap.DebugLevel, "waiting for the cache"); ce != nil && !trusted {
+	if !deleting && rs.GetMetadata().GetDeletionTimestamp() == nil {
+		failure = c.manageReplicas(ctx, key, rs, owned, inFlight)
+	} else if ce := c.log.Check(zap.DebugLevel, "waiting for the cache"); ce != nil && deleting {
 		adds, dels := c.expectations.Pending(key)
 		ce.Write(zap.String("replicaset", key), zap.Int("creations", adds), zap.Int("deletions", dels))
 	}
@@ -103,14 +104,17 @@ func (c *Controller) candidates(rs *appsv1.ReplicaSet, sel labels.Selector) []*c
 }
 
 // manageReplicas creates or deletes pods, at most BurstReplicas, to bring
-// the active pods to spec.replicas. It returns the failure, if any.
-func (c *Controller) manageReplicas(ctx context.Context, key string, rs *appsv1.ReplicaSet, pods []*corev1.Pod) *manageError {
+// the active pods plus the creations in flight (made, not yet observed) to
+// spec.replicas. Deletions wait until every creation has been observed, so
+// that the pods to delete are ranked among all of them. It returns the
+// failure, if any.
+func (c *Controller) manageReplicas(ctx context.Context, key string, rs *appsv1.ReplicaSet, pods []*corev1.Pod, inFlight int) *manageError {
 	want := int(rs.GetSpec().GetReplicas())
-	diff := len(pods) - want
+	diff := len(pods) + inFlight - want
 	switch {
 	case diff < 0:
 		return c.createPods(ctx, key, rs, min(-diff, c.opts.BurstReplicas))
-	case diff > 0:
+	case diff > 0 && inFlight == 0:
 		return c.deletePods(ctx, key, rs, podsToDelete(pods, min(diff, c.opts.BurstReplicas)))
 	}
 	return nil
@@ -124,7 +128,13 @@ func (c *Controller) createPods(ctx context.Context, key string, rs *appsv1.Repl
 	// before the call returns.
 	c.expectations.ExpectCreations(key, n)
 	tmpl := newPodTemplate(rs)
-	created, err := slowStart(n, slowStartInitialBatchSize, func() error {
+	// A ReplicaSet whose last creations all succeeded skips the ramp: the
+	// slow start is there to stop a flood of calls that would all fail.
+	initial := slowStartInitialBatchSize
+	if _, ok := c.warm.Load(rs.GetMetadata().GetUid()); ok {
+		initial = n
+	}
+	created, err := slowStart(n, initial, func() error {
 		p, err := c.podClient.Create(ctx, tmpl.pod())
 		if err != nil {
 			if ctx.Err() == nil { // not the controller stopping
@@ -139,6 +149,11 @@ func (c *Controller) createPods(ctx context.Context, key string, rs *appsv1.Repl
 	// never be observed.
 	for range n - created {
 		c.expectations.CreationObserved(key)
+	}
+	if err == nil {
+		c.warm.Store(rs.GetMetadata().GetUid(), struct{}{})
+	} else {
+		c.warm.Delete(rs.GetMetadata().GetUid())
 	}
 	if err != nil {
 		c.log.Info("creating pods failed", zap.String("replicaset", key), zap.Int("created", created), zap.Int("skipped", n-created), zap.Error(err))
