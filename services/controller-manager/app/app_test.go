@@ -1,0 +1,75 @@
+package app
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"slices"
+	"strings"
+	"testing"
+
+	"skiff.dev/services/controller-manager/manager"
+)
+
+func TestChooseControllers(t *testing.T) {
+	cases := []struct {
+		name    string
+		list    []string
+		want    []string
+		wantErr string
+	}{
+		{"default is all", nil, []string{"deployment", "garbagecollector", "nodelifecycle", "replicaset"}, ""},
+		{"star minus one", []string{"*", "-nodelifecycle"}, []string{"deployment", "garbagecollector", "replicaset"}, ""},
+		{"named only", []string{"replicaset"}, []string{"replicaset"}, ""},
+		{"unknown names are listed", []string{"replicaset", "jobs", "-cron"}, nil, "unknown controller(s) jobs, cron"},
+		{"nothing left", []string{"*", "-deployment", "-replicaset", "-garbagecollector", "-nodelifecycle"}, nil, "no controller left"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := manager.Choose(tc.list, Builders(), Defaults())
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("Choose(%v) error = %v, want one containing %q", tc.list, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || !slices.Equal(got, tc.want) {
+				t.Errorf("Choose(%v) = %v, %v; want %v", tc.list, got, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestParseFlags(t *testing.T) {
+	o, err := ParseFlags([]string{"--controllers", "replicaset,deployment", "--concurrent-replicaset-syncs", "8", "--leader-elect=false"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(o.Manager.Controllers, []string{"replicaset", "deployment"}) || o.Manager.Workers["replicaset"] != 8 || o.Manager.LeaderElect {
+		t.Errorf("parsed %+v", o.Manager)
+	}
+	bad := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--concurrent-gc-syncs", "-1"}, "--concurrent-gc-syncs: -1"},
+		{[]string{"--node-monitor-grace-period", "0s"}, "--node-monitor-grace-period"},
+		{[]string{"--default-toleration-seconds", "-5"}, "--default-toleration-seconds"},
+		{[]string{"extra"}, "unexpected arguments"},
+		{[]string{"--no-such-flag"}, "no-such-flag"},
+	}
+	for _, tc := range bad {
+		if _, err := ParseFlags(tc.args, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("ParseFlags(%v) error = %v, want one containing %q", tc.args, err, tc.want)
+		}
+	}
+	var help bytes.Buffer
+	if _, err := ParseFlags([]string{"--help"}, &help); !errors.Is(err, flag.ErrHelp) {
+		t.Errorf("--help: err = %v, want flag.ErrHelp", err)
+	}
+	for _, want := range []string{"Usage: skiff-controller-manager", "--leader-elect", "nodelifecycle"} {
+		if !strings.Contains(help.String(), want) {
+			t.Errorf("--help output lacks %q", want)
+		}
+	}
+}
