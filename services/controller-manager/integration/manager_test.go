@@ -13,13 +13,13 @@ import (
 
 	"skiff.dev/internal/client"
 	"skiff.dev/internal/informer"
+	appsv1 "skiff.dev/proto/apps/v1"
+	corev1 "skiff.dev/proto/core/v1"
+	metav1 "skiff.dev/proto/meta/v1"
 	"skiff.dev/services/controller-manager/app"
 	"skiff.dev/services/controller-manager/controllerutil"
 	"skiff.dev/services/controller-manager/manager/managertest"
 	"skiff.dev/services/controller-manager/simnode"
-	appsv1 "skiff.dev/proto/apps/v1"
-	corev1 "skiff.dev/proto/core/v1"
-	metav1 "skiff.dev/proto/meta/v1"
 )
 
 // runningManager is a skiff-controller-manager run in-process.
