@@ -1,9 +1,9 @@
 package controller
 
 import (
-	"errors"
-
 	"github.com/prometheus/client_golang/prometheus"
+
+	"skiff.dev/internal/promutil"
 )
 
 // Values of the result label of controller_reconcile_total.
@@ -45,29 +45,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, controller),
 	}
 	if reg != nil {
-		m.total = register(reg, m.total)
-		m.errors = register(reg, m.errors)
-		m.panics = register(reg, m.panics)
-		m.duration = register(reg, m.duration)
-		m.active = register(reg, m.active)
+		m.total = promutil.MustRegister(reg, m.total)
+		m.errors = promutil.MustRegister(reg, m.errors)
+		m.panics = promutil.MustRegister(reg, m.panics)
+		m.duration = promutil.MustRegister(reg, m.duration)
+		m.active = promutil.MustRegister(reg, m.active)
 	}
 	return m
-}
-
-// register registers c on reg or, if an equal collector is registered there
-// already (a second controller on the same registerer), returns that one.
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
-	err := reg.Register(c)
-	if err == nil {
-		return c
-	}
-	var are prometheus.AlreadyRegisteredError
-	if errors.As(err, &are) {
-		if existing, ok := are.ExistingCollector.(C); ok {
-			return existing
-		}
-	}
-	panic(err) // a different metric by the same name: a programming error
 }
 
 // controllerMetrics are one controller's series.

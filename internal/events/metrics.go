@@ -1,9 +1,9 @@
 package events
 
 import (
-	"errors"
-
 	"github.com/prometheus/client_golang/prometheus"
+
+	"skiff.dev/internal/promutil"
 )
 
 // Reasons an event is not written (the label of events_dropped_total).
@@ -30,31 +30,13 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"reason"}),
 	}
 	var err error
-	if m.recorded, err = register(reg, m.recorded); err != nil {
+	if m.recorded, err = promutil.Register(reg, m.recorded); err != nil {
 		return nil, err
 	}
-	if m.dropped, err = register(reg, m.dropped); err != nil {
+	if m.dropped, err = promutil.Register(reg, m.dropped); err != nil {
 		return nil, err
 	}
 	return m, nil
-}
-
-// register registers c on reg, or returns the collector registered before
-// (several broadcasters may share a registry).
-func register(reg prometheus.Registerer, c *prometheus.CounterVec) (*prometheus.CounterVec, error) {
-	if reg == nil {
-		return c, nil
-	}
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(*prometheus.CounterVec); ok {
-				return existing, nil
-			}
-		}
-		return nil, err
-	}
-	return c, nil
 }
 
 func (m *metrics) drop(reason string) { m.dropped.WithLabelValues(reason).Inc() }

@@ -1,6 +1,10 @@
 package informer
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"skiff.dev/internal/promutil"
+)
 
 // Metrics count what informers do. One Metrics serves every informer of a
 // process, labelled by resource. A nil *Metrics records nothing.
@@ -31,9 +35,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "informer_watch_events_total", Help: "Watch events applied to the cache, by type.",
 		}, []string{"resource", "type"}),
 	}
-	if reg != nil {
-		reg.MustRegister(m.lists, m.listFails, m.listedItems, m.watchEnds, m.events)
-	}
+	m.lists = promutil.MustRegister(reg, m.lists)
+	m.listFails = promutil.MustRegister(reg, m.listFails)
+	m.listedItems = promutil.MustRegister(reg, m.listedItems)
+	m.watchEnds = promutil.MustRegister(reg, m.watchEnds)
+	m.events = promutil.MustRegister(reg, m.events)
 	return m
 }
 

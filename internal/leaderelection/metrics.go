@@ -1,9 +1,9 @@
 package leaderelection
 
 import (
-	"errors"
-
 	"github.com/prometheus/client_golang/prometheus"
+
+	"skiff.dev/internal/promutil"
 )
 
 // metrics is the leader gauge of one lock. Several electors may share a
@@ -17,18 +17,9 @@ func newMetrics(reg prometheus.Registerer, name string) (*metrics, error) {
 		Name: "leader_election_master_status",
 		Help: "1 while this process holds the lease named by the label, 0 otherwise.",
 	}, []string{"name"})
-	if reg != nil {
-		if err := reg.Register(vec); err != nil {
-			var are prometheus.AlreadyRegisteredError
-			if !errors.As(err, &are) {
-				return nil, err
-			}
-			existing, ok := are.ExistingCollector.(*prometheus.GaugeVec)
-			if !ok {
-				return nil, err
-			}
-			vec = existing
-		}
+	vec, err := promutil.Register(reg, vec)
+	if err != nil {
+		return nil, err
 	}
 	m := &metrics{status: vec.WithLabelValues(name)}
 	m.status.Set(0)

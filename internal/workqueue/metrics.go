@@ -1,11 +1,12 @@
 package workqueue
 
 import (
-	"errors"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"skiff.dev/internal/promutil"
 )
 
 // Metrics are the workqueue_* metrics of Kubernetes, labelled by queue name.
@@ -48,30 +49,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		inFlight: newInFlightCollector(),
 	}
 	if reg != nil {
-		m.depth = register(reg, m.depth)
-		m.adds = register(reg, m.adds)
-		m.retries = register(reg, m.retries)
-		m.queueDuration = register(reg, m.queueDuration)
-		m.workDuration = register(reg, m.workDuration)
-		m.inFlight = register(reg, m.inFlight)
+		m.depth = promutil.MustRegister(reg, m.depth)
+		m.adds = promutil.MustRegister(reg, m.adds)
+		m.retries = promutil.MustRegister(reg, m.retries)
+		m.queueDuration = promutil.MustRegister(reg, m.queueDuration)
+		m.workDuration = promutil.MustRegister(reg, m.workDuration)
+		m.inFlight = promutil.MustRegister(reg, m.inFlight)
 	}
 	return m
-}
-
-// register registers c on reg, or returns the equal collector registered
-// there before.
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
-	err := reg.Register(c)
-	if err == nil {
-		return c
-	}
-	var are prometheus.AlreadyRegisteredError
-	if errors.As(err, &are) {
-		if existing, ok := are.ExistingCollector.(C); ok {
-			return existing
-		}
-	}
-	panic(err) // a different metric by the same name: a programming error
 }
 
 // queueMetrics is one queue's view of Metrics. Its methods are called with

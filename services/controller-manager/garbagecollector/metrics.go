@@ -1,9 +1,9 @@
 package garbagecollector
 
 import (
-	"errors"
-
 	"github.com/prometheus/client_golang/prometheus"
+
+	"skiff.dev/internal/promutil"
 )
 
 // metrics are the collector's garbagecollector_* metrics (the queues have
@@ -42,28 +42,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"result"}),
 	}
 	if reg != nil {
-		m.nodes = register(reg, m.nodes)
-		m.deletes = register(reg, m.deletes)
-		m.refsGone = register(reg, m.refsGone)
-		m.finalizers = register(reg, m.finalizers)
-		m.lookups = register(reg, m.lookups)
+		m.nodes = promutil.MustRegister(reg, m.nodes)
+		m.deletes = promutil.MustRegister(reg, m.deletes)
+		m.refsGone = promutil.MustRegister(reg, m.refsGone)
+		m.finalizers = promutil.MustRegister(reg, m.finalizers)
+		m.lookups = promutil.MustRegister(reg, m.lookups)
 	}
 	return m
-}
-
-// register registers c on reg or, if an equal collector is registered there
-// already (a second collector in the same process, as in a test), returns
-// that one.
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
-	err := reg.Register(c)
-	if err == nil {
-		return c
-	}
-	var are prometheus.AlreadyRegisteredError
-	if errors.As(err, &are) {
-		if existing, ok := are.ExistingCollector.(C); ok {
-			return existing
-		}
-	}
-	panic(err) // a different metric by the same name: a programming error
 }

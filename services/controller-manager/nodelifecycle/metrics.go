@@ -1,9 +1,9 @@
 package nodelifecycle
 
 import (
-	"errors"
-
 	"github.com/prometheus/client_golang/prometheus"
+
+	"skiff.dev/internal/promutil"
 )
 
 // metrics of the node lifecycle controller.
@@ -29,23 +29,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"state"}),
 	}
 	if reg != nil {
-		m.evictions = register(reg, m.evictions)
-		m.transitions = register(reg, m.transitions)
+		m.evictions = promutil.MustRegister(reg, m.evictions)
+		m.transitions = promutil.MustRegister(reg, m.transitions)
 	}
 	return m
-}
-
-// register registers c, or returns the collector already registered under
-// its name (two controllers sharing a registry share the metric).
-func register(reg prometheus.Registerer, c *prometheus.CounterVec) *prometheus.CounterVec {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(*prometheus.CounterVec); ok {
-				return existing
-			}
-		}
-		panic(err)
-	}
-	return c
 }
