@@ -80,3 +80,12 @@ func (b *Broadcaster) newEvent(component string, ref *corev1.ObjectReference, ev
 		ReportingInstance:  b.cfg.Host,
 	}
 }
+
+// Nop returns a Recorder that records nothing, for code run without a
+// broadcaster (unit tests, tools).
+func Nop() Recorder { return nopRecorder{} }
+
+type nopRecorder struct{}
+
+func (nopRecorder) Event(object.Object, string, string, string)          {}
+func (nopRecorder) Eventf(object.Object, string, string, string, ...any) {}

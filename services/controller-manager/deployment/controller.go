@@ -48,28 +48,18 @@ func New(mc *manager.Context, o Options) *Controller {
 	if o.Workers <= 0 {
 		o.Workers = 5
 	}
-	log := mc.Logger
-	if log == nil {
-		log = zap.NewNop()
-	}
-	log = log.Named(Name)
-	clock := mc.Clock
-	if clock == nil {
-		clock = workqueue.RealClock()
-	}
+	parts := mc.For(Name)
 	c := &Controller{
 		deployments: informer.For(mc.Informers, client.Deployments(mc.Conn)),
 		rses:        informer.For(mc.Informers, client.ReplicaSets(mc.Conn)),
 		pods:        informer.For(mc.Informers, client.Pods(mc.Conn)),
 		dClient:     client.Deployments(mc.Conn),
 		rsClient:    client.ReplicaSets(mc.Conn),
-		recorder:    mc.Recorder(Name + "-controller"),
-		log:         log,
-		clock:       clock,
+		recorder:    parts.Recorder,
+		log:         parts.Logger,
+		clock:       parts.Clock,
 	}
-	c.queue = controller.New(controller.ReconcileFunc(c.reconcile), controller.Options{
-		Name: Name, Workers: o.Workers, Logger: log, Metrics: mc.QueueMetrics, Clock: clock, Registerer: mc.Registerer,
-	})
+	c.queue = parts.Runner(Name, o.Workers, controller.ReconcileFunc(c.reconcile))
 	c.deployments.AddHandler(informer.Handler[*appsv1.Deployment]{
 		OnAdd:    c.enqueue,
 		OnUpdate: func(_, cur *appsv1.Deployment) { c.enqueue(cur) },

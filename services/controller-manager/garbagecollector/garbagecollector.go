@@ -12,7 +12,6 @@ import (
 	"skiff.dev/internal/controller"
 	"skiff.dev/internal/events"
 	"skiff.dev/internal/informer"
-	"skiff.dev/internal/object"
 	metav1 "skiff.dev/proto/meta/v1"
 	"skiff.dev/services/controller-manager/manager"
 )
@@ -57,30 +56,16 @@ func New(mc *manager.Context, o Options) *Controller {
 	if o.Workers <= 0 {
 		o.Workers = 20
 	}
-	log := mc.Logger
-	if log == nil {
-		log = zap.NewNop()
-	}
-	log = log.Named(Name)
-	var rec events.Recorder = nopRecorder{}
-	if mc.Recorder != nil {
-		rec = mc.Recorder(Name + "-controller")
-	}
+	parts := mc.For(Name)
 	c := &Controller{
-		log:   log,
-		rec:   rec,
+		log:   parts.Logger,
+		rec:   parts.Recorder,
 		m:     newMetrics(mc.Registerer),
 		kinds: map[string]kind{},
 		graph: NewGraph(),
 	}
-	queue := func(name string, fn controller.ReconcileFunc) *controller.Controller {
-		return controller.New(fn, controller.Options{
-			Name: name, Workers: o.Workers, Logger: log,
-			Metrics: mc.QueueMetrics, Clock: mc.Clock, Registerer: mc.Registerer,
-		})
-	}
-	c.attemptToDelete = queue("garbage_collector_attempt_to_delete", c.reconcileDelete)
-	c.attemptToOrphan = queue("garbage_collector_attempt_to_orphan", c.reconcileOrphan)
+	c.attemptToDelete = parts.Runner("garbage_collector_attempt_to_delete", o.Workers, controller.ReconcileFunc(c.reconcileDelete))
+	c.attemptToOrphan = parts.Runner("garbage_collector_attempt_to_orphan", o.Workers, controller.ReconcileFunc(c.reconcileOrphan))
 
 	// Every kind that may own or be owned. Deployments are watched at
 	// apps/v1 only; an ownerReference at apps/v1beta1 resolves to the same
@@ -416,8 +401,3 @@ func describe(id Identity) string {
 	}
 	return id.Kind + " " + id.Namespace + "/" + id.Name
 }
-
-type nopRecorder struct{}
-
-func (nopRecorder) Event(object.Object, string, string, string)          {}
-func (nopRecorder) Eventf(object.Object, string, string, string, ...any) {}

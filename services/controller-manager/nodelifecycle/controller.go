@@ -71,15 +71,7 @@ func New(mc *manager.Context, o Options) *Controller {
 	case o.DefaultTolerationSeconds < 0:
 		o.DefaultTolerationSeconds = 0
 	}
-	clock := mc.Clock
-	if clock == nil {
-		clock = workqueue.RealClock()
-	}
-	log := mc.Logger
-	if log == nil {
-		log = zap.NewNop()
-	}
-	log = log.Named(Name)
+	parts := mc.For(Name)
 	c := &Controller{
 		opts:       o,
 		nodes:      informer.For(mc.Informers, client.Nodes(mc.Conn)),
@@ -87,20 +79,13 @@ func New(mc *manager.Context, o Options) *Controller {
 		pods:       informer.For(mc.Informers, client.Pods(mc.Conn)),
 		nodeClient: client.Nodes(mc.Conn),
 		podClient:  client.Pods(mc.Conn),
-		recorder:   mc.Recorder(Name + "-controller"),
-		log:        log,
-		clock:      clock,
+		recorder:   parts.Recorder,
+		log:        parts.Logger,
+		clock:      parts.Clock,
 		beats:      newHeartbeats(),
 		m:          newMetrics(mc.Registerer),
 	}
-	c.runner = controller.New(c, controller.Options{
-		Name:       Name,
-		Workers:    o.Workers,
-		Logger:     log,
-		Metrics:    mc.QueueMetrics,
-		Clock:      clock,
-		Registerer: mc.Registerer,
-	})
+	c.runner = parts.Runner(Name, o.Workers, c)
 	c.pods.AddIndex(informer.IndexNodeName, informer.PodNodeName)
 
 	c.nodes.AddHandler(informer.Handler[*corev1.Node]{

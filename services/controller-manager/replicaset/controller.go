@@ -11,7 +11,6 @@ import (
 	"skiff.dev/internal/events"
 	"skiff.dev/internal/informer"
 	"skiff.dev/internal/labels"
-	"skiff.dev/internal/object"
 	"skiff.dev/internal/workqueue"
 	appsv1 "skiff.dev/proto/apps/v1"
 	corev1 "skiff.dev/proto/core/v1"
@@ -102,38 +101,19 @@ func newController(mc *manager.Context, o Options, pods *informer.Informer[*core
 	if o.BurstReplicas <= 0 {
 		o.BurstReplicas = DefaultBurstReplicas
 	}
-	log := mc.Logger
-	if log == nil {
-		log = zap.NewNop()
-	}
-	log = log.Named(Name)
-	clock := mc.Clock
-	if clock == nil {
-		clock = workqueue.RealClock()
-	}
-	var rec events.Recorder = nopRecorder{}
-	if mc.Recorder != nil {
-		rec = mc.Recorder(Name + "-controller")
-	}
+	parts := mc.For(Name)
 	c := &Controller{
 		opts:         o,
-		log:          log,
-		rec:          rec,
-		clock:        clock,
+		log:          parts.Logger,
+		rec:          parts.Recorder,
+		clock:        parts.Clock,
 		pods:         pods,
 		rss:          rss,
 		podClient:    client.Pods(mc.Conn),
 		rsClient:     client.ReplicaSets(mc.Conn),
-		expectations: NewExpectations(clock.Now),
+		expectations: NewExpectations(parts.Clock.Now),
 	}
-	c.queue = controller.New(controller.ReconcileFunc(c.Reconcile), controller.Options{
-		Name:       Name,
-		Workers:    o.Workers,
-		Logger:     log,
-		Metrics:    mc.QueueMetrics,
-		Clock:      clock,
-		Registerer: mc.Registerer,
-	})
+	c.queue = parts.Runner(Name, o.Workers, controller.ReconcileFunc(c.Reconcile))
 	pods.AddIndex(orphanIndex, orphanNamespace)
 	rss.AddHandler(informer.Handler[*appsv1.ReplicaSet]{
 		OnAdd:    c.addReplicaSet,
@@ -158,8 +138,3 @@ func (c *Controller) Run(ctx context.Context) error {
 }
 
 func keyOf(rs *appsv1.ReplicaSet) string { return informer.Key(rs) }
-
-type nopRecorder struct{}
-
-func (nopRecorder) Event(object.Object, string, string, string)          {}
-func (nopRecorder) Eventf(object.Object, string, string, string, ...any) {}
