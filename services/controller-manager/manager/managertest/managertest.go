@@ -39,7 +39,6 @@ type Env struct {
 
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
-	changed chan struct{} // poked on every informer event
 	mu      sync.Mutex
 	waiters []chan struct{}
 }
