@@ -1,0 +1,229 @@
+// Package app is skiff-scheduler's program: its flags, the policy file,
+// and Run, which connects to the apiserver, serves metrics and health, and
+// schedules while holding the leader Lease. cmd/skiff-scheduler is only
+// main; tests run the same program in-process.
+package app
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"skiff.dev/internal/client"
+	"skiff.dev/internal/leaderelection"
+	"skiff.dev/services/scheduler/config"
+	"skiff.dev/services/scheduler/plugins"
+	"skiff.dev/services/scheduler/scheduler"
+)
+
+// Options are the program's settings, from flags.
+type Options struct {
+	Server        string // apiserver gRPC address
+	ConfigFile    string // the policy file; "" for the defaults
+	MetricsListen string // "" disables /metrics, /healthz, /readyz
+	LogLevel      string
+
+	LeaderElect    bool
+	LeaderElection leaderelection.Config
+	// set records which leader election flags were given, so that the
+	// policy file's leaderElection section fills only the others.
+	set map[string]bool
+
+	// Policy, when set, is used instead of loading ConfigFile.
+	Policy *config.Configuration
+	// DialOptions are added to the apiserver connection (tests).
+	DialOptions []grpc.DialOption
+}
+
+// ParseFlags reads args into Options. It returns flag.ErrHelp after
+// printing the usage for -h/--help.
+func ParseFlags(args []string, out io.Writer) (*Options, error) {
+	if out == nil {
+		out = os.Stderr
+	}
+	fs := flag.NewFlagSet("skiff-scheduler", flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.Usage = func() {
+		fmt.Fprint(out, `Usage: skiff-scheduler [flags]
+
+Watches pods without a node, filters the nodes that fit, scores them, and
+binds each pod to the best one. What runs at each step is set by the
+policy file (--config, a KubeSchedulerConfiguration): plugins per
+extension point, score weights, percentageOfNodesToScore, and one profile
+per schedulerName. With --leader-elect only one of several copies
+schedules at a time; the others keep their caches warm.
+Metrics on --metrics-listen at /metrics; /healthz and /readyz beside them.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	o := &Options{}
+	hostname, _ := os.Hostname()
+	fs.StringVar(&o.Server, "server", "127.0.0.1:6443", "apiserver gRPC address")
+	fs.StringVar(&o.ConfigFile, "config", "", "the scheduler policy file (KubeSchedulerConfiguration YAML); empty for the defaults")
+	fs.StringVar(&o.MetricsListen, "metrics-listen", "0.0.0.0:10259", "HTTP address for /metrics, /healthz and /readyz (empty disables)")
+	fs.StringVar(&o.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
+	le := &o.LeaderElection
+	fs.BoolVar(&o.LeaderElect, "leader-elect", true, "schedule only while holding the leader Lease")
+	fs.StringVar(&le.Lock.Namespace, "leader-elect-resource-namespace", "kube-system", "namespace of the leader Lease")
+	fs.StringVar(&le.Lock.Name, "leader-elect-resource-name", "skiff-scheduler", "name of the leader Lease")
+	fs.StringVar(&le.Identity, "leader-elect-identity", hostname+"_"+uuid.NewString()[:8], "this candidate's identity in the Lease")
+	fs.DurationVar(&le.LeaseDuration, "leader-elect-lease-duration", leaderelection.DefaultLeaseDuration, "how long standbys wait after the Lease last changed before taking it over")
+	fs.DurationVar(&le.RenewDeadline, "leader-elect-renew-deadline", leaderelection.DefaultRenewDeadline, "how long the leader keeps scheduling without renewing before it stops")
+	fs.DurationVar(&le.RetryPeriod, "leader-elect-retry-period", leaderelection.DefaultRetryPeriod, "interval between attempts to acquire or renew the Lease")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q (see --help)", fs.Args())
+	}
+	o.set = map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
+	return o, nil
+}
+
+// LoadPolicy reads --config (or returns the defaults) and lets its
+// leaderElection section fill the leader election settings no flag set.
+func LoadPolicy(o *Options) (*config.Configuration, error) {
+	known, err := plugins.Known(plugins.NewRegistry())
+	if err != nil {
+		return nil, err
+	}
+	if o.ConfigFile == "" {
+		return config.Default(known), nil
+	}
+	p, err := config.Load(o.ConfigFile, known)
+	if err != nil {
+		return nil, err
+	}
+	fe, le := p.LeaderElection, &o.LeaderElection
+	fill := func(flagName string, apply func()) {
+		if !o.set[flagName] {
+			apply()
+		}
+	}
+	if fe.LeaderElect != nil {
+		fill("leader-elect", func() { o.LeaderElect = *fe.LeaderElect })
+	}
+	if fe.LeaseDuration > 0 {
+		fill("leader-elect-lease-duration", func() { le.LeaseDuration = fe.LeaseDuration })
+	}
+	if fe.RenewDeadline > 0 {
+		fill("leader-elect-renew-deadline", func() { le.RenewDeadline = fe.RenewDeadline })
+	}
+	if fe.RetryPeriod > 0 {
+		fill("leader-elect-retry-period", func() { le.RetryPeriod = fe.RetryPeriod })
+	}
+	if fe.ResourceNamespace != "" {
+		fill("leader-elect-resource-namespace", func() { le.Lock.Namespace = fe.ResourceNamespace })
+	}
+	if fe.ResourceName != "" {
+		fill("leader-elect-resource-name", func() { le.Lock.Name = fe.ResourceName })
+	}
+	return p, nil
+}
+
+// Run loads the policy (a bad one fails here, before anything starts),
+// connects to the apiserver and schedules until ctx ends (nil) or, with
+// leader election, until the Lease is lost (an error: exit and start
+// again as a candidate). ready, when not nil, receives the metrics
+// address once it listens.
+func Run(ctx context.Context, o *Options, log *zap.Logger, ready func(metricsAddr string)) error {
+	policy := o.Policy
+	if policy == nil {
+		p, err := LoadPolicy(o)
+		if err != nil {
+			return err
+		}
+		policy = p
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	conn, err := grpc.NewClient(o.Server, append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, o.DialOptions...)...)
+	if err != nil {
+		return fmt.Errorf("--server %q: %w", o.Server, err)
+	}
+	defer conn.Close()
+	sched, err := scheduler.New(conn, scheduler.Config{Policy: policy, Logger: log, Registerer: reg})
+	if err != nil {
+		return err
+	}
+	log.Info("starting", zap.String("server", o.Server), zap.String("config", o.ConfigFile),
+		zap.Strings("profiles", sched.Profiles()), zap.Bool("leaderElect", o.LeaderElect),
+		zap.String("identity", o.LeaderElection.Identity))
+
+	var leading atomic.Bool
+	var addr string
+	if o.MetricsListen != "" {
+		l, err := net.Listen("tcp", o.MetricsListen)
+		if err != nil {
+			return fmt.Errorf("--metrics-listen: %w", err)
+		}
+		addr = l.Addr().String()
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+		mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+		mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+			if !sched.HasSynced() {
+				http.Error(w, "informers not synced", http.StatusServiceUnavailable)
+				return
+			}
+			if o.LeaderElect && !leading.Load() {
+				fmt.Fprintln(w, "ok (standby)")
+				return
+			}
+			fmt.Fprintln(w, "ok")
+		})
+		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go func() {
+			if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error("metrics server", zap.Error(err))
+			}
+		}()
+		defer srv.Close()
+	}
+	if ready != nil {
+		ready(addr)
+	}
+
+	if !o.LeaderElect {
+		return sched.Run(ctx)
+	}
+	// A standby keeps its cache warm, so that it schedules at once when it
+	// takes over.
+	ictx, stopInformers := context.WithCancel(ctx)
+	defer func() { stopInformers(); sched.WaitInformers() }()
+	sched.StartInformers(ictx)
+
+	le := o.LeaderElection
+	le.Client = client.Leases(conn)
+	le.Logger = log.Named("leaderelection")
+	le.Registerer = reg
+	var runErr error
+	err = leaderelection.Run(ctx, le, func(lctx context.Context) {
+		leading.Store(true)
+		defer leading.Store(false)
+		runErr = sched.Run(lctx)
+	})
+	if err != nil {
+		return err
+	}
+	return runErr
+}

@@ -1,0 +1,61 @@
+package framework
+
+// StateKey names a plugin's data in a CycleState.
+type StateKey string
+
+// CycleState carries what plugins compute for one pod in one scheduling
+// cycle (PreFilter for Filter, PreScore for Score). It is written only by
+// the one-per-pod extension points (PreFilter, PreScore), which run on the
+// scheduling goroutine before the parallel ones that read it, so it needs
+// no lock.
+type CycleState struct {
+	data map[StateKey]any
+	// skipFilter and skipScore list plugins that asked (with Skip) not to
+	// run their Filter or Score for this pod.
+	skipFilter []string
+	skipScore  []string
+	// activeFilters are the indexes of the Filter plugins PreFilter did
+	// not skip (filtersSet once RunPreFilter has computed them).
+	activeFilters []int
+	filtersSet    bool
+	// RecordPluginMetrics says whether this cycle measures each plugin's
+	// duration (a sample of cycles do: timing every call costs).
+	RecordPluginMetrics bool
+}
+
+// NewCycleState returns an empty state.
+func NewCycleState() *CycleState { return &CycleState{} }
+
+// Write stores data under key.
+func (c *CycleState) Write(key StateKey, data any) {
+	if c.data == nil {
+		c.data = make(map[StateKey]any, 4)
+	}
+	c.data[key] = data
+}
+
+// Read returns the data under key.
+func (c *CycleState) Read(key StateKey) (any, bool) {
+	v, ok := c.data[key]
+	return v, ok
+}
+
+// ReadAs returns the data under key as a T.
+func ReadAs[T any](c *CycleState, key StateKey) (T, bool) {
+	v, ok := c.data[key]
+	if !ok {
+		var zero T
+		return zero, false
+	}
+	t, ok := v.(T)
+	return t, ok
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
