@@ -10,21 +10,17 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
 	"skiff.dev/internal/leaderelection"
+	"skiff.dev/internal/serving"
 	"skiff.dev/services/controller-manager/deployment"
 	"skiff.dev/services/controller-manager/garbagecollector"
 	"skiff.dev/services/controller-manager/manager"
@@ -152,8 +148,7 @@ Flags:
 // Run connects to the apiserver and runs the manager until ctx ends.
 // ready, when not nil, receives the metrics address once it listens.
 func Run(ctx context.Context, o *Options, log *zap.Logger, ready func(metricsAddr string)) error {
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg := serving.NewRegistry()
 	o.Manager.Logger = log
 	o.Manager.Registerer = reg
 
@@ -171,28 +166,17 @@ func Run(ctx context.Context, o *Options, log *zap.Logger, ready func(metricsAdd
 
 	var addr string
 	if o.MetricsListen != "" {
-		l, err := net.Listen("tcp", o.MetricsListen)
+		srv, err := serving.Start(serving.Options{Addr: o.MetricsListen, Registry: reg, Logger: log, Ready: func() error {
+			if !mgr.Synced() {
+				return errors.New("informers not synced (or waiting for leadership)")
+			}
+			return nil
+		}})
 		if err != nil {
 			return fmt.Errorf("--metrics-listen: %w", err)
 		}
-		addr = l.Addr().String()
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-		mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
-		mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-			if !mgr.Synced() {
-				http.Error(w, "informers not synced (or waiting for leadership)", http.StatusServiceUnavailable)
-				return
-			}
-			fmt.Fprintln(w, "ok")
-		})
-		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-		go func() {
-			if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				log.Error("metrics server", zap.Error(err))
-			}
-		}()
 		defer srv.Close()
+		addr = srv.Addr()
 	}
 	if ready != nil {
 		ready(addr)

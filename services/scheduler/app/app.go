@@ -10,22 +10,16 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
-	"sync/atomic"
-	"time"
 
 	"github.com/google/uuid"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
 	"skiff.dev/internal/client"
 	"skiff.dev/internal/leaderelection"
+	"skiff.dev/internal/serving"
 	"skiff.dev/services/scheduler/config"
 	"skiff.dev/services/scheduler/plugins"
 	"skiff.dev/services/scheduler/scheduler"
@@ -153,8 +147,7 @@ func Run(ctx context.Context, o *Options, log *zap.Logger, ready func(metricsAdd
 		}
 		policy = p
 	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg := serving.NewRegistry()
 
 	conn, err := grpc.NewClient(o.Server, append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, o.DialOptions...)...)
 	if err != nil {
@@ -169,35 +162,19 @@ func Run(ctx context.Context, o *Options, log *zap.Logger, ready func(metricsAdd
 		zap.Strings("profiles", sched.Profiles()), zap.Bool("leaderElect", o.LeaderElect),
 		zap.String("identity", o.LeaderElection.Identity))
 
-	var leading atomic.Bool
 	var addr string
 	if o.MetricsListen != "" {
-		l, err := net.Listen("tcp", o.MetricsListen)
+		srv, err := serving.Start(serving.Options{Addr: o.MetricsListen, Registry: reg, Logger: log, Ready: func() error {
+			if !sched.HasSynced() {
+				return errors.New("informers not synced")
+			}
+			return nil
+		}})
 		if err != nil {
 			return fmt.Errorf("--metrics-listen: %w", err)
 		}
-		addr = l.Addr().String()
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-		mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
-		mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-			if !sched.HasSynced() {
-				http.Error(w, "informers not synced", http.StatusServiceUnavailable)
-				return
-			}
-			if o.LeaderElect && !leading.Load() {
-				fmt.Fprintln(w, "ok (standby)")
-				return
-			}
-			fmt.Fprintln(w, "ok")
-		})
-		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-		go func() {
-			if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				log.Error("metrics server", zap.Error(err))
-			}
-		}()
 		defer srv.Close()
+		addr = srv.Addr()
 	}
 	if ready != nil {
 		ready(addr)
@@ -218,8 +195,6 @@ func Run(ctx context.Context, o *Options, log *zap.Logger, ready func(metricsAdd
 	le.Registerer = reg
 	var runErr error
 	err = leaderelection.Run(ctx, le, func(lctx context.Context) {
-		leading.Store(true)
-		defer leading.Store(false)
 		runErr = sched.Run(lctx)
 	})
 	if err != nil {
