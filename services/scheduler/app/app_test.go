@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"skiff.dev/internal/await"
 	"skiff.dev/internal/client"
 	"skiff.dev/internal/informer"
 	corev1 "skiff.dev/proto/core/v1"
@@ -152,13 +153,8 @@ func TestTwoSchedulersWithLeaderElectionNeverBindAPodTwice(t *testing.T) {
 	}
 	// The observer.
 	pods := informer.New(informer.FromClient(client.Pods(s.Conn)), informer.Options{})
-	changed := make(chan struct{}, 1)
-	poke := func() {
-		select {
-		case changed <- struct{}{}:
-		default:
-		}
-	}
+	var changed await.Signal
+	poke := changed.Poke
 	pods.AddHandler(informer.Handler[*corev1.Pod]{OnAdd: func(*corev1.Pod) { poke() }, OnUpdate: func(_, _ *corev1.Pod) { poke() }})
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -183,22 +179,7 @@ func TestTwoSchedulersWithLeaderElectionNeverBindAPodTwice(t *testing.T) {
 	}
 	await := func(what string, cond func() (bool, string)) {
 		t.Helper()
-		deadline := time.NewTimer(15 * time.Second)
-		defer deadline.Stop()
-		tick := time.NewTicker(100 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			ok, why := cond()
-			if ok {
-				return
-			}
-			select {
-			case <-changed:
-			case <-tick.C:
-			case <-deadline.C:
-				t.Fatalf("waiting for %s: %s", what, why)
-			}
-		}
+		changed.Until(t, 15*time.Second, what, nil, cond)
 	}
 	create := func(name string) {
 		p := &corev1.Pod{

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"skiff.dev/internal/await"
 	"skiff.dev/internal/client"
 	"skiff.dev/internal/informer"
 	corev1 "skiff.dev/proto/core/v1"
@@ -47,8 +48,7 @@ type env struct {
 	pods   *informer.Informer[*corev1.Pod]
 	events *informer.Informer[*corev1.Event]
 
-	mu      sync.Mutex
-	waiters []chan struct{}
+	changed await.Signal // poked on every pod or event change
 	wg      sync.WaitGroup
 }
 
@@ -83,16 +83,7 @@ func (e *env) goRun(fn func(ctx context.Context)) {
 	go func() { defer e.wg.Done(); fn(e.ctx) }()
 }
 
-func (e *env) poke() {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	for _, w := range e.waiters {
-		select {
-		case w <- struct{}{}:
-		default:
-		}
-	}
-}
+func (e *env) poke() { e.changed.Poke() }
 
 // testPolicy is the default policy with short backoffs.
 func testPolicy(t *testing.T) *config.Configuration {
@@ -155,36 +146,7 @@ func (e *env) dial(opts ...grpc.DialOption) *grpc.ClientConn {
 // (and every 100ms), and fails with cond's last explanation after timeout.
 func (e *env) await(timeout time.Duration, what string, cond func() (bool, string)) {
 	e.t.Helper()
-	w := make(chan struct{}, 1)
-	e.mu.Lock()
-	e.waiters = append(e.waiters, w)
-	e.mu.Unlock()
-	defer func() {
-		e.mu.Lock()
-		defer e.mu.Unlock()
-		for i, x := range e.waiters {
-			if x == w {
-				e.waiters = append(e.waiters[:i], e.waiters[i+1:]...)
-				break
-			}
-		}
-	}()
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		ok, why := cond()
-		if ok {
-			return
-		}
-		select {
-		case <-w:
-		case <-tick.C:
-		case <-deadline.C:
-			e.t.Fatalf("waited %v for %s: %s", timeout, what, why)
-		}
-	}
+	e.changed.Until(e.t, timeout, what, nil, cond)
 }
 
 type nodeSpec struct {

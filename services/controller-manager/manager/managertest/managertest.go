@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap/zaptest"
 	"google.golang.org/grpc"
 
+	"skiff.dev/internal/await"
 	"skiff.dev/internal/client"
 	"skiff.dev/internal/events"
 	"skiff.dev/internal/informer"
@@ -39,8 +40,7 @@ type Env struct {
 
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
-	mu      sync.Mutex
-	waiters []chan struct{}
+	changed await.Signal // poked on every informer event
 }
 
 // Start starts an apiserver and a manager.Context for t. Everything stops
@@ -144,54 +144,14 @@ func (e *Env) SimNode(o simnode.Options) *simnode.Node {
 	return n
 }
 
-func (e *Env) poke() {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	for _, w := range e.waiters {
-		select {
-		case w <- struct{}{}:
-		default:
-		}
-	}
-}
+func (e *Env) poke() { e.changed.Poke() }
 
 // Await waits until cond holds, re-evaluating it on every informer event
 // (and every 100ms, for conditions on time), and fails the test after
 // timeout with cond's last explanation.
 func (e *Env) Await(timeout time.Duration, what string, cond func() (ok bool, why string)) {
 	e.T.Helper()
-	w := make(chan struct{}, 1)
-	e.mu.Lock()
-	e.waiters = append(e.waiters, w)
-	e.mu.Unlock()
-	defer func() {
-		e.mu.Lock()
-		for i, x := range e.waiters {
-			if x == w {
-				e.waiters = append(e.waiters[:i], e.waiters[i+1:]...)
-				break
-			}
-		}
-		e.mu.Unlock()
-	}()
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		ok, why := cond()
-		if ok {
-			return
-		}
-		select {
-		case <-w:
-		case <-tick.C:
-		case <-deadline.C:
-			e.T.Fatalf("waited %v for %s: %s", timeout, what, why)
-		case <-e.Ctx.Done():
-			e.T.Fatalf("test ended while waiting for %s", what)
-		}
-	}
+	e.changed.Until(e.T, timeout, what, e.Ctx.Done(), cond)
 }
 
 // Explain formats a reason for Await.
