@@ -12,6 +12,7 @@ require (
 	skiff.dev/proto v0.0.0
 	skiff.dev/services/apiserver v0.0.0
 	skiff.dev/services/controller-manager v0.0.0
+	skiff.dev/services/scheduler v0.0.0
 )
 
 require (
@@ -68,6 +69,7 @@ require (
 	google.golang.org/genproto/googleapis/api v0.0.0-20260817212433-ac3dfec99bb1 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260817212433-ac3dfec99bb1 // indirect
 	gopkg.in/natefinch/lumberjack.v2 v2.2.1 // indirect
+	gopkg.in/yaml.v3 v3.0.1 // indirect
 	k8s.io/utils v0.0.0-20260108192941-914a6e750570 // indirect
 	sigs.k8s.io/yaml v1.6.0 // indirect
 )
@@ -77,4 +79,5 @@ replace (
 	skiff.dev/proto => ../proto
 	skiff.dev/services/apiserver => ../services/apiserver
 	skiff.dev/services/controller-manager => ../services/controller-manager
+	skiff.dev/services/scheduler => ../services/scheduler
 )

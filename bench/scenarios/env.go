@@ -42,6 +42,12 @@ type Config struct {
 	// RSTimeout bounds the wait for the pods to be created and ready.
 	RSReplicas int
 	RSTimeout  time.Duration
+	// SchedNodes nodes; SchedPods pods created by SchedClients clients
+	// for the scheduler; SchedTimeout bounds the wait for the binds.
+	SchedNodes   int
+	SchedPods    int
+	SchedClients int
+	SchedTimeout time.Duration
 }
 
 // DefaultConfig is the configuration of `make bench`.
@@ -63,6 +69,10 @@ func DefaultConfig() Config {
 		WatchDrain:    30 * time.Second,
 		RSReplicas:    10000,
 		RSTimeout:     5 * time.Minute,
+		SchedNodes:    1000,
+		SchedPods:     5000,
+		SchedClients:  32,
+		SchedTimeout:  5 * time.Minute,
 	}
 }
 

@@ -73,6 +73,7 @@ func All() []*Scenario {
 		writeScenario(),
 		apiGetScenario(),
 		apiListScenario(),
+		schedulerScenario(),
 		controllersScenario(),
 	}
 }

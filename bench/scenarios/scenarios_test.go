@@ -33,7 +33,8 @@ func TestSelect(t *testing.T) {
 		prefix string
 		want   []string
 	}{
-		{"empty selects all", "", []string{"watch.fanout", "write", "api.get", "api.list", "controllers.rs"}},
+		{"empty selects all", "", []string{"watch.fanout", "write", "api.get", "api.list", "scheduler", "controllers.rs"}},
+		{"scheduler alone", "scheduler", []string{"scheduler"}},
 		{"controllers run the writes for their API denominator", "controllers", []string{"write", "controllers.rs"}},
 		{"api runs the writes with their etcd denominator", "api", []string{"write", "api.get", "api.list"}},
 		{"etcd alone", "etcd", []string{"write"}},
@@ -129,6 +130,10 @@ func TestScenarios(t *testing.T) {
 			WatchDrain:    10 * time.Second,
 			RSReplicas:    100,
 			RSTimeout:     30 * time.Second,
+			SchedNodes:    10,
+			SchedPods:     100,
+			SchedClients:  4,
+			SchedTimeout:  30 * time.Second,
 		},
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -165,7 +170,7 @@ func TestScenarios(t *testing.T) {
 	positive := []string{
 		"etcd.put_per_s", "etcd.put_cpu_us_per_object", "api.create_per_s", "api.create_cpu_us_per_object",
 		"api.create_vs_etcd_ratio", "api.get_p99_ms", "api.list_1000_p99_ms", "watch.write_per_s",
-		"controllers.rs_10k_pods_per_s", "controllers.create_vs_api_ratio", "controllers.rs_10k_all_ready_s",
+		"controllers.rs_10k_pods_per_s", "scheduler.pods_per_s", "scheduler.create_to_bound_p99_ms", "controllers.create_vs_api_ratio", "controllers.rs_10k_all_ready_s",
 	}
 	for _, name := range positive {
 		if bench[name] <= 0 {
