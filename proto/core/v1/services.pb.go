@@ -38,7 +38,7 @@ const file_skiff_core_v1_services_proto_rawDesc = "" +
 	"\x06Update\x12\x18.skiff.core.v1.Namespace\x1a\x18.skiff.core.v1.Namespace\x12B\n" +
 	"\fUpdateStatus\x12\x18.skiff.core.v1.Namespace\x1a\x18.skiff.core.v1.Namespace\x12@\n" +
 	"\x06Delete\x12\x1c.skiff.meta.v1.DeleteRequest\x1a\x18.skiff.core.v1.Namespace\x12L\n" +
-	"\x05Watch\x12\x1a.skiff.meta.v1.ListOptions\x1a%.skiff.core.v1.NamespaceWatchResponse0\x012\xcc\x03\n" +
+	"\x05Watch\x12\x1a.skiff.meta.v1.ListOptions\x1a%.skiff.core.v1.NamespaceWatchResponse0\x012\x8d\x04\n" +
 	"\x04Pods\x120\n" +
 	"\x06Create\x12\x12.skiff.core.v1.Pod\x1a\x12.skiff.core.v1.Pod\x124\n" +
 	"\x03Get\x12\x19.skiff.meta.v1.GetRequest\x1a\x12.skiff.core.v1.Pod\x12:\n" +
@@ -47,7 +47,8 @@ const file_skiff_core_v1_services_proto_rawDesc = "" +
 	"\fUpdateStatus\x12\x12.skiff.core.v1.Pod\x1a\x12.skiff.core.v1.Pod\x12:\n" +
 	"\x06Delete\x12\x1c.skiff.meta.v1.DeleteRequest\x1a\x12.skiff.core.v1.Pod\x12F\n" +
 	"\x05Watch\x12\x1a.skiff.meta.v1.ListOptions\x1a\x1f.skiff.core.v1.PodWatchResponse0\x01\x122\n" +
-	"\x04Bind\x12\x16.skiff.core.v1.Binding\x1a\x12.skiff.core.v1.Pod2\xa3\x03\n" +
+	"\x04Bind\x12\x16.skiff.core.v1.Binding\x1a\x12.skiff.core.v1.Pod\x12?\n" +
+	"\x04Logs\x12\x1c.skiff.core.v1.PodLogOptions\x1a\x17.skiff.core.v1.LogChunk0\x012\xa3\x03\n" +
 	"\x05Nodes\x122\n" +
 	"\x06Create\x12\x13.skiff.core.v1.Node\x1a\x13.skiff.core.v1.Node\x125\n" +
 	"\x03Get\x12\x19.skiff.meta.v1.GetRequest\x1a\x13.skiff.core.v1.Node\x12;\n" +
@@ -81,19 +82,21 @@ var file_skiff_core_v1_services_proto_goTypes = []any{
 	(*v1.DeleteRequest)(nil),       // 3: skiff.meta.v1.DeleteRequest
 	(*Pod)(nil),                    // 4: skiff.core.v1.Pod
 	(*Binding)(nil),                // 5: skiff.core.v1.Binding
-	(*Node)(nil),                   // 6: skiff.core.v1.Node
-	(*Event)(nil),                  // 7: skiff.core.v1.Event
-	(*ConfigMap)(nil),              // 8: skiff.core.v1.ConfigMap
-	(*NamespaceList)(nil),          // 9: skiff.core.v1.NamespaceList
-	(*NamespaceWatchResponse)(nil), // 10: skiff.core.v1.NamespaceWatchResponse
-	(*PodList)(nil),                // 11: skiff.core.v1.PodList
-	(*PodWatchResponse)(nil),       // 12: skiff.core.v1.PodWatchResponse
-	(*NodeList)(nil),               // 13: skiff.core.v1.NodeList
-	(*NodeWatchResponse)(nil),      // 14: skiff.core.v1.NodeWatchResponse
-	(*EventList)(nil),              // 15: skiff.core.v1.EventList
-	(*EventWatchResponse)(nil),     // 16: skiff.core.v1.EventWatchResponse
-	(*ConfigMapList)(nil),          // 17: skiff.core.v1.ConfigMapList
-	(*ConfigMapWatchResponse)(nil), // 18: skiff.core.v1.ConfigMapWatchResponse
+	(*PodLogOptions)(nil),          // 6: skiff.core.v1.PodLogOptions
+	(*Node)(nil),                   // 7: skiff.core.v1.Node
+	(*Event)(nil),                  // 8: skiff.core.v1.Event
+	(*ConfigMap)(nil),              // 9: skiff.core.v1.ConfigMap
+	(*NamespaceList)(nil),          // 10: skiff.core.v1.NamespaceList
+	(*NamespaceWatchResponse)(nil), // 11: skiff.core.v1.NamespaceWatchResponse
+	(*PodList)(nil),                // 12: skiff.core.v1.PodList
+	(*PodWatchResponse)(nil),       // 13: skiff.core.v1.PodWatchResponse
+	(*LogChunk)(nil),               // 14: skiff.core.v1.LogChunk
+	(*NodeList)(nil),               // 15: skiff.core.v1.NodeList
+	(*NodeWatchResponse)(nil),      // 16: skiff.core.v1.NodeWatchResponse
+	(*EventList)(nil),              // 17: skiff.core.v1.EventList
+	(*EventWatchResponse)(nil),     // 18: skiff.core.v1.EventWatchResponse
+	(*ConfigMapList)(nil),          // 19: skiff.core.v1.ConfigMapList
+	(*ConfigMapWatchResponse)(nil), // 20: skiff.core.v1.ConfigMapWatchResponse
 }
 var file_skiff_core_v1_services_proto_depIdxs = []int32{
 	0,  // 0: skiff.core.v1.Namespaces.Create:input_type -> skiff.core.v1.Namespace
@@ -111,65 +114,67 @@ var file_skiff_core_v1_services_proto_depIdxs = []int32{
 	3,  // 12: skiff.core.v1.Pods.Delete:input_type -> skiff.meta.v1.DeleteRequest
 	2,  // 13: skiff.core.v1.Pods.Watch:input_type -> skiff.meta.v1.ListOptions
 	5,  // 14: skiff.core.v1.Pods.Bind:input_type -> skiff.core.v1.Binding
-	6,  // 15: skiff.core.v1.Nodes.Create:input_type -> skiff.core.v1.Node
-	1,  // 16: skiff.core.v1.Nodes.Get:input_type -> skiff.meta.v1.GetRequest
-	2,  // 17: skiff.core.v1.Nodes.List:input_type -> skiff.meta.v1.ListOptions
-	6,  // 18: skiff.core.v1.Nodes.Update:input_type -> skiff.core.v1.Node
-	6,  // 19: skiff.core.v1.Nodes.UpdateStatus:input_type -> skiff.core.v1.Node
-	3,  // 20: skiff.core.v1.Nodes.Delete:input_type -> skiff.meta.v1.DeleteRequest
-	2,  // 21: skiff.core.v1.Nodes.Watch:input_type -> skiff.meta.v1.ListOptions
-	7,  // 22: skiff.core.v1.Events.Create:input_type -> skiff.core.v1.Event
-	1,  // 23: skiff.core.v1.Events.Get:input_type -> skiff.meta.v1.GetRequest
-	2,  // 24: skiff.core.v1.Events.List:input_type -> skiff.meta.v1.ListOptions
-	7,  // 25: skiff.core.v1.Events.Update:input_type -> skiff.core.v1.Event
-	7,  // 26: skiff.core.v1.Events.UpdateStatus:input_type -> skiff.core.v1.Event
-	3,  // 27: skiff.core.v1.Events.Delete:input_type -> skiff.meta.v1.DeleteRequest
-	2,  // 28: skiff.core.v1.Events.Watch:input_type -> skiff.meta.v1.ListOptions
-	8,  // 29: skiff.core.v1.ConfigMaps.Create:input_type -> skiff.core.v1.ConfigMap
-	1,  // 30: skiff.core.v1.ConfigMaps.Get:input_type -> skiff.meta.v1.GetRequest
-	2,  // 31: skiff.core.v1.ConfigMaps.List:input_type -> skiff.meta.v1.ListOptions
-	8,  // 32: skiff.core.v1.ConfigMaps.Update:input_type -> skiff.core.v1.ConfigMap
-	8,  // 33: skiff.core.v1.ConfigMaps.UpdateStatus:input_type -> skiff.core.v1.ConfigMap
-	3,  // 34: skiff.core.v1.ConfigMaps.Delete:input_type -> skiff.meta.v1.DeleteRequest
-	2,  // 35: skiff.core.v1.ConfigMaps.Watch:input_type -> skiff.meta.v1.ListOptions
-	0,  // 36: skiff.core.v1.Namespaces.Create:output_type -> skiff.core.v1.Namespace
-	0,  // 37: skiff.core.v1.Namespaces.Get:output_type -> skiff.core.v1.Namespace
-	9,  // 38: skiff.core.v1.Namespaces.List:output_type -> skiff.core.v1.NamespaceList
-	0,  // 39: skiff.core.v1.Namespaces.Update:output_type -> skiff.core.v1.Namespace
-	0,  // 40: skiff.core.v1.Namespaces.UpdateStatus:output_type -> skiff.core.v1.Namespace
-	0,  // 41: skiff.core.v1.Namespaces.Delete:output_type -> skiff.core.v1.Namespace
-	10, // 42: skiff.core.v1.Namespaces.Watch:output_type -> skiff.core.v1.NamespaceWatchResponse
-	4,  // 43: skiff.core.v1.Pods.Create:output_type -> skiff.core.v1.Pod
-	4,  // 44: skiff.core.v1.Pods.Get:output_type -> skiff.core.v1.Pod
-	11, // 45: skiff.core.v1.Pods.List:output_type -> skiff.core.v1.PodList
-	4,  // 46: skiff.core.v1.Pods.Update:output_type -> skiff.core.v1.Pod
-	4,  // 47: skiff.core.v1.Pods.UpdateStatus:output_type -> skiff.core.v1.Pod
-	4,  // 48: skiff.core.v1.Pods.Delete:output_type -> skiff.core.v1.Pod
-	12, // 49: skiff.core.v1.Pods.Watch:output_type -> skiff.core.v1.PodWatchResponse
-	4,  // 50: skiff.core.v1.Pods.Bind:output_type -> skiff.core.v1.Pod
-	6,  // 51: skiff.core.v1.Nodes.Create:output_type -> skiff.core.v1.Node
-	6,  // 52: skiff.core.v1.Nodes.Get:output_type -> skiff.core.v1.Node
-	13, // 53: skiff.core.v1.Nodes.List:output_type -> skiff.core.v1.NodeList
-	6,  // 54: skiff.core.v1.Nodes.Update:output_type -> skiff.core.v1.Node
-	6,  // 55: skiff.core.v1.Nodes.UpdateStatus:output_type -> skiff.core.v1.Node
-	6,  // 56: skiff.core.v1.Nodes.Delete:output_type -> skiff.core.v1.Node
-	14, // 57: skiff.core.v1.Nodes.Watch:output_type -> skiff.core.v1.NodeWatchResponse
-	7,  // 58: skiff.core.v1.Events.Create:output_type -> skiff.core.v1.Event
-	7,  // 59: skiff.core.v1.Events.Get:output_type -> skiff.core.v1.Event
-	15, // 60: skiff.core.v1.Events.List:output_type -> skiff.core.v1.EventList
-	7,  // 61: skiff.core.v1.Events.Update:output_type -> skiff.core.v1.Event
-	7,  // 62: skiff.core.v1.Events.UpdateStatus:output_type -> skiff.core.v1.Event
-	7,  // 63: skiff.core.v1.Events.Delete:output_type -> skiff.core.v1.Event
-	16, // 64: skiff.core.v1.Events.Watch:output_type -> skiff.core.v1.EventWatchResponse
-	8,  // 65: skiff.core.v1.ConfigMaps.Create:output_type -> skiff.core.v1.ConfigMap
-	8,  // 66: skiff.core.v1.ConfigMaps.Get:output_type -> skiff.core.v1.ConfigMap
-	17, // 67: skiff.core.v1.ConfigMaps.List:output_type -> skiff.core.v1.ConfigMapList
-	8,  // 68: skiff.core.v1.ConfigMaps.Update:output_type -> skiff.core.v1.ConfigMap
-	8,  // 69: skiff.core.v1.ConfigMaps.UpdateStatus:output_type -> skiff.core.v1.ConfigMap
-	8,  // 70: skiff.core.v1.ConfigMaps.Delete:output_type -> skiff.core.v1.ConfigMap
-	18, // 71: skiff.core.v1.ConfigMaps.Watch:output_type -> skiff.core.v1.ConfigMapWatchResponse
-	36, // [36:72] is the sub-list for method output_type
-	0,  // [0:36] is the sub-list for method input_type
+	6,  // 15: skiff.core.v1.Pods.Logs:input_type -> skiff.core.v1.PodLogOptions
+	7,  // 16: skiff.core.v1.Nodes.Create:input_type -> skiff.core.v1.Node
+	1,  // 17: skiff.core.v1.Nodes.Get:input_type -> skiff.meta.v1.GetRequest
+	2,  // 18: skiff.core.v1.Nodes.List:input_type -> skiff.meta.v1.ListOptions
+	7,  // 19: skiff.core.v1.Nodes.Update:input_type -> skiff.core.v1.Node
+	7,  // 20: skiff.core.v1.Nodes.UpdateStatus:input_type -> skiff.core.v1.Node
+	3,  // 21: skiff.core.v1.Nodes.Delete:input_type -> skiff.meta.v1.DeleteRequest
+	2,  // 22: skiff.core.v1.Nodes.Watch:input_type -> skiff.meta.v1.ListOptions
+	8,  // 23: skiff.core.v1.Events.Create:input_type -> skiff.core.v1.Event
+	1,  // 24: skiff.core.v1.Events.Get:input_type -> skiff.meta.v1.GetRequest
+	2,  // 25: skiff.core.v1.Events.List:input_type -> skiff.meta.v1.ListOptions
+	8,  // 26: skiff.core.v1.Events.Update:input_type -> skiff.core.v1.Event
+	8,  // 27: skiff.core.v1.Events.UpdateStatus:input_type -> skiff.core.v1.Event
+	3,  // 28: skiff.core.v1.Events.Delete:input_type -> skiff.meta.v1.DeleteRequest
+	2,  // 29: skiff.core.v1.Events.Watch:input_type -> skiff.meta.v1.ListOptions
+	9,  // 30: skiff.core.v1.ConfigMaps.Create:input_type -> skiff.core.v1.ConfigMap
+	1,  // 31: skiff.core.v1.ConfigMaps.Get:input_type -> skiff.meta.v1.GetRequest
+	2,  // 32: skiff.core.v1.ConfigMaps.List:input_type -> skiff.meta.v1.ListOptions
+	9,  // 33: skiff.core.v1.ConfigMaps.Update:input_type -> skiff.core.v1.ConfigMap
+	9,  // 34: skiff.core.v1.ConfigMaps.UpdateStatus:input_type -> skiff.core.v1.ConfigMap
+	3,  // 35: skiff.core.v1.ConfigMaps.Delete:input_type -> skiff.meta.v1.DeleteRequest
+	2,  // 36: skiff.core.v1.ConfigMaps.Watch:input_type -> skiff.meta.v1.ListOptions
+	0,  // 37: skiff.core.v1.Namespaces.Create:output_type -> skiff.core.v1.Namespace
+	0,  // 38: skiff.core.v1.Namespaces.Get:output_type -> skiff.core.v1.Namespace
+	10, // 39: skiff.core.v1.Namespaces.List:output_type -> skiff.core.v1.NamespaceList
+	0,  // 40: skiff.core.v1.Namespaces.Update:output_type -> skiff.core.v1.Namespace
+	0,  // 41: skiff.core.v1.Namespaces.UpdateStatus:output_type -> skiff.core.v1.Namespace
+	0,  // 42: skiff.core.v1.Namespaces.Delete:output_type -> skiff.core.v1.Namespace
+	11, // 43: skiff.core.v1.Namespaces.Watch:output_type -> skiff.core.v1.NamespaceWatchResponse
+	4,  // 44: skiff.core.v1.Pods.Create:output_type -> skiff.core.v1.Pod
+	4,  // 45: skiff.core.v1.Pods.Get:output_type -> skiff.core.v1.Pod
+	12, // 46: skiff.core.v1.Pods.List:output_type -> skiff.core.v1.PodList
+	4,  // 47: skiff.core.v1.Pods.Update:output_type -> skiff.core.v1.Pod
+	4,  // 48: skiff.core.v1.Pods.UpdateStatus:output_type -> skiff.core.v1.Pod
+	4,  // 49: skiff.core.v1.Pods.Delete:output_type -> skiff.core.v1.Pod
+	13, // 50: skiff.core.v1.Pods.Watch:output_type -> skiff.core.v1.PodWatchResponse
+	4,  // 51: skiff.core.v1.Pods.Bind:output_type -> skiff.core.v1.Pod
+	14, // 52: skiff.core.v1.Pods.Logs:output_type -> skiff.core.v1.LogChunk
+	7,  // 53: skiff.core.v1.Nodes.Create:output_type -> skiff.core.v1.Node
+	7,  // 54: skiff.core.v1.Nodes.Get:output_type -> skiff.core.v1.Node
+	15, // 55: skiff.core.v1.Nodes.List:output_type -> skiff.core.v1.NodeList
+	7,  // 56: skiff.core.v1.Nodes.Update:output_type -> skiff.core.v1.Node
+	7,  // 57: skiff.core.v1.Nodes.UpdateStatus:output_type -> skiff.core.v1.Node
+	7,  // 58: skiff.core.v1.Nodes.Delete:output_type -> skiff.core.v1.Node
+	16, // 59: skiff.core.v1.Nodes.Watch:output_type -> skiff.core.v1.NodeWatchResponse
+	8,  // 60: skiff.core.v1.Events.Create:output_type -> skiff.core.v1.Event
+	8,  // 61: skiff.core.v1.Events.Get:output_type -> skiff.core.v1.Event
+	17, // 62: skiff.core.v1.Events.List:output_type -> skiff.core.v1.EventList
+	8,  // 63: skiff.core.v1.Events.Update:output_type -> skiff.core.v1.Event
+	8,  // 64: skiff.core.v1.Events.UpdateStatus:output_type -> skiff.core.v1.Event
+	8,  // 65: skiff.core.v1.Events.Delete:output_type -> skiff.core.v1.Event
+	18, // 66: skiff.core.v1.Events.Watch:output_type -> skiff.core.v1.EventWatchResponse
+	9,  // 67: skiff.core.v1.ConfigMaps.Create:output_type -> skiff.core.v1.ConfigMap
+	9,  // 68: skiff.core.v1.ConfigMaps.Get:output_type -> skiff.core.v1.ConfigMap
+	19, // 69: skiff.core.v1.ConfigMaps.List:output_type -> skiff.core.v1.ConfigMapList
+	9,  // 70: skiff.core.v1.ConfigMaps.Update:output_type -> skiff.core.v1.ConfigMap
+	9,  // 71: skiff.core.v1.ConfigMaps.UpdateStatus:output_type -> skiff.core.v1.ConfigMap
+	9,  // 72: skiff.core.v1.ConfigMaps.Delete:output_type -> skiff.core.v1.ConfigMap
+	20, // 73: skiff.core.v1.ConfigMaps.Watch:output_type -> skiff.core.v1.ConfigMapWatchResponse
+	37, // [37:74] is the sub-list for method output_type
+	0,  // [0:37] is the sub-list for method input_type
 	0,  // [0:0] is the sub-list for extension type_name
 	0,  // [0:0] is the sub-list for extension extendee
 	0,  // [0:0] is the sub-list for field type_name

@@ -368,6 +368,7 @@ const (
 	Pods_Delete_FullMethodName       = "/skiff.core.v1.Pods/Delete"
 	Pods_Watch_FullMethodName        = "/skiff.core.v1.Pods/Watch"
 	Pods_Bind_FullMethodName         = "/skiff.core.v1.Pods/Bind"
+	Pods_Logs_FullMethodName         = "/skiff.core.v1.Pods/Logs"
 )
 
 // PodsClient is the client API for Pods service.
@@ -383,6 +384,8 @@ type PodsClient interface {
 	Watch(ctx context.Context, in *v1.ListOptions, opts ...grpc.CallOption) (grpc.ServerStreamingClient[PodWatchResponse], error)
 	// Bind sets spec.nodeName of a pod that has none (the scheduler's write).
 	Bind(ctx context.Context, in *Binding, opts ...grpc.CallOption) (*Pod, error)
+	// Logs streams a container's log, proxied to the node agent of the pod's node.
+	Logs(ctx context.Context, in *PodLogOptions, opts ...grpc.CallOption) (grpc.ServerStreamingClient[LogChunk], error)
 }
 
 type podsClient struct {
@@ -482,6 +485,25 @@ func (c *podsClient) Bind(ctx context.Context, in *Binding, opts ...grpc.CallOpt
 	return out, nil
 }
 
+func (c *podsClient) Logs(ctx context.Context, in *PodLogOptions, opts ...grpc.CallOption) (grpc.ServerStreamingClient[LogChunk], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Pods_ServiceDesc.Streams[1], Pods_Logs_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[PodLogOptions, LogChunk]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Pods_LogsClient = grpc.ServerStreamingClient[LogChunk]
+
 // PodsServer is the server API for Pods service.
 // All implementations should embed UnimplementedPodsServer
 // for forward compatibility.
@@ -495,6 +517,8 @@ type PodsServer interface {
 	Watch(*v1.ListOptions, grpc.ServerStreamingServer[PodWatchResponse]) error
 	// Bind sets spec.nodeName of a pod that has none (the scheduler's write).
 	Bind(context.Context, *Binding) (*Pod, error)
+	// Logs streams a container's log, proxied to the node agent of the pod's node.
+	Logs(*PodLogOptions, grpc.ServerStreamingServer[LogChunk]) error
 }
 
 // UnimplementedPodsServer should be embedded to have
@@ -527,6 +551,9 @@ func (UnimplementedPodsServer) Watch(*v1.ListOptions, grpc.ServerStreamingServer
 }
 func (UnimplementedPodsServer) Bind(context.Context, *Binding) (*Pod, error) {
 	return nil, status.Error(codes.Unimplemented, "method Bind not implemented")
+}
+func (UnimplementedPodsServer) Logs(*PodLogOptions, grpc.ServerStreamingServer[LogChunk]) error {
+	return status.Error(codes.Unimplemented, "method Logs not implemented")
 }
 func (UnimplementedPodsServer) testEmbeddedByValue() {}
 
@@ -685,6 +712,17 @@ func _Pods_Bind_Handler(srv interface{}, ctx context.Context, dec func(interface
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Pods_Logs_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(PodLogOptions)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(PodsServer).Logs(m, &grpc.GenericServerStream[PodLogOptions, LogChunk]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Pods_LogsServer = grpc.ServerStreamingServer[LogChunk]
+
 // Pods_ServiceDesc is the grpc.ServiceDesc for Pods service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -725,6 +763,11 @@ var Pods_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "Watch",
 			Handler:       _Pods_Watch_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "Logs",
+			Handler:       _Pods_Logs_Handler,
 			ServerStreams: true,
 		},
 	},

@@ -3835,16 +3835,19 @@ func (x *Taint) GetTimeAdded() *timestamppb.Timestamp {
 }
 
 type NodeStatus struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Capacity      map[string]string      `protobuf:"bytes,1,rep,name=capacity,proto3" json:"capacity,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	Allocatable   map[string]string      `protobuf:"bytes,2,rep,name=allocatable,proto3" json:"allocatable,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	Phase         string                 `protobuf:"bytes,3,opt,name=phase,proto3" json:"phase,omitempty"`
-	Conditions    []*NodeCondition       `protobuf:"bytes,4,rep,name=conditions,proto3" json:"conditions,omitempty"`
-	Addresses     []*NodeAddress         `protobuf:"bytes,5,rep,name=addresses,proto3" json:"addresses,omitempty"`
-	NodeInfo      *NodeSystemInfo        `protobuf:"bytes,6,opt,name=node_info,json=nodeInfo,proto3" json:"node_info,omitempty"`
-	Images        []*ContainerImage      `protobuf:"bytes,7,rep,name=images,proto3" json:"images,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Capacity    map[string]string      `protobuf:"bytes,1,rep,name=capacity,proto3" json:"capacity,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Allocatable map[string]string      `protobuf:"bytes,2,rep,name=allocatable,proto3" json:"allocatable,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Phase       string                 `protobuf:"bytes,3,opt,name=phase,proto3" json:"phase,omitempty"`
+	Conditions  []*NodeCondition       `protobuf:"bytes,4,rep,name=conditions,proto3" json:"conditions,omitempty"`
+	Addresses   []*NodeAddress         `protobuf:"bytes,5,rep,name=addresses,proto3" json:"addresses,omitempty"`
+	NodeInfo    *NodeSystemInfo        `protobuf:"bytes,6,opt,name=node_info,json=nodeInfo,proto3" json:"node_info,omitempty"`
+	Images      []*ContainerImage      `protobuf:"bytes,7,rep,name=images,proto3" json:"images,omitempty"`
+	// DaemonEndpoints are the ports the node agent serves (its gRPC
+	// NodeAgent service, for logs), at the node's InternalIP address.
+	DaemonEndpoints *NodeDaemonEndpoints `protobuf:"bytes,8,opt,name=daemon_endpoints,json=daemonEndpoints,proto3" json:"daemon_endpoints,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *NodeStatus) Reset() {
@@ -3926,6 +3929,254 @@ func (x *NodeStatus) GetImages() []*ContainerImage {
 	return nil
 }
 
+func (x *NodeStatus) GetDaemonEndpoints() *NodeDaemonEndpoints {
+	if x != nil {
+		return x.DaemonEndpoints
+	}
+	return nil
+}
+
+type NodeDaemonEndpoints struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	KubeletEndpoint *DaemonEndpoint        `protobuf:"bytes,1,opt,name=kubelet_endpoint,json=kubeletEndpoint,proto3" json:"kubelet_endpoint,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *NodeDaemonEndpoints) Reset() {
+	*x = NodeDaemonEndpoints{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[55]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NodeDaemonEndpoints) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NodeDaemonEndpoints) ProtoMessage() {}
+
+func (x *NodeDaemonEndpoints) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[55]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NodeDaemonEndpoints.ProtoReflect.Descriptor instead.
+func (*NodeDaemonEndpoints) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{55}
+}
+
+func (x *NodeDaemonEndpoints) GetKubeletEndpoint() *DaemonEndpoint {
+	if x != nil {
+		return x.KubeletEndpoint
+	}
+	return nil
+}
+
+type DaemonEndpoint struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Port          int32                  `protobuf:"varint,1,opt,name=port,json=Port,proto3" json:"port,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DaemonEndpoint) Reset() {
+	*x = DaemonEndpoint{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[56]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DaemonEndpoint) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DaemonEndpoint) ProtoMessage() {}
+
+func (x *DaemonEndpoint) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[56]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DaemonEndpoint.ProtoReflect.Descriptor instead.
+func (*DaemonEndpoint) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{56}
+}
+
+func (x *DaemonEndpoint) GetPort() int32 {
+	if x != nil {
+		return x.Port
+	}
+	return 0
+}
+
+// PodLogOptions selects the log of one container of a pod (Pods.Logs,
+// and the node agent's NodeAgent.Logs the apiserver proxies to).
+type PodLogOptions struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Namespace string                 `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	Name      string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// Container may be empty when the pod has one container.
+	Container string `protobuf:"bytes,3,opt,name=container,proto3" json:"container,omitempty"`
+	// Follow streams new lines until the container ends or the call is cancelled.
+	Follow bool `protobuf:"varint,4,opt,name=follow,proto3" json:"follow,omitempty"`
+	// TailLines: only the last lines (unset: all).
+	TailLines *int64 `protobuf:"varint,5,opt,name=tail_lines,json=tailLines,proto3,oneof" json:"tail_lines,omitempty"`
+	// SinceSeconds: only lines newer than that many seconds.
+	SinceSeconds *int64 `protobuf:"varint,6,opt,name=since_seconds,json=sinceSeconds,proto3,oneof" json:"since_seconds,omitempty"`
+	// Timestamps prefixes each line with its RFC 3339 time.
+	Timestamps bool `protobuf:"varint,7,opt,name=timestamps,proto3" json:"timestamps,omitempty"`
+	// Previous: the log of the previous (terminated) instance of the container.
+	Previous      bool `protobuf:"varint,8,opt,name=previous,proto3" json:"previous,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PodLogOptions) Reset() {
+	*x = PodLogOptions{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[57]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PodLogOptions) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PodLogOptions) ProtoMessage() {}
+
+func (x *PodLogOptions) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[57]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PodLogOptions.ProtoReflect.Descriptor instead.
+func (*PodLogOptions) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{57}
+}
+
+func (x *PodLogOptions) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *PodLogOptions) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *PodLogOptions) GetContainer() string {
+	if x != nil {
+		return x.Container
+	}
+	return ""
+}
+
+func (x *PodLogOptions) GetFollow() bool {
+	if x != nil {
+		return x.Follow
+	}
+	return false
+}
+
+func (x *PodLogOptions) GetTailLines() int64 {
+	if x != nil && x.TailLines != nil {
+		return *x.TailLines
+	}
+	return 0
+}
+
+func (x *PodLogOptions) GetSinceSeconds() int64 {
+	if x != nil && x.SinceSeconds != nil {
+		return *x.SinceSeconds
+	}
+	return 0
+}
+
+func (x *PodLogOptions) GetTimestamps() bool {
+	if x != nil {
+		return x.Timestamps
+	}
+	return false
+}
+
+func (x *PodLogOptions) GetPrevious() bool {
+	if x != nil {
+		return x.Previous
+	}
+	return false
+}
+
+// LogChunk is a piece of a log stream: whole lines.
+type LogChunk struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Data          []byte                 `protobuf:"bytes,1,opt,name=data,proto3" json:"data,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LogChunk) Reset() {
+	*x = LogChunk{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[58]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LogChunk) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LogChunk) ProtoMessage() {}
+
+func (x *LogChunk) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[58]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LogChunk.ProtoReflect.Descriptor instead.
+func (*LogChunk) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{58}
+}
+
+func (x *LogChunk) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
 type NodeCondition struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Type is Ready, MemoryPressure, DiskPressure, PIDPressure or NetworkUnavailable.
@@ -3941,7 +4192,7 @@ type NodeCondition struct {
 
 func (x *NodeCondition) Reset() {
 	*x = NodeCondition{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[55]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3953,7 +4204,7 @@ func (x *NodeCondition) String() string {
 func (*NodeCondition) ProtoMessage() {}
 
 func (x *NodeCondition) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[55]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3966,7 +4217,7 @@ func (x *NodeCondition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeCondition.ProtoReflect.Descriptor instead.
 func (*NodeCondition) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{55}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *NodeCondition) GetType() string {
@@ -4022,7 +4273,7 @@ type NodeAddress struct {
 
 func (x *NodeAddress) Reset() {
 	*x = NodeAddress{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[56]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4034,7 +4285,7 @@ func (x *NodeAddress) String() string {
 func (*NodeAddress) ProtoMessage() {}
 
 func (x *NodeAddress) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[56]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4047,7 +4298,7 @@ func (x *NodeAddress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeAddress.ProtoReflect.Descriptor instead.
 func (*NodeAddress) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{56}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *NodeAddress) GetType() string {
@@ -4081,7 +4332,7 @@ type NodeSystemInfo struct {
 
 func (x *NodeSystemInfo) Reset() {
 	*x = NodeSystemInfo{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[57]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4093,7 +4344,7 @@ func (x *NodeSystemInfo) String() string {
 func (*NodeSystemInfo) ProtoMessage() {}
 
 func (x *NodeSystemInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[57]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4106,7 +4357,7 @@ func (x *NodeSystemInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeSystemInfo.ProtoReflect.Descriptor instead.
 func (*NodeSystemInfo) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{57}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *NodeSystemInfo) GetMachineId() string {
@@ -4182,7 +4433,7 @@ type ContainerImage struct {
 
 func (x *ContainerImage) Reset() {
 	*x = ContainerImage{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[58]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4194,7 +4445,7 @@ func (x *ContainerImage) String() string {
 func (*ContainerImage) ProtoMessage() {}
 
 func (x *ContainerImage) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[58]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4207,7 +4458,7 @@ func (x *ContainerImage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerImage.ProtoReflect.Descriptor instead.
 func (*ContainerImage) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{58}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *ContainerImage) GetNames() []string {
@@ -4248,7 +4499,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[59]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4260,7 +4511,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[59]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4273,7 +4524,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{59}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *Event) GetApiVersion() string {
@@ -4391,7 +4642,7 @@ type EventSource struct {
 
 func (x *EventSource) Reset() {
 	*x = EventSource{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[60]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4403,7 +4654,7 @@ func (x *EventSource) String() string {
 func (*EventSource) ProtoMessage() {}
 
 func (x *EventSource) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[60]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4416,7 +4667,7 @@ func (x *EventSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventSource.ProtoReflect.Descriptor instead.
 func (*EventSource) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{60}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *EventSource) GetComponent() string {
@@ -4445,7 +4696,7 @@ type EventList struct {
 
 func (x *EventList) Reset() {
 	*x = EventList{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[61]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4457,7 +4708,7 @@ func (x *EventList) String() string {
 func (*EventList) ProtoMessage() {}
 
 func (x *EventList) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[61]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4470,7 +4721,7 @@ func (x *EventList) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventList.ProtoReflect.Descriptor instead.
 func (*EventList) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{61}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *EventList) GetApiVersion() string {
@@ -4515,7 +4766,7 @@ type ConfigMap struct {
 
 func (x *ConfigMap) Reset() {
 	*x = ConfigMap{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[62]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4527,7 +4778,7 @@ func (x *ConfigMap) String() string {
 func (*ConfigMap) ProtoMessage() {}
 
 func (x *ConfigMap) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[62]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4540,7 +4791,7 @@ func (x *ConfigMap) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMap.ProtoReflect.Descriptor instead.
 func (*ConfigMap) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{62}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *ConfigMap) GetApiVersion() string {
@@ -4597,7 +4848,7 @@ type ConfigMapList struct {
 
 func (x *ConfigMapList) Reset() {
 	*x = ConfigMapList{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[63]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4609,7 +4860,7 @@ func (x *ConfigMapList) String() string {
 func (*ConfigMapList) ProtoMessage() {}
 
 func (x *ConfigMapList) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[63]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4622,7 +4873,7 @@ func (x *ConfigMapList) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMapList.ProtoReflect.Descriptor instead.
 func (*ConfigMapList) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{63}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *ConfigMapList) GetApiVersion() string {
@@ -4664,7 +4915,7 @@ type NamespaceWatchEvent struct {
 
 func (x *NamespaceWatchEvent) Reset() {
 	*x = NamespaceWatchEvent{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[64]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4676,7 +4927,7 @@ func (x *NamespaceWatchEvent) String() string {
 func (*NamespaceWatchEvent) ProtoMessage() {}
 
 func (x *NamespaceWatchEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[64]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4689,7 +4940,7 @@ func (x *NamespaceWatchEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NamespaceWatchEvent.ProtoReflect.Descriptor instead.
 func (*NamespaceWatchEvent) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{64}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *NamespaceWatchEvent) GetType() string {
@@ -4716,7 +4967,7 @@ type NamespaceWatchResponse struct {
 
 func (x *NamespaceWatchResponse) Reset() {
 	*x = NamespaceWatchResponse{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[65]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4728,7 +4979,7 @@ func (x *NamespaceWatchResponse) String() string {
 func (*NamespaceWatchResponse) ProtoMessage() {}
 
 func (x *NamespaceWatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[65]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4741,7 +4992,7 @@ func (x *NamespaceWatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NamespaceWatchResponse.ProtoReflect.Descriptor instead.
 func (*NamespaceWatchResponse) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{65}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *NamespaceWatchResponse) GetEvents() []*NamespaceWatchEvent {
@@ -4761,7 +5012,7 @@ type PodWatchEvent struct {
 
 func (x *PodWatchEvent) Reset() {
 	*x = PodWatchEvent{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[66]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4773,7 +5024,7 @@ func (x *PodWatchEvent) String() string {
 func (*PodWatchEvent) ProtoMessage() {}
 
 func (x *PodWatchEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[66]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4786,7 +5037,7 @@ func (x *PodWatchEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodWatchEvent.ProtoReflect.Descriptor instead.
 func (*PodWatchEvent) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{66}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *PodWatchEvent) GetType() string {
@@ -4813,7 +5064,7 @@ type PodWatchResponse struct {
 
 func (x *PodWatchResponse) Reset() {
 	*x = PodWatchResponse{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[67]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4825,7 +5076,7 @@ func (x *PodWatchResponse) String() string {
 func (*PodWatchResponse) ProtoMessage() {}
 
 func (x *PodWatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[67]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4838,7 +5089,7 @@ func (x *PodWatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodWatchResponse.ProtoReflect.Descriptor instead.
 func (*PodWatchResponse) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{67}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *PodWatchResponse) GetEvents() []*PodWatchEvent {
@@ -4858,7 +5109,7 @@ type NodeWatchEvent struct {
 
 func (x *NodeWatchEvent) Reset() {
 	*x = NodeWatchEvent{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[68]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4870,7 +5121,7 @@ func (x *NodeWatchEvent) String() string {
 func (*NodeWatchEvent) ProtoMessage() {}
 
 func (x *NodeWatchEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[68]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4883,7 +5134,7 @@ func (x *NodeWatchEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeWatchEvent.ProtoReflect.Descriptor instead.
 func (*NodeWatchEvent) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{68}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *NodeWatchEvent) GetType() string {
@@ -4910,7 +5161,7 @@ type NodeWatchResponse struct {
 
 func (x *NodeWatchResponse) Reset() {
 	*x = NodeWatchResponse{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[69]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4922,7 +5173,7 @@ func (x *NodeWatchResponse) String() string {
 func (*NodeWatchResponse) ProtoMessage() {}
 
 func (x *NodeWatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[69]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4935,7 +5186,7 @@ func (x *NodeWatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeWatchResponse.ProtoReflect.Descriptor instead.
 func (*NodeWatchResponse) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{69}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *NodeWatchResponse) GetEvents() []*NodeWatchEvent {
@@ -4955,7 +5206,7 @@ type EventWatchEvent struct {
 
 func (x *EventWatchEvent) Reset() {
 	*x = EventWatchEvent{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[70]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4967,7 +5218,7 @@ func (x *EventWatchEvent) String() string {
 func (*EventWatchEvent) ProtoMessage() {}
 
 func (x *EventWatchEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[70]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4980,7 +5231,7 @@ func (x *EventWatchEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventWatchEvent.ProtoReflect.Descriptor instead.
 func (*EventWatchEvent) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{70}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *EventWatchEvent) GetType() string {
@@ -5007,7 +5258,7 @@ type EventWatchResponse struct {
 
 func (x *EventWatchResponse) Reset() {
 	*x = EventWatchResponse{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[71]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5019,7 +5270,7 @@ func (x *EventWatchResponse) String() string {
 func (*EventWatchResponse) ProtoMessage() {}
 
 func (x *EventWatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[71]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5032,7 +5283,7 @@ func (x *EventWatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventWatchResponse.ProtoReflect.Descriptor instead.
 func (*EventWatchResponse) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{71}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *EventWatchResponse) GetEvents() []*EventWatchEvent {
@@ -5052,7 +5303,7 @@ type ConfigMapWatchEvent struct {
 
 func (x *ConfigMapWatchEvent) Reset() {
 	*x = ConfigMapWatchEvent{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[72]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5064,7 +5315,7 @@ func (x *ConfigMapWatchEvent) String() string {
 func (*ConfigMapWatchEvent) ProtoMessage() {}
 
 func (x *ConfigMapWatchEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[72]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5077,7 +5328,7 @@ func (x *ConfigMapWatchEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMapWatchEvent.ProtoReflect.Descriptor instead.
 func (*ConfigMapWatchEvent) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{72}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *ConfigMapWatchEvent) GetType() string {
@@ -5104,7 +5355,7 @@ type ConfigMapWatchResponse struct {
 
 func (x *ConfigMapWatchResponse) Reset() {
 	*x = ConfigMapWatchResponse{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[73]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5116,7 +5367,7 @@ func (x *ConfigMapWatchResponse) String() string {
 func (*ConfigMapWatchResponse) ProtoMessage() {}
 
 func (x *ConfigMapWatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[73]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5129,7 +5380,7 @@ func (x *ConfigMapWatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMapWatchResponse.ProtoReflect.Descriptor instead.
 func (*ConfigMapWatchResponse) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{73}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *ConfigMapWatchResponse) GetEvents() []*ConfigMapWatchEvent {
@@ -5509,7 +5760,7 @@ const file_skiff_core_v1_types_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value\x12\x16\n" +
 	"\x06effect\x18\x03 \x01(\tR\x06effect\x129\n" +
 	"\n" +
-	"time_added\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\ttimeAdded\"\x9d\x04\n" +
+	"time_added\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\ttimeAdded\"\xec\x04\n" +
 	"\n" +
 	"NodeStatus\x12C\n" +
 	"\bcapacity\x18\x01 \x03(\v2'.skiff.core.v1.NodeStatus.CapacityEntryR\bcapacity\x12L\n" +
@@ -5520,13 +5771,34 @@ const file_skiff_core_v1_types_proto_rawDesc = "" +
 	"conditions\x128\n" +
 	"\taddresses\x18\x05 \x03(\v2\x1a.skiff.core.v1.NodeAddressR\taddresses\x12:\n" +
 	"\tnode_info\x18\x06 \x01(\v2\x1d.skiff.core.v1.NodeSystemInfoR\bnodeInfo\x125\n" +
-	"\x06images\x18\a \x03(\v2\x1d.skiff.core.v1.ContainerImageR\x06images\x1a;\n" +
+	"\x06images\x18\a \x03(\v2\x1d.skiff.core.v1.ContainerImageR\x06images\x12M\n" +
+	"\x10daemon_endpoints\x18\b \x01(\v2\".skiff.core.v1.NodeDaemonEndpointsR\x0fdaemonEndpoints\x1a;\n" +
 	"\rCapacityEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a>\n" +
 	"\x10AllocatableEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x87\x02\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"_\n" +
+	"\x13NodeDaemonEndpoints\x12H\n" +
+	"\x10kubelet_endpoint\x18\x01 \x01(\v2\x1d.skiff.core.v1.DaemonEndpointR\x0fkubeletEndpoint\"$\n" +
+	"\x0eDaemonEndpoint\x12\x12\n" +
+	"\x04port\x18\x01 \x01(\x05R\x04Port\"\xa2\x02\n" +
+	"\rPodLogOptions\x12\x1c\n" +
+	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1c\n" +
+	"\tcontainer\x18\x03 \x01(\tR\tcontainer\x12\x16\n" +
+	"\x06follow\x18\x04 \x01(\bR\x06follow\x12\"\n" +
+	"\n" +
+	"tail_lines\x18\x05 \x01(\x03H\x00R\ttailLines\x88\x01\x01\x12(\n" +
+	"\rsince_seconds\x18\x06 \x01(\x03H\x01R\fsinceSeconds\x88\x01\x01\x12\x1e\n" +
+	"\n" +
+	"timestamps\x18\a \x01(\bR\n" +
+	"timestamps\x12\x1a\n" +
+	"\bprevious\x18\b \x01(\bR\bpreviousB\r\n" +
+	"\v_tail_linesB\x10\n" +
+	"\x0e_since_seconds\"\x1e\n" +
+	"\bLogChunk\x12\x12\n" +
+	"\x04data\x18\x01 \x01(\fR\x04data\"\x87\x02\n" +
 	"\rNodeCondition\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x16\n" +
 	"\x06status\x18\x02 \x01(\tR\x06status\x12J\n" +
@@ -5642,7 +5914,7 @@ func file_skiff_core_v1_types_proto_rawDescGZIP() []byte {
 	return file_skiff_core_v1_types_proto_rawDescData
 }
 
-var file_skiff_core_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 81)
+var file_skiff_core_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 85)
 var file_skiff_core_v1_types_proto_goTypes = []any{
 	(*Namespace)(nil),                // 0: skiff.core.v1.Namespace
 	(*NamespaceSpec)(nil),            // 1: skiff.core.v1.NamespaceSpec
@@ -5699,57 +5971,61 @@ var file_skiff_core_v1_types_proto_goTypes = []any{
 	(*NodeSpec)(nil),                 // 52: skiff.core.v1.NodeSpec
 	(*Taint)(nil),                    // 53: skiff.core.v1.Taint
 	(*NodeStatus)(nil),               // 54: skiff.core.v1.NodeStatus
-	(*NodeCondition)(nil),            // 55: skiff.core.v1.NodeCondition
-	(*NodeAddress)(nil),              // 56: skiff.core.v1.NodeAddress
-	(*NodeSystemInfo)(nil),           // 57: skiff.core.v1.NodeSystemInfo
-	(*ContainerImage)(nil),           // 58: skiff.core.v1.ContainerImage
-	(*Event)(nil),                    // 59: skiff.core.v1.Event
-	(*EventSource)(nil),              // 60: skiff.core.v1.EventSource
-	(*EventList)(nil),                // 61: skiff.core.v1.EventList
-	(*ConfigMap)(nil),                // 62: skiff.core.v1.ConfigMap
-	(*ConfigMapList)(nil),            // 63: skiff.core.v1.ConfigMapList
-	(*NamespaceWatchEvent)(nil),      // 64: skiff.core.v1.NamespaceWatchEvent
-	(*NamespaceWatchResponse)(nil),   // 65: skiff.core.v1.NamespaceWatchResponse
-	(*PodWatchEvent)(nil),            // 66: skiff.core.v1.PodWatchEvent
-	(*PodWatchResponse)(nil),         // 67: skiff.core.v1.PodWatchResponse
-	(*NodeWatchEvent)(nil),           // 68: skiff.core.v1.NodeWatchEvent
-	(*NodeWatchResponse)(nil),        // 69: skiff.core.v1.NodeWatchResponse
-	(*EventWatchEvent)(nil),          // 70: skiff.core.v1.EventWatchEvent
-	(*EventWatchResponse)(nil),       // 71: skiff.core.v1.EventWatchResponse
-	(*ConfigMapWatchEvent)(nil),      // 72: skiff.core.v1.ConfigMapWatchEvent
-	(*ConfigMapWatchResponse)(nil),   // 73: skiff.core.v1.ConfigMapWatchResponse
-	nil,                              // 74: skiff.core.v1.PodSpec.NodeSelectorEntry
-	nil,                              // 75: skiff.core.v1.ResourceRequirements.LimitsEntry
-	nil,                              // 76: skiff.core.v1.ResourceRequirements.RequestsEntry
-	nil,                              // 77: skiff.core.v1.NodeStatus.CapacityEntry
-	nil,                              // 78: skiff.core.v1.NodeStatus.AllocatableEntry
-	nil,                              // 79: skiff.core.v1.ConfigMap.DataEntry
-	nil,                              // 80: skiff.core.v1.ConfigMap.BinaryDataEntry
-	(*v1.ObjectMeta)(nil),            // 81: skiff.meta.v1.ObjectMeta
-	(*v1.Condition)(nil),             // 82: skiff.meta.v1.Condition
-	(*v1.ListMeta)(nil),              // 83: skiff.meta.v1.ListMeta
-	(*v1.IntOrString)(nil),           // 84: skiff.meta.v1.IntOrString
-	(*v1.LabelSelector)(nil),         // 85: skiff.meta.v1.LabelSelector
-	(*timestamppb.Timestamp)(nil),    // 86: google.protobuf.Timestamp
+	(*NodeDaemonEndpoints)(nil),      // 55: skiff.core.v1.NodeDaemonEndpoints
+	(*DaemonEndpoint)(nil),           // 56: skiff.core.v1.DaemonEndpoint
+	(*PodLogOptions)(nil),            // 57: skiff.core.v1.PodLogOptions
+	(*LogChunk)(nil),                 // 58: skiff.core.v1.LogChunk
+	(*NodeCondition)(nil),            // 59: skiff.core.v1.NodeCondition
+	(*NodeAddress)(nil),              // 60: skiff.core.v1.NodeAddress
+	(*NodeSystemInfo)(nil),           // 61: skiff.core.v1.NodeSystemInfo
+	(*ContainerImage)(nil),           // 62: skiff.core.v1.ContainerImage
+	(*Event)(nil),                    // 63: skiff.core.v1.Event
+	(*EventSource)(nil),              // 64: skiff.core.v1.EventSource
+	(*EventList)(nil),                // 65: skiff.core.v1.EventList
+	(*ConfigMap)(nil),                // 66: skiff.core.v1.ConfigMap
+	(*ConfigMapList)(nil),            // 67: skiff.core.v1.ConfigMapList
+	(*NamespaceWatchEvent)(nil),      // 68: skiff.core.v1.NamespaceWatchEvent
+	(*NamespaceWatchResponse)(nil),   // 69: skiff.core.v1.NamespaceWatchResponse
+	(*PodWatchEvent)(nil),            // 70: skiff.core.v1.PodWatchEvent
+	(*PodWatchResponse)(nil),         // 71: skiff.core.v1.PodWatchResponse
+	(*NodeWatchEvent)(nil),           // 72: skiff.core.v1.NodeWatchEvent
+	(*NodeWatchResponse)(nil),        // 73: skiff.core.v1.NodeWatchResponse
+	(*EventWatchEvent)(nil),          // 74: skiff.core.v1.EventWatchEvent
+	(*EventWatchResponse)(nil),       // 75: skiff.core.v1.EventWatchResponse
+	(*ConfigMapWatchEvent)(nil),      // 76: skiff.core.v1.ConfigMapWatchEvent
+	(*ConfigMapWatchResponse)(nil),   // 77: skiff.core.v1.ConfigMapWatchResponse
+	nil,                              // 78: skiff.core.v1.PodSpec.NodeSelectorEntry
+	nil,                              // 79: skiff.core.v1.ResourceRequirements.LimitsEntry
+	nil,                              // 80: skiff.core.v1.ResourceRequirements.RequestsEntry
+	nil,                              // 81: skiff.core.v1.NodeStatus.CapacityEntry
+	nil,                              // 82: skiff.core.v1.NodeStatus.AllocatableEntry
+	nil,                              // 83: skiff.core.v1.ConfigMap.DataEntry
+	nil,                              // 84: skiff.core.v1.ConfigMap.BinaryDataEntry
+	(*v1.ObjectMeta)(nil),            // 85: skiff.meta.v1.ObjectMeta
+	(*v1.Condition)(nil),             // 86: skiff.meta.v1.Condition
+	(*v1.ListMeta)(nil),              // 87: skiff.meta.v1.ListMeta
+	(*v1.IntOrString)(nil),           // 88: skiff.meta.v1.IntOrString
+	(*v1.LabelSelector)(nil),         // 89: skiff.meta.v1.LabelSelector
+	(*timestamppb.Timestamp)(nil),    // 90: google.protobuf.Timestamp
 }
 var file_skiff_core_v1_types_proto_depIdxs = []int32{
-	81,  // 0: skiff.core.v1.Namespace.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	85,  // 0: skiff.core.v1.Namespace.metadata:type_name -> skiff.meta.v1.ObjectMeta
 	1,   // 1: skiff.core.v1.Namespace.spec:type_name -> skiff.core.v1.NamespaceSpec
 	2,   // 2: skiff.core.v1.Namespace.status:type_name -> skiff.core.v1.NamespaceStatus
-	82,  // 3: skiff.core.v1.NamespaceStatus.conditions:type_name -> skiff.meta.v1.Condition
-	83,  // 4: skiff.core.v1.NamespaceList.metadata:type_name -> skiff.meta.v1.ListMeta
+	86,  // 3: skiff.core.v1.NamespaceStatus.conditions:type_name -> skiff.meta.v1.Condition
+	87,  // 4: skiff.core.v1.NamespaceList.metadata:type_name -> skiff.meta.v1.ListMeta
 	0,   // 5: skiff.core.v1.NamespaceList.items:type_name -> skiff.core.v1.Namespace
-	81,  // 6: skiff.core.v1.Pod.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	85,  // 6: skiff.core.v1.Pod.metadata:type_name -> skiff.meta.v1.ObjectMeta
 	7,   // 7: skiff.core.v1.Pod.spec:type_name -> skiff.core.v1.PodSpec
 	40,  // 8: skiff.core.v1.Pod.status:type_name -> skiff.core.v1.PodStatus
-	83,  // 9: skiff.core.v1.PodList.metadata:type_name -> skiff.meta.v1.ListMeta
+	87,  // 9: skiff.core.v1.PodList.metadata:type_name -> skiff.meta.v1.ListMeta
 	4,   // 10: skiff.core.v1.PodList.items:type_name -> skiff.core.v1.Pod
-	81,  // 11: skiff.core.v1.PodTemplateSpec.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	85,  // 11: skiff.core.v1.PodTemplateSpec.metadata:type_name -> skiff.meta.v1.ObjectMeta
 	7,   // 12: skiff.core.v1.PodTemplateSpec.spec:type_name -> skiff.core.v1.PodSpec
 	22,  // 13: skiff.core.v1.PodSpec.volumes:type_name -> skiff.core.v1.Volume
 	11,  // 14: skiff.core.v1.PodSpec.init_containers:type_name -> skiff.core.v1.Container
 	11,  // 15: skiff.core.v1.PodSpec.containers:type_name -> skiff.core.v1.Container
-	74,  // 16: skiff.core.v1.PodSpec.node_selector:type_name -> skiff.core.v1.PodSpec.NodeSelectorEntry
+	78,  // 16: skiff.core.v1.PodSpec.node_selector:type_name -> skiff.core.v1.PodSpec.NodeSelectorEntry
 	32,  // 17: skiff.core.v1.PodSpec.affinity:type_name -> skiff.core.v1.Affinity
 	38,  // 18: skiff.core.v1.PodSpec.tolerations:type_name -> skiff.core.v1.Toleration
 	39,  // 19: skiff.core.v1.PodSpec.topology_spread_constraints:type_name -> skiff.core.v1.TopologySpreadConstraint
@@ -5769,8 +6045,8 @@ var file_skiff_core_v1_types_proto_depIdxs = []int32{
 	17,  // 33: skiff.core.v1.EnvVarSource.config_map_key_ref:type_name -> skiff.core.v1.ConfigMapKeySelector
 	16,  // 34: skiff.core.v1.EnvVarSource.resource_field_ref:type_name -> skiff.core.v1.ResourceFieldSelector
 	19,  // 35: skiff.core.v1.EnvFromSource.config_map_ref:type_name -> skiff.core.v1.ConfigMapEnvSource
-	75,  // 36: skiff.core.v1.ResourceRequirements.limits:type_name -> skiff.core.v1.ResourceRequirements.LimitsEntry
-	76,  // 37: skiff.core.v1.ResourceRequirements.requests:type_name -> skiff.core.v1.ResourceRequirements.RequestsEntry
+	79,  // 36: skiff.core.v1.ResourceRequirements.limits:type_name -> skiff.core.v1.ResourceRequirements.LimitsEntry
+	80,  // 37: skiff.core.v1.ResourceRequirements.requests:type_name -> skiff.core.v1.ResourceRequirements.RequestsEntry
 	23,  // 38: skiff.core.v1.Volume.empty_dir:type_name -> skiff.core.v1.EmptyDirVolumeSource
 	24,  // 39: skiff.core.v1.Volume.host_path:type_name -> skiff.core.v1.HostPathVolumeSource
 	25,  // 40: skiff.core.v1.Volume.config_map:type_name -> skiff.core.v1.ConfigMapVolumeSource
@@ -5778,9 +6054,9 @@ var file_skiff_core_v1_types_proto_depIdxs = []int32{
 	28,  // 42: skiff.core.v1.Probe.exec:type_name -> skiff.core.v1.ExecAction
 	29,  // 43: skiff.core.v1.Probe.http_get:type_name -> skiff.core.v1.HTTPGetAction
 	31,  // 44: skiff.core.v1.Probe.tcp_socket:type_name -> skiff.core.v1.TCPSocketAction
-	84,  // 45: skiff.core.v1.HTTPGetAction.port:type_name -> skiff.meta.v1.IntOrString
+	88,  // 45: skiff.core.v1.HTTPGetAction.port:type_name -> skiff.meta.v1.IntOrString
 	30,  // 46: skiff.core.v1.HTTPGetAction.http_headers:type_name -> skiff.core.v1.HTTPHeader
-	84,  // 47: skiff.core.v1.TCPSocketAction.port:type_name -> skiff.meta.v1.IntOrString
+	88,  // 47: skiff.core.v1.TCPSocketAction.port:type_name -> skiff.meta.v1.IntOrString
 	33,  // 48: skiff.core.v1.Affinity.node_affinity:type_name -> skiff.core.v1.NodeAffinity
 	34,  // 49: skiff.core.v1.NodeAffinity.required_during_scheduling_ignored_during_execution:type_name -> skiff.core.v1.NodeSelector
 	37,  // 50: skiff.core.v1.NodeAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> skiff.core.v1.PreferredSchedulingTerm
@@ -5788,67 +6064,69 @@ var file_skiff_core_v1_types_proto_depIdxs = []int32{
 	36,  // 52: skiff.core.v1.NodeSelectorTerm.match_expressions:type_name -> skiff.core.v1.NodeSelectorRequirement
 	36,  // 53: skiff.core.v1.NodeSelectorTerm.match_fields:type_name -> skiff.core.v1.NodeSelectorRequirement
 	35,  // 54: skiff.core.v1.PreferredSchedulingTerm.preference:type_name -> skiff.core.v1.NodeSelectorTerm
-	85,  // 55: skiff.core.v1.TopologySpreadConstraint.label_selector:type_name -> skiff.meta.v1.LabelSelector
+	89,  // 55: skiff.core.v1.TopologySpreadConstraint.label_selector:type_name -> skiff.meta.v1.LabelSelector
 	42,  // 56: skiff.core.v1.PodStatus.conditions:type_name -> skiff.core.v1.PodCondition
 	41,  // 57: skiff.core.v1.PodStatus.pod_ips:type_name -> skiff.core.v1.PodIP
-	86,  // 58: skiff.core.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
+	90,  // 58: skiff.core.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
 	43,  // 59: skiff.core.v1.PodStatus.init_container_statuses:type_name -> skiff.core.v1.ContainerStatus
 	43,  // 60: skiff.core.v1.PodStatus.container_statuses:type_name -> skiff.core.v1.ContainerStatus
-	86,  // 61: skiff.core.v1.PodCondition.last_probe_time:type_name -> google.protobuf.Timestamp
-	86,  // 62: skiff.core.v1.PodCondition.last_transition_time:type_name -> google.protobuf.Timestamp
+	90,  // 61: skiff.core.v1.PodCondition.last_probe_time:type_name -> google.protobuf.Timestamp
+	90,  // 62: skiff.core.v1.PodCondition.last_transition_time:type_name -> google.protobuf.Timestamp
 	44,  // 63: skiff.core.v1.ContainerStatus.state:type_name -> skiff.core.v1.ContainerState
 	44,  // 64: skiff.core.v1.ContainerStatus.last_state:type_name -> skiff.core.v1.ContainerState
 	45,  // 65: skiff.core.v1.ContainerState.waiting:type_name -> skiff.core.v1.ContainerStateWaiting
 	46,  // 66: skiff.core.v1.ContainerState.running:type_name -> skiff.core.v1.ContainerStateRunning
 	47,  // 67: skiff.core.v1.ContainerState.terminated:type_name -> skiff.core.v1.ContainerStateTerminated
-	86,  // 68: skiff.core.v1.ContainerStateRunning.started_at:type_name -> google.protobuf.Timestamp
-	86,  // 69: skiff.core.v1.ContainerStateTerminated.started_at:type_name -> google.protobuf.Timestamp
-	86,  // 70: skiff.core.v1.ContainerStateTerminated.finished_at:type_name -> google.protobuf.Timestamp
-	81,  // 71: skiff.core.v1.Binding.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	90,  // 68: skiff.core.v1.ContainerStateRunning.started_at:type_name -> google.protobuf.Timestamp
+	90,  // 69: skiff.core.v1.ContainerStateTerminated.started_at:type_name -> google.protobuf.Timestamp
+	90,  // 70: skiff.core.v1.ContainerStateTerminated.finished_at:type_name -> google.protobuf.Timestamp
+	85,  // 71: skiff.core.v1.Binding.metadata:type_name -> skiff.meta.v1.ObjectMeta
 	49,  // 72: skiff.core.v1.Binding.target:type_name -> skiff.core.v1.ObjectReference
-	81,  // 73: skiff.core.v1.Node.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	85,  // 73: skiff.core.v1.Node.metadata:type_name -> skiff.meta.v1.ObjectMeta
 	52,  // 74: skiff.core.v1.Node.spec:type_name -> skiff.core.v1.NodeSpec
 	54,  // 75: skiff.core.v1.Node.status:type_name -> skiff.core.v1.NodeStatus
-	83,  // 76: skiff.core.v1.NodeList.metadata:type_name -> skiff.meta.v1.ListMeta
+	87,  // 76: skiff.core.v1.NodeList.metadata:type_name -> skiff.meta.v1.ListMeta
 	50,  // 77: skiff.core.v1.NodeList.items:type_name -> skiff.core.v1.Node
 	53,  // 78: skiff.core.v1.NodeSpec.taints:type_name -> skiff.core.v1.Taint
-	86,  // 79: skiff.core.v1.Taint.time_added:type_name -> google.protobuf.Timestamp
-	77,  // 80: skiff.core.v1.NodeStatus.capacity:type_name -> skiff.core.v1.NodeStatus.CapacityEntry
-	78,  // 81: skiff.core.v1.NodeStatus.allocatable:type_name -> skiff.core.v1.NodeStatus.AllocatableEntry
-	55,  // 82: skiff.core.v1.NodeStatus.conditions:type_name -> skiff.core.v1.NodeCondition
-	56,  // 83: skiff.core.v1.NodeStatus.addresses:type_name -> skiff.core.v1.NodeAddress
-	57,  // 84: skiff.core.v1.NodeStatus.node_info:type_name -> skiff.core.v1.NodeSystemInfo
-	58,  // 85: skiff.core.v1.NodeStatus.images:type_name -> skiff.core.v1.ContainerImage
-	86,  // 86: skiff.core.v1.NodeCondition.last_heartbeat_time:type_name -> google.protobuf.Timestamp
-	86,  // 87: skiff.core.v1.NodeCondition.last_transition_time:type_name -> google.protobuf.Timestamp
-	81,  // 88: skiff.core.v1.Event.metadata:type_name -> skiff.meta.v1.ObjectMeta
-	49,  // 89: skiff.core.v1.Event.involved_object:type_name -> skiff.core.v1.ObjectReference
-	60,  // 90: skiff.core.v1.Event.source:type_name -> skiff.core.v1.EventSource
-	86,  // 91: skiff.core.v1.Event.first_timestamp:type_name -> google.protobuf.Timestamp
-	86,  // 92: skiff.core.v1.Event.last_timestamp:type_name -> google.protobuf.Timestamp
-	86,  // 93: skiff.core.v1.Event.event_time:type_name -> google.protobuf.Timestamp
-	83,  // 94: skiff.core.v1.EventList.metadata:type_name -> skiff.meta.v1.ListMeta
-	59,  // 95: skiff.core.v1.EventList.items:type_name -> skiff.core.v1.Event
-	81,  // 96: skiff.core.v1.ConfigMap.metadata:type_name -> skiff.meta.v1.ObjectMeta
-	79,  // 97: skiff.core.v1.ConfigMap.data:type_name -> skiff.core.v1.ConfigMap.DataEntry
-	80,  // 98: skiff.core.v1.ConfigMap.binary_data:type_name -> skiff.core.v1.ConfigMap.BinaryDataEntry
-	83,  // 99: skiff.core.v1.ConfigMapList.metadata:type_name -> skiff.meta.v1.ListMeta
-	62,  // 100: skiff.core.v1.ConfigMapList.items:type_name -> skiff.core.v1.ConfigMap
-	0,   // 101: skiff.core.v1.NamespaceWatchEvent.object:type_name -> skiff.core.v1.Namespace
-	64,  // 102: skiff.core.v1.NamespaceWatchResponse.events:type_name -> skiff.core.v1.NamespaceWatchEvent
-	4,   // 103: skiff.core.v1.PodWatchEvent.object:type_name -> skiff.core.v1.Pod
-	66,  // 104: skiff.core.v1.PodWatchResponse.events:type_name -> skiff.core.v1.PodWatchEvent
-	50,  // 105: skiff.core.v1.NodeWatchEvent.object:type_name -> skiff.core.v1.Node
-	68,  // 106: skiff.core.v1.NodeWatchResponse.events:type_name -> skiff.core.v1.NodeWatchEvent
-	59,  // 107: skiff.core.v1.EventWatchEvent.object:type_name -> skiff.core.v1.Event
-	70,  // 108: skiff.core.v1.EventWatchResponse.events:type_name -> skiff.core.v1.EventWatchEvent
-	62,  // 109: skiff.core.v1.ConfigMapWatchEvent.object:type_name -> skiff.core.v1.ConfigMap
-	72,  // 110: skiff.core.v1.ConfigMapWatchResponse.events:type_name -> skiff.core.v1.ConfigMapWatchEvent
-	111, // [111:111] is the sub-list for method output_type
-	111, // [111:111] is the sub-list for method input_type
-	111, // [111:111] is the sub-list for extension type_name
-	111, // [111:111] is the sub-list for extension extendee
-	0,   // [0:111] is the sub-list for field type_name
+	90,  // 79: skiff.core.v1.Taint.time_added:type_name -> google.protobuf.Timestamp
+	81,  // 80: skiff.core.v1.NodeStatus.capacity:type_name -> skiff.core.v1.NodeStatus.CapacityEntry
+	82,  // 81: skiff.core.v1.NodeStatus.allocatable:type_name -> skiff.core.v1.NodeStatus.AllocatableEntry
+	59,  // 82: skiff.core.v1.NodeStatus.conditions:type_name -> skiff.core.v1.NodeCondition
+	60,  // 83: skiff.core.v1.NodeStatus.addresses:type_name -> skiff.core.v1.NodeAddress
+	61,  // 84: skiff.core.v1.NodeStatus.node_info:type_name -> skiff.core.v1.NodeSystemInfo
+	62,  // 85: skiff.core.v1.NodeStatus.images:type_name -> skiff.core.v1.ContainerImage
+	55,  // 86: skiff.core.v1.NodeStatus.daemon_endpoints:type_name -> skiff.core.v1.NodeDaemonEndpoints
+	56,  // 87: skiff.core.v1.NodeDaemonEndpoints.kubelet_endpoint:type_name -> skiff.core.v1.DaemonEndpoint
+	90,  // 88: skiff.core.v1.NodeCondition.last_heartbeat_time:type_name -> google.protobuf.Timestamp
+	90,  // 89: skiff.core.v1.NodeCondition.last_transition_time:type_name -> google.protobuf.Timestamp
+	85,  // 90: skiff.core.v1.Event.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	49,  // 91: skiff.core.v1.Event.involved_object:type_name -> skiff.core.v1.ObjectReference
+	64,  // 92: skiff.core.v1.Event.source:type_name -> skiff.core.v1.EventSource
+	90,  // 93: skiff.core.v1.Event.first_timestamp:type_name -> google.protobuf.Timestamp
+	90,  // 94: skiff.core.v1.Event.last_timestamp:type_name -> google.protobuf.Timestamp
+	90,  // 95: skiff.core.v1.Event.event_time:type_name -> google.protobuf.Timestamp
+	87,  // 96: skiff.core.v1.EventList.metadata:type_name -> skiff.meta.v1.ListMeta
+	63,  // 97: skiff.core.v1.EventList.items:type_name -> skiff.core.v1.Event
+	85,  // 98: skiff.core.v1.ConfigMap.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	83,  // 99: skiff.core.v1.ConfigMap.data:type_name -> skiff.core.v1.ConfigMap.DataEntry
+	84,  // 100: skiff.core.v1.ConfigMap.binary_data:type_name -> skiff.core.v1.ConfigMap.BinaryDataEntry
+	87,  // 101: skiff.core.v1.ConfigMapList.metadata:type_name -> skiff.meta.v1.ListMeta
+	66,  // 102: skiff.core.v1.ConfigMapList.items:type_name -> skiff.core.v1.ConfigMap
+	0,   // 103: skiff.core.v1.NamespaceWatchEvent.object:type_name -> skiff.core.v1.Namespace
+	68,  // 104: skiff.core.v1.NamespaceWatchResponse.events:type_name -> skiff.core.v1.NamespaceWatchEvent
+	4,   // 105: skiff.core.v1.PodWatchEvent.object:type_name -> skiff.core.v1.Pod
+	70,  // 106: skiff.core.v1.PodWatchResponse.events:type_name -> skiff.core.v1.PodWatchEvent
+	50,  // 107: skiff.core.v1.NodeWatchEvent.object:type_name -> skiff.core.v1.Node
+	72,  // 108: skiff.core.v1.NodeWatchResponse.events:type_name -> skiff.core.v1.NodeWatchEvent
+	63,  // 109: skiff.core.v1.EventWatchEvent.object:type_name -> skiff.core.v1.Event
+	74,  // 110: skiff.core.v1.EventWatchResponse.events:type_name -> skiff.core.v1.EventWatchEvent
+	66,  // 111: skiff.core.v1.ConfigMapWatchEvent.object:type_name -> skiff.core.v1.ConfigMap
+	76,  // 112: skiff.core.v1.ConfigMapWatchResponse.events:type_name -> skiff.core.v1.ConfigMapWatchEvent
+	113, // [113:113] is the sub-list for method output_type
+	113, // [113:113] is the sub-list for method input_type
+	113, // [113:113] is the sub-list for extension type_name
+	113, // [113:113] is the sub-list for extension extendee
+	0,   // [0:113] is the sub-list for field type_name
 }
 
 func init() { file_skiff_core_v1_types_proto_init() }
@@ -5867,14 +6145,15 @@ func file_skiff_core_v1_types_proto_init() {
 	file_skiff_core_v1_types_proto_msgTypes[38].OneofWrappers = []any{}
 	file_skiff_core_v1_types_proto_msgTypes[39].OneofWrappers = []any{}
 	file_skiff_core_v1_types_proto_msgTypes[43].OneofWrappers = []any{}
-	file_skiff_core_v1_types_proto_msgTypes[62].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[57].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[66].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_skiff_core_v1_types_proto_rawDesc), len(file_skiff_core_v1_types_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   81,
+			NumMessages:   85,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

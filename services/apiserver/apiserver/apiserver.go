@@ -132,6 +132,7 @@ type Server struct {
 	counts      []func() (string, int)
 	grpc        *grpc.Server
 	health      *health.Server
+	logs        *logProxy // Pods.Logs, to the node agents
 	lis         net.Listener
 	metrics     *http.Server
 	metricsL    net.Listener
@@ -298,6 +299,7 @@ func (s *Server) Run(ctx context.Context) error {
 	case <-time.After(10 * time.Second):
 		s.grpc.Stop()
 	}
+	s.logs.close()
 	if s.metrics != nil {
 		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		_ = s.metrics.Shutdown(sctx)

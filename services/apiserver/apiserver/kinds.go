@@ -97,11 +97,12 @@ func (s *Server) install(g *grpc.Server) {
 		},
 		GracefulDelete: podGracefulDelete,
 	})
-	corev1.RegisterPodsServer(g, &podsServer{
+	pods := &podsServer{
 		Endpoint: podEP,
 		reg:      podEP.Registry(),
 		now:      s.now,
-	})
+	}
+	corev1.RegisterPodsServer(g, pods)
 
 	// core/v1 Nodes
 	nodeKind := kind[*corev1.Node](coreV1, "Node", "nodes", "node", "skiff.core.v1.Nodes", false,
@@ -115,6 +116,8 @@ func (s *Server) install(g *grpc.Server) {
 		},
 	})
 	corev1.RegisterNodesServer(g, nodeEP)
+	s.logs = newLogProxy(podEP.Registry(), nodeEP.Registry())
+	pods.logs = s.logs
 
 	// core/v1 Events
 	eventKind := kind[*corev1.Event](coreV1, "Event", "events", "event", "skiff.core.v1.Events", true,

@@ -23,8 +23,9 @@ import (
 
 type podsServer struct {
 	*server.Endpoint[*corev1.Pod, *corev1.Pod, *corev1.PodList, corev1.PodWatchResponse]
-	reg *registry.Registry[*corev1.Pod]
-	now func() time.Time
+	reg  *registry.Registry[*corev1.Pod]
+	now  func() time.Time
+	logs *logProxy
 }
 
 // Bind sets spec.nodeName of an unbound pod and marks it PodScheduled.

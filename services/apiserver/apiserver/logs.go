@@ -1,0 +1,167 @@
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"sync"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"skiff.dev/internal/apierrors"
+	"skiff.dev/services/apiserver/registry"
+	corev1 "skiff.dev/proto/core/v1"
+	nodev1 "skiff.dev/proto/node/v1"
+)
+
+// logProxy serves Pods.Logs: it finds the pod's node and streams the log
+// from that node's agent (NodeAgent.Logs), so a client needs only the
+// apiserver. Connections to agents are kept, one per address.
+type logProxy struct {
+	pods  *registry.Registry[*corev1.Pod]
+	nodes *registry.Registry[*corev1.Node]
+
+	mu    sync.Mutex
+	conns map[string]*grpc.ClientConn
+}
+
+func newLogProxy(pods *registry.Registry[*corev1.Pod], nodes *registry.Registry[*corev1.Node]) *logProxy {
+	return &logProxy{pods: pods, nodes: nodes, conns: map[string]*grpc.ClientConn{}}
+}
+
+// Logs implements corev1.PodsServer.Logs.
+func (p *podsServer) Logs(o *corev1.PodLogOptions, stream grpc.ServerStreamingServer[corev1.LogChunk]) error {
+	return p.logs.stream(stream.Context(), o, stream.Send)
+}
+
+func (l *logProxy) stream(ctx context.Context, o *corev1.PodLogOptions, send func(*corev1.LogChunk) error) error {
+	pod, err := l.pods.Get(ctx, o.GetNamespace(), o.GetName())
+	if err != nil {
+		return err
+	}
+	opts, err := resolveContainer(pod, o)
+	if err != nil {
+		return err
+	}
+	nodeName := pod.GetSpec().GetNodeName()
+	if nodeName == "" {
+		return apierrors.NewBadRequest(fmt.Sprintf("pod %s/%s is not scheduled to a node yet: it has no logs", o.GetNamespace(), o.GetName()))
+	}
+	node, err := l.nodes.Get(ctx, "", nodeName)
+	if err != nil {
+		return apierrors.NewServiceUnavailable(fmt.Sprintf("pod %s/%s: its node %q: %v", o.GetNamespace(), o.GetName(), nodeName, err))
+	}
+	addr, err := agentAddress(node)
+	if err != nil {
+		return err
+	}
+	conn, err := l.conn(addr)
+	if err != nil {
+		return apierrors.NewServiceUnavailable(fmt.Sprintf("node %q: %v", nodeName, err))
+	}
+	src, err := nodev1.NewNodeAgentClient(conn).Logs(ctx, opts)
+	if err != nil {
+		return agentError(nodeName, err)
+	}
+	for {
+		chunk, err := src.Recv()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return agentError(nodeName, err)
+		}
+		if err := send(chunk); err != nil {
+			return err
+		}
+	}
+}
+
+// agentError keeps an agent's API status (a container not found, say) and
+// turns a transport failure into ServiceUnavailable naming the node.
+func agentError(node string, err error) error {
+	if se := apierrors.FromError(err); se.Reason() != apierrors.ReasonUnknown && se.Reason() != apierrors.ReasonServiceUnavailable {
+		return se
+	}
+	return apierrors.NewServiceUnavailable(fmt.Sprintf("node %q agent: %v", node, err))
+}
+
+// resolveContainer fills in the container of a one-container pod and checks
+// a named one exists.
+func resolveContainer(pod *corev1.Pod, o *corev1.PodLogOptions) (*corev1.PodLogOptions, error) {
+	var names []string
+	for _, c := range pod.GetSpec().GetInitContainers() {
+		names = append(names, c.GetName())
+	}
+	var main []string
+	for _, c := range pod.GetSpec().GetContainers() {
+		main = append(main, c.GetName())
+	}
+	names = append(names, main...)
+	out := corev1.PodLogOptions{
+		Namespace: o.GetNamespace(), Name: o.GetName(), Container: o.GetContainer(), Follow: o.GetFollow(),
+		TailLines: o.TailLines, SinceSeconds: o.SinceSeconds, Timestamps: o.GetTimestamps(), Previous: o.GetPrevious(),
+	}
+	if out.Container == "" {
+		if len(main) != 1 {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("a container name must be specified for pod %s, choose one of: %v", o.GetName(), main))
+		}
+		out.Container = main[0]
+		return &out, nil
+	}
+	for _, n := range names {
+		if n == out.Container {
+			return &out, nil
+		}
+	}
+	return nil, apierrors.NewBadRequest(fmt.Sprintf("container %s is not valid for pod %s: choose one of %v", out.Container, o.GetName(), names))
+}
+
+// agentAddress is host:port of the node's agent: its InternalIP (else its
+// Hostname) and the port it advertises.
+func agentAddress(n *corev1.Node) (string, error) {
+	port := n.GetStatus().GetDaemonEndpoints().GetKubeletEndpoint().GetPort()
+	if port <= 0 {
+		return "", apierrors.NewServiceUnavailable(fmt.Sprintf("node %q advertises no agent endpoint (status.daemonEndpoints.kubeletEndpoint.Port)", n.GetMetadata().GetName()))
+	}
+	var host string
+	for _, typ := range []string{"InternalIP", "Hostname", "ExternalIP"} {
+		for _, a := range n.GetStatus().GetAddresses() {
+			if a.GetType() == typ && host == "" {
+				host = a.GetAddress()
+			}
+		}
+	}
+	if host == "" {
+		return "", apierrors.NewServiceUnavailable(fmt.Sprintf("node %q has no address in status.addresses", n.GetMetadata().GetName()))
+	}
+	return net.JoinHostPort(host, strconv.Itoa(int(port))), nil
+}
+
+func (l *logProxy) conn(addr string) (*grpc.ClientConn, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if c, ok := l.conns[addr]; ok {
+		return c, nil
+	}
+	c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, err
+	}
+	l.conns[addr] = c
+	return c, nil
+}
+
+// close closes the connections to agents.
+func (l *logProxy) close() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for addr, c := range l.conns {
+		c.Close()
+		delete(l.conns, addr)
+	}
+}
