@@ -30,7 +30,8 @@ const (
 	DefaultBurst             = 25
 	DefaultAggregationWindow = 10 * time.Minute
 	DefaultCacheSize         = 4096
-	DefaultQueueSize         = 1000
+	DefaultQueueSize         = 10000 // a burst of events (one per pod scheduled) waits here for the writers
+	DefaultWriters           = 8     // concurrent writes to the apiserver
 )
 
 // writeTimeout bounds each call to the apiserver.
@@ -51,16 +52,22 @@ type Config struct {
 	AggregationWindow time.Duration
 	// CacheSize bounds the memory of recent events and of token buckets.
 	CacheSize int
-	// QueueSize bounds the events recorded but not yet written.
+	// QueueSize bounds the events recorded but not yet taken by Run; each
+	// writer holds up to 128 more, and one being written.
 	QueueSize int
+	// Writers is the number of goroutines writing to the apiserver. Writes
+	// about one aggregated event (same object, source, type, reason and
+	// message) all go to the same writer, in the order recorded.
+	Writers int
 
 	Clock      Clock                 // nil: the real clock
 	Logger     *zap.Logger           // nil: no logs
 	Registerer prometheus.Registerer // nil: metrics not registered
 }
 
-// Broadcaster queues the events its recorders record and writes them, in
-// one goroutine (Run), to the apiserver.
+// Broadcaster queues the events its recorders record, correlates them in
+// one goroutine (Run) and writes them to the apiserver from Config.Writers
+// goroutines that Run starts and waits for.
 type Broadcaster struct {
 	cfg     Config
 	log     *zap.Logger
@@ -74,8 +81,10 @@ type Broadcaster struct {
 	running chan struct{} // closed when Run starts
 	done    chan struct{} // closed when Run returns
 
+	// The spam filter is used by the Run goroutine only, the aggregation
+	// memory by the writers (it locks itself).
+	corr *correlator
 	// Used by the Run goroutine only.
-	corr     *correlator
 	lastName int64 // the unix nanoseconds of the last event name, kept increasing
 }
 
@@ -84,8 +93,8 @@ func NewBroadcaster(cfg Config) (*Broadcaster, error) {
 	if cfg.Client == nil {
 		return nil, errors.New("events: Config.Client: required")
 	}
-	if cfg.QPS < 0 || cfg.Burst < 0 || cfg.AggregationWindow < 0 || cfg.CacheSize < 0 || cfg.QueueSize < 0 {
-		return nil, errors.New("events: Config.QPS, Burst, AggregationWindow, CacheSize and QueueSize must not be negative")
+	if cfg.QPS < 0 || cfg.Burst < 0 || cfg.AggregationWindow < 0 || cfg.CacheSize < 0 || cfg.QueueSize < 0 || cfg.Writers < 0 {
+		return nil, errors.New("events: Config.QPS, Burst, AggregationWindow, CacheSize, QueueSize and Writers must not be negative")
 	}
 	if cfg.QPS == 0 {
 		cfg.QPS = DefaultQPS
@@ -101,6 +110,9 @@ func NewBroadcaster(cfg Config) (*Broadcaster, error) {
 	}
 	if cfg.QueueSize == 0 {
 		cfg.QueueSize = DefaultQueueSize
+	}
+	if cfg.Writers == 0 {
+		cfg.Writers = DefaultWriters
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = realClock{}
@@ -164,10 +176,13 @@ func (b *Broadcaster) record(component string, obj object.Object, eventType, rea
 	}
 }
 
-// Run writes queued events, in order, until ctx is done (events still
-// queued are abandoned) or, after Shutdown, until the queue is empty: Run
-// started after Shutdown still writes what was queued before it. Call it
-// once, typically as `go b.Run(ctx)`.
+// Run takes queued events in order, passes them through the spam filter,
+// names them and hands them to its writers, until ctx is done (events still
+// queued or handed over are abandoned, writes under way cancelled) or,
+// after Shutdown, until the queue is empty and every event has been
+// written: Run started after Shutdown still writes what was queued before
+// it. Run returns once its writers have returned. Call it once, typically
+// as `go b.Run(ctx)`.
 func (b *Broadcaster) Run(ctx context.Context) {
 	started := false
 	b.runOnce.Do(func() { started = true })
@@ -177,6 +192,8 @@ func (b *Broadcaster) Run(ctx context.Context) {
 	}
 	close(b.running)
 	defer close(b.done)
+	w := b.startWriters(ctx)
+	defer w.stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -185,15 +202,23 @@ func (b *Broadcaster) Run(ctx context.Context) {
 			if !ok {
 				return
 			}
-			b.write(ctx, ev)
+			if !b.corr.allow(ev) {
+				b.metrics.drop(dropRateLimited)
+				continue
+			}
+			ev.Metadata.Name = b.name(ev)
+			if !w.send(ctx, ev) {
+				return
+			}
 		}
 	}
 }
 
 // Shutdown stops accepting events (later ones are dropped and counted)
-// and, if Run is running, waits until it has written what is queued and
-// returned. If Run has not started yet, Shutdown returns at once and the
-// queue waits for it. Cancel Run's context to abandon the queue instead.
+// and, if Run is running, waits until it and its writers have written what
+// is queued and returned. If Run has not started yet, Shutdown returns at
+// once and the queue waits for it. Cancel Run's context to abandon the
+// queue instead.
 func (b *Broadcaster) Shutdown() {
 	b.mu.Lock()
 	if !b.closed {

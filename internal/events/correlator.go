@@ -2,21 +2,33 @@ package events
 
 import (
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "skiff.dev/proto/core/v1"
 )
 
-// The correlator decides, for each event in turn, whether it is written
-// and whether it repeats one already stored. It is pure (no I/O, time taken
-// from the events) and used by the writer goroutine only.
+// The correlator decides, for each event, whether it is written and
+// whether it repeats one already stored. It is pure (no I/O, time taken
+// from the events). Its two halves have different users:
+//
+//   - the spam filter (allow) sees every event in the order recorded and is
+//     used by the Run goroutine only;
+//   - the aggregation memory (previous, stored) is used by the writers,
+//     under mu. Every event with one aggregateKey goes to the same writer,
+//     so for each key previous and stored alternate in the order recorded,
+//     exactly as with one writer; only which keys the LRU evicts first
+//     depends on how writers interleave.
 type correlator struct {
 	qps    float64 // tokens per second per object
 	burst  float64
 	window time.Duration
 	// buckets are the spam filter's token buckets, by spamKey.
 	buckets *lru[*bucket]
-	// recent are the events last stored, by aggregateKey.
+
+	mu sync.Mutex // guards recent
+	// recent are the events last stored, by aggregateKey. They are not
+	// modified once stored.
 	recent *lru[*corev1.Event]
 }
 
@@ -57,7 +69,10 @@ func (c *correlator) allow(ev *corev1.Event) bool {
 // previous returns the stored event that ev repeats, if one was written
 // less than the window before ev.
 func (c *correlator) previous(ev *corev1.Event) (*corev1.Event, bool) {
-	prev, ok := c.recent.get(aggregateKey(ev))
+	key := aggregateKey(ev)
+	c.mu.Lock()
+	prev, ok := c.recent.get(key)
+	c.mu.Unlock()
 	if !ok || ev.GetLastTimestamp().AsTime().Sub(prev.GetLastTimestamp().AsTime()) >= c.window {
 		return nil, false
 	}
@@ -65,7 +80,12 @@ func (c *correlator) previous(ev *corev1.Event) (*corev1.Event, bool) {
 }
 
 // stored remembers what was written for ev.
-func (c *correlator) stored(ev, stored *corev1.Event) { c.recent.add(aggregateKey(ev), stored) }
+func (c *correlator) stored(ev, stored *corev1.Event) {
+	key := aggregateKey(ev)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.recent.add(key, stored)
+}
 
 // spamKey identifies the source and the involved object.
 func spamKey(ev *corev1.Event) string {

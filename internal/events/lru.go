@@ -3,7 +3,7 @@ package events
 import "container/list"
 
 // lru is a map bounded to its size most recently used keys. Not safe for
-// concurrent use: only the writer goroutine touches it.
+// concurrent use: its owner (the correlator) serializes access.
 type lru[V any] struct {
 	size  int
 	order *list.List // front: most recent; values are *lruEntry[V]

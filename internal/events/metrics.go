@@ -16,8 +16,9 @@ const (
 )
 
 type metrics struct {
-	recorded *prometheus.CounterVec
-	dropped  *prometheus.CounterVec
+	recorded      *prometheus.CounterVec
+	dropped       *prometheus.CounterVec
+	writeDuration prometheus.Histogram
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -28,12 +29,20 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "events_dropped_total", Help: "Events not written, by reason (queue_full, rate_limited, shutdown, invalid, write_failed).",
 		}, []string{"reason"}),
+		writeDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "events_write_duration_seconds",
+			Help:    "Time to write one event to the apiserver (create, or update of its count), with its retries, whether it succeeded or not.",
+			Buckets: prometheus.DefBuckets,
+		}),
 	}
 	var err error
 	if m.recorded, err = promutil.Register(reg, m.recorded); err != nil {
 		return nil, err
 	}
 	if m.dropped, err = promutil.Register(reg, m.dropped); err != nil {
+		return nil, err
+	}
+	if m.writeDuration, err = promutil.Register(reg, m.writeDuration); err != nil {
 		return nil, err
 	}
 	return m, nil

@@ -249,3 +249,59 @@ events_recorded_total{type="Normal"} 104
 		t.Error(err)
 	}
 }
+
+// TestEventsBurstAboutManyObjects is the scheduler's burst: one event per
+// pod, for many pods, recorded as fast as several goroutines can. The
+// queue holds them and the writers write every one.
+func TestEventsBurstAboutManyObjects(t *testing.T) {
+	const pods, recorders = 2000, 8
+	s := apiservertest.Start(t)
+	b := startBroadcaster(t, s.Conn)
+	rec := b.NewRecorder("")
+
+	start := time.Now()
+	var wg sync.WaitGroup
+	for r := range recorders {
+		wg.Go(func() {
+			for i := r; i < pods; i += recorders {
+				name := fmt.Sprintf("pod-%d", i)
+				pod := &corev1.Pod{ApiVersion: "v1", Kind: "Pod", Metadata: &metav1.ObjectMeta{Namespace: "default", Name: name, Uid: "uid-" + name}}
+				rec.Eventf(pod, events.EventTypeNormal, "Scheduled", "Successfully assigned default/%s to node-%d", name, i%10)
+			}
+		})
+	}
+	wg.Wait()
+	b.drain()
+	t.Logf("%d events recorded and written in %v", pods, time.Since(start))
+
+	l, err := client.Events(s.Conn).List(context.Background(), &metav1.ListOptions{Namespace: "default"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	about := map[string]int{}
+	for _, ev := range l.GetItems() {
+		if ev.GetReason() != "Scheduled" || ev.GetCount() != 1 {
+			t.Errorf("event %s: reason %s, count %d; want Scheduled, 1", ev.GetMetadata().GetName(), ev.GetReason(), ev.GetCount())
+		}
+		about[ev.GetInvolvedObject().GetName()]++
+	}
+	for i := range pods {
+		if n := about[fmt.Sprintf("pod-%d", i)]; n != 1 {
+			t.Errorf("%d events about pod-%d, want 1", n, i)
+		}
+	}
+	if len(l.GetItems()) != pods {
+		t.Errorf("%d events, want %d", len(l.GetItems()), pods)
+	}
+	// No events_dropped_total series: nothing dropped.
+	if err := testutil.GatherAndCompare(b.reg, strings.NewReader(`
+# HELP events_recorded_total Events accepted by recorders, by type (Normal, Warning).
+# TYPE events_recorded_total counter
+events_recorded_total{type="Normal"} 2000
+`), "events_dropped_total", "events_recorded_total"); err != nil {
+		t.Error(err)
+	}
+	if n, err := testutil.GatherAndCount(b.reg, "events_write_duration_seconds"); err != nil || n != 1 {
+		t.Errorf("events_write_duration_seconds: %d series, %v; want 1", n, err)
+	}
+}
