@@ -13,7 +13,6 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
 	"skiff.dev/internal/await"
@@ -250,5 +249,3 @@ func (e *env) eventsFor(name string) []string {
 	}
 	return out
 }
-
-func insecureCreds() credentials.TransportCredentials { return insecure.NewCredentials() }
