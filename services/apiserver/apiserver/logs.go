@@ -13,9 +13,9 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"skiff.dev/internal/apierrors"
-	"skiff.dev/services/apiserver/registry"
 	corev1 "skiff.dev/proto/core/v1"
 	nodev1 "skiff.dev/proto/node/v1"
+	"skiff.dev/services/apiserver/registry"
 )
 
 // logProxy serves Pods.Logs: it finds the pod's node and streams the log
