@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"sort"
 	"testing"
+	"time"
 
 	"skiff.dev/internal/apierrors"
 	"skiff.dev/internal/client"
 	corev1 "skiff.dev/proto/core/v1"
 	metav1 "skiff.dev/proto/meta/v1"
+	"skiff.dev/services/apiserver/apiserver"
 	"skiff.dev/services/apiserver/apiservertest"
 )
 
@@ -149,5 +151,26 @@ func TestListPagingIsConsistentAcrossWrites(t *testing.T) {
 	l, _ := cms.List(ctx, &metav1.ListOptions{Namespace: "paging", Limit: 5})
 	if _, err := cms.List(ctx, &metav1.ListOptions{Namespace: "elsewhere", Continue: l.Metadata.Continue}); !apierrors.IsBadRequest(err) {
 		t.Fatalf("continue for another namespace: want BadRequest, got %v", err)
+	}
+}
+
+// TestConsistentListAfterAnotherKindsWrite: a write to one kind moves
+// etcd's revision without an event in another kind's cache; a consistent
+// List of that kind must ask etcd for progress at once rather than wait for
+// the next periodic bookmark (a minute here).
+func TestConsistentListAfterAnotherKindsWrite(t *testing.T) {
+	s := apiservertest.Start(t, apiservertest.WithConfig(func(c *apiserver.Config) { c.BookmarkInterval = time.Minute }))
+	ctx := testContext(t)
+	for i := range 3 {
+		if _, err := client.ConfigMaps(s.Conn).Create(ctx, &corev1.ConfigMap{Metadata: &metav1.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("cm-%d", i)}}); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		if _, err := client.Pods(s.Conn).List(ctx, &metav1.ListOptions{Namespace: "default"}); err != nil {
+			t.Fatalf("consistent list of pods right after a ConfigMap write: %v", err)
+		}
+		if d := time.Since(start); d > 2*time.Second {
+			t.Errorf("the list waited %v for the pods cache to hear of etcd's revision", d)
+		}
 	}
 }

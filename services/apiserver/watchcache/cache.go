@@ -221,6 +221,10 @@ type Cache[T object.Object] struct {
 	progressRev int64
 	rev         int64         // the revision the cache reflects
 	fresh       chan struct{} // closed and replaced whenever rev advances
+	// askProgress asks the watch loop for a progress notification now
+	// (a waiter needs a revision the cache has not heard of: writes to
+	// other kinds move etcd's revision without an event here).
+	askProgress chan struct{}
 	watchers    map[*Watcher[T]]struct{}
 	ready       chan struct{}
 	readyErr    error
@@ -254,15 +258,16 @@ func New[T object.Object](cfg Config[T]) *Cache[T] {
 		m.terminatedWatchers.WithLabelValues(r)
 	}
 	return &Cache[T]{
-		cfg:      cfg,
-		codec:    &Codec[T]{Decode: cfg.Store.DecodeRaw, Fields: cfg.Fields},
-		resource: cfg.Store.Resource(),
-		log:      cfg.Logger.With(zap.String("resource", cfg.Store.Resource())),
-		tree:     btree.NewG(32, lessEntry[T]),
-		window:   make([]*Event[T], cfg.WindowSize),
-		fresh:    make(chan struct{}),
-		watchers: map[*Watcher[T]]struct{}{},
-		ready:    make(chan struct{}),
+		cfg:         cfg,
+		codec:       &Codec[T]{Decode: cfg.Store.DecodeRaw, Fields: cfg.Fields},
+		resource:    cfg.Store.Resource(),
+		log:         cfg.Logger.With(zap.String("resource", cfg.Store.Resource())),
+		tree:        btree.NewG(32, lessEntry[T]),
+		window:      make([]*Event[T], cfg.WindowSize),
+		fresh:       make(chan struct{}),
+		askProgress: make(chan struct{}, 1),
+		watchers:    map[*Watcher[T]]struct{}{},
+		ready:       make(chan struct{}),
 	}
 }
 
@@ -368,6 +373,8 @@ func (c *Cache[T]) watch(ctx context.Context, rev int64) error {
 			return ctx.Err()
 		case <-ticker.C:
 			// Ask etcd where it is; the answer arrives as a progress notification.
+			stream.RequestProgress()
+		case <-c.askProgress:
 			stream.RequestProgress()
 		case resp, ok := <-stream.Responses():
 			if !ok {
@@ -527,6 +534,10 @@ func (c *Cache[T]) WaitFresh(ctx context.Context, rev int64) error {
 		c.mu.RUnlock()
 		if cur >= rev {
 			return nil
+		}
+		select {
+		case c.askProgress <- struct{}{}:
+		default: // asked already
 		}
 		select {
 		case <-fresh:
