@@ -1,0 +1,110 @@
+package cmd
+
+import (
+	"net"
+	"strings"
+	"testing"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+
+	"skiff.dev/internal/apierrors"
+	"skiff.dev/internal/field"
+	metav1 "skiff.dev/proto/meta/v1"
+)
+
+// fakeServer answers every call with the error fn returns for its
+// metadata, for the errors the apiserver cannot produce yet
+// (authentication, authorization, quotas: issue 7).
+func fakeServer(t *testing.T, fn func(md metadata.MD) error) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := grpc.NewServer(grpc.UnknownServiceHandler(func(_ any, s grpc.ServerStream) error {
+		md, _ := metadata.FromIncomingContext(s.Context())
+		return fn(md)
+	}))
+	go g.Serve(l)
+	t.Cleanup(g.Stop)
+	return l.Addr().String()
+}
+
+// closedAddr is an address where nothing listens.
+func closedAddr(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+func TestErrorMessages(t *testing.T) {
+	c := newCLI(t)
+	c.ok("create", "-f", manifestPath("docs/01-configmap.yaml"))
+	var b strings.Builder
+	record := func(name string, args ...string) {
+		t.Helper()
+		r := c.run(args...)
+		if r.code != 1 {
+			t.Errorf("%s: exit code %d, want 1 (stderr %q)", name, r.code, r.err)
+		}
+		if strings.Count(r.err, "\n") != 1 {
+			t.Errorf("%s: want one line on stderr, got %q", name, r.err)
+		}
+		b.WriteString("== " + name + "\n" + scrub(c, r.err))
+	}
+	record("not found", "get", "deployment", "nope")
+	record("already exists", "create", "-f", manifestPath("docs/01-configmap.yaml"))
+	record("conflict", "label", "configmap", "special-config", "a=b", "--resource-version=1")
+	c.stdin = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: bad}\nspec:\n  replicas: -2\n  selector: {matchLabels: {app: x}}\n  template:\n    metadata: {labels: {app: y}}\n    spec: {containers: [{name: c}]}\n"
+	record("invalid, from the server (client validation off)", "apply", "--validate=false", "-f", "-")
+	record("bad request", "get", "pods", "--field-selector", "spec.colour=red")
+	record("unknown resource type", "get", "gadgets")
+	c.ok("label", "configmap", "special-config", "x=1")
+	record("label without --overwrite", "label", "configmap", "special-config", "x=2")
+
+	refused := newCLIFor(t, closedAddr(t), "default", epoch)
+	r := refused.run("get", "pods")
+	b.WriteString("== connection refused\n" + strings.ReplaceAll(r.err, refused.addr, "<server>"))
+	if r.code != 1 {
+		t.Errorf("connection refused: exit %d", r.code)
+	}
+
+	auth := fakeServer(t, func(md metadata.MD) error {
+		switch got := md.Get("authorization"); {
+		case len(got) == 0 || got[0] != "Bearer good":
+			return (&apierrors.StatusError{Status: apiStatus("Unauthorized", "invalid bearer token", 401)}).GRPCStatus().Err()
+		}
+		return (&apierrors.StatusError{Status: apiStatus("Forbidden", `pods is forbidden: User "alice" cannot list resource "pods" in the namespace "default"`, 403)}).GRPCStatus().Err()
+	})
+	ac := newCLIFor(t, auth, "default", epoch)
+	for _, tc := range []struct{ name, token string }{{"unauthenticated", "bad"}, {"forbidden", "good"}} {
+		r := ac.run("get", "pods", "--token", tc.token)
+		b.WriteString("== " + tc.name + "\n" + r.err)
+		if r.code != 1 {
+			t.Errorf("%s: exit %d", tc.name, r.code)
+		}
+	}
+	quota := fakeServer(t, func(metadata.MD) error {
+		return (&apierrors.StatusError{Status: apiStatus("Forbidden", `pods "web" is forbidden: exceeded quota: compute, requested: pods=1, used: pods=10, limited: pods=10`, 403)}).GRPCStatus().Err()
+	})
+	r = newCLIFor(t, quota, "default", epoch).run("get", "pods")
+	b.WriteString("== quota exceeded\n" + r.err)
+	invalid := fakeServer(t, func(metadata.MD) error {
+		return apierrors.NewInvalid("Pod", "web", field.ErrorList{
+			field.Required(field.NewPath("spec", "containers").Index(0).Child("image"), ""),
+			field.Invalid(field.NewPath("spec", "restartPolicy"), "Sometimes", "must be Always, OnFailure or Never"),
+		}).GRPCStatus().Err()
+	})
+	r = newCLIFor(t, invalid, "default", epoch).run("get", "pods")
+	b.WriteString("== invalid, every field\n" + r.err)
+	golden(t, "errors.stderr", b.String())
+}
+
+func apiStatus(reason, msg string, code int32) *metav1.Status {
+	return &metav1.Status{Status: "Failure", Reason: reason, Message: msg, Code: code}
+}

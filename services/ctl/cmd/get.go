@@ -1,0 +1,280 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"skiff.dev/internal/apierrors"
+	"skiff.dev/internal/object"
+	metav1 "skiff.dev/proto/meta/v1"
+	"skiff.dev/services/ctl/kinds"
+	"skiff.dev/services/ctl/printers"
+)
+
+type getFlags struct {
+	printFlags
+	selector, fieldSelector string
+	allNamespaces           bool
+	watch, watchOnly        bool
+	watchEvents             bool
+	ignoreNotFound          bool
+	files                   fileFlags
+}
+
+func (r *root) getCmd() *cobra.Command {
+	var g getFlags
+	c := &cobra.Command{
+		Use:   "get TYPE[.VERSION][.GROUP] [NAME...] | TYPE/NAME...",
+		Short: "Display one or many resources",
+		Long: `Display one or many resources as a table (with each kind's columns, as
+kubectl prints them), or as YAML, JSON or names. -w streams changes.`,
+		Example: `  skiffctl get pods
+  skiffctl get deploy web -o yaml
+  skiffctl get pods -l app=web -o wide
+  skiffctl get pods -A --field-selector spec.nodeName=node-1
+  skiffctl get pods -w`,
+		ValidArgsFunction: completeResourceTypes,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := g.check("", "wide", "yaml", "json", "name"); err != nil {
+				return err
+			}
+			return r.get(cmd.Context(), args, &g)
+		},
+	}
+	f := c.Flags()
+	g.add(c, "wide|yaml|json|name")
+	g.addTable(c)
+	f.StringVarP(&g.selector, "selector", "l", "", "label selector (app=web, tier in (a,b), !canary)")
+	f.StringVar(&g.fieldSelector, "field-selector", "", "field selector (metadata.name=x, spec.nodeName=n)")
+	f.BoolVarP(&g.allNamespaces, "all-namespaces", "A", false, "list across all namespaces")
+	f.BoolVarP(&g.watch, "watch", "w", false, "after listing, watch for changes")
+	f.BoolVar(&g.watchOnly, "watch-only", false, "watch for changes without listing first")
+	f.BoolVar(&g.watchEvents, "output-watch-events", false, "with --watch, print the event type (ADDED, MODIFIED, DELETED)")
+	f.BoolVar(&g.ignoreNotFound, "ignore-not-found", false, "treat \"not found\" as a successful retrieval")
+	f.StringSliceVarP(&g.files.files, "filename", "f", nil, "get the objects of these manifests")
+	return c
+}
+
+func (r *root) get(ctx context.Context, args []string, g *getFlags) error {
+	var refs []resourceRef
+	if len(g.files.files) > 0 {
+		objs, err := r.collect(ctx, args, &g.files, "", false, false)
+		if err != nil {
+			return err
+		}
+		for _, o := range objs {
+			refs = append(refs, resourceRef{kind: o.kind, names: []string{o.name}})
+		}
+	} else {
+		var err error
+		if refs, err = r.parseResources(ctx, args); err != nil {
+			return err
+		}
+	}
+	if g.watch || g.watchOnly {
+		if len(refs) != 1 {
+			return errors.New("you may only specify a single resource type with --watch")
+		}
+		return r.watch(ctx, refs[0], g)
+	}
+	failed := false
+	var structured []object.Object
+	var structuredKind *kinds.Kind
+	single := len(refs) == 1 && len(refs[0].names) == 1
+	printed := 0
+	for _, ref := range refs {
+		ns, err := r.scope(ref.kind, g.allNamespaces)
+		if err != nil {
+			return err
+		}
+		var objs []object.Object
+		if len(ref.names) == 0 {
+			if objs, _, err = r.selectObjects(ctx, ref.kind, ns, g.selector, g.fieldSelector); err != nil {
+				return err
+			}
+		} else {
+			for _, name := range ref.names {
+				obj, err := r.getObject(ctx, ref.kind, ns, name)
+				if err != nil {
+					if apierrors.IsNotFound(err) && g.ignoreNotFound {
+						continue
+					}
+					if apierrors.IsNotFound(err) {
+						fmt.Fprintln(r.env.Err, r.message(err))
+						failed = true
+						continue
+					}
+					return err
+				}
+				objs = append(objs, obj)
+			}
+		}
+		switch g.output {
+		case "yaml", "json":
+			structured = append(structured, objs...)
+			structuredKind = ref.kind
+			continue
+		case "name":
+			printStructured(r.env.Out, "name", ref.kind, objs, false)
+			continue
+		}
+		if len(objs) == 0 {
+			continue
+		}
+		if printed > 0 {
+			fmt.Fprintln(r.env.Out)
+		}
+		printed++
+		opts := r.tableOptions(&g.printFlags, g.allNamespaces && ref.kind.Namespaced)
+		t := printers.MakeTable(objs, opts)
+		if len(refs) > 1 {
+			for _, row := range t.Rows { // several kinds: qualify the names
+				i := 0
+				if opts.WithNamespace {
+					i = 1
+				}
+				if len(row) > i && ref.kind.Kind != "Event" {
+					row[i] = ref.kind.Ref(row[i])
+				}
+			}
+		}
+		if err := printers.PrintTable(r.env.Out, t, g.noHeaders); err != nil {
+			return err
+		}
+	}
+	if structuredKind != nil {
+		printStructured(r.env.Out, g.output, structuredKind, structured, single)
+	}
+	if printed == 0 && len(structured) == 0 && !failed && g.output != "name" && !single {
+		r.noResources(refs, g.allNamespaces)
+	}
+	if failed {
+		return errSilent
+	}
+	return nil
+}
+
+func (r *root) noResources(refs []resourceRef, all bool) {
+	if all || !refs[0].kind.Namespaced {
+		fmt.Fprintln(r.env.Err, "No resources found")
+		return
+	}
+	ns, _ := r.namespace()
+	fmt.Fprintf(r.env.Err, "No resources found in %s namespace.\n", ns)
+}
+
+// watch lists (unless --watch-only), then prints every change until ctx
+// ends, resuming where it left off when the stream ends or is cut.
+func (r *root) watch(ctx context.Context, ref resourceRef, g *getFlags) error {
+	ns, err := r.scope(ref.kind, g.allNamespaces)
+	if err != nil {
+		return err
+	}
+	fieldSel := g.fieldSelector
+	if len(ref.names) > 1 {
+		return errors.New("watch is only supported on individual resources and resource collections, but multiple resources were given")
+	}
+	if len(ref.names) == 1 {
+		sel := "metadata.name=" + ref.names[0]
+		if fieldSel != "" {
+			sel += "," + fieldSel
+		}
+		fieldSel = sel
+	}
+	conn, err := r.connect()
+	if err != nil {
+		return err
+	}
+	cl := ref.kind.Client(conn)
+	opts := r.tableOptions(&g.printFlags, g.allNamespaces && ref.kind.Namespaced)
+	tw := printers.NewTabWriter(r.env.Out)
+	headerDone := g.noHeaders
+	print := func(typ string, obj object.Object) {
+		switch g.output {
+		case "yaml", "json", "name":
+			printStructured(r.env.Out, g.output, ref.kind, []object.Object{obj}, true)
+			if g.output == "yaml" {
+				fmt.Fprintln(r.env.Out, "---")
+			}
+			return
+		}
+		if !headerDone {
+			h := printers.Header(obj, opts)
+			if g.watchEvents {
+				h = append([]string{"EVENT"}, h...)
+			}
+			fmt.Fprintln(tw, strings.Join(h, "\t"))
+			headerDone = true
+		}
+		row := printers.Row(obj, opts)
+		if g.watchEvents {
+			row = append([]string{typ}, row...)
+		}
+		fmt.Fprintln(tw, strings.Join(row, "\t"))
+		tw.Flush()
+	}
+	// List first (also for --watch-only: the watch starts at the list's revision).
+	objs, rv, err := cl.List(ctx, listOptions(ns, g.selector, fieldSel))
+	if err != nil {
+		return err
+	}
+	if !g.watchOnly {
+		for _, o := range printers.SortEventsIf(objs) {
+			print("ADDED", o)
+		}
+		if len(objs) == 0 && len(ref.names) == 0 {
+			r.noResources([]resourceRef{ref}, g.allNamespaces)
+		}
+	}
+	// after: events at or before this revision were seen already (set when
+	// the watch had to start from the current state instead of from rv).
+	var after int64
+	for {
+		w, err := cl.Watch(ctx, &metav1.ListOptions{Namespace: ns, LabelSelector: g.selector, FieldSelector: fieldSel, ResourceVersion: rv, AllowWatchBookmarks: true})
+		if apierrors.ReasonForError(err) == apierrors.ReasonTimeout && rv != "0" && ctx.Err() == nil {
+			// The server's cache of this kind has not heard of the list's
+			// revision yet (nothing of this kind was written since): watch
+			// from its current state and skip what the list showed.
+			after, _ = strconv.ParseInt(rv, 10, 64)
+			rv = "0"
+			continue
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		for {
+			typ, obj, err := w.Next()
+			if err != nil {
+				w.Stop()
+				switch {
+				case ctx.Err() != nil:
+					return nil
+				case errors.Is(err, io.EOF), apierrors.IsServiceUnavailable(err):
+					// The stream ended or was cut: resume from the last revision seen.
+				default:
+					return err
+				}
+				break
+			}
+			rv = obj.GetMetadata().GetResourceVersion()
+			if typ == "BOOKMARK" {
+				continue
+			}
+			if after > 0 {
+				if n, err := strconv.ParseInt(rv, 10, 64); err == nil && n <= after {
+					continue
+				}
+			}
+			print(typ, obj)
+		}
+	}
+}

@@ -1,0 +1,450 @@
+package manifest
+
+import (
+	"encoding/base64"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
+	"google.golang.org/protobuf/types/known/timestamppb"
+)
+
+// FieldError is one problem with one field of a document.
+type FieldError struct {
+	Path string // "spec.template.spec.containers[0].image"
+	Msg  string
+}
+
+func (e *FieldError) Error() string {
+	if e.Path == "" {
+		return e.Msg
+	}
+	return e.Path + ": " + e.Msg
+}
+
+// Errors are every problem found in one document.
+type Errors []*FieldError
+
+func (l Errors) Error() string {
+	parts := make([]string, len(l))
+	for i, e := range l {
+		parts[i] = e.Error()
+	}
+	return strings.Join(parts, "; ")
+}
+
+// DecodeOptions adjust Decode.
+type DecodeOptions struct {
+	// AllowUnknown ignores fields the kind does not have (--validate=false)
+	// instead of refusing them.
+	AllowUnknown bool
+}
+
+// Full names of the messages the codec treats as scalars.
+const (
+	intOrStringName = "skiff.meta.v1.IntOrString"
+	timestampName   = "google.protobuf.Timestamp"
+)
+
+// quantityFields are the string fields (and maps of strings) that hold
+// resource quantities, which manifests may write as numbers (cpu: 1).
+var quantityFields = map[protoreflect.FullName]bool{
+	"skiff.core.v1.ResourceRequirements.limits":     true,
+	"skiff.core.v1.ResourceRequirements.requests":   true,
+	"skiff.core.v1.NodeStatus.capacity":             true,
+	"skiff.core.v1.NodeStatus.allocatable":          true,
+	"skiff.core.v1.ResourceFieldSelector.divisor":   true,
+	"skiff.core.v1.EmptyDirVolumeSource.size_limit": true,
+}
+
+var protoTypes = protoregistry.GlobalTypes
+
+// fieldIndex maps JSON names to fields, per message type.
+type fieldIndex struct {
+	byJSON map[string]protoreflect.FieldDescriptor
+	names  []string // sorted JSON names, for suggestions
+}
+
+var indexes sync.Map // protoreflect.FullName -> *fieldIndex
+
+func indexOf(md protoreflect.MessageDescriptor) *fieldIndex {
+	if fi, ok := indexes.Load(md.FullName()); ok {
+		return fi.(*fieldIndex)
+	}
+	fi := &fieldIndex{byJSON: map[string]protoreflect.FieldDescriptor{}}
+	fds := md.Fields()
+	for i := 0; i < fds.Len(); i++ {
+		fd := fds.Get(i)
+		fi.byJSON[fd.JSONName()] = fd
+		fi.names = append(fi.names, fd.JSONName())
+	}
+	sort.Strings(fi.names)
+	indexes.Store(md.FullName(), fi)
+	return fi
+}
+
+// Decode sets msg from a generic tree. It reports every problem it finds
+// (unknown fields, values of the wrong type) as Errors, each with its
+// field path; msg is then partly set and should not be used.
+func Decode(obj map[string]any, msg proto.Message, o DecodeOptions) error {
+	d := &decoder{opts: o}
+	d.message("", obj, msg.ProtoReflect())
+	if len(d.errs) > 0 {
+		return d.errs
+	}
+	return nil
+}
+
+type decoder struct {
+	opts DecodeOptions
+	errs Errors
+}
+
+func (d *decoder) fail(path, format string, args ...any) {
+	d.errs = append(d.errs, &FieldError{Path: path, Msg: fmt.Sprintf(format, args...)})
+}
+
+func join(path, name string) string {
+	if path == "" {
+		return name
+	}
+	return path + "." + name
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func (d *decoder) message(path string, obj map[string]any, m protoreflect.Message) {
+	fi := indexOf(m.Descriptor())
+	for _, k := range sortedKeys(obj) {
+		v := obj[k]
+		fd, ok := fi.byJSON[k]
+		p := join(path, k)
+		if !ok {
+			if !d.opts.AllowUnknown {
+				if s := Suggest(k, fi.names); s != "" {
+					d.fail(p, "unknown field, did you mean %q?", s)
+				} else {
+					d.fail(p, "unknown field")
+				}
+			}
+			continue
+		}
+		if v == nil {
+			continue // null is absent, as in Kubernetes
+		}
+		switch {
+		case fd.IsList():
+			d.list(p, fd, v, m)
+		case fd.IsMap():
+			d.mapField(p, fd, v, m)
+		case fd.Message() != nil:
+			if val, ok := d.special(p, fd.Message(), v); ok {
+				if val.IsValid() {
+					m.Set(fd, val)
+				}
+				continue
+			}
+			sub, ok := v.(map[string]any)
+			if !ok {
+				d.fail(p, "expected an object, got %s", describe(v))
+				continue
+			}
+			d.message(p, sub, m.Mutable(fd).Message())
+		default:
+			if val, ok := d.scalar(p, fd, v); ok {
+				m.Set(fd, val)
+			}
+		}
+	}
+}
+
+func (d *decoder) list(path string, fd protoreflect.FieldDescriptor, v any, m protoreflect.Message) {
+	items, ok := v.([]any)
+	if !ok {
+		d.fail(path, "expected a list, got %s", describe(v))
+		return
+	}
+	l := m.Mutable(fd).List()
+	for i, it := range items {
+		p := fmt.Sprintf("%s[%d]", path, i)
+		if fd.Message() != nil {
+			if val, ok := d.special(p, fd.Message(), it); ok {
+				if val.IsValid() {
+					l.Append(val)
+				}
+				continue
+			}
+			sub, ok := it.(map[string]any)
+			if !ok {
+				d.fail(p, "expected an object, got %s", describe(it))
+				continue
+			}
+			e := l.NewElement()
+			d.message(p, sub, e.Message())
+			l.Append(e)
+			continue
+		}
+		if it == nil {
+			d.fail(p, "expected %s, got null", kindName(fd))
+			continue
+		}
+		if val, ok := d.scalar(p, fd, it); ok {
+			l.Append(val)
+		}
+	}
+	if l.Len() == 0 {
+		m.Clear(fd)
+	}
+}
+
+func (d *decoder) mapField(path string, fd protoreflect.FieldDescriptor, v any, m protoreflect.Message) {
+	entries, ok := v.(map[string]any)
+	if !ok {
+		d.fail(path, "expected an object, got %s", describe(v))
+		return
+	}
+	mp := m.Mutable(fd).Map()
+	kd, vd := fd.MapKey(), fd.MapValue()
+	quantity := quantityFields[fd.FullName()]
+	for _, k := range sortedKeys(entries) {
+		p := path + "[" + k + "]"
+		key, ok := d.scalar(p, kd, k)
+		if !ok {
+			continue
+		}
+		e := entries[k]
+		if e == nil {
+			continue
+		}
+		if vd.Message() != nil {
+			sub, ok := e.(map[string]any)
+			if !ok {
+				d.fail(p, "expected an object, got %s", describe(e))
+				continue
+			}
+			val := mp.NewValue()
+			d.message(p, sub, val.Message())
+			mp.Set(key.MapKey(), val)
+			continue
+		}
+		var val protoreflect.Value
+		if quantity {
+			val, ok = d.quantity(p, e)
+		} else {
+			val, ok = d.scalar(p, vd, e)
+		}
+		if ok {
+			mp.Set(key.MapKey(), val)
+		}
+	}
+	if mp.Len() == 0 {
+		m.Clear(fd)
+	}
+}
+
+// special decodes the messages written as scalars. ok is false for other
+// messages; the value is invalid when the input was wrong (reported).
+func (d *decoder) special(path string, md protoreflect.MessageDescriptor, v any) (protoreflect.Value, bool) {
+	switch md.FullName() {
+	case intOrStringName:
+		ios := newIntOrString(md)
+		switch x := v.(type) {
+		case int64:
+			if x < math.MinInt32 || x > math.MaxInt32 {
+				d.fail(path, "integer %d out of range", x)
+				return protoreflect.Value{}, true
+			}
+			ios.Set(md.Fields().ByName("int_val"), protoreflect.ValueOfInt32(int32(x)))
+		case float64:
+			if x != math.Trunc(x) || x < math.MinInt32 || x > math.MaxInt32 {
+				d.fail(path, "expected an integer or a string, got %s", describe(v))
+				return protoreflect.Value{}, true
+			}
+			ios.Set(md.Fields().ByName("int_val"), protoreflect.ValueOfInt32(int32(x)))
+		case string:
+			ios.Set(md.Fields().ByName("str_val"), protoreflect.ValueOfString(x))
+		default:
+			d.fail(path, "expected an integer or a string, got %s", describe(v))
+			return protoreflect.Value{}, true
+		}
+		return protoreflect.ValueOfMessage(ios), true
+	case timestampName:
+		s, ok := v.(string)
+		if !ok {
+			d.fail(path, "expected an RFC 3339 time, got %s", describe(v))
+			return protoreflect.Value{}, true
+		}
+		t, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			d.fail(path, "expected an RFC 3339 time (2006-01-02T15:04:05Z), got %q", s)
+			return protoreflect.Value{}, true
+		}
+		return protoreflect.ValueOfMessage(timestamppb.New(t).ProtoReflect()), true
+	}
+	return protoreflect.Value{}, false
+}
+
+func newIntOrString(md protoreflect.MessageDescriptor) protoreflect.Message {
+	mt, err := protoTypes.FindMessageByName(md.FullName())
+	if err != nil {
+		panic(err) // the IntOrString type is linked in by every kind that uses it
+	}
+	return mt.New()
+}
+
+// quantity accepts a string or a number (cpu: 1, cpu: 0.5).
+func (d *decoder) quantity(path string, v any) (protoreflect.Value, bool) {
+	switch x := v.(type) {
+	case string:
+		return protoreflect.ValueOfString(x), true
+	case int64:
+		return protoreflect.ValueOfString(strconv.FormatInt(x, 10)), true
+	case float64:
+		return protoreflect.ValueOfString(strconv.FormatFloat(x, 'f', -1, 64)), true
+	}
+	d.fail(path, "expected a quantity (a string such as \"500m\" or a number), got %s", describe(v))
+	return protoreflect.Value{}, false
+}
+
+func (d *decoder) scalar(path string, fd protoreflect.FieldDescriptor, v any) (protoreflect.Value, bool) {
+	bad := func() (protoreflect.Value, bool) {
+		d.fail(path, "expected %s, got %s", kindName(fd), describe(v))
+		return protoreflect.Value{}, false
+	}
+	switch fd.Kind() {
+	case protoreflect.StringKind:
+		if quantityFields[fd.FullName()] {
+			return d.quantity(path, v)
+		}
+		s, ok := v.(string)
+		if !ok {
+			return bad()
+		}
+		return protoreflect.ValueOfString(s), true
+	case protoreflect.BoolKind:
+		b, ok := v.(bool)
+		if !ok {
+			return bad()
+		}
+		return protoreflect.ValueOfBool(b), true
+	case protoreflect.BytesKind:
+		s, ok := v.(string)
+		if !ok {
+			return bad()
+		}
+		b, err := base64.StdEncoding.DecodeString(s)
+		if err != nil {
+			d.fail(path, "expected base64 data: %v", err)
+			return protoreflect.Value{}, false
+		}
+		return protoreflect.ValueOfBytes(b), true
+	case protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Sfixed32Kind:
+		i, ok := integer(v, math.MinInt32, math.MaxInt32)
+		if !ok {
+			return bad()
+		}
+		return protoreflect.ValueOfInt32(int32(i)), true
+	case protoreflect.Int64Kind, protoreflect.Sint64Kind, protoreflect.Sfixed64Kind:
+		i, ok := integer(v, math.MinInt64, math.MaxInt64)
+		if !ok {
+			return bad()
+		}
+		return protoreflect.ValueOfInt64(i), true
+	case protoreflect.Uint32Kind, protoreflect.Fixed32Kind:
+		i, ok := integer(v, 0, math.MaxUint32)
+		if !ok {
+			return bad()
+		}
+		return protoreflect.ValueOfUint32(uint32(i)), true
+	case protoreflect.Uint64Kind, protoreflect.Fixed64Kind:
+		i, ok := integer(v, 0, math.MaxInt64)
+		if !ok {
+			return bad()
+		}
+		return protoreflect.ValueOfUint64(uint64(i)), true
+	case protoreflect.FloatKind, protoreflect.DoubleKind:
+		switch x := v.(type) {
+		case int64:
+			return protoreflect.ValueOfFloat64(float64(x)), true
+		case float64:
+			if fd.Kind() == protoreflect.FloatKind {
+				return protoreflect.ValueOfFloat32(float32(x)), true
+			}
+			return protoreflect.ValueOfFloat64(x), true
+		}
+		return bad()
+	case protoreflect.EnumKind:
+		switch x := v.(type) {
+		case string:
+			if ev := fd.Enum().Values().ByName(protoreflect.Name(x)); ev != nil {
+				return protoreflect.ValueOfEnum(ev.Number()), true
+			}
+		case int64:
+			if ev := fd.Enum().Values().ByNumber(protoreflect.EnumNumber(x)); ev != nil {
+				return protoreflect.ValueOfEnum(ev.Number()), true
+			}
+		}
+		return bad()
+	}
+	return bad()
+}
+
+func integer(v any, lo, hi int64) (int64, bool) {
+	switch x := v.(type) {
+	case int64:
+		return x, x >= lo && x <= hi
+	case float64:
+		if x != math.Trunc(x) || x < float64(lo) || x > float64(hi) {
+			return 0, false
+		}
+		return int64(x), true
+	}
+	return 0, false
+}
+
+func kindName(fd protoreflect.FieldDescriptor) string {
+	switch fd.Kind() {
+	case protoreflect.StringKind:
+		return "a string"
+	case protoreflect.BoolKind:
+		return "a boolean"
+	case protoreflect.BytesKind:
+		return "base64 data"
+	case protoreflect.FloatKind, protoreflect.DoubleKind:
+		return "a number"
+	case protoreflect.EnumKind:
+		return "one of the values of " + string(fd.Enum().Name())
+	case protoreflect.MessageKind:
+		return "an object"
+	}
+	return "an integer"
+}
+
+// describe renders a value for "got ..." messages.
+func describe(v any) string {
+	switch x := v.(type) {
+	case string:
+		return fmt.Sprintf("string %q", x)
+	case int64:
+		return fmt.Sprintf("integer %d", x)
+	case float64:
+		return "number " + strconv.FormatFloat(x, 'g', -1, 64)
+	case bool:
+		return fmt.Sprintf("boolean %v", x)
+	}
+	return typeName(v)
+}

@@ -1,0 +1,142 @@
+package manifest
+
+import (
+	"encoding/base64"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/known/timestamppb"
+)
+
+// alwaysEmit are scalar fields Kubernetes prints even at their zero value
+// (they are not omitempty there).
+var alwaysEmit = map[protoreflect.FullName]bool{
+	"skiff.core.v1.ContainerStatus.ready":              true,
+	"skiff.core.v1.ContainerStatus.restart_count":      true,
+	"skiff.core.v1.ContainerStatus.image":              true,
+	"skiff.core.v1.ContainerStatus.image_id":           true,
+	"skiff.core.v1.ContainerStateTerminated.exit_code": true,
+	"skiff.core.v1.ContainerPort.container_port":       true,
+	"skiff.core.v1.Container.name":                     true,
+	"skiff.core.v1.PodCondition.status":                true,
+	"skiff.core.v1.PodCondition.type":                  true,
+	"skiff.core.v1.ConfigMapKeySelector.key":           true,
+	"skiff.core.v1.NodeSelectorRequirement.key":        true,
+	"skiff.core.v1.NodeSelectorRequirement.operator":   true,
+	"skiff.meta.v1.LabelSelectorRequirement.key":       true,
+	"skiff.meta.v1.LabelSelectorRequirement.operator":  true,
+}
+
+// microTimeFields are Kubernetes MicroTime fields, printed with
+// microseconds; other timestamps are whole seconds (metav1.Time).
+var microTimeFields = map[protoreflect.FullName]bool{
+	"skiff.core.v1.Event.event_time":               true,
+	"skiff.coordination.v1.LeaseSpec.acquire_time": true,
+	"skiff.coordination.v1.LeaseSpec.renew_time":   true,
+}
+
+// Encode returns msg as a generic tree in Kubernetes' shape: JSON field
+// names, zero values omitted (but fields with explicit presence and set
+// messages, such as emptyDir: {}), quantities and IntOrString as written,
+// timestamps in RFC 3339 (UTC).
+func Encode(msg proto.Message) map[string]any {
+	if msg == nil {
+		return map[string]any{}
+	}
+	return encodeMessage(msg.ProtoReflect())
+}
+
+func encodeMessage(m protoreflect.Message) map[string]any {
+	out := map[string]any{}
+	fds := m.Descriptor().Fields()
+	for i := 0; i < fds.Len(); i++ {
+		fd := fds.Get(i)
+		name := fd.JSONName()
+		if !m.Has(fd) {
+			if alwaysEmit[fd.FullName()] && !fd.IsList() && !fd.IsMap() && fd.Message() == nil {
+				out[name] = encodeScalar(fd, m.Get(fd))
+			}
+			continue
+		}
+		v := m.Get(fd)
+		switch {
+		case fd.IsList():
+			l := v.List()
+			items := make([]any, 0, l.Len())
+			for j := 0; j < l.Len(); j++ {
+				items = append(items, encodeValue(fd, l.Get(j)))
+			}
+			out[name] = items
+		case fd.IsMap():
+			mm := map[string]any{}
+			vd := fd.MapValue()
+			v.Map().Range(func(k protoreflect.MapKey, e protoreflect.Value) bool {
+				mm[k.String()] = encodeValue(vd, e)
+				return true
+			})
+			out[name] = mm
+		default:
+			if e := encodeValue(fd, v); e != nil {
+				out[name] = e
+			}
+		}
+	}
+	return out
+}
+
+// encodeValue encodes one value of fd (an element, for lists and maps).
+func encodeValue(fd protoreflect.FieldDescriptor, v protoreflect.Value) any {
+	if md := fd.Message(); md != nil {
+		switch md.FullName() {
+		case intOrStringName:
+			m := v.Message()
+			if f := md.Fields().ByName("str_val"); m.Has(f) {
+				return m.Get(f).String()
+			}
+			if f := md.Fields().ByName("int_val"); m.Has(f) {
+				return m.Get(f).Int()
+			}
+			return nil
+		case timestampName:
+			ts := &timestamppb.Timestamp{}
+			proto.Merge(ts, v.Message().Interface())
+			return FormatTime(ts.AsTime(), microTimeFields[fd.FullName()])
+		}
+		return encodeMessage(v.Message())
+	}
+	return encodeScalar(fd, v)
+}
+
+// FormatTime renders t as Kubernetes does: RFC 3339 in UTC, whole seconds
+// (or microseconds for MicroTime fields).
+func FormatTime(t time.Time, micro bool) string {
+	if micro {
+		return t.UTC().Format("2006-01-02T15:04:05.000000Z07:00")
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+func encodeScalar(fd protoreflect.FieldDescriptor, v protoreflect.Value) any {
+	switch fd.Kind() {
+	case protoreflect.StringKind:
+		return v.String()
+	case protoreflect.BoolKind:
+		return v.Bool()
+	case protoreflect.BytesKind:
+		return base64.StdEncoding.EncodeToString(v.Bytes())
+	case protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Sfixed32Kind,
+		protoreflect.Int64Kind, protoreflect.Sint64Kind, protoreflect.Sfixed64Kind:
+		return v.Int()
+	case protoreflect.Uint32Kind, protoreflect.Fixed32Kind, protoreflect.Uint64Kind, protoreflect.Fixed64Kind:
+		return int64(v.Uint())
+	case protoreflect.FloatKind, protoreflect.DoubleKind:
+		return v.Float()
+	case protoreflect.EnumKind:
+		if ev := fd.Enum().Values().ByNumber(v.Enum()); ev != nil {
+			return string(ev.Name())
+		}
+		return int64(v.Enum())
+	}
+	return nil
+}

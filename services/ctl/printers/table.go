@@ -1,0 +1,464 @@
+package printers
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"skiff.dev/internal/labels"
+	"skiff.dev/internal/object"
+	appsv1 "skiff.dev/proto/apps/v1"
+	appsv1beta1 "skiff.dev/proto/apps/v1beta1"
+	coordinationv1 "skiff.dev/proto/coordination/v1"
+	corev1 "skiff.dev/proto/core/v1"
+	metav1 "skiff.dev/proto/meta/v1"
+)
+
+// Options shape a table.
+type Options struct {
+	Wide          bool // -o wide
+	WithNamespace bool // -A: a NAMESPACE column first
+	ShowLabels    bool // --show-labels
+	NoHeaders     bool
+	// LabelColumns are -L keys, one column each.
+	LabelColumns []string
+	Now          time.Time
+}
+
+// Table is a header and rows of cells.
+type Table struct {
+	Header []string
+	Rows   [][]string
+}
+
+// columns of one kind: the normal ones, then the -o wide ones.
+type columns struct {
+	normal, wide []string
+	row          func(obj object.Object, now time.Time) (normal, wide []string)
+}
+
+func columnsFor(obj object.Object) columns {
+	switch obj.(type) {
+	case *corev1.Pod:
+		return columns{[]string{"NAME", "READY", "STATUS", "RESTARTS", "AGE"}, []string{"IP", "NODE", "NOMINATED NODE", "READINESS GATES"}, podRow}
+	case *appsv1.Deployment, *appsv1beta1.Deployment:
+		return columns{[]string{"NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE"}, []string{"CONTAINERS", "IMAGES", "SELECTOR"}, deploymentRow}
+	case *appsv1.ReplicaSet:
+		return columns{[]string{"NAME", "DESIRED", "CURRENT", "READY", "AGE"}, []string{"CONTAINERS", "IMAGES", "SELECTOR"}, replicaSetRow}
+	case *corev1.Node:
+		return columns{[]string{"NAME", "STATUS", "ROLES", "AGE", "VERSION"}, []string{"INTERNAL-IP", "EXTERNAL-IP", "OS-IMAGE", "KERNEL-VERSION", "CONTAINER-RUNTIME"}, nodeRow}
+	case *corev1.Namespace:
+		return columns{[]string{"NAME", "STATUS", "AGE"}, nil, namespaceRow}
+	case *corev1.Event:
+		return columns{[]string{"LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"}, []string{"SOURCE", "FIRST SEEN", "COUNT", "NAME"}, eventRow}
+	case *coordinationv1.Lease:
+		return columns{[]string{"NAME", "HOLDER", "AGE"}, nil, leaseRow}
+	case *corev1.ConfigMap:
+		return columns{[]string{"NAME", "DATA", "AGE"}, nil, configMapRow}
+	}
+	return columns{[]string{"NAME", "AGE"}, nil, func(obj object.Object, now time.Time) ([]string, []string) {
+		m := obj.GetMetadata()
+		return []string{m.GetName(), Age(m.GetCreationTimestamp(), now)}, nil
+	}}
+}
+
+// Header returns the header of a table of objects like obj.
+func Header(obj object.Object, o Options) []string {
+	c := columnsFor(obj)
+	h := slices.Clone(c.normal)
+	if o.Wide {
+		h = append(h, c.wide...)
+	}
+	if o.WithNamespace {
+		h = append([]string{"NAMESPACE"}, h...)
+	}
+	for _, l := range o.LabelColumns {
+		h = append(h, strings.ToUpper(l[strings.LastIndexByte(l, '/')+1:]))
+	}
+	if o.ShowLabels {
+		h = append(h, "LABELS")
+	}
+	return h
+}
+
+// Row returns obj's row.
+func Row(obj object.Object, o Options) []string {
+	c := columnsFor(obj)
+	n, w := c.row(obj, o.Now)
+	r := slices.Clone(n)
+	if o.Wide {
+		r = append(r, w...)
+	}
+	if o.WithNamespace {
+		r = append([]string{obj.GetMetadata().GetNamespace()}, r...)
+	}
+	for _, l := range o.LabelColumns {
+		r = append(r, obj.GetMetadata().GetLabels()[l])
+	}
+	if o.ShowLabels {
+		r = append(r, FormatLabels(obj.GetMetadata().GetLabels()))
+	}
+	return r
+}
+
+// MakeTable builds the table of objs (all of one kind).
+func MakeTable(objs []object.Object, o Options) Table {
+	if len(objs) == 0 {
+		return Table{}
+	}
+	t := Table{Header: Header(objs[0], o)}
+	if _, ok := objs[0].(*corev1.Event); ok {
+		objs = SortEvents(objs)
+	}
+	for _, obj := range objs {
+		t.Rows = append(t.Rows, Row(obj, o))
+	}
+	return t
+}
+
+// NewTabWriter is kubectl's table writer: columns padded by three spaces.
+func NewTabWriter(w io.Writer) *tabwriter.Writer {
+	return tabwriter.NewWriter(w, 6, 4, 3, ' ', 0)
+}
+
+// PrintTable writes t; noHeaders drops the header line.
+func PrintTable(w io.Writer, t Table, noHeaders bool) error {
+	tw := NewTabWriter(w)
+	if !noHeaders && len(t.Header) > 0 {
+		fmt.Fprintln(tw, strings.Join(t.Header, "\t"))
+	}
+	for _, r := range t.Rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
+	}
+	return tw.Flush()
+}
+
+// FormatLabels renders labels as "a=b,c=d" (sorted), "<none>" when empty.
+func FormatLabels(l map[string]string) string {
+	if len(l) == 0 {
+		return "<none>"
+	}
+	parts := make([]string, 0, len(l))
+	for _, k := range slices.Sorted(maps.Keys(l)) {
+		parts = append(parts, k+"="+l[k])
+	}
+	return strings.Join(parts, ",")
+}
+
+// FormatSelector renders a label selector as a string ("app=web").
+func FormatSelector(sel *metav1.LabelSelector) string {
+	if sel == nil {
+		return "<none>"
+	}
+	s, err := labels.FromProto(sel)
+	if err != nil {
+		return "<error>"
+	}
+	if str := s.String(); str != "" {
+		return str
+	}
+	return "<none>"
+}
+
+// ---------------------------------------------------------------- pods
+
+// PodStatus is the STATUS column of a pod, as kubectl computes it.
+func PodStatus(p *corev1.Pod) (reason string, ready, total, restarts int, lastRestart time.Time) {
+	st := p.GetStatus()
+	total = len(p.GetSpec().GetContainers())
+	reason = st.GetPhase()
+	if st.GetReason() != "" {
+		reason = st.GetReason()
+	}
+	initializing := false
+	for i, c := range st.GetInitContainerStatuses() {
+		restarts += int(c.GetRestartCount())
+		if t := c.GetLastState().GetTerminated().GetFinishedAt(); t != nil && t.AsTime().After(lastRestart) {
+			lastRestart = t.AsTime()
+		}
+		term, wait := c.GetState().GetTerminated(), c.GetState().GetWaiting()
+		switch {
+		case term != nil && term.GetExitCode() == 0:
+			continue
+		case term != nil:
+			switch {
+			case term.GetReason() != "":
+				reason = "Init:" + term.GetReason()
+			case term.GetSignal() != 0:
+				reason = fmt.Sprintf("Init:Signal:%d", term.GetSignal())
+			default:
+				reason = fmt.Sprintf("Init:ExitCode:%d", term.GetExitCode())
+			}
+		case wait != nil && wait.GetReason() != "" && wait.GetReason() != "PodInitializing":
+			reason = "Init:" + wait.GetReason()
+		default:
+			reason = fmt.Sprintf("Init:%d/%d", i, len(p.GetSpec().GetInitContainers()))
+		}
+		initializing = true
+		break
+	}
+	if !initializing {
+		restarts = 0
+		hasRunning := false
+		cs := st.GetContainerStatuses()
+		for i := len(cs) - 1; i >= 0; i-- {
+			c := cs[i]
+			restarts += int(c.GetRestartCount())
+			if t := c.GetLastState().GetTerminated().GetFinishedAt(); t != nil && t.AsTime().After(lastRestart) {
+				lastRestart = t.AsTime()
+			}
+			wait, term := c.GetState().GetWaiting(), c.GetState().GetTerminated()
+			switch {
+			case wait != nil && wait.GetReason() != "":
+				reason = wait.GetReason()
+			case term != nil && term.GetReason() != "":
+				reason = term.GetReason()
+			case term != nil && term.GetSignal() != 0:
+				reason = fmt.Sprintf("Signal:%d", term.GetSignal())
+			case term != nil:
+				reason = fmt.Sprintf("ExitCode:%d", term.GetExitCode())
+			case c.GetReady() && c.GetState().GetRunning() != nil:
+				hasRunning = true
+				ready++
+			}
+		}
+		if reason == "Completed" && hasRunning {
+			reason = "NotReady"
+			for _, cond := range st.GetConditions() {
+				if cond.GetType() == "Ready" && cond.GetStatus() == "True" {
+					reason = "Running"
+				}
+			}
+		}
+	}
+	if p.GetMetadata().GetDeletionTimestamp() != nil {
+		if st.GetReason() == "NodeLost" {
+			reason = "Unknown"
+		} else {
+			reason = "Terminating"
+		}
+	}
+	if reason == "" {
+		reason = "Pending"
+	}
+	return reason, ready, total, restarts, lastRestart
+}
+
+func podRow(obj object.Object, now time.Time) ([]string, []string) {
+	p := obj.(*corev1.Pod)
+	reason, ready, total, restarts, last := PodStatus(p)
+	rs := strconv.Itoa(restarts)
+	if restarts > 0 && !last.IsZero() {
+		rs += " (" + HumanDuration(now.Sub(last)) + " ago)"
+	}
+	normal := []string{p.GetMetadata().GetName(), fmt.Sprintf("%d/%d", ready, total), reason, rs, Age(p.GetMetadata().GetCreationTimestamp(), now)}
+	ip := orNone(p.GetStatus().GetPodIp())
+	wide := []string{ip, orNone(p.GetSpec().GetNodeName()), orNone(p.GetStatus().GetNominatedNodeName()), "<none>"}
+	return normal, wide
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "<none>"
+	}
+	return s
+}
+
+// ---------------------------------------------------------------- deployments and replicasets
+
+func containersAndImages(spec *corev1.PodSpec) (string, string) {
+	var names, images []string
+	for _, c := range spec.GetContainers() {
+		names = append(names, c.GetName())
+		images = append(images, c.GetImage())
+	}
+	return strings.Join(names, ","), strings.Join(images, ",")
+}
+
+func deploymentRow(obj object.Object, now time.Time) ([]string, []string) {
+	var (
+		meta     *metav1.ObjectMeta
+		replicas int32
+		st       *appsv1.DeploymentStatus
+		tmpl     *corev1.PodTemplateSpec
+		sel      *metav1.LabelSelector
+	)
+	switch d := obj.(type) {
+	case *appsv1.Deployment:
+		meta, replicas, st, tmpl, sel = d.GetMetadata(), d.GetSpec().GetReplicas(), d.GetStatus(), d.GetSpec().GetTemplate(), d.GetSpec().GetSelector()
+	case *appsv1beta1.Deployment:
+		meta, replicas, st, tmpl, sel = d.GetMetadata(), d.GetSpec().GetReplicas(), d.GetStatus(), d.GetSpec().GetTemplate(), d.GetSpec().GetSelector()
+	}
+	containers, images := containersAndImages(tmpl.GetSpec())
+	normal := []string{meta.GetName(), fmt.Sprintf("%d/%d", st.GetReadyReplicas(), replicas),
+		strconv.Itoa(int(st.GetUpdatedReplicas())), strconv.Itoa(int(st.GetAvailableReplicas())), Age(meta.GetCreationTimestamp(), now)}
+	return normal, []string{containers, images, FormatSelector(sel)}
+}
+
+func replicaSetRow(obj object.Object, now time.Time) ([]string, []string) {
+	rs := obj.(*appsv1.ReplicaSet)
+	containers, images := containersAndImages(rs.GetSpec().GetTemplate().GetSpec())
+	normal := []string{rs.GetMetadata().GetName(), strconv.Itoa(int(rs.GetSpec().GetReplicas())),
+		strconv.Itoa(int(rs.GetStatus().GetReplicas())), strconv.Itoa(int(rs.GetStatus().GetReadyReplicas())),
+		Age(rs.GetMetadata().GetCreationTimestamp(), now)}
+	return normal, []string{containers, images, FormatSelector(rs.GetSpec().GetSelector())}
+}
+
+// ---------------------------------------------------------------- nodes
+
+// NodeStatus is the STATUS column of a node: Ready, NotReady or Unknown,
+// with ",SchedulingDisabled" when cordoned.
+func NodeStatus(n *corev1.Node) string {
+	status := "Unknown"
+	for _, c := range n.GetStatus().GetConditions() {
+		if c.GetType() == "Ready" {
+			switch c.GetStatus() {
+			case "True":
+				status = "Ready"
+			case "False":
+				status = "NotReady"
+			}
+		}
+	}
+	if n.GetSpec().GetUnschedulable() {
+		status += ",SchedulingDisabled"
+	}
+	return status
+}
+
+// NodeRoles are the node's roles from its node-role.kubernetes.io/ labels.
+func NodeRoles(n *corev1.Node) string {
+	var roles []string
+	for k, v := range n.GetMetadata().GetLabels() {
+		switch {
+		case strings.HasPrefix(k, "node-role.kubernetes.io/"):
+			if r := strings.TrimPrefix(k, "node-role.kubernetes.io/"); r != "" {
+				roles = append(roles, r)
+			}
+		case k == "kubernetes.io/role" && v != "":
+			roles = append(roles, v)
+		}
+	}
+	if len(roles) == 0 {
+		return "<none>"
+	}
+	slices.Sort(roles)
+	return strings.Join(slices.Compact(roles), ",")
+}
+
+func nodeAddress(n *corev1.Node, typ string) string {
+	for _, a := range n.GetStatus().GetAddresses() {
+		if a.GetType() == typ {
+			return a.GetAddress()
+		}
+	}
+	return "<none>"
+}
+
+func nodeRow(obj object.Object, now time.Time) ([]string, []string) {
+	n := obj.(*corev1.Node)
+	info := n.GetStatus().GetNodeInfo()
+	normal := []string{n.GetMetadata().GetName(), NodeStatus(n), NodeRoles(n), Age(n.GetMetadata().GetCreationTimestamp(), now), orNone(info.GetKubeletVersion())}
+	return normal, []string{nodeAddress(n, "InternalIP"), nodeAddress(n, "ExternalIP"), orUnknown(info.GetOsImage()), orUnknown(info.GetKernelVersion()), orUnknown(info.GetContainerRuntimeVersion())}
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "<unknown>"
+	}
+	return s
+}
+
+// ---------------------------------------------------------------- the rest
+
+func namespaceRow(obj object.Object, now time.Time) ([]string, []string) {
+	ns := obj.(*corev1.Namespace)
+	return []string{ns.GetMetadata().GetName(), ns.GetStatus().GetPhase(), Age(ns.GetMetadata().GetCreationTimestamp(), now)}, nil
+}
+
+func leaseRow(obj object.Object, now time.Time) ([]string, []string) {
+	l := obj.(*coordinationv1.Lease)
+	return []string{l.GetMetadata().GetName(), l.GetSpec().GetHolderIdentity(), Age(l.GetMetadata().GetCreationTimestamp(), now)}, nil
+}
+
+func configMapRow(obj object.Object, now time.Time) ([]string, []string) {
+	cm := obj.(*corev1.ConfigMap)
+	return []string{cm.GetMetadata().GetName(), strconv.Itoa(len(cm.GetData()) + len(cm.GetBinaryData())), Age(cm.GetMetadata().GetCreationTimestamp(), now)}, nil
+}
+
+// EventLastSeen is when an event last happened: lastTimestamp, else
+// eventTime, else firstTimestamp, else its creation.
+func EventLastSeen(e *corev1.Event) time.Time {
+	switch {
+	case e.GetLastTimestamp() != nil:
+		return e.GetLastTimestamp().AsTime()
+	case e.GetEventTime() != nil:
+		return e.GetEventTime().AsTime()
+	case e.GetFirstTimestamp() != nil:
+		return e.GetFirstTimestamp().AsTime()
+	case e.GetMetadata().GetCreationTimestamp() != nil:
+		return e.GetMetadata().GetCreationTimestamp().AsTime()
+	}
+	return time.Time{}
+}
+
+// EventFirstSeen is when an event first happened.
+func EventFirstSeen(e *corev1.Event) time.Time {
+	if e.GetFirstTimestamp() != nil {
+		return e.GetFirstTimestamp().AsTime()
+	}
+	if e.GetEventTime() != nil {
+		return e.GetEventTime().AsTime()
+	}
+	return EventLastSeen(e)
+}
+
+// EventSource is "component, host" (or the reporting component).
+func EventSource(e *corev1.Event) string {
+	s := e.GetSource().GetComponent()
+	if s == "" {
+		s = e.GetReportingComponent()
+	}
+	if h := e.GetSource().GetHost(); h != "" {
+		s += ", " + h
+	}
+	return s
+}
+
+func eventRow(obj object.Object, now time.Time) ([]string, []string) {
+	e := obj.(*corev1.Event)
+	io := e.GetInvolvedObject()
+	ref := strings.ToLower(io.GetKind()) + "/" + io.GetName()
+	count := e.GetCount()
+	if count == 0 {
+		count = 1
+	}
+	normal := []string{HumanDuration(now.Sub(EventLastSeen(e))), e.GetType(), e.GetReason(), ref, strings.TrimSpace(e.GetMessage())}
+	wide := []string{EventSource(e), HumanDuration(now.Sub(EventFirstSeen(e))), strconv.Itoa(int(count)), e.GetMetadata().GetName()}
+	return normal, wide
+}
+
+// SortEvents orders events by when they were last seen, oldest first.
+func SortEvents(objs []object.Object) []object.Object {
+	out := slices.Clone(objs)
+	slices.SortStableFunc(out, func(a, b object.Object) int {
+		return EventLastSeen(a.(*corev1.Event)).Compare(EventLastSeen(b.(*corev1.Event)))
+	})
+	return out
+}
+
+// SortEventsIf sorts objs when they are events, and returns them as they
+// are otherwise.
+func SortEventsIf(objs []object.Object) []object.Object {
+	if len(objs) > 0 {
+		if _, ok := objs[0].(*corev1.Event); ok {
+			return SortEvents(objs)
+		}
+	}
+	return objs
+}
