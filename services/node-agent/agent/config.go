@@ -1,0 +1,160 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"net"
+	"runtime"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+
+	"skiff.dev/internal/events"
+	"skiff.dev/internal/workqueue"
+	corev1 "skiff.dev/proto/core/v1"
+)
+
+// Defaults, the kubelet's where it has one.
+const (
+	DefaultRootDir                = "/var/lib/skiff-node-agent"
+	DefaultPodLogDir              = "/var/log/pods"
+	DefaultMaxPods                = 110
+	DefaultLeaseDuration          = 40 * time.Second
+	DefaultLeaseRenewInterval     = 10 * time.Second
+	DefaultNodeStatusUpdatePeriod = 10 * time.Second
+	DefaultNodeStatusReportPeriod = 5 * time.Minute
+	DefaultRelistPeriod           = time.Second
+	DefaultWorkers                = 64
+	DefaultCrashLoopBackOff       = 10 * time.Second
+	DefaultCrashLoopBackOffMax    = 5 * time.Minute
+	DefaultImagePullBackOff       = 10 * time.Second
+	DefaultImagePullBackOffMax    = 5 * time.Minute
+	DefaultLogFollowPoll          = 100 * time.Millisecond
+)
+
+// NodeLeaseNamespace holds the Leases node agents renew, one per node.
+const NodeLeaseNamespace = "kube-node-lease"
+
+// Config configures an Agent. Zero fields take the defaults above.
+type Config struct {
+	// NodeName is the Node the agent registers and whose pods it runs.
+	NodeName string
+	// API is a connection to the apiserver.
+	API grpc.ClientConnInterface
+	// Runtime is a connection to the CRI runtime (cri.Dial).
+	Runtime grpc.ClientConnInterface
+	// RuntimeTimeout bounds each runtime call but image pulls.
+	RuntimeTimeout time.Duration
+
+	// RootDir holds the pods' volumes (<RootDir>/pods/<uid>/volumes).
+	RootDir string
+	// PodLogDir holds the container logs (<PodLogDir>/<ns>_<name>_<uid>).
+	PodLogDir string
+	// CgroupRoot, when set, is the parent of a cgroup per pod
+	// (<CgroupRoot>/pod<uid>); empty leaves it to the runtime.
+	CgroupRoot string
+
+	// NodeIP is the node's InternalIP ("": the first non-loopback
+	// address); pods' hostIP and where the apiserver reaches Port.
+	NodeIP string
+	// Hostname is the node's Hostname address ("": the machine's).
+	Hostname string
+	// Port is the port of the agent's NodeAgent gRPC service, advertised
+	// in status.daemonEndpoints.kubeletEndpoint.
+	Port int32
+	// Labels are added to the node's (with kubernetes.io/hostname and
+	// kubernetes.io/os).
+	Labels map[string]string
+	// Taints are the node's at registration.
+	Taints []*corev1.Taint
+	// Capacity overrides what the machine has (cpu, memory, pods...).
+	Capacity map[string]string
+	// MaxPods is the pods capacity.
+	MaxPods int
+
+	LeaseDuration      time.Duration
+	LeaseRenewInterval time.Duration
+	// NodeStatusUpdatePeriod: how often the runtime's readiness is checked
+	// (the node's status is written when it changes).
+	NodeStatusUpdatePeriod time.Duration
+	// NodeStatusReportPeriod: the node's status is written at least this
+	// often even without a change.
+	NodeStatusReportPeriod time.Duration
+	// RelistPeriod: how often the runtime is relisted to notice changes
+	// (the PLEG).
+	RelistPeriod time.Duration
+	// Workers: pods synced in parallel (one pod is never synced twice at
+	// once).
+	Workers int
+	// MaxParallelStarts bounds the syncs that create sandboxes or start
+	// containers at once (default 4 per CPU; negative: no bound). A
+	// burst of pods then queues in the agent rather than in the runtime,
+	// where dozens of concurrent sandbox creations slow every one of them.
+	MaxParallelStarts int
+
+	// Crash-loop backoff of restarted containers (base, doubling to max),
+	// and backoff of failed image pulls.
+	CrashLoopBackOff, CrashLoopBackOffMax time.Duration
+	ImagePullBackOff, ImagePullBackOffMax time.Duration
+	// LogFollowPoll: how often a followed log file is read for more.
+	LogFollowPoll time.Duration
+
+	// Clock drives backoffs, requeue delays and timestamps (a
+	// workqueue.FakeClock in tests); the periodic loops (relist, lease,
+	// node status, probes) run on the wall clock.
+	Clock      workqueue.Clock
+	Logger     *zap.Logger
+	Registerer prometheus.Registerer
+	// Recorder records the agent's events; nil: a broadcaster of the
+	// agent's own writes them to the API.
+	Recorder events.Recorder
+	// ProbeDial dials for httpGet and tcpSocket probes (nil: net.Dialer).
+	// Tests with a simulated runtime map pod IPs to local servers with it.
+	ProbeDial func(ctx context.Context, network, addr string) (net.Conn, error)
+}
+
+func (c *Config) defaults() error {
+	if c.NodeName == "" {
+		return errors.New("agent: Config.NodeName is required")
+	}
+	if c.API == nil || c.Runtime == nil {
+		return errors.New("agent: Config.API and Config.Runtime are required")
+	}
+	setDefault(&c.RootDir, DefaultRootDir)
+	setDefault(&c.PodLogDir, DefaultPodLogDir)
+	setDefault(&c.MaxPods, DefaultMaxPods)
+	setDefault(&c.LeaseDuration, DefaultLeaseDuration)
+	setDefault(&c.LeaseRenewInterval, DefaultLeaseRenewInterval)
+	setDefault(&c.NodeStatusUpdatePeriod, DefaultNodeStatusUpdatePeriod)
+	setDefault(&c.NodeStatusReportPeriod, DefaultNodeStatusReportPeriod)
+	setDefault(&c.RelistPeriod, DefaultRelistPeriod)
+	setDefault(&c.Workers, DefaultWorkers)
+	setDefault(&c.MaxParallelStarts, 4*runtime.NumCPU())
+	setDefault(&c.CrashLoopBackOff, DefaultCrashLoopBackOff)
+	setDefault(&c.CrashLoopBackOffMax, DefaultCrashLoopBackOffMax)
+	setDefault(&c.ImagePullBackOff, DefaultImagePullBackOff)
+	setDefault(&c.ImagePullBackOffMax, DefaultImagePullBackOffMax)
+	setDefault(&c.LogFollowPoll, DefaultLogFollowPoll)
+	if c.CrashLoopBackOffMax < c.CrashLoopBackOff {
+		c.CrashLoopBackOffMax = c.CrashLoopBackOff
+	}
+	if c.ImagePullBackOffMax < c.ImagePullBackOff {
+		c.ImagePullBackOffMax = c.ImagePullBackOff
+	}
+	if c.Clock == nil {
+		c.Clock = workqueue.RealClock()
+	}
+	if c.Logger == nil {
+		c.Logger = zap.NewNop()
+	}
+	return nil
+}
+
+func setDefault[T comparable](v *T, d T) {
+	var zero T
+	if *v == zero {
+		*v = d
+	}
+}

@@ -1,0 +1,53 @@
+// Package agent is the node agent (Skiff's kubelet): it registers its
+// Node, keeps its Lease and Ready condition, and runs the pods bound to
+// the node as containers through a CRI runtime (containerd, or the
+// simulated runtime of package sim), reporting their status.
+//
+// The data flow, one file per stage:
+//
+//	agent.go         New and Run: the runtime check (Version, Status), the
+//	                 node's registration, the pods informer (field selector
+//	                 spec.nodeName=<node>), and the loops below
+//	node.go          the Node: capacity, addresses, nodeInfo, Ready only
+//	                 while the runtime and its network are (readyCondition)
+//	lease.go         the heartbeat: kube-node-lease/<node> renewed every
+//	                 LeaseRenewInterval
+//	pleg.go          the relist loop: lists the runtime every RelistPeriod
+//	                 and enqueues the pods whose containers changed
+//	runtimestate.go  what the runtime holds for one pod (sandboxes and
+//	                 containers, found by the kubelet's labels), read afresh
+//	                 by each sync
+//	decide.go        computeActions, pure: spec + runtime state -> kill,
+//	                 create sandbox, start the next init container, start
+//	                 containers, remove garbage
+//	sync.go          the executor: one sync of one pod (the controller
+//	                 runner guarantees one pod is never synced twice at once,
+//	                 and syncs different pods in parallel); image pulls by
+//	                 policy, crash-loop and pull backoffs (backoff.go),
+//	                 deletion, cleanup of pods that are gone, the status
+//	                 write (only when it changed, retrying on conflict)
+//	runtimeconfig.go pure: the CRI sandbox and container configs (labels,
+//	                 log paths, ports, cgroup resources from quantities)
+//	env.go, volumes.go environment (values, ConfigMap keys, envFrom,
+//	                 fieldRef, resourceFieldRef) and volumes (emptyDir,
+//	                 hostPath, configMap)
+//	status.go        computeStatus, pure: phase, conditions, container states
+//	prober.go, probe.go liveness, readiness and startup probes (exec,
+//	                 httpGet, tcpSocket), one goroutine per probe
+//	logs.go          NodeAgent.Logs: reads the CRI log files (follow, tail,
+//	                 since, timestamps, previous)
+//	metrics.go       the kubelet_* metrics
+//
+// Restart safety comes from reading everything from the runtime: a
+// restarted agent finds its pods' sandboxes and containers by their
+// labels, leaves the running ones alone (same container, same restart
+// count from the container's annotation) and removes those of pods that
+// are gone.
+//
+// Clocks: Config.Clock drives backoffs, requeue delays and timestamps (a
+// fake clock steps crash-loop backoffs in tests); the periodic loops run
+// on the wall clock.
+//
+// The package owns no gRPC listener and no flags (see package app), and
+// does not manage images' disk usage, pod resizes or ephemeral storage.
+package agent

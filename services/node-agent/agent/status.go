@@ -1,0 +1,315 @@
+package agent
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	corev1 "skiff.dev/proto/core/v1"
+)
+
+// Waiting reasons of container states, as Kubernetes names them.
+const (
+	reasonContainerCreating          = "ContainerCreating"
+	reasonPodInitializing            = "PodInitializing"
+	reasonCrashLoopBackOff           = "CrashLoopBackOff"
+	reasonErrImagePull               = "ErrImagePull"
+	reasonImagePullBackOff           = "ImagePullBackOff"
+	reasonErrImageNeverPull          = "ErrImageNeverPull"
+	reasonCreateContainerConfigError = "CreateContainerConfigError"
+	reasonCreateContainerError       = "CreateContainerError"
+	reasonRunContainerError          = "RunContainerError"
+)
+
+// statusInput is what a pod's status is computed from.
+type statusInput struct {
+	Pod     *corev1.Pod // spec, and the status last written
+	Runtime *podRuntime // the pod's uid, newest first, after this sync's actions
+	// Waiting are the reasons this sync found for containers not running
+	// (ErrImagePull, CrashLoopBackOff...), by container name.
+	Waiting map[string]*corev1.ContainerStateWaiting
+	// Ready and Started are the readiness and startup probe results by
+	// container id (absent: no result yet).
+	Ready, Started map[string]bool
+	HostIP         string
+	RuntimeName    string // the containerID scheme: "containerd"
+	Now            time.Time
+}
+
+// computeStatus is the pod's status: phase, conditions, addresses and the
+// state of each container. It is pure.
+func computeStatus(in statusInput) *corev1.PodStatus {
+	p, rt := in.Pod, in.Runtime
+	old := p.GetStatus()
+	spec := p.GetSpec()
+	now := timestamppb.New(in.Now)
+	st := &corev1.PodStatus{
+		HostIp:   in.HostIP,
+		PodIp:    old.GetPodIp(),
+		QosClass: qosClass(p),
+	}
+	if old.GetStartTime() != nil {
+		st.StartTime = old.GetStartTime()
+	} else {
+		st.StartTime = now
+	}
+	if sb := rt.newestSandbox(); sb != nil && sb.Ready {
+		if spec.GetHostNetwork() {
+			st.PodIp = in.HostIP
+		} else if sb.IP != "" {
+			st.PodIp = sb.IP
+		}
+	}
+	if st.PodIp != "" {
+		st.PodIps = []*corev1.PodIP{{Ip: st.PodIp}}
+	}
+
+	initDone := len(spec.GetInitContainers()) == 0
+	var sb string
+	if s := rt.newestSandbox(); s != nil {
+		sb = s.ID
+		if !initDone {
+			_, done, _ := initProgress(spec.GetInitContainers(), rt, sb)
+			initDone = done || mainStarted(p, rt, sb)
+		}
+	}
+	oldStatuses := map[string]*corev1.ContainerStatus{}
+	for _, cs := range old.GetContainerStatuses() {
+		oldStatuses[cs.GetName()] = cs
+	}
+	for _, c := range spec.GetInitContainers() {
+		st.InitContainerStatuses = append(st.InitContainerStatuses, containerStatus(in, c, true, reasonPodInitializing, nil))
+	}
+	defaultWaiting := reasonContainerCreating
+	if !initDone {
+		defaultWaiting = reasonPodInitializing
+	}
+	for _, c := range spec.GetContainers() {
+		st.ContainerStatuses = append(st.ContainerStatuses, containerStatus(in, c, false, defaultWaiting, oldStatuses[c.GetName()]))
+	}
+
+	st.Phase = podPhase(p, rt, st, initDone)
+	if ph := old.GetPhase(); ph == "Succeeded" || ph == "Failed" {
+		st.Phase = ph // a finished pod never runs again
+	}
+
+	// Conditions: the ones the agent owns, then any other kept as it was.
+	var notInit, notReady []string
+	if !initDone {
+		for i, c := range spec.GetInitContainers() {
+			if t := st.InitContainerStatuses[i].GetState().GetTerminated(); t == nil || t.GetExitCode() != 0 {
+				notInit = append(notInit, c.GetName())
+			}
+		}
+	}
+	for _, cs := range st.ContainerStatuses {
+		if !cs.GetReady() {
+			notReady = append(notReady, cs.GetName())
+		}
+	}
+	finished := st.Phase == "Succeeded" || st.Phase == "Failed"
+	conds := []*corev1.PodCondition{{Type: "PodScheduled", Status: "True"}}
+	if initDone {
+		conds = append(conds, &corev1.PodCondition{Type: "Initialized", Status: "True"})
+	} else {
+		conds = append(conds, &corev1.PodCondition{Type: "Initialized", Status: "False", Reason: "ContainersNotInitialized",
+			Message: fmt.Sprintf("containers with incomplete status: [%s]", strings.Join(notInit, " "))})
+	}
+	for _, typ := range []string{"ContainersReady", "Ready"} {
+		switch {
+		case finished:
+			conds = append(conds, &corev1.PodCondition{Type: typ, Status: "False", Reason: "PodCompleted"})
+		case len(notReady) == 0:
+			conds = append(conds, &corev1.PodCondition{Type: typ, Status: "True"})
+		default:
+			conds = append(conds, &corev1.PodCondition{Type: typ, Status: "False", Reason: "ContainersNotReady",
+				Message: fmt.Sprintf("containers with unready status: [%s]", strings.Join(notReady, " "))})
+		}
+	}
+	oldConds := map[string]*corev1.PodCondition{}
+	for _, c := range old.GetConditions() {
+		oldConds[c.GetType()] = c
+	}
+	owned := map[string]bool{}
+	for _, c := range conds {
+		owned[c.Type] = true
+		if o, ok := oldConds[c.Type]; ok && o.GetStatus() == c.Status {
+			c.LastTransitionTime = o.GetLastTransitionTime()
+			if c.Type == "PodScheduled" {
+				c.Reason, c.Message = o.GetReason(), o.GetMessage()
+			}
+		} else {
+			c.LastTransitionTime = now
+		}
+	}
+	for _, c := range old.GetConditions() {
+		if !owned[c.GetType()] {
+			conds = append(conds, proto.Clone(c).(*corev1.PodCondition))
+		}
+	}
+	st.Conditions = conds
+	return st
+}
+
+// containerStatus is one container's status: the newest instance's state
+// (or the waiting reason of this sync), the previous instance as the last
+// state, and readiness.
+func containerStatus(in statusInput, c *corev1.Container, init bool, defaultWaiting string, old *corev1.ContainerStatus) *corev1.ContainerStatus {
+	rt := in.Runtime
+	name := c.GetName()
+	cs := &corev1.ContainerStatus{Name: name, Image: c.GetImage()}
+	cur := rt.latest(name, "")
+	waiting := in.Waiting[name]
+	started := false
+	if cur == nil {
+		if waiting == nil {
+			waiting = &corev1.ContainerStateWaiting{Reason: defaultWaiting}
+		}
+		cs.State = &corev1.ContainerState{Waiting: proto.Clone(waiting).(*corev1.ContainerStateWaiting)}
+		cs.Started = &started
+		return cs
+	}
+	cs.ContainerId = containerID(in.RuntimeName, cur.ID)
+	cs.ImageId = cur.ImageRef
+	cs.RestartCount = cur.RestartCount
+	switch {
+	case cur.running():
+		cs.State = &corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: timestamp(cur.StartedAt)}}
+		if prev := rt.previous(name); prev != nil && prev.exited() {
+			cs.LastState = &corev1.ContainerState{Terminated: terminated(in.RuntimeName, prev)}
+		}
+		started = c.GetStartupProbe() == nil || in.Started[cur.ID]
+		switch {
+		case !started:
+		case c.GetReadinessProbe() == nil:
+			cs.Ready = true
+		default:
+			ready, known := in.Ready[cur.ID]
+			if !known {
+				// No result yet: a container the agent finds running (it
+				// restarted) keeps the readiness it had.
+				ready = old.GetContainerId() == cs.ContainerId && old.GetReady()
+			}
+			cs.Ready = ready
+		}
+	case cur.exited():
+		t := terminated(in.RuntimeName, cur)
+		if waiting != nil {
+			cs.State = &corev1.ContainerState{Waiting: proto.Clone(waiting).(*corev1.ContainerStateWaiting)}
+			cs.LastState = &corev1.ContainerState{Terminated: t}
+		} else {
+			cs.State = &corev1.ContainerState{Terminated: t}
+			if prev := rt.previous(name); prev != nil && prev.exited() {
+				cs.LastState = &corev1.ContainerState{Terminated: terminated(in.RuntimeName, prev)}
+			}
+			cs.Ready = init && t.GetExitCode() == 0
+		}
+	default:
+		if waiting == nil {
+			waiting = &corev1.ContainerStateWaiting{Reason: reasonContainerCreating}
+		}
+		cs.State = &corev1.ContainerState{Waiting: proto.Clone(waiting).(*corev1.ContainerStateWaiting)}
+	}
+	cs.Started = &started
+	return cs
+}
+
+func containerID(runtimeName, id string) string { return runtimeName + "://" + id }
+
+func terminated(runtimeName string, c *containerInfo) *corev1.ContainerStateTerminated {
+	reason := c.Reason
+	if reason == "" {
+		reason = "Completed"
+		if c.ExitCode != 0 {
+			reason = "Error"
+		}
+	}
+	return &corev1.ContainerStateTerminated{
+		ExitCode: c.ExitCode, Reason: reason, Message: c.Message,
+		StartedAt: timestamp(c.StartedAt), FinishedAt: timestamp(c.FinishedAt),
+		ContainerId: containerID(runtimeName, c.ID),
+	}
+}
+
+func timestamp(t time.Time) *timestamppb.Timestamp {
+	if t.IsZero() {
+		return nil
+	}
+	return timestamppb.New(t)
+}
+
+// podPhase is Kubernetes' getPhase over the computed container statuses.
+func podPhase(p *corev1.Pod, rt *podRuntime, st *corev1.PodStatus, initDone bool) string {
+	policy := restartPolicy(p)
+	if !initDone {
+		if sb := rt.newestSandbox(); sb != nil && policy == "Never" {
+			if _, _, failed := initProgress(p.GetSpec().GetInitContainers(), rt, sb.ID); failed {
+				return "Failed"
+			}
+		}
+		return "Pending"
+	}
+	var running, waiting, stopped, succeeded, failed int
+	for _, cs := range st.GetContainerStatuses() {
+		s := cs.GetState()
+		switch {
+		case s.GetRunning() != nil:
+			running++
+		case s.GetTerminated() != nil:
+			stopped++
+			if s.GetTerminated().GetExitCode() == 0 {
+				succeeded++
+			} else {
+				failed++
+			}
+		case s.GetWaiting() != nil && cs.GetLastState().GetTerminated() != nil:
+			stopped++
+			if cs.GetLastState().GetTerminated().GetExitCode() == 0 {
+				succeeded++
+			} else {
+				failed++
+			}
+		default:
+			waiting++
+		}
+	}
+	switch {
+	case waiting > 0:
+		return "Pending"
+	case running > 0:
+		return "Running"
+	case stopped > 0:
+		switch policy {
+		case "Always":
+			return "Running"
+		case "OnFailure":
+			if stopped == succeeded {
+				return "Succeeded"
+			}
+			return "Running"
+		default:
+			if failed > 0 {
+				return "Failed"
+			}
+			return "Succeeded"
+		}
+	}
+	return "Pending"
+}
+
+// podRunning reports whether a status shows the pod started: Running with
+// every container running (the pod start latency's end).
+func podRunning(st *corev1.PodStatus) bool {
+	if st.GetPhase() != "Running" {
+		return false
+	}
+	for _, cs := range st.GetContainerStatuses() {
+		if cs.GetState().GetRunning() == nil {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,234 @@
+// Package app is skiff-node-agent's program: its flags and Run, which
+// connects to the apiserver and the container runtime, serves the
+// NodeAgent gRPC service (logs) and /metrics, /healthz, /readyz, and runs
+// the agent. cmd/skiff-node-agent is only main; tests run the same
+// program in-process.
+package app
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"skiff.dev/internal/serving"
+	corev1 "skiff.dev/proto/core/v1"
+	"skiff.dev/services/node-agent/agent"
+	"skiff.dev/services/node-agent/cri"
+)
+
+// Options are the program's settings, from flags.
+type Options struct {
+	Server                string // apiserver gRPC address
+	NodeName              string
+	RuntimeEndpoint       string
+	RuntimeRequestTimeout time.Duration
+	Listen                string // the NodeAgent gRPC service
+	MetricsListen         string // "" disables /metrics, /healthz, /readyz
+	LogLevel              string
+
+	NodeIP     string
+	RootDir    string
+	PodLogDir  string
+	CgroupRoot string
+	Labels     map[string]string
+	Taints     []*corev1.Taint
+	Capacity   map[string]string
+	MaxPods    int
+
+	LeaseDuration          time.Duration
+	LeaseRenewInterval     time.Duration
+	NodeStatusUpdatePeriod time.Duration
+	RelistPeriod           time.Duration
+	Workers                int
+	MaxParallelStarts      int
+	CrashLoopBackOff       time.Duration
+	CrashLoopBackOffMax    time.Duration
+	ImagePullBackOff       time.Duration
+	ImagePullBackOffMax    time.Duration
+
+	// DialOptions are added to the apiserver connection (tests).
+	DialOptions []grpc.DialOption
+}
+
+// ParseFlags reads args into Options. It returns flag.ErrHelp after
+// printing the usage for -h/--help.
+func ParseFlags(args []string, out io.Writer) (*Options, error) {
+	if out == nil {
+		out = os.Stderr
+	}
+	fs := flag.NewFlagSet("skiff-node-agent", flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.Usage = func() {
+		fmt.Fprint(out, `Usage: skiff-node-agent [flags]
+
+Registers this machine as a Node, renews its Lease, and runs the pods bound
+to it as containers through a CRI runtime (containerd), reporting their
+status. Serves container logs to the apiserver (NodeAgent gRPC on --listen)
+and metrics on --metrics-listen at /metrics, with /healthz and /readyz.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	o := &Options{}
+	hostname, _ := os.Hostname()
+	fs.StringVar(&o.Server, "server", "127.0.0.1:6443", "apiserver gRPC address")
+	fs.StringVar(&o.NodeName, "node-name", strings.ToLower(hostname), "the Node's name")
+	fs.StringVar(&o.RuntimeEndpoint, "container-runtime-endpoint", cri.DefaultEndpoint, "the CRI runtime's endpoint (unix:///path/to/socket)")
+	fs.DurationVar(&o.RuntimeRequestTimeout, "runtime-request-timeout", cri.DefaultTimeout, "timeout of each runtime call but image pulls")
+	fs.StringVar(&o.Listen, "listen", "0.0.0.0:10250", "address of the NodeAgent gRPC service (its port is advertised in the Node's status)")
+	fs.StringVar(&o.MetricsListen, "metrics-listen", "0.0.0.0:10248", "HTTP address for /metrics, /healthz and /readyz (empty disables)")
+	fs.StringVar(&o.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.StringVar(&o.NodeIP, "node-ip", "", "the Node's InternalIP (default: the first non-loopback address)")
+	fs.StringVar(&o.RootDir, "root-dir", agent.DefaultRootDir, "directory of the pods' volumes")
+	fs.StringVar(&o.PodLogDir, "pod-log-dir", agent.DefaultPodLogDir, "directory of the containers' logs")
+	fs.StringVar(&o.CgroupRoot, "cgroup-root", "", "parent cgroup of a cgroup per pod (empty: the runtime's default)")
+	fs.Func("labels", "labels added to the Node: k=v,k2=v2", func(s string) error {
+		l, err := ParseLabels(s)
+		o.Labels = l
+		return err
+	})
+	fs.Func("register-with-taints", "the Node's taints at registration: key=value:Effect,key:Effect", func(s string) error {
+		t, err := ParseTaints(s)
+		o.Taints = t
+		return err
+	})
+	fs.Func("capacity", "capacity overriding the machine's: cpu=4,memory=8Gi", func(s string) error {
+		c, err := ParseLabels(s)
+		o.Capacity = c
+		return err
+	})
+	fs.IntVar(&o.MaxPods, "max-pods", agent.DefaultMaxPods, "pods capacity")
+	fs.DurationVar(&o.LeaseDuration, "lease-duration", agent.DefaultLeaseDuration, "the node Lease's duration")
+	fs.DurationVar(&o.LeaseRenewInterval, "lease-renew-interval", agent.DefaultLeaseRenewInterval, "how often the node Lease is renewed")
+	fs.DurationVar(&o.NodeStatusUpdatePeriod, "node-status-update-frequency", agent.DefaultNodeStatusUpdatePeriod, "how often the runtime's readiness is checked for the Node's Ready condition")
+	fs.DurationVar(&o.RelistPeriod, "relist-period", agent.DefaultRelistPeriod, "how often the runtime is relisted to notice container changes")
+	fs.IntVar(&o.Workers, "pod-workers", agent.DefaultWorkers, "pods synced in parallel")
+	fs.IntVar(&o.MaxParallelStarts, "max-parallel-pod-starts", 0, "syncs creating sandboxes or starting containers at once (0: 4 per CPU; negative: no bound)")
+	fs.DurationVar(&o.CrashLoopBackOff, "crashloop-backoff", agent.DefaultCrashLoopBackOff, "first delay before restarting a container that keeps failing (doubles each time)")
+	fs.DurationVar(&o.CrashLoopBackOffMax, "crashloop-backoff-max", agent.DefaultCrashLoopBackOffMax, "longest crash-loop delay")
+	fs.DurationVar(&o.ImagePullBackOff, "image-pull-backoff", agent.DefaultImagePullBackOff, "first delay before pulling an image again after a failure (doubles each time)")
+	fs.DurationVar(&o.ImagePullBackOffMax, "image-pull-backoff-max", agent.DefaultImagePullBackOffMax, "longest image pull delay")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q (see --help)", fs.Args())
+	}
+	if o.NodeName == "" {
+		return nil, errors.New("--node-name: required (the hostname is unknown)")
+	}
+	return o, nil
+}
+
+// ParseLabels parses "k=v,k2=v2".
+func ParseLabels(s string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, kv := range strings.Split(s, ",") {
+		if kv = strings.TrimSpace(kv); kv == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("%q: want key=value", kv)
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+// ParseTaints parses "key=value:Effect,key:Effect".
+func ParseTaints(s string) ([]*corev1.Taint, error) {
+	var out []*corev1.Taint
+	for _, t := range strings.Split(s, ",") {
+		if t = strings.TrimSpace(t); t == "" {
+			continue
+		}
+		kv, effect, ok := strings.Cut(t, ":")
+		if !ok || !slices.Contains([]string{"NoSchedule", "PreferNoSchedule", "NoExecute"}, effect) {
+			return nil, fmt.Errorf("taint %q: want key[=value]:Effect with Effect NoSchedule, PreferNoSchedule or NoExecute", t)
+		}
+		k, v, _ := strings.Cut(kv, "=")
+		if k == "" {
+			return nil, fmt.Errorf("taint %q: empty key", t)
+		}
+		out = append(out, &corev1.Taint{Key: k, Value: v, Effect: effect})
+	}
+	return out, nil
+}
+
+// Addrs are the addresses the program serves, once it listens.
+type Addrs struct {
+	GRPC    string // the NodeAgent service
+	Metrics string // "" when disabled
+}
+
+// Run connects to the apiserver and the runtime, serves the NodeAgent
+// service and the metrics, and runs the agent until ctx ends (nil). ready,
+// when not nil, receives the addresses once they listen.
+func Run(ctx context.Context, o *Options, log *zap.Logger, ready func(Addrs)) error {
+	reg := serving.NewRegistry()
+	conn, err := grpc.NewClient(o.Server, append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, o.DialOptions...)...)
+	if err != nil {
+		return fmt.Errorf("--server %q: %w", o.Server, err)
+	}
+	defer conn.Close()
+	rconn, err := cri.Dial(o.RuntimeEndpoint)
+	if err != nil {
+		return fmt.Errorf("--container-runtime-endpoint: %w", err)
+	}
+	defer rconn.Close()
+	l, err := net.Listen("tcp", o.Listen)
+	if err != nil {
+		return fmt.Errorf("--listen: %w", err)
+	}
+	defer l.Close()
+	a, err := agent.New(agent.Config{
+		NodeName: o.NodeName, API: conn, Runtime: rconn, RuntimeTimeout: o.RuntimeRequestTimeout,
+		RootDir: o.RootDir, PodLogDir: o.PodLogDir, CgroupRoot: o.CgroupRoot,
+		NodeIP: o.NodeIP, Port: int32(l.Addr().(*net.TCPAddr).Port),
+		Labels: o.Labels, Taints: o.Taints, Capacity: o.Capacity, MaxPods: o.MaxPods,
+		LeaseDuration: o.LeaseDuration, LeaseRenewInterval: o.LeaseRenewInterval,
+		NodeStatusUpdatePeriod: o.NodeStatusUpdatePeriod, RelistPeriod: o.RelistPeriod, Workers: o.Workers, MaxParallelStarts: o.MaxParallelStarts,
+		CrashLoopBackOff: o.CrashLoopBackOff, CrashLoopBackOffMax: o.CrashLoopBackOffMax,
+		ImagePullBackOff: o.ImagePullBackOff, ImagePullBackOffMax: o.ImagePullBackOffMax,
+		Logger: log, Registerer: reg,
+	})
+	if err != nil {
+		return err
+	}
+	g := grpc.NewServer()
+	a.RegisterServices(g)
+	served := make(chan error, 1)
+	go func() { served <- g.Serve(l) }()
+	defer func() {
+		g.Stop()
+		<-served
+	}()
+	addrs := Addrs{GRPC: l.Addr().String()}
+	if o.MetricsListen != "" {
+		srv, err := serving.Start(serving.Options{Addr: o.MetricsListen, Registry: reg, Logger: log, Ready: a.Ready})
+		if err != nil {
+			return fmt.Errorf("--metrics-listen: %w", err)
+		}
+		defer srv.Close()
+		addrs.Metrics = srv.Addr()
+	}
+	log.Info("starting", zap.String("node", o.NodeName), zap.String("server", o.Server),
+		zap.String("runtime", o.RuntimeEndpoint), zap.String("listen", addrs.GRPC), zap.String("metrics", addrs.Metrics))
+	if ready != nil {
+		ready(addrs)
+	}
+	return a.Run(ctx)
+}
