@@ -145,8 +145,6 @@ func newID() string {
 	return hex.EncodeToString(b)
 }
 
-func (r *Runtime) now() int64 { return r.clock.Now().UnixNano() }
-
 // notifyLocked wakes the waiters of Changed.
 func (r *Runtime) notifyLocked() {
 	close(r.changed)
