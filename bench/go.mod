@@ -12,6 +12,7 @@ require (
 	skiff.dev/proto v0.0.0
 	skiff.dev/services/apiserver v0.0.0
 	skiff.dev/services/controller-manager v0.0.0
+	skiff.dev/services/node-agent v0.0.0
 	skiff.dev/services/scheduler v0.0.0
 )
 
@@ -70,6 +71,7 @@ require (
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260817212433-ac3dfec99bb1 // indirect
 	gopkg.in/natefinch/lumberjack.v2 v2.2.1 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
+	k8s.io/cri-api v0.37.2 // indirect
 	k8s.io/utils v0.0.0-20260108192941-914a6e750570 // indirect
 	sigs.k8s.io/yaml v1.6.0 // indirect
 )
@@ -79,5 +81,6 @@ replace (
 	skiff.dev/proto => ../proto
 	skiff.dev/services/apiserver => ../services/apiserver
 	skiff.dev/services/controller-manager => ../services/controller-manager
+	skiff.dev/services/node-agent => ../services/node-agent
 	skiff.dev/services/scheduler => ../services/scheduler
 )

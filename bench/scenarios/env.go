@@ -48,6 +48,10 @@ type Config struct {
 	SchedPods    int
 	SchedClients int
 	SchedTimeout time.Duration
+	// NodePods pods are started at once on one node with a real
+	// containerd; NodeTimeout bounds the wait for them to run.
+	NodePods    int
+	NodeTimeout time.Duration
 }
 
 // DefaultConfig is the configuration of `make bench`.
@@ -73,6 +77,8 @@ func DefaultConfig() Config {
 		SchedPods:     5000,
 		SchedClients:  32,
 		SchedTimeout:  5 * time.Minute,
+		NodePods:      30,
+		NodeTimeout:   2 * time.Minute,
 	}
 }
 

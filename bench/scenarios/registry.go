@@ -74,6 +74,7 @@ func All() []*Scenario {
 		apiGetScenario(),
 		apiListScenario(),
 		schedulerScenario(),
+		nodeScenario(),
 		controllersScenario(),
 	}
 }
