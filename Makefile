@@ -26,7 +26,7 @@ check-go:
 build: check-go ## build every binary into bin/
 	@mkdir -p $(BIN)
 	@for d in services/*/cmd/* bench/cmd/*; do \
-	  [ -d "$$d" ] || continue; \
+	  [ -f "$$d/main.go" ] || continue; \
 	  echo "go build $$d -> bin/$$(basename $$d)"; \
 	  CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/$$(basename $$d) ./$$d || exit 1; \
 	done
