@@ -521,13 +521,19 @@ func (c *Cache[T]) Revision() int64 {
 }
 
 // WaitFresh waits until the cache reflects at least rev, or gives up at the
-// ctx deadline (at most 3 s) with a Timeout.
+// ctx deadline (at most 3 s) with a Timeout. A cache that is only a few
+// events behind catches up by itself; one still behind after
+// askProgressAfter asks etcd where it is, once (writes to other kinds move
+// etcd's revision without an event here, and the periodic bookmark may be
+// a minute away).
 func (c *Cache[T]) WaitFresh(ctx context.Context, rev int64) error {
 	if err := c.WaitReady(ctx); err != nil {
 		return err
 	}
 	deadline := time.NewTimer(3 * time.Second)
 	defer deadline.Stop()
+	ask := time.NewTimer(askProgressAfter)
+	defer ask.Stop()
 	for {
 		c.mu.RLock()
 		cur, fresh := c.rev, c.fresh
@@ -536,11 +542,12 @@ func (c *Cache[T]) WaitFresh(ctx context.Context, rev int64) error {
 			return nil
 		}
 		select {
-		case c.askProgress <- struct{}{}:
-		default: // asked already
-		}
-		select {
 		case <-fresh:
+		case <-ask.C:
+			select {
+			case c.askProgress <- struct{}{}:
+			default: // another waiter asked already
+			}
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-deadline.C:
@@ -548,6 +555,10 @@ func (c *Cache[T]) WaitFresh(ctx context.Context, rev int64) error {
 		}
 	}
 }
+
+// askProgressAfter is how long WaitFresh lets the cache catch up through
+// its events before it asks etcd for a progress notification.
+const askProgressAfter = 20 * time.Millisecond
 
 // Get returns the cached entry for key.
 func (c *Cache[T]) Get(key string) (*Entry[T], bool) {
