@@ -42,6 +42,7 @@ func TestNodeRegistersRenewsItsLeaseAndFollowsTheRuntime(t *testing.T) {
 		c.Taints = []*corev1.Taint{{Key: "dedicated", Value: "x", Effect: "NoSchedule"}}
 		c.Capacity = map[string]string{"cpu": "3"}
 		c.MaxPods = 50
+		c.NodeStatusReportPeriod = time.Hour // writes only for changes
 	})
 	var node *corev1.Node
 	e.until("node registered and Ready", func() (bool, string) {
@@ -121,6 +122,30 @@ func TestNodeRegistersRenewsItsLeaseAndFollowsTheRuntime(t *testing.T) {
 	if n.GetMetadata().GetUid() != node.GetMetadata().GetUid() {
 		t.Errorf("node recreated")
 	}
+
+	// The node lifecycle controller marks the node Unknown (its Lease was
+	// late, say, while the agent restarted); the agent, healthy, sets it
+	// back to Ready although its own last write said Ready already.
+	err := client.RetryOnConflict(context.Background(), client.DefaultRetry, func() error {
+		cur, err := client.Nodes(e.api.Conn).Get(context.Background(), "", nodeName)
+		if err != nil {
+			return err
+		}
+		for _, c := range cur.GetStatus().GetConditions() {
+			if c.GetType() == "Ready" {
+				c.Status, c.Reason, c.Message = "Unknown", "NodeStatusUnknown", "Kubelet stopped posting node status."
+			}
+		}
+		_, err = client.Nodes(e.api.Conn).UpdateStatus(context.Background(), cur)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.until("node Ready again after another writer marked it Unknown", func() (bool, string) {
+		n, _ := e.nodes.Store().GetByName("", nodeName)
+		return nodeReady(n).GetStatus() == "True", fmt.Sprint(nodeReady(n))
+	})
 }
 
 func TestPodRunsWithStatusEnvAndVolumes(t *testing.T) {

@@ -320,12 +320,12 @@ func (a *Agent) syncNodeStatus(ctx context.Context) error {
 	ready := readyCondition(st, err)
 	now := a.cfg.Clock.Now()
 	a.mu.Lock()
-	old, reported := a.nodeConds, a.nodeReported
+	reported := a.nodeReported
 	a.mu.Unlock()
-	next := nodeConditions(old, ready, now)
-	if !conditionsChanged(old, next) && now.Sub(reported) < a.cfg.NodeStatusReportPeriod {
-		return nil
-	}
+	// Compare with the Node as it is in the apiserver, not as the agent
+	// last wrote it: the node lifecycle controller may have marked it
+	// Unknown meanwhile (after a restart of the agent, say), and only the
+	// agent sets it back.
 	return client.RetryOnConflict(ctx, client.DefaultRetry, func() error {
 		cur, err := a.nodes.Get(ctx, "", a.cfg.NodeName)
 		if apierrors.IsNotFound(err) {
@@ -334,8 +334,12 @@ func (a *Agent) syncNodeStatus(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		next := nodeConditions(cur.GetStatus().GetConditions(), ready, now)
+		if !conditionsChanged(cur.GetStatus().GetConditions(), next) && now.Sub(reported) < a.cfg.NodeStatusReportPeriod {
+			return nil
+		}
 		n := proto.Clone(cur).(*corev1.Node)
-		n.Status.Conditions = nodeConditions(cur.GetStatus().GetConditions(), ready, now)
+		n.Status.Conditions = next
 		written, err := a.nodes.UpdateStatus(ctx, n)
 		if err != nil {
 			return err
