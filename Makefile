@@ -50,18 +50,14 @@ lint: check-go ## go vet and staticcheck over every module
 bench: check-go ## run the benchmarks (SCENARIO=<prefix> to choose: api, etcd, watch)
 	$(GO) run ./bench/cmd/skiff-bench -scenario "$(SCENARIO)"
 
-up: ## start the whole cluster with docker compose
-	@echo "make up: the docker compose cluster is not there yet (issue 8: docker compose up)."
-	@echo "Until then start the apiserver alone: make build && bin/skiff-apiserver --data-dir ./data --listen 127.0.0.1:6443"
-	@exit 2
+up: check-go ## start the whole cluster with docker compose (deploy/compose), wait until it is healthy, write the skiffctl config
+	./scripts/compose.sh up
 
-down: ## stop the compose cluster (V=1 also removes its volumes)
-	@echo "make down: the docker compose cluster is not there yet (issue 8)."
-	@exit 2
+down: ## stop the compose cluster (V=1 also removes its volumes: all its state)
+	./scripts/compose.sh down $(if $(filter 1 yes true,$(V)),-v)
 
-e2e: ## end-to-end test of the compose cluster
-	@echo "make e2e: the compose end-to-end test is not there yet (issue 8)."
-	@exit 2
+e2e: check-go ## end-to-end test of the compose cluster (starts it, and removes it with its volumes at the end)
+	./scripts/compose.sh e2e
 
 clean: ## remove built binaries and tools
 	rm -rf $(BIN) $(TOOLS)

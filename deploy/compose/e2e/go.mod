@@ -1,0 +1,3 @@
+module skiff.dev/deploy/compose/e2e
+
+go 1.26.0

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# run.sh (make e2e, scripts/compose.sh e2e): starts a compose cluster of its
+# own (project skiff-e2e on other ports, so that a cluster started by
+# `make up` is left alone), with short node grace and toleration periods,
+# runs the Go story of this directory against it, and removes it with its
+# volumes (SKIFF_E2E_KEEP=1 keeps it for a look; remove it then with
+# COMPOSE_PROJECT_NAME=skiff-e2e scripts/compose.sh down -v). Arguments go to
+# `go test`, e.g. -skip "TestCluster/a_stopped_node" or -run "TestCluster/scale".
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
+export COMPOSE_PROJECT_NAME=${SKIFF_E2E_PROJECT:-skiff-e2e}
+export SKIFF_API_PORT=${SKIFF_E2E_API_PORT:-16443}
+export SKIFF_REGISTRY_PORT=${SKIFF_E2E_REGISTRY_PORT:-15000}
+export SKIFF_PROMETHEUS_PORT=${SKIFF_E2E_PROMETHEUS_PORT:-19090}
+export SKIFF_GRAFANA_PORT=${SKIFF_E2E_GRAFANA_PORT:-13000}
+# A stopped node is NotReady after 20 s, and its pods are evicted 10 s
+# later; the agents renew their Lease every 5 s to stay well inside that.
+export SKIFF_NODE_MONITOR_GRACE_PERIOD=20s
+export SKIFF_DEFAULT_TOLERATION_SECONDS=10
+export SKIFF_NODE_AGENT_ARGS="--lease-renew-interval=5s --node-status-update-frequency=5s"
+tmp=$(mktemp -d /tmp/skiff-e2e.XXXXXX)
+export SKIFFCONFIG=$tmp/config
+
+compose() { "$ROOT/scripts/compose.sh" compose "$@"; }
+
+cleanup() {
+  local rc=$?
+  if [ $rc != 0 ]; then
+    echo "== e2e failed ($rc): the last logs of every component" >&2
+    compose logs --no-color --tail 40 >&2 || true
+  fi
+  if [ "${SKIFF_E2E_KEEP:-0}" = 1 ]; then
+    echo "== kept: COMPOSE_PROJECT_NAME=$COMPOSE_PROJECT_NAME, SKIFFCONFIG=$SKIFFCONFIG" >&2
+  else
+    "$ROOT/scripts/compose.sh" down -v || true
+    rm -rf "$tmp"
+  fi
+  exit $rc
+}
+trap cleanup EXIT
+
+start=$SECONDS
+echo "== up (project $COMPOSE_PROJECT_NAME, apiserver 127.0.0.1:$SKIFF_API_PORT)"
+"$ROOT/scripts/compose.sh" up
+echo "== the story (deploy/compose/e2e)"
+SKIFF_E2E_SKIFFCTL=$ROOT/bin/skiffctl GOWORK=off CGO_ENABLED=0 \
+  go -C "$ROOT/deploy/compose/e2e" test -count=1 -v -timeout 12m -run 'TestCluster' . "$@"
+echo "== e2e passed in $((SECONDS - start)) s (before the teardown)"
