@@ -184,37 +184,30 @@ func (f *Framework) HasScorePlugins() bool { return len(f.score) > 0 }
 
 // PluginNames lists the plugins enabled at point, in order (for logs and tests).
 func (f *Framework) PluginNames(point config.ExtensionPoint) []string {
-	var out []string
-	add := func(p Plugin) { out = append(out, p.Name()) }
 	switch point {
 	case config.PreFilter:
-		for _, p := range f.preFilter {
-			add(p)
-		}
+		return names(f.preFilter)
 	case config.Filter:
-		for _, p := range f.filter {
-			add(p)
-		}
+		return names(f.filter)
 	case config.PostFilter:
-		for _, p := range f.postFilter {
-			add(p)
-		}
+		return names(f.postFilter)
 	case config.PreScore:
-		for _, p := range f.preScore {
-			add(p)
-		}
+		return names(f.preScore)
 	case config.Score:
-		for _, p := range f.score {
-			add(p)
-		}
+		return names(f.score)
 	case config.Reserve:
-		for _, p := range f.reserve {
-			add(p)
-		}
+		return names(f.reserve)
 	case config.Bind:
-		for _, p := range f.bind {
-			add(p)
-		}
+		return names(f.bind)
+	}
+	return nil
+}
+
+// names returns the names of plugins of any extension point.
+func names[P Plugin](ps []P) []string {
+	var out []string
+	for _, p := range ps {
+		out = append(out, p.Name())
 	}
 	return out
 }
