@@ -3,45 +3,33 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"go.uber.org/zap"
 
-	"skiff.dev/internal/logging"
+	"skiff.dev/internal/program"
 	"skiff.dev/services/scheduler/app"
 )
 
 func main() {
-	o, err := app.ParseFlags(os.Args[1:], os.Stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "skiff-scheduler:", err)
-		os.Exit(2)
-	}
-	// A bad policy file stops here, with every problem and its line.
-	if o.Policy, err = app.LoadPolicy(o); err != nil {
-		fmt.Fprintln(os.Stderr, "skiff-scheduler: invalid --config:")
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
-	}
-	log, err := logging.New("scheduler", o.LogLevel)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "skiff-scheduler:", err)
-		os.Exit(2)
-	}
-	defer func() { _ = log.Sync() }()
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
-	if err := app.Run(ctx, o, log, nil); err != nil {
-		log.Error("scheduler exited", zap.Error(err))
-		stop()
-		os.Exit(1)
-	}
+	program.Main(program.Spec[*app.Options]{
+		Name:      "skiff-scheduler",
+		Component: "scheduler",
+		Parse: func(args []string) (*app.Options, error) {
+			o, err := app.ParseFlags(args, os.Stderr)
+			if err != nil {
+				return nil, err
+			}
+			// A bad policy file stops here, with every problem and its line.
+			if o.Policy, err = app.LoadPolicy(o); err != nil {
+				return nil, fmt.Errorf("invalid --config:\n%w", err)
+			}
+			return o, nil
+		},
+		LogLevel: func(o *app.Options) string { return o.LogLevel },
+		Run: func(ctx context.Context, o *app.Options, log *zap.Logger) error {
+			return app.Run(ctx, o, log, nil)
+		},
+	})
 }
