@@ -114,44 +114,24 @@ func NewFramework(r Registry, p *config.Profile, o Options) (*Framework, error) 
 }
 
 func (f *Framework) add(point config.ExtensionPoint, pl Plugin, weight int32) error {
-	ok := false
+	var ok bool
 	switch point {
 	case config.PreFilter:
-		var x PreFilterPlugin
-		if x, ok = pl.(PreFilterPlugin); ok {
-			f.preFilter = append(f.preFilter, x)
-		}
+		ok = appendAs(&f.preFilter, pl)
 	case config.Filter:
-		var x FilterPlugin
-		if x, ok = pl.(FilterPlugin); ok {
-			f.filter = append(f.filter, x)
-		}
+		ok = appendAs(&f.filter, pl)
 	case config.PostFilter:
-		var x PostFilterPlugin
-		if x, ok = pl.(PostFilterPlugin); ok {
-			f.postFilter = append(f.postFilter, x)
-		}
+		ok = appendAs(&f.postFilter, pl)
 	case config.PreScore:
-		var x PreScorePlugin
-		if x, ok = pl.(PreScorePlugin); ok {
-			f.preScore = append(f.preScore, x)
-		}
+		ok = appendAs(&f.preScore, pl)
 	case config.Score:
-		var x ScorePlugin
-		if x, ok = pl.(ScorePlugin); ok {
-			f.score = append(f.score, x)
+		if ok = appendAs(&f.score, pl); ok {
 			f.scoreWeights = append(f.scoreWeights, int64(max(weight, 1)))
 		}
 	case config.Reserve:
-		var x ReservePlugin
-		if x, ok = pl.(ReservePlugin); ok {
-			f.reserve = append(f.reserve, x)
-		}
+		ok = appendAs(&f.reserve, pl)
 	case config.Bind:
-		var x BindPlugin
-		if x, ok = pl.(BindPlugin); ok {
-			f.bind = append(f.bind, x)
-		}
+		ok = appendAs(&f.bind, pl)
 	default:
 		return fmt.Errorf("unknown extension point %q", point)
 	}
@@ -159,6 +139,16 @@ func (f *Framework) add(point config.ExtensionPoint, pl Plugin, weight int32) er
 		return fmt.Errorf("plugin %q does not implement %s", pl.Name(), point)
 	}
 	return nil
+}
+
+// appendAs appends pl to list when it implements the list's extension
+// point, and reports whether it does.
+func appendAs[P Plugin](list *[]P, pl Plugin) bool {
+	x, ok := pl.(P)
+	if ok {
+		*list = append(*list, x)
+	}
+	return ok
 }
 
 // ProfileName is the schedulerName the framework serves.
