@@ -120,6 +120,8 @@ build_binaries() {
   for b in "${pids[@]}"; do wait "$b" || failed=1; done
   [ $failed = 0 ] || die "go build failed"
   cp "$BUILD/control-plane/bin/skiff-probe" "$BUILD/node/bin/skiff-probe"
+  # The pki service (node image, which has a shell) issues the credentials.
+  cp "$BUILD/control-plane/bin/skiff-apiserver" "$BUILD/node/bin/skiff-apiserver"
 }
 
 # image TAG CONTEXT [docker build args...]: builds, says whether it changed.
@@ -216,7 +218,22 @@ wait_healthy() {
   done
 }
 
-skiffctl() { "$ROOT/bin/skiffctl" --server "127.0.0.1:$API_PORT" "$@"; }
+skiffctl() { "$ROOT/bin/skiffctl" --context skiff-compose "$@"; }
+
+# The admin's credentials (group system:masters), copied out of the pki
+# volume (through the apiserver container, which mounts it) for skiffctl.
+CREDS=${SKIFF_CREDENTIALS_DIR:-${SKIFF_HOME:-$HOME/.skiff}/compose-$COMPOSE_PROJECT_NAME}
+copy_credentials() {
+  local c
+  c=$(container apiserver)
+  [ -n "$c" ] || die "no apiserver container to copy the credentials from"
+  mkdir -p "$CREDS"
+  chmod 700 "$CREDS"
+  for f in admin.crt admin.key ca.crt; do
+    docker cp "$c:/pki/admin/$f" "$CREDS/$f" >/dev/null || die "copying /pki/admin/$f out of the apiserver container failed"
+  done
+  chmod 600 "$CREDS/admin.key"
+}
 
 # wait_nodes_ready: until every node of NODES is Ready (needs the agent).
 wait_nodes_ready() {
@@ -254,10 +271,12 @@ push_workloads() {
 write_config() {
   [ -x "$ROOT/bin/skiffctl" ] || { log "   (no skiffctl: no config written)"; return 0; }
   local ctl=("$ROOT/bin/skiffctl")
-  "${ctl[@]}" config set-cluster skiff-compose --server "127.0.0.1:$API_PORT" >/dev/null
-  "${ctl[@]}" config set-context skiff-compose --cluster skiff-compose --namespace default >/dev/null
+  copy_credentials
+  "${ctl[@]}" config set-cluster skiff-compose --server "127.0.0.1:$API_PORT" --certificate-authority "$CREDS/ca.crt" >/dev/null
+  "${ctl[@]}" config set-credentials skiff-compose-admin --client-certificate "$CREDS/admin.crt" --client-key "$CREDS/admin.key" >/dev/null
+  "${ctl[@]}" config set-context skiff-compose --cluster skiff-compose --user skiff-compose-admin --namespace default >/dev/null
   "${ctl[@]}" config use-context skiff-compose >/dev/null
-  log "   context skiff-compose (127.0.0.1:$API_PORT) in ${SKIFFCONFIG:-~/.skiff/config}"
+  log "   context skiff-compose (127.0.0.1:$API_PORT, user skiff-admin in system:masters, credentials in $CREDS) in ${SKIFFCONFIG:-~/.skiff/config}"
 }
 
 up() {
@@ -272,9 +291,9 @@ up() {
   local want=("${SERVICES[@]}")
   [ "${SKIFF_GRAFANA:-0}" = 1 ] && want+=(grafana)
   wait_healthy "${want[@]}"
-  wait_nodes_ready
   step "skiffctl config"
   write_config
+  wait_nodes_ready
   cat >&2 <<EOF
 
 Skiff is up: apiserver 127.0.0.1:$API_PORT, Prometheus http://127.0.0.1:${SKIFF_PROMETHEUS_PORT:-9090}$(
@@ -294,6 +313,8 @@ down() {
   [ "${1:-}" = -v ] && v=(-v)
   step "stopping the cluster${v:+ and removing its volumes}"
   compose down --remove-orphans "${v[@]}"
+  # With the volumes went the cluster CA: the copied admin credentials are void.
+  [ ${#v[@]} -eq 0 ] || rm -rf "$CREDS"
   # cgroup v1: the nodes' pod cgroups live in the host's hierarchy
   # (SKIFF_CGROUP_ROOT); remove the empty ones they leave (rmdir fails on a
   # cgroup in use, and without the rights to: both are ignored).

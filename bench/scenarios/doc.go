@@ -14,5 +14,6 @@
 // clients run in the same process.
 //
 // It owns no server: the caller starts and stops the apiserver (the command
-// in cmd/skiff-bench uses apiservertest with real fsync).
+// in cmd/skiff-bench uses apiservertest with real fsync); only fairness.go
+// starts one of its own, with TLS, authentication and flow control.
 package scenarios

@@ -7,7 +7,8 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
+
+	"skiff.dev/internal/client"
 )
 
 // Config sizes the scenarios. DefaultConfig is what the issues' targets are
@@ -86,6 +87,10 @@ func DefaultConfig() Config {
 type Env struct {
 	// Addr is the apiserver's gRPC address.
 	Addr string
+	// Client, when set, is how the scenarios' connections reach the
+	// apiserver (TLS, client certificate, token); its Server is replaced
+	// by Addr. nil: plain text (an apiserver with security off).
+	Client *client.Config
 	// EtcdEndpoint is the client URL of the etcd the apiserver stores in.
 	EtcdEndpoint string
 	Config       Config
@@ -103,7 +108,12 @@ func (e *Env) logf(format string, args ...any) {
 func (e *Env) dial(n int) ([]*grpc.ClientConn, error) {
 	conns := make([]*grpc.ClientConn, 0, n)
 	for range n {
-		c, err := grpc.NewClient(e.Addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		cfg := client.Config{Insecure: true}
+		if e.Client != nil {
+			cfg = *e.Client
+		}
+		cfg.Server = e.Addr
+		c, err := client.Dial(cfg)
 		if err != nil {
 			closeAll(conns)
 			return nil, fmt.Errorf("dialing apiserver %s: %w", e.Addr, err)

@@ -16,6 +16,9 @@ type load struct {
 	warmup   time.Duration
 	duration time.Duration
 	minOps   int64
+	// interval, when set, paces each client: an operation starts at most
+	// every interval (a polite client); the pause is not latency.
+	interval time.Duration
 	// op performs operation seq of client; an error ends the load.
 	op func(ctx context.Context, client, seq int) error
 }
@@ -80,6 +83,16 @@ func (l load) run(parent context.Context) (*loadResult, error) {
 					hists[c].Record(time.Since(start))
 					if windowOps.Add(1) == l.minOps {
 						enoughOnce.Do(func() { close(enough) })
+					}
+				}
+				if l.interval > 0 {
+					if d := time.Until(start.Add(l.interval)); d > 0 {
+						pause := time.NewTimer(d)
+						select {
+						case <-ctx.Done():
+						case <-pause.C:
+						}
+						pause.Stop()
 					}
 				}
 			}

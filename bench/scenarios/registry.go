@@ -66,7 +66,8 @@ func (s *Scenario) Produces(prefix string) bool {
 // All returns every scenario in the order they run: watch fan-out first,
 // on a fresh server, as its figure is specified (the write scenario leaves
 // some 200,000 objects behind, and the watch figure is then worse: see
-// docs/operations.md), then writes against the raw etcd limit, then reads.
+// docs/operations.md), then writes against the raw etcd limit, then reads;
+// fairness last, on an apiserver of its own.
 func All() []*Scenario {
 	return []*Scenario{
 		watchFanoutScenario(),
@@ -76,6 +77,7 @@ func All() []*Scenario {
 		schedulerScenario(),
 		nodeScenario(),
 		controllersScenario(),
+		fairnessScenario(),
 	}
 }
 

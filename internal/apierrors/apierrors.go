@@ -173,6 +173,17 @@ func NewTooManyRequests(message string, retryAfterSeconds int32) *StatusError {
 	return newError(ReasonTooManyRequests, message, &metav1.StatusDetails{RetryAfterSeconds: retryAfterSeconds})
 }
 
+// NewUnauthorized says the request carries no valid credentials.
+func NewUnauthorized(message string) *StatusError {
+	return newError(ReasonUnauthorized, message, nil)
+}
+
+// NewForbidden says who may not do what: `user "bob" cannot list
+// resource "pods" in API group "" in the namespace "team-a": <why>`.
+func NewForbidden(resource, name, message string) *StatusError {
+	return newError(ReasonForbidden, message, &metav1.StatusDetails{Name: name, Kind: resource})
+}
+
 // NewTimeout says the server gave up waiting.
 func NewTimeout(message string) *StatusError {
 	return newError(ReasonTimeout, message, nil)
@@ -237,3 +248,5 @@ func IsTooLarge(err error) bool           { return ReasonForError(err) == Reason
 func IsMethodNotAllowed(err error) bool   { return ReasonForError(err) == ReasonMethodNotAllowed }
 func IsServiceUnavailable(err error) bool { return ReasonForError(err) == ReasonServiceUnavailable }
 func IsTooManyRequests(err error) bool    { return ReasonForError(err) == ReasonTooManyRequests }
+func IsUnauthorized(err error) bool       { return ReasonForError(err) == ReasonUnauthorized }
+func IsForbidden(err error) bool          { return ReasonForError(err) == ReasonForbidden }

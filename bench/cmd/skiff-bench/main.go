@@ -52,6 +52,7 @@ type options struct {
 	cpuProfile string
 	memProfile string
 	pprofAddr  string
+	insecure   bool
 	cfg        scenarios.Config
 }
 
@@ -79,6 +80,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.dataDir, "data-dir", os.TempDir(), "parent of the temporary etcd data directory (put it on the disk to measure)")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a pprof CPU profile of the whole run to this file")
 	fs.StringVar(&o.memProfile, "memprofile", "", "write a pprof allocation profile of the whole run to this file")
+	fs.BoolVar(&o.insecure, "insecure", false, "run the apiserver as --insecure does (plain text, no authentication, authorization, admission or flow control), to compare; default: skiff-apiserver's defaults (TLS, client certificates, Node,RBAC, the default admission plugins, flow control)")
 	fs.StringVar(&o.pprofAddr, "pprof-addr", "", "serve net/http/pprof on this address during the run, e.g. 127.0.0.1:6060 (also turns on block and mutex profiling, which costs some CPU)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `Usage: skiff-bench [flags]
@@ -174,13 +176,19 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	srv, err := apiservertest.StartConfig(apiserver.Config{
+	cfg := apiserver.Config{
 		DataDir:           dir,
 		Listen:            "127.0.0.1:0",
 		MetricsListen:     "",
 		Logger:            zap.NewNop(),
 		EtcdUnsafeNoFsync: false,
-	})
+	}
+	if !o.insecure {
+		if err := securityDefaults(&cfg); err != nil {
+			return err
+		}
+	}
+	srv, err := apiservertest.StartConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("starting apiserver: %w", err)
 	}
@@ -192,12 +200,20 @@ func run(args []string, stdout, stderr io.Writer) error {
 		Config:       o.cfg,
 		Progress:     stderr,
 	}
-	fmt.Fprintf(stderr, "skiff-bench: apiserver %s, etcd %s, data in %s\n", env.Addr, env.EtcdEndpoint, dir)
+	mode := "insecure (no TLS, authentication, authorization, admission or flow control)"
+	if !o.insecure {
+		if env.Client, err = benchUser(ctx, srv); err != nil {
+			return err
+		}
+		mode = fmt.Sprintf("TLS, user %q authorized by RBAC (%s), admission %v, flow control %d/%d seats",
+			benchUserName, benchBinding, cfg.Admission.EnablePlugins, cfg.FlowControl.MaxRequestsInflight, cfg.FlowControl.MaxMutatingRequestsInflight)
+	}
+	fmt.Fprintf(stderr, "skiff-bench: apiserver %s, etcd %s, data in %s; %s\n", env.Addr, env.EtcdEndpoint, dir, mode)
 	load0 := loadAverage()
 	rs, runErr := scenarios.Run(ctx, env, selected)
 	// Print what was measured even when a later scenario failed.
-	fmt.Fprintf(stdout, "# %d CPUs (GOMAXPROCS %d, GOGC %d as skiff-apiserver), 1-minute load average %s at start, %s at end; other processes on the host skew the figures\n",
-		runtime.NumCPU(), runtime.GOMAXPROCS(0), gogc, load0, loadAverage())
+	fmt.Fprintf(stdout, "# %d CPUs (GOMAXPROCS %d, GOGC %d as skiff-apiserver), 1-minute load average %s at start, %s at end; other processes on the host skew the figures\n# apiserver: %s\n",
+		runtime.NumCPU(), runtime.GOMAXPROCS(0), gogc, load0, loadAverage(), mode)
 	if err := scenarios.WriteReport(stdout, rs); err != nil {
 		return err
 	}

@@ -21,6 +21,7 @@ export SKIFF_DEFAULT_TOLERATION_SECONDS=10
 export SKIFF_NODE_AGENT_ARGS="--lease-renew-interval=5s --node-status-update-frequency=5s"
 tmp=$(mktemp -d /tmp/skiff-e2e.XXXXXX)
 export SKIFFCONFIG=$tmp/config
+export SKIFF_CREDENTIALS_DIR=$tmp/credentials
 
 compose() { "$ROOT/scripts/compose.sh" compose "$@"; }
 

@@ -73,30 +73,63 @@ const file_skiff_core_v1_services_proto_rawDesc = "" +
 	"\x06Update\x12\x18.skiff.core.v1.ConfigMap\x1a\x18.skiff.core.v1.ConfigMap\x12B\n" +
 	"\fUpdateStatus\x12\x18.skiff.core.v1.ConfigMap\x1a\x18.skiff.core.v1.ConfigMap\x12@\n" +
 	"\x06Delete\x12\x1c.skiff.meta.v1.DeleteRequest\x1a\x18.skiff.core.v1.ConfigMap\x12L\n" +
-	"\x05Watch\x12\x1a.skiff.meta.v1.ListOptions\x1a%.skiff.core.v1.ConfigMapWatchResponse0\x01B Z\x1eskiff.dev/proto/core/v1;corev1b\x06proto3"
+	"\x05Watch\x12\x1a.skiff.meta.v1.ListOptions\x1a%.skiff.core.v1.ConfigMapWatchResponse0\x012\x91\x04\n" +
+	"\x0fServiceAccounts\x12F\n" +
+	"\x06Create\x12\x1d.skiff.core.v1.ServiceAccount\x1a\x1d.skiff.core.v1.ServiceAccount\x12?\n" +
+	"\x03Get\x12\x19.skiff.meta.v1.GetRequest\x1a\x1d.skiff.core.v1.ServiceAccount\x12E\n" +
+	"\x04List\x12\x1a.skiff.meta.v1.ListOptions\x1a!.skiff.core.v1.ServiceAccountList\x12F\n" +
+	"\x06Update\x12\x1d.skiff.core.v1.ServiceAccount\x1a\x1d.skiff.core.v1.ServiceAccount\x12L\n" +
+	"\fUpdateStatus\x12\x1d.skiff.core.v1.ServiceAccount\x1a\x1d.skiff.core.v1.ServiceAccount\x12E\n" +
+	"\x06Delete\x12\x1c.skiff.meta.v1.DeleteRequest\x1a\x1d.skiff.core.v1.ServiceAccount\x12Q\n" +
+	"\x05Watch\x12\x1a.skiff.meta.v1.ListOptions\x1a*.skiff.core.v1.ServiceAccountWatchResponse0\x012\xe5\x03\n" +
+	"\vLimitRanges\x12>\n" +
+	"\x06Create\x12\x19.skiff.core.v1.LimitRange\x1a\x19.skiff.core.v1.LimitRange\x12;\n" +
+	"\x03Get\x12\x19.skiff.meta.v1.GetRequest\x1a\x19.skiff.core.v1.LimitRange\x12A\n" +
+	"\x04List\x12\x1a.skiff.meta.v1.ListOptions\x1a\x1d.skiff.core.v1.LimitRangeList\x12>\n" +
+	"\x06Update\x12\x19.skiff.core.v1.LimitRange\x1a\x19.skiff.core.v1.LimitRange\x12D\n" +
+	"\fUpdateStatus\x12\x19.skiff.core.v1.LimitRange\x1a\x19.skiff.core.v1.LimitRange\x12A\n" +
+	"\x06Delete\x12\x1c.skiff.meta.v1.DeleteRequest\x1a\x19.skiff.core.v1.LimitRange\x12M\n" +
+	"\x05Watch\x12\x1a.skiff.meta.v1.ListOptions\x1a&.skiff.core.v1.LimitRangeWatchResponse0\x012\x86\x04\n" +
+	"\x0eResourceQuotas\x12D\n" +
+	"\x06Create\x12\x1c.skiff.core.v1.ResourceQuota\x1a\x1c.skiff.core.v1.ResourceQuota\x12>\n" +
+	"\x03Get\x12\x19.skiff.meta.v1.GetRequest\x1a\x1c.skiff.core.v1.ResourceQuota\x12D\n" +
+	"\x04List\x12\x1a.skiff.meta.v1.ListOptions\x1a .skiff.core.v1.ResourceQuotaList\x12D\n" +
+	"\x06Update\x12\x1c.skiff.core.v1.ResourceQuota\x1a\x1c.skiff.core.v1.ResourceQuota\x12J\n" +
+	"\fUpdateStatus\x12\x1c.skiff.core.v1.ResourceQuota\x1a\x1c.skiff.core.v1.ResourceQuota\x12D\n" +
+	"\x06Delete\x12\x1c.skiff.meta.v1.DeleteRequest\x1a\x1c.skiff.core.v1.ResourceQuota\x12P\n" +
+	"\x05Watch\x12\x1a.skiff.meta.v1.ListOptions\x1a).skiff.core.v1.ResourceQuotaWatchResponse0\x01B Z\x1eskiff.dev/proto/core/v1;corev1b\x06proto3"
 
 var file_skiff_core_v1_services_proto_goTypes = []any{
-	(*Namespace)(nil),              // 0: skiff.core.v1.Namespace
-	(*v1.GetRequest)(nil),          // 1: skiff.meta.v1.GetRequest
-	(*v1.ListOptions)(nil),         // 2: skiff.meta.v1.ListOptions
-	(*v1.DeleteRequest)(nil),       // 3: skiff.meta.v1.DeleteRequest
-	(*Pod)(nil),                    // 4: skiff.core.v1.Pod
-	(*Binding)(nil),                // 5: skiff.core.v1.Binding
-	(*PodLogOptions)(nil),          // 6: skiff.core.v1.PodLogOptions
-	(*Node)(nil),                   // 7: skiff.core.v1.Node
-	(*Event)(nil),                  // 8: skiff.core.v1.Event
-	(*ConfigMap)(nil),              // 9: skiff.core.v1.ConfigMap
-	(*NamespaceList)(nil),          // 10: skiff.core.v1.NamespaceList
-	(*NamespaceWatchResponse)(nil), // 11: skiff.core.v1.NamespaceWatchResponse
-	(*PodList)(nil),                // 12: skiff.core.v1.PodList
-	(*PodWatchResponse)(nil),       // 13: skiff.core.v1.PodWatchResponse
-	(*LogChunk)(nil),               // 14: skiff.core.v1.LogChunk
-	(*NodeList)(nil),               // 15: skiff.core.v1.NodeList
-	(*NodeWatchResponse)(nil),      // 16: skiff.core.v1.NodeWatchResponse
-	(*EventList)(nil),              // 17: skiff.core.v1.EventList
-	(*EventWatchResponse)(nil),     // 18: skiff.core.v1.EventWatchResponse
-	(*ConfigMapList)(nil),          // 19: skiff.core.v1.ConfigMapList
-	(*ConfigMapWatchResponse)(nil), // 20: skiff.core.v1.ConfigMapWatchResponse
+	(*Namespace)(nil),                   // 0: skiff.core.v1.Namespace
+	(*v1.GetRequest)(nil),               // 1: skiff.meta.v1.GetRequest
+	(*v1.ListOptions)(nil),              // 2: skiff.meta.v1.ListOptions
+	(*v1.DeleteRequest)(nil),            // 3: skiff.meta.v1.DeleteRequest
+	(*Pod)(nil),                         // 4: skiff.core.v1.Pod
+	(*Binding)(nil),                     // 5: skiff.core.v1.Binding
+	(*PodLogOptions)(nil),               // 6: skiff.core.v1.PodLogOptions
+	(*Node)(nil),                        // 7: skiff.core.v1.Node
+	(*Event)(nil),                       // 8: skiff.core.v1.Event
+	(*ConfigMap)(nil),                   // 9: skiff.core.v1.ConfigMap
+	(*ServiceAccount)(nil),              // 10: skiff.core.v1.ServiceAccount
+	(*LimitRange)(nil),                  // 11: skiff.core.v1.LimitRange
+	(*ResourceQuota)(nil),               // 12: skiff.core.v1.ResourceQuota
+	(*NamespaceList)(nil),               // 13: skiff.core.v1.NamespaceList
+	(*NamespaceWatchResponse)(nil),      // 14: skiff.core.v1.NamespaceWatchResponse
+	(*PodList)(nil),                     // 15: skiff.core.v1.PodList
+	(*PodWatchResponse)(nil),            // 16: skiff.core.v1.PodWatchResponse
+	(*LogChunk)(nil),                    // 17: skiff.core.v1.LogChunk
+	(*NodeList)(nil),                    // 18: skiff.core.v1.NodeList
+	(*NodeWatchResponse)(nil),           // 19: skiff.core.v1.NodeWatchResponse
+	(*EventList)(nil),                   // 20: skiff.core.v1.EventList
+	(*EventWatchResponse)(nil),          // 21: skiff.core.v1.EventWatchResponse
+	(*ConfigMapList)(nil),               // 22: skiff.core.v1.ConfigMapList
+	(*ConfigMapWatchResponse)(nil),      // 23: skiff.core.v1.ConfigMapWatchResponse
+	(*ServiceAccountList)(nil),          // 24: skiff.core.v1.ServiceAccountList
+	(*ServiceAccountWatchResponse)(nil), // 25: skiff.core.v1.ServiceAccountWatchResponse
+	(*LimitRangeList)(nil),              // 26: skiff.core.v1.LimitRangeList
+	(*LimitRangeWatchResponse)(nil),     // 27: skiff.core.v1.LimitRangeWatchResponse
+	(*ResourceQuotaList)(nil),           // 28: skiff.core.v1.ResourceQuotaList
+	(*ResourceQuotaWatchResponse)(nil),  // 29: skiff.core.v1.ResourceQuotaWatchResponse
 }
 var file_skiff_core_v1_services_proto_depIdxs = []int32{
 	0,  // 0: skiff.core.v1.Namespaces.Create:input_type -> skiff.core.v1.Namespace
@@ -136,45 +169,87 @@ var file_skiff_core_v1_services_proto_depIdxs = []int32{
 	9,  // 34: skiff.core.v1.ConfigMaps.UpdateStatus:input_type -> skiff.core.v1.ConfigMap
 	3,  // 35: skiff.core.v1.ConfigMaps.Delete:input_type -> skiff.meta.v1.DeleteRequest
 	2,  // 36: skiff.core.v1.ConfigMaps.Watch:input_type -> skiff.meta.v1.ListOptions
-	0,  // 37: skiff.core.v1.Namespaces.Create:output_type -> skiff.core.v1.Namespace
-	0,  // 38: skiff.core.v1.Namespaces.Get:output_type -> skiff.core.v1.Namespace
-	10, // 39: skiff.core.v1.Namespaces.List:output_type -> skiff.core.v1.NamespaceList
-	0,  // 40: skiff.core.v1.Namespaces.Update:output_type -> skiff.core.v1.Namespace
-	0,  // 41: skiff.core.v1.Namespaces.UpdateStatus:output_type -> skiff.core.v1.Namespace
-	0,  // 42: skiff.core.v1.Namespaces.Delete:output_type -> skiff.core.v1.Namespace
-	11, // 43: skiff.core.v1.Namespaces.Watch:output_type -> skiff.core.v1.NamespaceWatchResponse
-	4,  // 44: skiff.core.v1.Pods.Create:output_type -> skiff.core.v1.Pod
-	4,  // 45: skiff.core.v1.Pods.Get:output_type -> skiff.core.v1.Pod
-	12, // 46: skiff.core.v1.Pods.List:output_type -> skiff.core.v1.PodList
-	4,  // 47: skiff.core.v1.Pods.Update:output_type -> skiff.core.v1.Pod
-	4,  // 48: skiff.core.v1.Pods.UpdateStatus:output_type -> skiff.core.v1.Pod
-	4,  // 49: skiff.core.v1.Pods.Delete:output_type -> skiff.core.v1.Pod
-	13, // 50: skiff.core.v1.Pods.Watch:output_type -> skiff.core.v1.PodWatchResponse
-	4,  // 51: skiff.core.v1.Pods.Bind:output_type -> skiff.core.v1.Pod
-	14, // 52: skiff.core.v1.Pods.Logs:output_type -> skiff.core.v1.LogChunk
-	7,  // 53: skiff.core.v1.Nodes.Create:output_type -> skiff.core.v1.Node
-	7,  // 54: skiff.core.v1.Nodes.Get:output_type -> skiff.core.v1.Node
-	15, // 55: skiff.core.v1.Nodes.List:output_type -> skiff.core.v1.NodeList
-	7,  // 56: skiff.core.v1.Nodes.Update:output_type -> skiff.core.v1.Node
-	7,  // 57: skiff.core.v1.Nodes.UpdateStatus:output_type -> skiff.core.v1.Node
-	7,  // 58: skiff.core.v1.Nodes.Delete:output_type -> skiff.core.v1.Node
-	16, // 59: skiff.core.v1.Nodes.Watch:output_type -> skiff.core.v1.NodeWatchResponse
-	8,  // 60: skiff.core.v1.Events.Create:output_type -> skiff.core.v1.Event
-	8,  // 61: skiff.core.v1.Events.Get:output_type -> skiff.core.v1.Event
-	17, // 62: skiff.core.v1.Events.List:output_type -> skiff.core.v1.EventList
-	8,  // 63: skiff.core.v1.Events.Update:output_type -> skiff.core.v1.Event
-	8,  // 64: skiff.core.v1.Events.UpdateStatus:output_type -> skiff.core.v1.Event
-	8,  // 65: skiff.core.v1.Events.Delete:output_type -> skiff.core.v1.Event
-	18, // 66: skiff.core.v1.Events.Watch:output_type -> skiff.core.v1.EventWatchResponse
-	9,  // 67: skiff.core.v1.ConfigMaps.Create:output_type -> skiff.core.v1.ConfigMap
-	9,  // 68: skiff.core.v1.ConfigMaps.Get:output_type -> skiff.core.v1.ConfigMap
-	19, // 69: skiff.core.v1.ConfigMaps.List:output_type -> skiff.core.v1.ConfigMapList
-	9,  // 70: skiff.core.v1.ConfigMaps.Update:output_type -> skiff.core.v1.ConfigMap
-	9,  // 71: skiff.core.v1.ConfigMaps.UpdateStatus:output_type -> skiff.core.v1.ConfigMap
-	9,  // 72: skiff.core.v1.ConfigMaps.Delete:output_type -> skiff.core.v1.ConfigMap
-	20, // 73: skiff.core.v1.ConfigMaps.Watch:output_type -> skiff.core.v1.ConfigMapWatchResponse
-	37, // [37:74] is the sub-list for method output_type
-	0,  // [0:37] is the sub-list for method input_type
+	10, // 37: skiff.core.v1.ServiceAccounts.Create:input_type -> skiff.core.v1.ServiceAccount
+	1,  // 38: skiff.core.v1.ServiceAccounts.Get:input_type -> skiff.meta.v1.GetRequest
+	2,  // 39: skiff.core.v1.ServiceAccounts.List:input_type -> skiff.meta.v1.ListOptions
+	10, // 40: skiff.core.v1.ServiceAccounts.Update:input_type -> skiff.core.v1.ServiceAccount
+	10, // 41: skiff.core.v1.ServiceAccounts.UpdateStatus:input_type -> skiff.core.v1.ServiceAccount
+	3,  // 42: skiff.core.v1.ServiceAccounts.Delete:input_type -> skiff.meta.v1.DeleteRequest
+	2,  // 43: skiff.core.v1.ServiceAccounts.Watch:input_type -> skiff.meta.v1.ListOptions
+	11, // 44: skiff.core.v1.LimitRanges.Create:input_type -> skiff.core.v1.LimitRange
+	1,  // 45: skiff.core.v1.LimitRanges.Get:input_type -> skiff.meta.v1.GetRequest
+	2,  // 46: skiff.core.v1.LimitRanges.List:input_type -> skiff.meta.v1.ListOptions
+	11, // 47: skiff.core.v1.LimitRanges.Update:input_type -> skiff.core.v1.LimitRange
+	11, // 48: skiff.core.v1.LimitRanges.UpdateStatus:input_type -> skiff.core.v1.LimitRange
+	3,  // 49: skiff.core.v1.LimitRanges.Delete:input_type -> skiff.meta.v1.DeleteRequest
+	2,  // 50: skiff.core.v1.LimitRanges.Watch:input_type -> skiff.meta.v1.ListOptions
+	12, // 51: skiff.core.v1.ResourceQuotas.Create:input_type -> skiff.core.v1.ResourceQuota
+	1,  // 52: skiff.core.v1.ResourceQuotas.Get:input_type -> skiff.meta.v1.GetRequest
+	2,  // 53: skiff.core.v1.ResourceQuotas.List:input_type -> skiff.meta.v1.ListOptions
+	12, // 54: skiff.core.v1.ResourceQuotas.Update:input_type -> skiff.core.v1.ResourceQuota
+	12, // 55: skiff.core.v1.ResourceQuotas.UpdateStatus:input_type -> skiff.core.v1.ResourceQuota
+	3,  // 56: skiff.core.v1.ResourceQuotas.Delete:input_type -> skiff.meta.v1.DeleteRequest
+	2,  // 57: skiff.core.v1.ResourceQuotas.Watch:input_type -> skiff.meta.v1.ListOptions
+	0,  // 58: skiff.core.v1.Namespaces.Create:output_type -> skiff.core.v1.Namespace
+	0,  // 59: skiff.core.v1.Namespaces.Get:output_type -> skiff.core.v1.Namespace
+	13, // 60: skiff.core.v1.Namespaces.List:output_type -> skiff.core.v1.NamespaceList
+	0,  // 61: skiff.core.v1.Namespaces.Update:output_type -> skiff.core.v1.Namespace
+	0,  // 62: skiff.core.v1.Namespaces.UpdateStatus:output_type -> skiff.core.v1.Namespace
+	0,  // 63: skiff.core.v1.Namespaces.Delete:output_type -> skiff.core.v1.Namespace
+	14, // 64: skiff.core.v1.Namespaces.Watch:output_type -> skiff.core.v1.NamespaceWatchResponse
+	4,  // 65: skiff.core.v1.Pods.Create:output_type -> skiff.core.v1.Pod
+	4,  // 66: skiff.core.v1.Pods.Get:output_type -> skiff.core.v1.Pod
+	15, // 67: skiff.core.v1.Pods.List:output_type -> skiff.core.v1.PodList
+	4,  // 68: skiff.core.v1.Pods.Update:output_type -> skiff.core.v1.Pod
+	4,  // 69: skiff.core.v1.Pods.UpdateStatus:output_type -> skiff.core.v1.Pod
+	4,  // 70: skiff.core.v1.Pods.Delete:output_type -> skiff.core.v1.Pod
+	16, // 71: skiff.core.v1.Pods.Watch:output_type -> skiff.core.v1.PodWatchResponse
+	4,  // 72: skiff.core.v1.Pods.Bind:output_type -> skiff.core.v1.Pod
+	17, // 73: skiff.core.v1.Pods.Logs:output_type -> skiff.core.v1.LogChunk
+	7,  // 74: skiff.core.v1.Nodes.Create:output_type -> skiff.core.v1.Node
+	7,  // 75: skiff.core.v1.Nodes.Get:output_type -> skiff.core.v1.Node
+	18, // 76: skiff.core.v1.Nodes.List:output_type -> skiff.core.v1.NodeList
+	7,  // 77: skiff.core.v1.Nodes.Update:output_type -> skiff.core.v1.Node
+	7,  // 78: skiff.core.v1.Nodes.UpdateStatus:output_type -> skiff.core.v1.Node
+	7,  // 79: skiff.core.v1.Nodes.Delete:output_type -> skiff.core.v1.Node
+	19, // 80: skiff.core.v1.Nodes.Watch:output_type -> skiff.core.v1.NodeWatchResponse
+	8,  // 81: skiff.core.v1.Events.Create:output_type -> skiff.core.v1.Event
+	8,  // 82: skiff.core.v1.Events.Get:output_type -> skiff.core.v1.Event
+	20, // 83: skiff.core.v1.Events.List:output_type -> skiff.core.v1.EventList
+	8,  // 84: skiff.core.v1.Events.Update:output_type -> skiff.core.v1.Event
+	8,  // 85: skiff.core.v1.Events.UpdateStatus:output_type -> skiff.core.v1.Event
+	8,  // 86: skiff.core.v1.Events.Delete:output_type -> skiff.core.v1.Event
+	21, // 87: skiff.core.v1.Events.Watch:output_type -> skiff.core.v1.EventWatchResponse
+	9,  // 88: skiff.core.v1.ConfigMaps.Create:output_type -> skiff.core.v1.ConfigMap
+	9,  // 89: skiff.core.v1.ConfigMaps.Get:output_type -> skiff.core.v1.ConfigMap
+	22, // 90: skiff.core.v1.ConfigMaps.List:output_type -> skiff.core.v1.ConfigMapList
+	9,  // 91: skiff.core.v1.ConfigMaps.Update:output_type -> skiff.core.v1.ConfigMap
+	9,  // 92: skiff.core.v1.ConfigMaps.UpdateStatus:output_type -> skiff.core.v1.ConfigMap
+	9,  // 93: skiff.core.v1.ConfigMaps.Delete:output_type -> skiff.core.v1.ConfigMap
+	23, // 94: skiff.core.v1.ConfigMaps.Watch:output_type -> skiff.core.v1.ConfigMapWatchResponse
+	10, // 95: skiff.core.v1.ServiceAccounts.Create:output_type -> skiff.core.v1.ServiceAccount
+	10, // 96: skiff.core.v1.ServiceAccounts.Get:output_type -> skiff.core.v1.ServiceAccount
+	24, // 97: skiff.core.v1.ServiceAccounts.List:output_type -> skiff.core.v1.ServiceAccountList
+	10, // 98: skiff.core.v1.ServiceAccounts.Update:output_type -> skiff.core.v1.ServiceAccount
+	10, // 99: skiff.core.v1.ServiceAccounts.UpdateStatus:output_type -> skiff.core.v1.ServiceAccount
+	10, // 100: skiff.core.v1.ServiceAccounts.Delete:output_type -> skiff.core.v1.ServiceAccount
+	25, // 101: skiff.core.v1.ServiceAccounts.Watch:output_type -> skiff.core.v1.ServiceAccountWatchResponse
+	11, // 102: skiff.core.v1.LimitRanges.Create:output_type -> skiff.core.v1.LimitRange
+	11, // 103: skiff.core.v1.LimitRanges.Get:output_type -> skiff.core.v1.LimitRange
+	26, // 104: skiff.core.v1.LimitRanges.List:output_type -> skiff.core.v1.LimitRangeList
+	11, // 105: skiff.core.v1.LimitRanges.Update:output_type -> skiff.core.v1.LimitRange
+	11, // 106: skiff.core.v1.LimitRanges.UpdateStatus:output_type -> skiff.core.v1.LimitRange
+	11, // 107: skiff.core.v1.LimitRanges.Delete:output_type -> skiff.core.v1.LimitRange
+	27, // 108: skiff.core.v1.LimitRanges.Watch:output_type -> skiff.core.v1.LimitRangeWatchResponse
+	12, // 109: skiff.core.v1.ResourceQuotas.Create:output_type -> skiff.core.v1.ResourceQuota
+	12, // 110: skiff.core.v1.ResourceQuotas.Get:output_type -> skiff.core.v1.ResourceQuota
+	28, // 111: skiff.core.v1.ResourceQuotas.List:output_type -> skiff.core.v1.ResourceQuotaList
+	12, // 112: skiff.core.v1.ResourceQuotas.Update:output_type -> skiff.core.v1.ResourceQuota
+	12, // 113: skiff.core.v1.ResourceQuotas.UpdateStatus:output_type -> skiff.core.v1.ResourceQuota
+	12, // 114: skiff.core.v1.ResourceQuotas.Delete:output_type -> skiff.core.v1.ResourceQuota
+	29, // 115: skiff.core.v1.ResourceQuotas.Watch:output_type -> skiff.core.v1.ResourceQuotaWatchResponse
+	58, // [58:116] is the sub-list for method output_type
+	0,  // [0:58] is the sub-list for method input_type
 	0,  // [0:0] is the sub-list for extension type_name
 	0,  // [0:0] is the sub-list for extension extendee
 	0,  // [0:0] is the sub-list for field type_name
@@ -194,7 +269,7 @@ func file_skiff_core_v1_services_proto_init() {
 			NumEnums:      0,
 			NumMessages:   0,
 			NumExtensions: 0,
-			NumServices:   5,
+			NumServices:   8,
 		},
 		GoTypes:           file_skiff_core_v1_services_proto_goTypes,
 		DependencyIndexes: file_skiff_core_v1_services_proto_depIdxs,

@@ -1777,3 +1777,1015 @@ var ConfigMaps_ServiceDesc = grpc.ServiceDesc{
 	},
 	Metadata: "skiff/core/v1/services.proto",
 }
+
+const (
+	ServiceAccounts_Create_FullMethodName       = "/skiff.core.v1.ServiceAccounts/Create"
+	ServiceAccounts_Get_FullMethodName          = "/skiff.core.v1.ServiceAccounts/Get"
+	ServiceAccounts_List_FullMethodName         = "/skiff.core.v1.ServiceAccounts/List"
+	ServiceAccounts_Update_FullMethodName       = "/skiff.core.v1.ServiceAccounts/Update"
+	ServiceAccounts_UpdateStatus_FullMethodName = "/skiff.core.v1.ServiceAccounts/UpdateStatus"
+	ServiceAccounts_Delete_FullMethodName       = "/skiff.core.v1.ServiceAccounts/Delete"
+	ServiceAccounts_Watch_FullMethodName        = "/skiff.core.v1.ServiceAccounts/Watch"
+)
+
+// ServiceAccountsClient is the client API for ServiceAccounts service.
+//
+// For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
+//
+// ServiceAccounts are namespaced.
+type ServiceAccountsClient interface {
+	Create(ctx context.Context, in *ServiceAccount, opts ...grpc.CallOption) (*ServiceAccount, error)
+	Get(ctx context.Context, in *v1.GetRequest, opts ...grpc.CallOption) (*ServiceAccount, error)
+	List(ctx context.Context, in *v1.ListOptions, opts ...grpc.CallOption) (*ServiceAccountList, error)
+	Update(ctx context.Context, in *ServiceAccount, opts ...grpc.CallOption) (*ServiceAccount, error)
+	// UpdateStatus: a ServiceAccount has no status; answers Unimplemented (reason MethodNotAllowed).
+	UpdateStatus(ctx context.Context, in *ServiceAccount, opts ...grpc.CallOption) (*ServiceAccount, error)
+	Delete(ctx context.Context, in *v1.DeleteRequest, opts ...grpc.CallOption) (*ServiceAccount, error)
+	Watch(ctx context.Context, in *v1.ListOptions, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ServiceAccountWatchResponse], error)
+}
+
+type serviceAccountsClient struct {
+	cc grpc.ClientConnInterface
+}
+
+func NewServiceAccountsClient(cc grpc.ClientConnInterface) ServiceAccountsClient {
+	return &serviceAccountsClient{cc}
+}
+
+func (c *serviceAccountsClient) Create(ctx context.Context, in *ServiceAccount, opts ...grpc.CallOption) (*ServiceAccount, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ServiceAccount)
+	err := c.cc.Invoke(ctx, ServiceAccounts_Create_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *serviceAccountsClient) Get(ctx context.Context, in *v1.GetRequest, opts ...grpc.CallOption) (*ServiceAccount, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ServiceAccount)
+	err := c.cc.Invoke(ctx, ServiceAccounts_Get_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *serviceAccountsClient) List(ctx context.Context, in *v1.ListOptions, opts ...grpc.CallOption) (*ServiceAccountList, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ServiceAccountList)
+	err := c.cc.Invoke(ctx, ServiceAccounts_List_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *serviceAccountsClient) Update(ctx context.Context, in *ServiceAccount, opts ...grpc.CallOption) (*ServiceAccount, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ServiceAccount)
+	err := c.cc.Invoke(ctx, ServiceAccounts_Update_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *serviceAccountsClient) UpdateStatus(ctx context.Context, in *ServiceAccount, opts ...grpc.CallOption) (*ServiceAccount, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ServiceAccount)
+	err := c.cc.Invoke(ctx, ServiceAccounts_UpdateStatus_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *serviceAccountsClient) Delete(ctx context.Context, in *v1.DeleteRequest, opts ...grpc.CallOption) (*ServiceAccount, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ServiceAccount)
+	err := c.cc.Invoke(ctx, ServiceAccounts_Delete_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *serviceAccountsClient) Watch(ctx context.Context, in *v1.ListOptions, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ServiceAccountWatchResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &ServiceAccounts_ServiceDesc.Streams[0], ServiceAccounts_Watch_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[v1.ListOptions, ServiceAccountWatchResponse]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ServiceAccounts_WatchClient = grpc.ServerStreamingClient[ServiceAccountWatchResponse]
+
+// ServiceAccountsServer is the server API for ServiceAccounts service.
+// All implementations should embed UnimplementedServiceAccountsServer
+// for forward compatibility.
+//
+// ServiceAccounts are namespaced.
+type ServiceAccountsServer interface {
+	Create(context.Context, *ServiceAccount) (*ServiceAccount, error)
+	Get(context.Context, *v1.GetRequest) (*ServiceAccount, error)
+	List(context.Context, *v1.ListOptions) (*ServiceAccountList, error)
+	Update(context.Context, *ServiceAccount) (*ServiceAccount, error)
+	// UpdateStatus: a ServiceAccount has no status; answers Unimplemented (reason MethodNotAllowed).
+	UpdateStatus(context.Context, *ServiceAccount) (*ServiceAccount, error)
+	Delete(context.Context, *v1.DeleteRequest) (*ServiceAccount, error)
+	Watch(*v1.ListOptions, grpc.ServerStreamingServer[ServiceAccountWatchResponse]) error
+}
+
+// UnimplementedServiceAccountsServer should be embedded to have
+// forward compatible implementations.
+//
+// NOTE: this should be embedded by value instead of pointer to avoid a nil
+// pointer dereference when methods are called.
+type UnimplementedServiceAccountsServer struct{}
+
+func (UnimplementedServiceAccountsServer) Create(context.Context, *ServiceAccount) (*ServiceAccount, error) {
+	return nil, status.Error(codes.Unimplemented, "method Create not implemented")
+}
+func (UnimplementedServiceAccountsServer) Get(context.Context, *v1.GetRequest) (*ServiceAccount, error) {
+	return nil, status.Error(codes.Unimplemented, "method Get not implemented")
+}
+func (UnimplementedServiceAccountsServer) List(context.Context, *v1.ListOptions) (*ServiceAccountList, error) {
+	return nil, status.Error(codes.Unimplemented, "method List not implemented")
+}
+func (UnimplementedServiceAccountsServer) Update(context.Context, *ServiceAccount) (*ServiceAccount, error) {
+	return nil, status.Error(codes.Unimplemented, "method Update not implemented")
+}
+func (UnimplementedServiceAccountsServer) UpdateStatus(context.Context, *ServiceAccount) (*ServiceAccount, error) {
+	return nil, status.Error(codes.Unimplemented, "method UpdateStatus not implemented")
+}
+func (UnimplementedServiceAccountsServer) Delete(context.Context, *v1.DeleteRequest) (*ServiceAccount, error) {
+	return nil, status.Error(codes.Unimplemented, "method Delete not implemented")
+}
+func (UnimplementedServiceAccountsServer) Watch(*v1.ListOptions, grpc.ServerStreamingServer[ServiceAccountWatchResponse]) error {
+	return status.Error(codes.Unimplemented, "method Watch not implemented")
+}
+func (UnimplementedServiceAccountsServer) testEmbeddedByValue() {}
+
+// UnsafeServiceAccountsServer may be embedded to opt out of forward compatibility for this service.
+// Use of this interface is not recommended, as added methods to ServiceAccountsServer will
+// result in compilation errors.
+type UnsafeServiceAccountsServer interface {
+	mustEmbedUnimplementedServiceAccountsServer()
+}
+
+func RegisterServiceAccountsServer(s grpc.ServiceRegistrar, srv ServiceAccountsServer) {
+	// If the following call panics, it indicates UnimplementedServiceAccountsServer was
+	// embedded by pointer and is nil.  This will cause panics if an
+	// unimplemented method is ever invoked, so we test this at initialization
+	// time to prevent it from happening at runtime later due to I/O.
+	if t, ok := srv.(interface{ testEmbeddedByValue() }); ok {
+		t.testEmbeddedByValue()
+	}
+	s.RegisterService(&ServiceAccounts_ServiceDesc, srv)
+}
+
+func _ServiceAccounts_Create_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ServiceAccount)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ServiceAccountsServer).Create(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ServiceAccounts_Create_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ServiceAccountsServer).Create(ctx, req.(*ServiceAccount))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ServiceAccounts_Get_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(v1.GetRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ServiceAccountsServer).Get(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ServiceAccounts_Get_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ServiceAccountsServer).Get(ctx, req.(*v1.GetRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ServiceAccounts_List_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(v1.ListOptions)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ServiceAccountsServer).List(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ServiceAccounts_List_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ServiceAccountsServer).List(ctx, req.(*v1.ListOptions))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ServiceAccounts_Update_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ServiceAccount)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ServiceAccountsServer).Update(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ServiceAccounts_Update_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ServiceAccountsServer).Update(ctx, req.(*ServiceAccount))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ServiceAccounts_UpdateStatus_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ServiceAccount)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ServiceAccountsServer).UpdateStatus(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ServiceAccounts_UpdateStatus_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ServiceAccountsServer).UpdateStatus(ctx, req.(*ServiceAccount))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ServiceAccounts_Delete_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(v1.DeleteRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ServiceAccountsServer).Delete(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ServiceAccounts_Delete_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ServiceAccountsServer).Delete(ctx, req.(*v1.DeleteRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ServiceAccounts_Watch_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(v1.ListOptions)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(ServiceAccountsServer).Watch(m, &grpc.GenericServerStream[v1.ListOptions, ServiceAccountWatchResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ServiceAccounts_WatchServer = grpc.ServerStreamingServer[ServiceAccountWatchResponse]
+
+// ServiceAccounts_ServiceDesc is the grpc.ServiceDesc for ServiceAccounts service.
+// It's only intended for direct use with grpc.RegisterService,
+// and not to be introspected or modified (even as a copy)
+var ServiceAccounts_ServiceDesc = grpc.ServiceDesc{
+	ServiceName: "skiff.core.v1.ServiceAccounts",
+	HandlerType: (*ServiceAccountsServer)(nil),
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "Create",
+			Handler:    _ServiceAccounts_Create_Handler,
+		},
+		{
+			MethodName: "Get",
+			Handler:    _ServiceAccounts_Get_Handler,
+		},
+		{
+			MethodName: "List",
+			Handler:    _ServiceAccounts_List_Handler,
+		},
+		{
+			MethodName: "Update",
+			Handler:    _ServiceAccounts_Update_Handler,
+		},
+		{
+			MethodName: "UpdateStatus",
+			Handler:    _ServiceAccounts_UpdateStatus_Handler,
+		},
+		{
+			MethodName: "Delete",
+			Handler:    _ServiceAccounts_Delete_Handler,
+		},
+	},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "Watch",
+			Handler:       _ServiceAccounts_Watch_Handler,
+			ServerStreams: true,
+		},
+	},
+	Metadata: "skiff/core/v1/services.proto",
+}
+
+const (
+	LimitRanges_Create_FullMethodName       = "/skiff.core.v1.LimitRanges/Create"
+	LimitRanges_Get_FullMethodName          = "/skiff.core.v1.LimitRanges/Get"
+	LimitRanges_List_FullMethodName         = "/skiff.core.v1.LimitRanges/List"
+	LimitRanges_Update_FullMethodName       = "/skiff.core.v1.LimitRanges/Update"
+	LimitRanges_UpdateStatus_FullMethodName = "/skiff.core.v1.LimitRanges/UpdateStatus"
+	LimitRanges_Delete_FullMethodName       = "/skiff.core.v1.LimitRanges/Delete"
+	LimitRanges_Watch_FullMethodName        = "/skiff.core.v1.LimitRanges/Watch"
+)
+
+// LimitRangesClient is the client API for LimitRanges service.
+//
+// For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
+//
+// LimitRanges are namespaced.
+type LimitRangesClient interface {
+	Create(ctx context.Context, in *LimitRange, opts ...grpc.CallOption) (*LimitRange, error)
+	Get(ctx context.Context, in *v1.GetRequest, opts ...grpc.CallOption) (*LimitRange, error)
+	List(ctx context.Context, in *v1.ListOptions, opts ...grpc.CallOption) (*LimitRangeList, error)
+	Update(ctx context.Context, in *LimitRange, opts ...grpc.CallOption) (*LimitRange, error)
+	// UpdateStatus: a LimitRange has no status; answers Unimplemented (reason MethodNotAllowed).
+	UpdateStatus(ctx context.Context, in *LimitRange, opts ...grpc.CallOption) (*LimitRange, error)
+	Delete(ctx context.Context, in *v1.DeleteRequest, opts ...grpc.CallOption) (*LimitRange, error)
+	Watch(ctx context.Context, in *v1.ListOptions, opts ...grpc.CallOption) (grpc.ServerStreamingClient[LimitRangeWatchResponse], error)
+}
+
+type limitRangesClient struct {
+	cc grpc.ClientConnInterface
+}
+
+func NewLimitRangesClient(cc grpc.ClientConnInterface) LimitRangesClient {
+	return &limitRangesClient{cc}
+}
+
+func (c *limitRangesClient) Create(ctx context.Context, in *LimitRange, opts ...grpc.CallOption) (*LimitRange, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(LimitRange)
+	err := c.cc.Invoke(ctx, LimitRanges_Create_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *limitRangesClient) Get(ctx context.Context, in *v1.GetRequest, opts ...grpc.CallOption) (*LimitRange, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(LimitRange)
+	err := c.cc.Invoke(ctx, LimitRanges_Get_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *limitRangesClient) List(ctx context.Context, in *v1.ListOptions, opts ...grpc.CallOption) (*LimitRangeList, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(LimitRangeList)
+	err := c.cc.Invoke(ctx, LimitRanges_List_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *limitRangesClient) Update(ctx context.Context, in *LimitRange, opts ...grpc.CallOption) (*LimitRange, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(LimitRange)
+	err := c.cc.Invoke(ctx, LimitRanges_Update_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *limitRangesClient) UpdateStatus(ctx context.Context, in *LimitRange, opts ...grpc.CallOption) (*LimitRange, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(LimitRange)
+	err := c.cc.Invoke(ctx, LimitRanges_UpdateStatus_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *limitRangesClient) Delete(ctx context.Context, in *v1.DeleteRequest, opts ...grpc.CallOption) (*LimitRange, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(LimitRange)
+	err := c.cc.Invoke(ctx, LimitRanges_Delete_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *limitRangesClient) Watch(ctx context.Context, in *v1.ListOptions, opts ...grpc.CallOption) (grpc.ServerStreamingClient[LimitRangeWatchResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &LimitRanges_ServiceDesc.Streams[0], LimitRanges_Watch_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[v1.ListOptions, LimitRangeWatchResponse]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type LimitRanges_WatchClient = grpc.ServerStreamingClient[LimitRangeWatchResponse]
+
+// LimitRangesServer is the server API for LimitRanges service.
+// All implementations should embed UnimplementedLimitRangesServer
+// for forward compatibility.
+//
+// LimitRanges are namespaced.
+type LimitRangesServer interface {
+	Create(context.Context, *LimitRange) (*LimitRange, error)
+	Get(context.Context, *v1.GetRequest) (*LimitRange, error)
+	List(context.Context, *v1.ListOptions) (*LimitRangeList, error)
+	Update(context.Context, *LimitRange) (*LimitRange, error)
+	// UpdateStatus: a LimitRange has no status; answers Unimplemented (reason MethodNotAllowed).
+	UpdateStatus(context.Context, *LimitRange) (*LimitRange, error)
+	Delete(context.Context, *v1.DeleteRequest) (*LimitRange, error)
+	Watch(*v1.ListOptions, grpc.ServerStreamingServer[LimitRangeWatchResponse]) error
+}
+
+// UnimplementedLimitRangesServer should be embedded to have
+// forward compatible implementations.
+//
+// NOTE: this should be embedded by value instead of pointer to avoid a nil
+// pointer dereference when methods are called.
+type UnimplementedLimitRangesServer struct{}
+
+func (UnimplementedLimitRangesServer) Create(context.Context, *LimitRange) (*LimitRange, error) {
+	return nil, status.Error(codes.Unimplemented, "method Create not implemented")
+}
+func (UnimplementedLimitRangesServer) Get(context.Context, *v1.GetRequest) (*LimitRange, error) {
+	return nil, status.Error(codes.Unimplemented, "method Get not implemented")
+}
+func (UnimplementedLimitRangesServer) List(context.Context, *v1.ListOptions) (*LimitRangeList, error) {
+	return nil, status.Error(codes.Unimplemented, "method List not implemented")
+}
+func (UnimplementedLimitRangesServer) Update(context.Context, *LimitRange) (*LimitRange, error) {
+	return nil, status.Error(codes.Unimplemented, "method Update not implemented")
+}
+func (UnimplementedLimitRangesServer) UpdateStatus(context.Context, *LimitRange) (*LimitRange, error) {
+	return nil, status.Error(codes.Unimplemented, "method UpdateStatus not implemented")
+}
+func (UnimplementedLimitRangesServer) Delete(context.Context, *v1.DeleteRequest) (*LimitRange, error) {
+	return nil, status.Error(codes.Unimplemented, "method Delete not implemented")
+}
+func (UnimplementedLimitRangesServer) Watch(*v1.ListOptions, grpc.ServerStreamingServer[LimitRangeWatchResponse]) error {
+	return status.Error(codes.Unimplemented, "method Watch not implemented")
+}
+func (UnimplementedLimitRangesServer) testEmbeddedByValue() {}
+
+// UnsafeLimitRangesServer may be embedded to opt out of forward compatibility for this service.
+// Use of this interface is not recommended, as added methods to LimitRangesServer will
+// result in compilation errors.
+type UnsafeLimitRangesServer interface {
+	mustEmbedUnimplementedLimitRangesServer()
+}
+
+func RegisterLimitRangesServer(s grpc.ServiceRegistrar, srv LimitRangesServer) {
+	// If the following call panics, it indicates UnimplementedLimitRangesServer was
+	// embedded by pointer and is nil.  This will cause panics if an
+	// unimplemented method is ever invoked, so we test this at initialization
+	// time to prevent it from happening at runtime later due to I/O.
+	if t, ok := srv.(interface{ testEmbeddedByValue() }); ok {
+		t.testEmbeddedByValue()
+	}
+	s.RegisterService(&LimitRanges_ServiceDesc, srv)
+}
+
+func _LimitRanges_Create_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(LimitRange)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LimitRangesServer).Create(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: LimitRanges_Create_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LimitRangesServer).Create(ctx, req.(*LimitRange))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _LimitRanges_Get_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(v1.GetRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LimitRangesServer).Get(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: LimitRanges_Get_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LimitRangesServer).Get(ctx, req.(*v1.GetRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _LimitRanges_List_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(v1.ListOptions)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LimitRangesServer).List(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: LimitRanges_List_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LimitRangesServer).List(ctx, req.(*v1.ListOptions))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _LimitRanges_Update_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(LimitRange)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LimitRangesServer).Update(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: LimitRanges_Update_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LimitRangesServer).Update(ctx, req.(*LimitRange))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _LimitRanges_UpdateStatus_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(LimitRange)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LimitRangesServer).UpdateStatus(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: LimitRanges_UpdateStatus_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LimitRangesServer).UpdateStatus(ctx, req.(*LimitRange))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _LimitRanges_Delete_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(v1.DeleteRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LimitRangesServer).Delete(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: LimitRanges_Delete_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LimitRangesServer).Delete(ctx, req.(*v1.DeleteRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _LimitRanges_Watch_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(v1.ListOptions)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(LimitRangesServer).Watch(m, &grpc.GenericServerStream[v1.ListOptions, LimitRangeWatchResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type LimitRanges_WatchServer = grpc.ServerStreamingServer[LimitRangeWatchResponse]
+
+// LimitRanges_ServiceDesc is the grpc.ServiceDesc for LimitRanges service.
+// It's only intended for direct use with grpc.RegisterService,
+// and not to be introspected or modified (even as a copy)
+var LimitRanges_ServiceDesc = grpc.ServiceDesc{
+	ServiceName: "skiff.core.v1.LimitRanges",
+	HandlerType: (*LimitRangesServer)(nil),
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "Create",
+			Handler:    _LimitRanges_Create_Handler,
+		},
+		{
+			MethodName: "Get",
+			Handler:    _LimitRanges_Get_Handler,
+		},
+		{
+			MethodName: "List",
+			Handler:    _LimitRanges_List_Handler,
+		},
+		{
+			MethodName: "Update",
+			Handler:    _LimitRanges_Update_Handler,
+		},
+		{
+			MethodName: "UpdateStatus",
+			Handler:    _LimitRanges_UpdateStatus_Handler,
+		},
+		{
+			MethodName: "Delete",
+			Handler:    _LimitRanges_Delete_Handler,
+		},
+	},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "Watch",
+			Handler:       _LimitRanges_Watch_Handler,
+			ServerStreams: true,
+		},
+	},
+	Metadata: "skiff/core/v1/services.proto",
+}
+
+const (
+	ResourceQuotas_Create_FullMethodName       = "/skiff.core.v1.ResourceQuotas/Create"
+	ResourceQuotas_Get_FullMethodName          = "/skiff.core.v1.ResourceQuotas/Get"
+	ResourceQuotas_List_FullMethodName         = "/skiff.core.v1.ResourceQuotas/List"
+	ResourceQuotas_Update_FullMethodName       = "/skiff.core.v1.ResourceQuotas/Update"
+	ResourceQuotas_UpdateStatus_FullMethodName = "/skiff.core.v1.ResourceQuotas/UpdateStatus"
+	ResourceQuotas_Delete_FullMethodName       = "/skiff.core.v1.ResourceQuotas/Delete"
+	ResourceQuotas_Watch_FullMethodName        = "/skiff.core.v1.ResourceQuotas/Watch"
+)
+
+// ResourceQuotasClient is the client API for ResourceQuotas service.
+//
+// For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
+//
+// ResourceQuotas are namespaced; the quota controller and admission keep status.used.
+type ResourceQuotasClient interface {
+	Create(ctx context.Context, in *ResourceQuota, opts ...grpc.CallOption) (*ResourceQuota, error)
+	Get(ctx context.Context, in *v1.GetRequest, opts ...grpc.CallOption) (*ResourceQuota, error)
+	List(ctx context.Context, in *v1.ListOptions, opts ...grpc.CallOption) (*ResourceQuotaList, error)
+	Update(ctx context.Context, in *ResourceQuota, opts ...grpc.CallOption) (*ResourceQuota, error)
+	UpdateStatus(ctx context.Context, in *ResourceQuota, opts ...grpc.CallOption) (*ResourceQuota, error)
+	Delete(ctx context.Context, in *v1.DeleteRequest, opts ...grpc.CallOption) (*ResourceQuota, error)
+	Watch(ctx context.Context, in *v1.ListOptions, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ResourceQuotaWatchResponse], error)
+}
+
+type resourceQuotasClient struct {
+	cc grpc.ClientConnInterface
+}
+
+func NewResourceQuotasClient(cc grpc.ClientConnInterface) ResourceQuotasClient {
+	return &resourceQuotasClient{cc}
+}
+
+func (c *resourceQuotasClient) Create(ctx context.Context, in *ResourceQuota, opts ...grpc.CallOption) (*ResourceQuota, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ResourceQuota)
+	err := c.cc.Invoke(ctx, ResourceQuotas_Create_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *resourceQuotasClient) Get(ctx context.Context, in *v1.GetRequest, opts ...grpc.CallOption) (*ResourceQuota, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ResourceQuota)
+	err := c.cc.Invoke(ctx, ResourceQuotas_Get_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *resourceQuotasClient) List(ctx context.Context, in *v1.ListOptions, opts ...grpc.CallOption) (*ResourceQuotaList, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ResourceQuotaList)
+	err := c.cc.Invoke(ctx, ResourceQuotas_List_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *resourceQuotasClient) Update(ctx context.Context, in *ResourceQuota, opts ...grpc.CallOption) (*ResourceQuota, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ResourceQuota)
+	err := c.cc.Invoke(ctx, ResourceQuotas_Update_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *resourceQuotasClient) UpdateStatus(ctx context.Context, in *ResourceQuota, opts ...grpc.CallOption) (*ResourceQuota, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ResourceQuota)
+	err := c.cc.Invoke(ctx, ResourceQuotas_UpdateStatus_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *resourceQuotasClient) Delete(ctx context.Context, in *v1.DeleteRequest, opts ...grpc.CallOption) (*ResourceQuota, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ResourceQuota)
+	err := c.cc.Invoke(ctx, ResourceQuotas_Delete_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *resourceQuotasClient) Watch(ctx context.Context, in *v1.ListOptions, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ResourceQuotaWatchResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &ResourceQuotas_ServiceDesc.Streams[0], ResourceQuotas_Watch_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[v1.ListOptions, ResourceQuotaWatchResponse]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ResourceQuotas_WatchClient = grpc.ServerStreamingClient[ResourceQuotaWatchResponse]
+
+// ResourceQuotasServer is the server API for ResourceQuotas service.
+// All implementations should embed UnimplementedResourceQuotasServer
+// for forward compatibility.
+//
+// ResourceQuotas are namespaced; the quota controller and admission keep status.used.
+type ResourceQuotasServer interface {
+	Create(context.Context, *ResourceQuota) (*ResourceQuota, error)
+	Get(context.Context, *v1.GetRequest) (*ResourceQuota, error)
+	List(context.Context, *v1.ListOptions) (*ResourceQuotaList, error)
+	Update(context.Context, *ResourceQuota) (*ResourceQuota, error)
+	UpdateStatus(context.Context, *ResourceQuota) (*ResourceQuota, error)
+	Delete(context.Context, *v1.DeleteRequest) (*ResourceQuota, error)
+	Watch(*v1.ListOptions, grpc.ServerStreamingServer[ResourceQuotaWatchResponse]) error
+}
+
+// UnimplementedResourceQuotasServer should be embedded to have
+// forward compatible implementations.
+//
+// NOTE: this should be embedded by value instead of pointer to avoid a nil
+// pointer dereference when methods are called.
+type UnimplementedResourceQuotasServer struct{}
+
+func (UnimplementedResourceQuotasServer) Create(context.Context, *ResourceQuota) (*ResourceQuota, error) {
+	return nil, status.Error(codes.Unimplemented, "method Create not implemented")
+}
+func (UnimplementedResourceQuotasServer) Get(context.Context, *v1.GetRequest) (*ResourceQuota, error) {
+	return nil, status.Error(codes.Unimplemented, "method Get not implemented")
+}
+func (UnimplementedResourceQuotasServer) List(context.Context, *v1.ListOptions) (*ResourceQuotaList, error) {
+	return nil, status.Error(codes.Unimplemented, "method List not implemented")
+}
+func (UnimplementedResourceQuotasServer) Update(context.Context, *ResourceQuota) (*ResourceQuota, error) {
+	return nil, status.Error(codes.Unimplemented, "method Update not implemented")
+}
+func (UnimplementedResourceQuotasServer) UpdateStatus(context.Context, *ResourceQuota) (*ResourceQuota, error) {
+	return nil, status.Error(codes.Unimplemented, "method UpdateStatus not implemented")
+}
+func (UnimplementedResourceQuotasServer) Delete(context.Context, *v1.DeleteRequest) (*ResourceQuota, error) {
+	return nil, status.Error(codes.Unimplemented, "method Delete not implemented")
+}
+func (UnimplementedResourceQuotasServer) Watch(*v1.ListOptions, grpc.ServerStreamingServer[ResourceQuotaWatchResponse]) error {
+	return status.Error(codes.Unimplemented, "method Watch not implemented")
+}
+func (UnimplementedResourceQuotasServer) testEmbeddedByValue() {}
+
+// UnsafeResourceQuotasServer may be embedded to opt out of forward compatibility for this service.
+// Use of this interface is not recommended, as added methods to ResourceQuotasServer will
+// result in compilation errors.
+type UnsafeResourceQuotasServer interface {
+	mustEmbedUnimplementedResourceQuotasServer()
+}
+
+func RegisterResourceQuotasServer(s grpc.ServiceRegistrar, srv ResourceQuotasServer) {
+	// If the following call panics, it indicates UnimplementedResourceQuotasServer was
+	// embedded by pointer and is nil.  This will cause panics if an
+	// unimplemented method is ever invoked, so we test this at initialization
+	// time to prevent it from happening at runtime later due to I/O.
+	if t, ok := srv.(interface{ testEmbeddedByValue() }); ok {
+		t.testEmbeddedByValue()
+	}
+	s.RegisterService(&ResourceQuotas_ServiceDesc, srv)
+}
+
+func _ResourceQuotas_Create_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ResourceQuota)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ResourceQuotasServer).Create(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ResourceQuotas_Create_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ResourceQuotasServer).Create(ctx, req.(*ResourceQuota))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ResourceQuotas_Get_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(v1.GetRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ResourceQuotasServer).Get(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ResourceQuotas_Get_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ResourceQuotasServer).Get(ctx, req.(*v1.GetRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ResourceQuotas_List_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(v1.ListOptions)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ResourceQuotasServer).List(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ResourceQuotas_List_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ResourceQuotasServer).List(ctx, req.(*v1.ListOptions))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ResourceQuotas_Update_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ResourceQuota)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ResourceQuotasServer).Update(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ResourceQuotas_Update_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ResourceQuotasServer).Update(ctx, req.(*ResourceQuota))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ResourceQuotas_UpdateStatus_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ResourceQuota)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ResourceQuotasServer).UpdateStatus(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ResourceQuotas_UpdateStatus_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ResourceQuotasServer).UpdateStatus(ctx, req.(*ResourceQuota))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ResourceQuotas_Delete_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(v1.DeleteRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ResourceQuotasServer).Delete(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ResourceQuotas_Delete_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ResourceQuotasServer).Delete(ctx, req.(*v1.DeleteRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ResourceQuotas_Watch_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(v1.ListOptions)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(ResourceQuotasServer).Watch(m, &grpc.GenericServerStream[v1.ListOptions, ResourceQuotaWatchResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ResourceQuotas_WatchServer = grpc.ServerStreamingServer[ResourceQuotaWatchResponse]
+
+// ResourceQuotas_ServiceDesc is the grpc.ServiceDesc for ResourceQuotas service.
+// It's only intended for direct use with grpc.RegisterService,
+// and not to be introspected or modified (even as a copy)
+var ResourceQuotas_ServiceDesc = grpc.ServiceDesc{
+	ServiceName: "skiff.core.v1.ResourceQuotas",
+	HandlerType: (*ResourceQuotasServer)(nil),
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "Create",
+			Handler:    _ResourceQuotas_Create_Handler,
+		},
+		{
+			MethodName: "Get",
+			Handler:    _ResourceQuotas_Get_Handler,
+		},
+		{
+			MethodName: "List",
+			Handler:    _ResourceQuotas_List_Handler,
+		},
+		{
+			MethodName: "Update",
+			Handler:    _ResourceQuotas_Update_Handler,
+		},
+		{
+			MethodName: "UpdateStatus",
+			Handler:    _ResourceQuotas_UpdateStatus_Handler,
+		},
+		{
+			MethodName: "Delete",
+			Handler:    _ResourceQuotas_Delete_Handler,
+		},
+	},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "Watch",
+			Handler:       _ResourceQuotas_Watch_Handler,
+			ServerStreams: true,
+		},
+	},
+	Metadata: "skiff/core/v1/services.proto",
+}

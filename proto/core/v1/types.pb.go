@@ -1,5 +1,6 @@
 // Package skiff.core.v1 is the core API group ("" in Kubernetes, version v1):
-// Namespace, Pod, Node, Event and ConfigMap. Field names mirror Kubernetes'
+// Namespace, Pod, Node, Event, ConfigMap, ServiceAccount, LimitRange and
+// ResourceQuota. Field names mirror Kubernetes'
 // core/v1 so that real manifests map onto them. Resource quantities
 // ("500m", "128Mi", "1") are strings.
 
@@ -4904,6 +4905,656 @@ func (x *ConfigMapList) GetItems() []*ConfigMap {
 	return nil
 }
 
+// ServiceAccount is an identity for processes in pods; the apiserver signs
+// tokens for it (user "system:serviceaccount:<namespace>:<name>").
+type ServiceAccount struct {
+	state                        protoimpl.MessageState `protogen:"open.v1"`
+	ApiVersion                   string                 `protobuf:"bytes,1,opt,name=api_version,json=apiVersion,proto3" json:"api_version,omitempty"`
+	Kind                         string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	Metadata                     *v1.ObjectMeta         `protobuf:"bytes,3,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	AutomountServiceAccountToken *bool                  `protobuf:"varint,4,opt,name=automount_service_account_token,json=automountServiceAccountToken,proto3,oneof" json:"automount_service_account_token,omitempty"`
+	unknownFields                protoimpl.UnknownFields
+	sizeCache                    protoimpl.SizeCache
+}
+
+func (x *ServiceAccount) Reset() {
+	*x = ServiceAccount{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[68]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ServiceAccount) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ServiceAccount) ProtoMessage() {}
+
+func (x *ServiceAccount) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[68]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ServiceAccount.ProtoReflect.Descriptor instead.
+func (*ServiceAccount) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{68}
+}
+
+func (x *ServiceAccount) GetApiVersion() string {
+	if x != nil {
+		return x.ApiVersion
+	}
+	return ""
+}
+
+func (x *ServiceAccount) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *ServiceAccount) GetMetadata() *v1.ObjectMeta {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+func (x *ServiceAccount) GetAutomountServiceAccountToken() bool {
+	if x != nil && x.AutomountServiceAccountToken != nil {
+		return *x.AutomountServiceAccountToken
+	}
+	return false
+}
+
+type ServiceAccountList struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ApiVersion    string                 `protobuf:"bytes,1,opt,name=api_version,json=apiVersion,proto3" json:"api_version,omitempty"`
+	Kind          string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	Metadata      *v1.ListMeta           `protobuf:"bytes,3,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	Items         []*ServiceAccount      `protobuf:"bytes,4,rep,name=items,proto3" json:"items,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ServiceAccountList) Reset() {
+	*x = ServiceAccountList{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[69]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ServiceAccountList) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ServiceAccountList) ProtoMessage() {}
+
+func (x *ServiceAccountList) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[69]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ServiceAccountList.ProtoReflect.Descriptor instead.
+func (*ServiceAccountList) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{69}
+}
+
+func (x *ServiceAccountList) GetApiVersion() string {
+	if x != nil {
+		return x.ApiVersion
+	}
+	return ""
+}
+
+func (x *ServiceAccountList) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *ServiceAccountList) GetMetadata() *v1.ListMeta {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+func (x *ServiceAccountList) GetItems() []*ServiceAccount {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+// LimitRange sets defaults and bounds on the resources of the containers
+// and pods of its namespace (the LimitRanger admission plugin applies it).
+type LimitRange struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ApiVersion    string                 `protobuf:"bytes,1,opt,name=api_version,json=apiVersion,proto3" json:"api_version,omitempty"`
+	Kind          string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	Metadata      *v1.ObjectMeta         `protobuf:"bytes,3,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	Spec          *LimitRangeSpec        `protobuf:"bytes,4,opt,name=spec,proto3" json:"spec,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LimitRange) Reset() {
+	*x = LimitRange{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[70]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LimitRange) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LimitRange) ProtoMessage() {}
+
+func (x *LimitRange) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[70]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LimitRange.ProtoReflect.Descriptor instead.
+func (*LimitRange) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{70}
+}
+
+func (x *LimitRange) GetApiVersion() string {
+	if x != nil {
+		return x.ApiVersion
+	}
+	return ""
+}
+
+func (x *LimitRange) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *LimitRange) GetMetadata() *v1.ObjectMeta {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+func (x *LimitRange) GetSpec() *LimitRangeSpec {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+type LimitRangeSpec struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Limits        []*LimitRangeItem      `protobuf:"bytes,1,rep,name=limits,proto3" json:"limits,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LimitRangeSpec) Reset() {
+	*x = LimitRangeSpec{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[71]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LimitRangeSpec) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LimitRangeSpec) ProtoMessage() {}
+
+func (x *LimitRangeSpec) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[71]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LimitRangeSpec.ProtoReflect.Descriptor instead.
+func (*LimitRangeSpec) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{71}
+}
+
+func (x *LimitRangeSpec) GetLimits() []*LimitRangeItem {
+	if x != nil {
+		return x.Limits
+	}
+	return nil
+}
+
+type LimitRangeItem struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Type is Container or Pod.
+	Type string            `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
+	Max  map[string]string `protobuf:"bytes,2,rep,name=max,proto3" json:"max,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Min  map[string]string `protobuf:"bytes,3,rep,name=min,proto3" json:"min,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Default is the default limit of a container that sets none.
+	Default map[string]string `protobuf:"bytes,4,rep,name=default,proto3" json:"default,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// DefaultRequest is the default request of a container that sets none.
+	DefaultRequest       map[string]string `protobuf:"bytes,5,rep,name=default_request,json=defaultRequest,proto3" json:"default_request,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	MaxLimitRequestRatio map[string]string `protobuf:"bytes,6,rep,name=max_limit_request_ratio,json=maxLimitRequestRatio,proto3" json:"max_limit_request_ratio,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
+}
+
+func (x *LimitRangeItem) Reset() {
+	*x = LimitRangeItem{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[72]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LimitRangeItem) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LimitRangeItem) ProtoMessage() {}
+
+func (x *LimitRangeItem) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[72]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LimitRangeItem.ProtoReflect.Descriptor instead.
+func (*LimitRangeItem) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{72}
+}
+
+func (x *LimitRangeItem) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *LimitRangeItem) GetMax() map[string]string {
+	if x != nil {
+		return x.Max
+	}
+	return nil
+}
+
+func (x *LimitRangeItem) GetMin() map[string]string {
+	if x != nil {
+		return x.Min
+	}
+	return nil
+}
+
+func (x *LimitRangeItem) GetDefault() map[string]string {
+	if x != nil {
+		return x.Default
+	}
+	return nil
+}
+
+func (x *LimitRangeItem) GetDefaultRequest() map[string]string {
+	if x != nil {
+		return x.DefaultRequest
+	}
+	return nil
+}
+
+func (x *LimitRangeItem) GetMaxLimitRequestRatio() map[string]string {
+	if x != nil {
+		return x.MaxLimitRequestRatio
+	}
+	return nil
+}
+
+type LimitRangeList struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ApiVersion    string                 `protobuf:"bytes,1,opt,name=api_version,json=apiVersion,proto3" json:"api_version,omitempty"`
+	Kind          string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	Metadata      *v1.ListMeta           `protobuf:"bytes,3,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	Items         []*LimitRange          `protobuf:"bytes,4,rep,name=items,proto3" json:"items,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LimitRangeList) Reset() {
+	*x = LimitRangeList{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[73]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LimitRangeList) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LimitRangeList) ProtoMessage() {}
+
+func (x *LimitRangeList) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[73]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LimitRangeList.ProtoReflect.Descriptor instead.
+func (*LimitRangeList) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{73}
+}
+
+func (x *LimitRangeList) GetApiVersion() string {
+	if x != nil {
+		return x.ApiVersion
+	}
+	return ""
+}
+
+func (x *LimitRangeList) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *LimitRangeList) GetMetadata() *v1.ListMeta {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+func (x *LimitRangeList) GetItems() []*LimitRange {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+// ResourceQuota caps what a namespace may hold: object counts ("pods",
+// "count/deployments.apps", "configmaps"...) and the sum of the pods'
+// requests and limits ("requests.cpu", "limits.memory"...).
+type ResourceQuota struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ApiVersion    string                 `protobuf:"bytes,1,opt,name=api_version,json=apiVersion,proto3" json:"api_version,omitempty"`
+	Kind          string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	Metadata      *v1.ObjectMeta         `protobuf:"bytes,3,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	Spec          *ResourceQuotaSpec     `protobuf:"bytes,4,opt,name=spec,proto3" json:"spec,omitempty"`
+	Status        *ResourceQuotaStatus   `protobuf:"bytes,5,opt,name=status,proto3" json:"status,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResourceQuota) Reset() {
+	*x = ResourceQuota{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[74]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResourceQuota) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResourceQuota) ProtoMessage() {}
+
+func (x *ResourceQuota) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[74]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResourceQuota.ProtoReflect.Descriptor instead.
+func (*ResourceQuota) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{74}
+}
+
+func (x *ResourceQuota) GetApiVersion() string {
+	if x != nil {
+		return x.ApiVersion
+	}
+	return ""
+}
+
+func (x *ResourceQuota) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *ResourceQuota) GetMetadata() *v1.ObjectMeta {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+func (x *ResourceQuota) GetSpec() *ResourceQuotaSpec {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+func (x *ResourceQuota) GetStatus() *ResourceQuotaStatus {
+	if x != nil {
+		return x.Status
+	}
+	return nil
+}
+
+type ResourceQuotaSpec struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Hard          map[string]string      `protobuf:"bytes,1,rep,name=hard,proto3" json:"hard,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResourceQuotaSpec) Reset() {
+	*x = ResourceQuotaSpec{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[75]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResourceQuotaSpec) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResourceQuotaSpec) ProtoMessage() {}
+
+func (x *ResourceQuotaSpec) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[75]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResourceQuotaSpec.ProtoReflect.Descriptor instead.
+func (*ResourceQuotaSpec) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{75}
+}
+
+func (x *ResourceQuotaSpec) GetHard() map[string]string {
+	if x != nil {
+		return x.Hard
+	}
+	return nil
+}
+
+type ResourceQuotaStatus struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Hard          map[string]string      `protobuf:"bytes,1,rep,name=hard,proto3" json:"hard,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Used          map[string]string      `protobuf:"bytes,2,rep,name=used,proto3" json:"used,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResourceQuotaStatus) Reset() {
+	*x = ResourceQuotaStatus{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[76]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResourceQuotaStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResourceQuotaStatus) ProtoMessage() {}
+
+func (x *ResourceQuotaStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[76]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResourceQuotaStatus.ProtoReflect.Descriptor instead.
+func (*ResourceQuotaStatus) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{76}
+}
+
+func (x *ResourceQuotaStatus) GetHard() map[string]string {
+	if x != nil {
+		return x.Hard
+	}
+	return nil
+}
+
+func (x *ResourceQuotaStatus) GetUsed() map[string]string {
+	if x != nil {
+		return x.Used
+	}
+	return nil
+}
+
+type ResourceQuotaList struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ApiVersion    string                 `protobuf:"bytes,1,opt,name=api_version,json=apiVersion,proto3" json:"api_version,omitempty"`
+	Kind          string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	Metadata      *v1.ListMeta           `protobuf:"bytes,3,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	Items         []*ResourceQuota       `protobuf:"bytes,4,rep,name=items,proto3" json:"items,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResourceQuotaList) Reset() {
+	*x = ResourceQuotaList{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[77]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResourceQuotaList) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResourceQuotaList) ProtoMessage() {}
+
+func (x *ResourceQuotaList) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[77]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResourceQuotaList.ProtoReflect.Descriptor instead.
+func (*ResourceQuotaList) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{77}
+}
+
+func (x *ResourceQuotaList) GetApiVersion() string {
+	if x != nil {
+		return x.ApiVersion
+	}
+	return ""
+}
+
+func (x *ResourceQuotaList) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *ResourceQuotaList) GetMetadata() *v1.ListMeta {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+func (x *ResourceQuotaList) GetItems() []*ResourceQuota {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
 // Each <Kind>WatchEvent has the wire shape of skiff.meta.v1.WatchEvent.
 type NamespaceWatchEvent struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -4915,7 +5566,7 @@ type NamespaceWatchEvent struct {
 
 func (x *NamespaceWatchEvent) Reset() {
 	*x = NamespaceWatchEvent{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[68]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4927,7 +5578,7 @@ func (x *NamespaceWatchEvent) String() string {
 func (*NamespaceWatchEvent) ProtoMessage() {}
 
 func (x *NamespaceWatchEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[68]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4940,7 +5591,7 @@ func (x *NamespaceWatchEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NamespaceWatchEvent.ProtoReflect.Descriptor instead.
 func (*NamespaceWatchEvent) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{68}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *NamespaceWatchEvent) GetType() string {
@@ -4967,7 +5618,7 @@ type NamespaceWatchResponse struct {
 
 func (x *NamespaceWatchResponse) Reset() {
 	*x = NamespaceWatchResponse{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[69]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4979,7 +5630,7 @@ func (x *NamespaceWatchResponse) String() string {
 func (*NamespaceWatchResponse) ProtoMessage() {}
 
 func (x *NamespaceWatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[69]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4992,7 +5643,7 @@ func (x *NamespaceWatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NamespaceWatchResponse.ProtoReflect.Descriptor instead.
 func (*NamespaceWatchResponse) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{69}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *NamespaceWatchResponse) GetEvents() []*NamespaceWatchEvent {
@@ -5012,7 +5663,7 @@ type PodWatchEvent struct {
 
 func (x *PodWatchEvent) Reset() {
 	*x = PodWatchEvent{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[70]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5024,7 +5675,7 @@ func (x *PodWatchEvent) String() string {
 func (*PodWatchEvent) ProtoMessage() {}
 
 func (x *PodWatchEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[70]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5037,7 +5688,7 @@ func (x *PodWatchEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodWatchEvent.ProtoReflect.Descriptor instead.
 func (*PodWatchEvent) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{70}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *PodWatchEvent) GetType() string {
@@ -5064,7 +5715,7 @@ type PodWatchResponse struct {
 
 func (x *PodWatchResponse) Reset() {
 	*x = PodWatchResponse{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[71]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5076,7 +5727,7 @@ func (x *PodWatchResponse) String() string {
 func (*PodWatchResponse) ProtoMessage() {}
 
 func (x *PodWatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[71]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5089,7 +5740,7 @@ func (x *PodWatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodWatchResponse.ProtoReflect.Descriptor instead.
 func (*PodWatchResponse) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{71}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *PodWatchResponse) GetEvents() []*PodWatchEvent {
@@ -5109,7 +5760,7 @@ type NodeWatchEvent struct {
 
 func (x *NodeWatchEvent) Reset() {
 	*x = NodeWatchEvent{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[72]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5121,7 +5772,7 @@ func (x *NodeWatchEvent) String() string {
 func (*NodeWatchEvent) ProtoMessage() {}
 
 func (x *NodeWatchEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[72]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5134,7 +5785,7 @@ func (x *NodeWatchEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeWatchEvent.ProtoReflect.Descriptor instead.
 func (*NodeWatchEvent) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{72}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *NodeWatchEvent) GetType() string {
@@ -5161,7 +5812,7 @@ type NodeWatchResponse struct {
 
 func (x *NodeWatchResponse) Reset() {
 	*x = NodeWatchResponse{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[73]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5173,7 +5824,7 @@ func (x *NodeWatchResponse) String() string {
 func (*NodeWatchResponse) ProtoMessage() {}
 
 func (x *NodeWatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[73]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5186,7 +5837,7 @@ func (x *NodeWatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeWatchResponse.ProtoReflect.Descriptor instead.
 func (*NodeWatchResponse) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{73}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *NodeWatchResponse) GetEvents() []*NodeWatchEvent {
@@ -5206,7 +5857,7 @@ type EventWatchEvent struct {
 
 func (x *EventWatchEvent) Reset() {
 	*x = EventWatchEvent{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[74]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5218,7 +5869,7 @@ func (x *EventWatchEvent) String() string {
 func (*EventWatchEvent) ProtoMessage() {}
 
 func (x *EventWatchEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[74]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5231,7 +5882,7 @@ func (x *EventWatchEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventWatchEvent.ProtoReflect.Descriptor instead.
 func (*EventWatchEvent) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{74}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *EventWatchEvent) GetType() string {
@@ -5258,7 +5909,7 @@ type EventWatchResponse struct {
 
 func (x *EventWatchResponse) Reset() {
 	*x = EventWatchResponse{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[75]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5270,7 +5921,7 @@ func (x *EventWatchResponse) String() string {
 func (*EventWatchResponse) ProtoMessage() {}
 
 func (x *EventWatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[75]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5283,7 +5934,7 @@ func (x *EventWatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventWatchResponse.ProtoReflect.Descriptor instead.
 func (*EventWatchResponse) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{75}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *EventWatchResponse) GetEvents() []*EventWatchEvent {
@@ -5303,7 +5954,7 @@ type ConfigMapWatchEvent struct {
 
 func (x *ConfigMapWatchEvent) Reset() {
 	*x = ConfigMapWatchEvent{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[76]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5315,7 +5966,7 @@ func (x *ConfigMapWatchEvent) String() string {
 func (*ConfigMapWatchEvent) ProtoMessage() {}
 
 func (x *ConfigMapWatchEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[76]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5328,7 +5979,7 @@ func (x *ConfigMapWatchEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMapWatchEvent.ProtoReflect.Descriptor instead.
 func (*ConfigMapWatchEvent) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{76}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *ConfigMapWatchEvent) GetType() string {
@@ -5355,7 +6006,7 @@ type ConfigMapWatchResponse struct {
 
 func (x *ConfigMapWatchResponse) Reset() {
 	*x = ConfigMapWatchResponse{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[77]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5367,7 +6018,7 @@ func (x *ConfigMapWatchResponse) String() string {
 func (*ConfigMapWatchResponse) ProtoMessage() {}
 
 func (x *ConfigMapWatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[77]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5380,10 +6031,301 @@ func (x *ConfigMapWatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMapWatchResponse.ProtoReflect.Descriptor instead.
 func (*ConfigMapWatchResponse) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{77}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *ConfigMapWatchResponse) GetEvents() []*ConfigMapWatchEvent {
+	if x != nil {
+		return x.Events
+	}
+	return nil
+}
+
+type ServiceAccountWatchEvent struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Type          string                 `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
+	Object        *ServiceAccount        `protobuf:"bytes,2,opt,name=object,proto3" json:"object,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ServiceAccountWatchEvent) Reset() {
+	*x = ServiceAccountWatchEvent{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[88]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ServiceAccountWatchEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ServiceAccountWatchEvent) ProtoMessage() {}
+
+func (x *ServiceAccountWatchEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[88]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ServiceAccountWatchEvent.ProtoReflect.Descriptor instead.
+func (*ServiceAccountWatchEvent) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{88}
+}
+
+func (x *ServiceAccountWatchEvent) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *ServiceAccountWatchEvent) GetObject() *ServiceAccount {
+	if x != nil {
+		return x.Object
+	}
+	return nil
+}
+
+// ServiceAccountWatchResponse carries one or more events, in revision order.
+type ServiceAccountWatchResponse struct {
+	state         protoimpl.MessageState      `protogen:"open.v1"`
+	Events        []*ServiceAccountWatchEvent `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ServiceAccountWatchResponse) Reset() {
+	*x = ServiceAccountWatchResponse{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[89]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ServiceAccountWatchResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ServiceAccountWatchResponse) ProtoMessage() {}
+
+func (x *ServiceAccountWatchResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[89]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ServiceAccountWatchResponse.ProtoReflect.Descriptor instead.
+func (*ServiceAccountWatchResponse) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{89}
+}
+
+func (x *ServiceAccountWatchResponse) GetEvents() []*ServiceAccountWatchEvent {
+	if x != nil {
+		return x.Events
+	}
+	return nil
+}
+
+type LimitRangeWatchEvent struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Type          string                 `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
+	Object        *LimitRange            `protobuf:"bytes,2,opt,name=object,proto3" json:"object,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LimitRangeWatchEvent) Reset() {
+	*x = LimitRangeWatchEvent{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[90]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LimitRangeWatchEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LimitRangeWatchEvent) ProtoMessage() {}
+
+func (x *LimitRangeWatchEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[90]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LimitRangeWatchEvent.ProtoReflect.Descriptor instead.
+func (*LimitRangeWatchEvent) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{90}
+}
+
+func (x *LimitRangeWatchEvent) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *LimitRangeWatchEvent) GetObject() *LimitRange {
+	if x != nil {
+		return x.Object
+	}
+	return nil
+}
+
+// LimitRangeWatchResponse carries one or more events, in revision order.
+type LimitRangeWatchResponse struct {
+	state         protoimpl.MessageState  `protogen:"open.v1"`
+	Events        []*LimitRangeWatchEvent `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LimitRangeWatchResponse) Reset() {
+	*x = LimitRangeWatchResponse{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[91]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LimitRangeWatchResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LimitRangeWatchResponse) ProtoMessage() {}
+
+func (x *LimitRangeWatchResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[91]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LimitRangeWatchResponse.ProtoReflect.Descriptor instead.
+func (*LimitRangeWatchResponse) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{91}
+}
+
+func (x *LimitRangeWatchResponse) GetEvents() []*LimitRangeWatchEvent {
+	if x != nil {
+		return x.Events
+	}
+	return nil
+}
+
+type ResourceQuotaWatchEvent struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Type          string                 `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
+	Object        *ResourceQuota         `protobuf:"bytes,2,opt,name=object,proto3" json:"object,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResourceQuotaWatchEvent) Reset() {
+	*x = ResourceQuotaWatchEvent{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[92]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResourceQuotaWatchEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResourceQuotaWatchEvent) ProtoMessage() {}
+
+func (x *ResourceQuotaWatchEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[92]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResourceQuotaWatchEvent.ProtoReflect.Descriptor instead.
+func (*ResourceQuotaWatchEvent) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{92}
+}
+
+func (x *ResourceQuotaWatchEvent) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *ResourceQuotaWatchEvent) GetObject() *ResourceQuota {
+	if x != nil {
+		return x.Object
+	}
+	return nil
+}
+
+// ResourceQuotaWatchResponse carries one or more events, in revision order.
+type ResourceQuotaWatchResponse struct {
+	state         protoimpl.MessageState     `protogen:"open.v1"`
+	Events        []*ResourceQuotaWatchEvent `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResourceQuotaWatchResponse) Reset() {
+	*x = ResourceQuotaWatchResponse{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[93]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResourceQuotaWatchResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResourceQuotaWatchResponse) ProtoMessage() {}
+
+func (x *ResourceQuotaWatchResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[93]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResourceQuotaWatchResponse.ProtoReflect.Descriptor instead.
+func (*ResourceQuotaWatchResponse) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{93}
+}
+
+func (x *ResourceQuotaWatchResponse) GetEvents() []*ResourceQuotaWatchEvent {
 	if x != nil {
 		return x.Events
 	}
@@ -5875,7 +6817,84 @@ const file_skiff_core_v1_types_proto_rawDesc = "" +
 	"apiVersion\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x123\n" +
 	"\bmetadata\x18\x03 \x01(\v2\x17.skiff.meta.v1.ListMetaR\bmetadata\x12.\n" +
-	"\x05items\x18\x04 \x03(\v2\x18.skiff.core.v1.ConfigMapR\x05items\"[\n" +
+	"\x05items\x18\x04 \x03(\v2\x18.skiff.core.v1.ConfigMapR\x05items\"\xec\x01\n" +
+	"\x0eServiceAccount\x12\x1f\n" +
+	"\vapi_version\x18\x01 \x01(\tR\n" +
+	"apiVersion\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x125\n" +
+	"\bmetadata\x18\x03 \x01(\v2\x19.skiff.meta.v1.ObjectMetaR\bmetadata\x12J\n" +
+	"\x1fautomount_service_account_token\x18\x04 \x01(\bH\x00R\x1cautomountServiceAccountToken\x88\x01\x01B\"\n" +
+	" _automount_service_account_token\"\xb3\x01\n" +
+	"\x12ServiceAccountList\x12\x1f\n" +
+	"\vapi_version\x18\x01 \x01(\tR\n" +
+	"apiVersion\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x123\n" +
+	"\bmetadata\x18\x03 \x01(\v2\x17.skiff.meta.v1.ListMetaR\bmetadata\x123\n" +
+	"\x05items\x18\x04 \x03(\v2\x1d.skiff.core.v1.ServiceAccountR\x05items\"\xab\x01\n" +
+	"\n" +
+	"LimitRange\x12\x1f\n" +
+	"\vapi_version\x18\x01 \x01(\tR\n" +
+	"apiVersion\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x125\n" +
+	"\bmetadata\x18\x03 \x01(\v2\x19.skiff.meta.v1.ObjectMetaR\bmetadata\x121\n" +
+	"\x04spec\x18\x04 \x01(\v2\x1d.skiff.core.v1.LimitRangeSpecR\x04spec\"G\n" +
+	"\x0eLimitRangeSpec\x125\n" +
+	"\x06limits\x18\x01 \x03(\v2\x1d.skiff.core.v1.LimitRangeItemR\x06limits\"\xe2\x05\n" +
+	"\x0eLimitRangeItem\x12\x12\n" +
+	"\x04type\x18\x01 \x01(\tR\x04type\x128\n" +
+	"\x03max\x18\x02 \x03(\v2&.skiff.core.v1.LimitRangeItem.MaxEntryR\x03max\x128\n" +
+	"\x03min\x18\x03 \x03(\v2&.skiff.core.v1.LimitRangeItem.MinEntryR\x03min\x12D\n" +
+	"\adefault\x18\x04 \x03(\v2*.skiff.core.v1.LimitRangeItem.DefaultEntryR\adefault\x12Z\n" +
+	"\x0fdefault_request\x18\x05 \x03(\v21.skiff.core.v1.LimitRangeItem.DefaultRequestEntryR\x0edefaultRequest\x12n\n" +
+	"\x17max_limit_request_ratio\x18\x06 \x03(\v27.skiff.core.v1.LimitRangeItem.MaxLimitRequestRatioEntryR\x14maxLimitRequestRatio\x1a6\n" +
+	"\bMaxEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a6\n" +
+	"\bMinEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a:\n" +
+	"\fDefaultEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1aA\n" +
+	"\x13DefaultRequestEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1aG\n" +
+	"\x19MaxLimitRequestRatioEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xab\x01\n" +
+	"\x0eLimitRangeList\x12\x1f\n" +
+	"\vapi_version\x18\x01 \x01(\tR\n" +
+	"apiVersion\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x123\n" +
+	"\bmetadata\x18\x03 \x01(\v2\x17.skiff.meta.v1.ListMetaR\bmetadata\x12/\n" +
+	"\x05items\x18\x04 \x03(\v2\x19.skiff.core.v1.LimitRangeR\x05items\"\xed\x01\n" +
+	"\rResourceQuota\x12\x1f\n" +
+	"\vapi_version\x18\x01 \x01(\tR\n" +
+	"apiVersion\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x125\n" +
+	"\bmetadata\x18\x03 \x01(\v2\x19.skiff.meta.v1.ObjectMetaR\bmetadata\x124\n" +
+	"\x04spec\x18\x04 \x01(\v2 .skiff.core.v1.ResourceQuotaSpecR\x04spec\x12:\n" +
+	"\x06status\x18\x05 \x01(\v2\".skiff.core.v1.ResourceQuotaStatusR\x06status\"\x8c\x01\n" +
+	"\x11ResourceQuotaSpec\x12>\n" +
+	"\x04hard\x18\x01 \x03(\v2*.skiff.core.v1.ResourceQuotaSpec.HardEntryR\x04hard\x1a7\n" +
+	"\tHardEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x8b\x02\n" +
+	"\x13ResourceQuotaStatus\x12@\n" +
+	"\x04hard\x18\x01 \x03(\v2,.skiff.core.v1.ResourceQuotaStatus.HardEntryR\x04hard\x12@\n" +
+	"\x04used\x18\x02 \x03(\v2,.skiff.core.v1.ResourceQuotaStatus.UsedEntryR\x04used\x1a7\n" +
+	"\tHardEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a7\n" +
+	"\tUsedEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xb1\x01\n" +
+	"\x11ResourceQuotaList\x12\x1f\n" +
+	"\vapi_version\x18\x01 \x01(\tR\n" +
+	"apiVersion\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x123\n" +
+	"\bmetadata\x18\x03 \x01(\v2\x17.skiff.meta.v1.ListMetaR\bmetadata\x122\n" +
+	"\x05items\x18\x04 \x03(\v2\x1c.skiff.core.v1.ResourceQuotaR\x05items\"[\n" +
 	"\x13NamespaceWatchEvent\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x120\n" +
 	"\x06object\x18\x02 \x01(\v2\x18.skiff.core.v1.NamespaceR\x06object\"T\n" +
@@ -5900,7 +6919,22 @@ const file_skiff_core_v1_types_proto_rawDesc = "" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x120\n" +
 	"\x06object\x18\x02 \x01(\v2\x18.skiff.core.v1.ConfigMapR\x06object\"T\n" +
 	"\x16ConfigMapWatchResponse\x12:\n" +
-	"\x06events\x18\x01 \x03(\v2\".skiff.core.v1.ConfigMapWatchEventR\x06eventsB Z\x1eskiff.dev/proto/core/v1;corev1b\x06proto3"
+	"\x06events\x18\x01 \x03(\v2\".skiff.core.v1.ConfigMapWatchEventR\x06events\"e\n" +
+	"\x18ServiceAccountWatchEvent\x12\x12\n" +
+	"\x04type\x18\x01 \x01(\tR\x04type\x125\n" +
+	"\x06object\x18\x02 \x01(\v2\x1d.skiff.core.v1.ServiceAccountR\x06object\"^\n" +
+	"\x1bServiceAccountWatchResponse\x12?\n" +
+	"\x06events\x18\x01 \x03(\v2'.skiff.core.v1.ServiceAccountWatchEventR\x06events\"]\n" +
+	"\x14LimitRangeWatchEvent\x12\x12\n" +
+	"\x04type\x18\x01 \x01(\tR\x04type\x121\n" +
+	"\x06object\x18\x02 \x01(\v2\x19.skiff.core.v1.LimitRangeR\x06object\"V\n" +
+	"\x17LimitRangeWatchResponse\x12;\n" +
+	"\x06events\x18\x01 \x03(\v2#.skiff.core.v1.LimitRangeWatchEventR\x06events\"c\n" +
+	"\x17ResourceQuotaWatchEvent\x12\x12\n" +
+	"\x04type\x18\x01 \x01(\tR\x04type\x124\n" +
+	"\x06object\x18\x02 \x01(\v2\x1c.skiff.core.v1.ResourceQuotaR\x06object\"\\\n" +
+	"\x1aResourceQuotaWatchResponse\x12>\n" +
+	"\x06events\x18\x01 \x03(\v2&.skiff.core.v1.ResourceQuotaWatchEventR\x06eventsB Z\x1eskiff.dev/proto/core/v1;corev1b\x06proto3"
 
 var (
 	file_skiff_core_v1_types_proto_rawDescOnce sync.Once
@@ -5914,118 +6948,142 @@ func file_skiff_core_v1_types_proto_rawDescGZIP() []byte {
 	return file_skiff_core_v1_types_proto_rawDescData
 }
 
-var file_skiff_core_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 85)
+var file_skiff_core_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 109)
 var file_skiff_core_v1_types_proto_goTypes = []any{
-	(*Namespace)(nil),                // 0: skiff.core.v1.Namespace
-	(*NamespaceSpec)(nil),            // 1: skiff.core.v1.NamespaceSpec
-	(*NamespaceStatus)(nil),          // 2: skiff.core.v1.NamespaceStatus
-	(*NamespaceList)(nil),            // 3: skiff.core.v1.NamespaceList
-	(*Pod)(nil),                      // 4: skiff.core.v1.Pod
-	(*PodList)(nil),                  // 5: skiff.core.v1.PodList
-	(*PodTemplateSpec)(nil),          // 6: skiff.core.v1.PodTemplateSpec
-	(*PodSpec)(nil),                  // 7: skiff.core.v1.PodSpec
-	(*LocalObjectReference)(nil),     // 8: skiff.core.v1.LocalObjectReference
-	(*PodSecurityContext)(nil),       // 9: skiff.core.v1.PodSecurityContext
-	(*SecurityContext)(nil),          // 10: skiff.core.v1.SecurityContext
-	(*Container)(nil),                // 11: skiff.core.v1.Container
-	(*ContainerPort)(nil),            // 12: skiff.core.v1.ContainerPort
-	(*EnvVar)(nil),                   // 13: skiff.core.v1.EnvVar
-	(*EnvVarSource)(nil),             // 14: skiff.core.v1.EnvVarSource
-	(*ObjectFieldSelector)(nil),      // 15: skiff.core.v1.ObjectFieldSelector
-	(*ResourceFieldSelector)(nil),    // 16: skiff.core.v1.ResourceFieldSelector
-	(*ConfigMapKeySelector)(nil),     // 17: skiff.core.v1.ConfigMapKeySelector
-	(*EnvFromSource)(nil),            // 18: skiff.core.v1.EnvFromSource
-	(*ConfigMapEnvSource)(nil),       // 19: skiff.core.v1.ConfigMapEnvSource
-	(*ResourceRequirements)(nil),     // 20: skiff.core.v1.ResourceRequirements
-	(*VolumeMount)(nil),              // 21: skiff.core.v1.VolumeMount
-	(*Volume)(nil),                   // 22: skiff.core.v1.Volume
-	(*EmptyDirVolumeSource)(nil),     // 23: skiff.core.v1.EmptyDirVolumeSource
-	(*HostPathVolumeSource)(nil),     // 24: skiff.core.v1.HostPathVolumeSource
-	(*ConfigMapVolumeSource)(nil),    // 25: skiff.core.v1.ConfigMapVolumeSource
-	(*KeyToPath)(nil),                // 26: skiff.core.v1.KeyToPath
-	(*Probe)(nil),                    // 27: skiff.core.v1.Probe
-	(*ExecAction)(nil),               // 28: skiff.core.v1.ExecAction
-	(*HTTPGetAction)(nil),            // 29: skiff.core.v1.HTTPGetAction
-	(*HTTPHeader)(nil),               // 30: skiff.core.v1.HTTPHeader
-	(*TCPSocketAction)(nil),          // 31: skiff.core.v1.TCPSocketAction
-	(*Affinity)(nil),                 // 32: skiff.core.v1.Affinity
-	(*NodeAffinity)(nil),             // 33: skiff.core.v1.NodeAffinity
-	(*NodeSelector)(nil),             // 34: skiff.core.v1.NodeSelector
-	(*NodeSelectorTerm)(nil),         // 35: skiff.core.v1.NodeSelectorTerm
-	(*NodeSelectorRequirement)(nil),  // 36: skiff.core.v1.NodeSelectorRequirement
-	(*PreferredSchedulingTerm)(nil),  // 37: skiff.core.v1.PreferredSchedulingTerm
-	(*Toleration)(nil),               // 38: skiff.core.v1.Toleration
-	(*TopologySpreadConstraint)(nil), // 39: skiff.core.v1.TopologySpreadConstraint
-	(*PodStatus)(nil),                // 40: skiff.core.v1.PodStatus
-	(*PodIP)(nil),                    // 41: skiff.core.v1.PodIP
-	(*PodCondition)(nil),             // 42: skiff.core.v1.PodCondition
-	(*ContainerStatus)(nil),          // 43: skiff.core.v1.ContainerStatus
-	(*ContainerState)(nil),           // 44: skiff.core.v1.ContainerState
-	(*ContainerStateWaiting)(nil),    // 45: skiff.core.v1.ContainerStateWaiting
-	(*ContainerStateRunning)(nil),    // 46: skiff.core.v1.ContainerStateRunning
-	(*ContainerStateTerminated)(nil), // 47: skiff.core.v1.ContainerStateTerminated
-	(*Binding)(nil),                  // 48: skiff.core.v1.Binding
-	(*ObjectReference)(nil),          // 49: skiff.core.v1.ObjectReference
-	(*Node)(nil),                     // 50: skiff.core.v1.Node
-	(*NodeList)(nil),                 // 51: skiff.core.v1.NodeList
-	(*NodeSpec)(nil),                 // 52: skiff.core.v1.NodeSpec
-	(*Taint)(nil),                    // 53: skiff.core.v1.Taint
-	(*NodeStatus)(nil),               // 54: skiff.core.v1.NodeStatus
-	(*NodeDaemonEndpoints)(nil),      // 55: skiff.core.v1.NodeDaemonEndpoints
-	(*DaemonEndpoint)(nil),           // 56: skiff.core.v1.DaemonEndpoint
-	(*PodLogOptions)(nil),            // 57: skiff.core.v1.PodLogOptions
-	(*LogChunk)(nil),                 // 58: skiff.core.v1.LogChunk
-	(*NodeCondition)(nil),            // 59: skiff.core.v1.NodeCondition
-	(*NodeAddress)(nil),              // 60: skiff.core.v1.NodeAddress
-	(*NodeSystemInfo)(nil),           // 61: skiff.core.v1.NodeSystemInfo
-	(*ContainerImage)(nil),           // 62: skiff.core.v1.ContainerImage
-	(*Event)(nil),                    // 63: skiff.core.v1.Event
-	(*EventSource)(nil),              // 64: skiff.core.v1.EventSource
-	(*EventList)(nil),                // 65: skiff.core.v1.EventList
-	(*ConfigMap)(nil),                // 66: skiff.core.v1.ConfigMap
-	(*ConfigMapList)(nil),            // 67: skiff.core.v1.ConfigMapList
-	(*NamespaceWatchEvent)(nil),      // 68: skiff.core.v1.NamespaceWatchEvent
-	(*NamespaceWatchResponse)(nil),   // 69: skiff.core.v1.NamespaceWatchResponse
-	(*PodWatchEvent)(nil),            // 70: skiff.core.v1.PodWatchEvent
-	(*PodWatchResponse)(nil),         // 71: skiff.core.v1.PodWatchResponse
-	(*NodeWatchEvent)(nil),           // 72: skiff.core.v1.NodeWatchEvent
-	(*NodeWatchResponse)(nil),        // 73: skiff.core.v1.NodeWatchResponse
-	(*EventWatchEvent)(nil),          // 74: skiff.core.v1.EventWatchEvent
-	(*EventWatchResponse)(nil),       // 75: skiff.core.v1.EventWatchResponse
-	(*ConfigMapWatchEvent)(nil),      // 76: skiff.core.v1.ConfigMapWatchEvent
-	(*ConfigMapWatchResponse)(nil),   // 77: skiff.core.v1.ConfigMapWatchResponse
-	nil,                              // 78: skiff.core.v1.PodSpec.NodeSelectorEntry
-	nil,                              // 79: skiff.core.v1.ResourceRequirements.LimitsEntry
-	nil,                              // 80: skiff.core.v1.ResourceRequirements.RequestsEntry
-	nil,                              // 81: skiff.core.v1.NodeStatus.CapacityEntry
-	nil,                              // 82: skiff.core.v1.NodeStatus.AllocatableEntry
-	nil,                              // 83: skiff.core.v1.ConfigMap.DataEntry
-	nil,                              // 84: skiff.core.v1.ConfigMap.BinaryDataEntry
-	(*v1.ObjectMeta)(nil),            // 85: skiff.meta.v1.ObjectMeta
-	(*v1.Condition)(nil),             // 86: skiff.meta.v1.Condition
-	(*v1.ListMeta)(nil),              // 87: skiff.meta.v1.ListMeta
-	(*v1.IntOrString)(nil),           // 88: skiff.meta.v1.IntOrString
-	(*v1.LabelSelector)(nil),         // 89: skiff.meta.v1.LabelSelector
-	(*timestamppb.Timestamp)(nil),    // 90: google.protobuf.Timestamp
+	(*Namespace)(nil),                   // 0: skiff.core.v1.Namespace
+	(*NamespaceSpec)(nil),               // 1: skiff.core.v1.NamespaceSpec
+	(*NamespaceStatus)(nil),             // 2: skiff.core.v1.NamespaceStatus
+	(*NamespaceList)(nil),               // 3: skiff.core.v1.NamespaceList
+	(*Pod)(nil),                         // 4: skiff.core.v1.Pod
+	(*PodList)(nil),                     // 5: skiff.core.v1.PodList
+	(*PodTemplateSpec)(nil),             // 6: skiff.core.v1.PodTemplateSpec
+	(*PodSpec)(nil),                     // 7: skiff.core.v1.PodSpec
+	(*LocalObjectReference)(nil),        // 8: skiff.core.v1.LocalObjectReference
+	(*PodSecurityContext)(nil),          // 9: skiff.core.v1.PodSecurityContext
+	(*SecurityContext)(nil),             // 10: skiff.core.v1.SecurityContext
+	(*Container)(nil),                   // 11: skiff.core.v1.Container
+	(*ContainerPort)(nil),               // 12: skiff.core.v1.ContainerPort
+	(*EnvVar)(nil),                      // 13: skiff.core.v1.EnvVar
+	(*EnvVarSource)(nil),                // 14: skiff.core.v1.EnvVarSource
+	(*ObjectFieldSelector)(nil),         // 15: skiff.core.v1.ObjectFieldSelector
+	(*ResourceFieldSelector)(nil),       // 16: skiff.core.v1.ResourceFieldSelector
+	(*ConfigMapKeySelector)(nil),        // 17: skiff.core.v1.ConfigMapKeySelector
+	(*EnvFromSource)(nil),               // 18: skiff.core.v1.EnvFromSource
+	(*ConfigMapEnvSource)(nil),          // 19: skiff.core.v1.ConfigMapEnvSource
+	(*ResourceRequirements)(nil),        // 20: skiff.core.v1.ResourceRequirements
+	(*VolumeMount)(nil),                 // 21: skiff.core.v1.VolumeMount
+	(*Volume)(nil),                      // 22: skiff.core.v1.Volume
+	(*EmptyDirVolumeSource)(nil),        // 23: skiff.core.v1.EmptyDirVolumeSource
+	(*HostPathVolumeSource)(nil),        // 24: skiff.core.v1.HostPathVolumeSource
+	(*ConfigMapVolumeSource)(nil),       // 25: skiff.core.v1.ConfigMapVolumeSource
+	(*KeyToPath)(nil),                   // 26: skiff.core.v1.KeyToPath
+	(*Probe)(nil),                       // 27: skiff.core.v1.Probe
+	(*ExecAction)(nil),                  // 28: skiff.core.v1.ExecAction
+	(*HTTPGetAction)(nil),               // 29: skiff.core.v1.HTTPGetAction
+	(*HTTPHeader)(nil),                  // 30: skiff.core.v1.HTTPHeader
+	(*TCPSocketAction)(nil),             // 31: skiff.core.v1.TCPSocketAction
+	(*Affinity)(nil),                    // 32: skiff.core.v1.Affinity
+	(*NodeAffinity)(nil),                // 33: skiff.core.v1.NodeAffinity
+	(*NodeSelector)(nil),                // 34: skiff.core.v1.NodeSelector
+	(*NodeSelectorTerm)(nil),            // 35: skiff.core.v1.NodeSelectorTerm
+	(*NodeSelectorRequirement)(nil),     // 36: skiff.core.v1.NodeSelectorRequirement
+	(*PreferredSchedulingTerm)(nil),     // 37: skiff.core.v1.PreferredSchedulingTerm
+	(*Toleration)(nil),                  // 38: skiff.core.v1.Toleration
+	(*TopologySpreadConstraint)(nil),    // 39: skiff.core.v1.TopologySpreadConstraint
+	(*PodStatus)(nil),                   // 40: skiff.core.v1.PodStatus
+	(*PodIP)(nil),                       // 41: skiff.core.v1.PodIP
+	(*PodCondition)(nil),                // 42: skiff.core.v1.PodCondition
+	(*ContainerStatus)(nil),             // 43: skiff.core.v1.ContainerStatus
+	(*ContainerState)(nil),              // 44: skiff.core.v1.ContainerState
+	(*ContainerStateWaiting)(nil),       // 45: skiff.core.v1.ContainerStateWaiting
+	(*ContainerStateRunning)(nil),       // 46: skiff.core.v1.ContainerStateRunning
+	(*ContainerStateTerminated)(nil),    // 47: skiff.core.v1.ContainerStateTerminated
+	(*Binding)(nil),                     // 48: skiff.core.v1.Binding
+	(*ObjectReference)(nil),             // 49: skiff.core.v1.ObjectReference
+	(*Node)(nil),                        // 50: skiff.core.v1.Node
+	(*NodeList)(nil),                    // 51: skiff.core.v1.NodeList
+	(*NodeSpec)(nil),                    // 52: skiff.core.v1.NodeSpec
+	(*Taint)(nil),                       // 53: skiff.core.v1.Taint
+	(*NodeStatus)(nil),                  // 54: skiff.core.v1.NodeStatus
+	(*NodeDaemonEndpoints)(nil),         // 55: skiff.core.v1.NodeDaemonEndpoints
+	(*DaemonEndpoint)(nil),              // 56: skiff.core.v1.DaemonEndpoint
+	(*PodLogOptions)(nil),               // 57: skiff.core.v1.PodLogOptions
+	(*LogChunk)(nil),                    // 58: skiff.core.v1.LogChunk
+	(*NodeCondition)(nil),               // 59: skiff.core.v1.NodeCondition
+	(*NodeAddress)(nil),                 // 60: skiff.core.v1.NodeAddress
+	(*NodeSystemInfo)(nil),              // 61: skiff.core.v1.NodeSystemInfo
+	(*ContainerImage)(nil),              // 62: skiff.core.v1.ContainerImage
+	(*Event)(nil),                       // 63: skiff.core.v1.Event
+	(*EventSource)(nil),                 // 64: skiff.core.v1.EventSource
+	(*EventList)(nil),                   // 65: skiff.core.v1.EventList
+	(*ConfigMap)(nil),                   // 66: skiff.core.v1.ConfigMap
+	(*ConfigMapList)(nil),               // 67: skiff.core.v1.ConfigMapList
+	(*ServiceAccount)(nil),              // 68: skiff.core.v1.ServiceAccount
+	(*ServiceAccountList)(nil),          // 69: skiff.core.v1.ServiceAccountList
+	(*LimitRange)(nil),                  // 70: skiff.core.v1.LimitRange
+	(*LimitRangeSpec)(nil),              // 71: skiff.core.v1.LimitRangeSpec
+	(*LimitRangeItem)(nil),              // 72: skiff.core.v1.LimitRangeItem
+	(*LimitRangeList)(nil),              // 73: skiff.core.v1.LimitRangeList
+	(*ResourceQuota)(nil),               // 74: skiff.core.v1.ResourceQuota
+	(*ResourceQuotaSpec)(nil),           // 75: skiff.core.v1.ResourceQuotaSpec
+	(*ResourceQuotaStatus)(nil),         // 76: skiff.core.v1.ResourceQuotaStatus
+	(*ResourceQuotaList)(nil),           // 77: skiff.core.v1.ResourceQuotaList
+	(*NamespaceWatchEvent)(nil),         // 78: skiff.core.v1.NamespaceWatchEvent
+	(*NamespaceWatchResponse)(nil),      // 79: skiff.core.v1.NamespaceWatchResponse
+	(*PodWatchEvent)(nil),               // 80: skiff.core.v1.PodWatchEvent
+	(*PodWatchResponse)(nil),            // 81: skiff.core.v1.PodWatchResponse
+	(*NodeWatchEvent)(nil),              // 82: skiff.core.v1.NodeWatchEvent
+	(*NodeWatchResponse)(nil),           // 83: skiff.core.v1.NodeWatchResponse
+	(*EventWatchEvent)(nil),             // 84: skiff.core.v1.EventWatchEvent
+	(*EventWatchResponse)(nil),          // 85: skiff.core.v1.EventWatchResponse
+	(*ConfigMapWatchEvent)(nil),         // 86: skiff.core.v1.ConfigMapWatchEvent
+	(*ConfigMapWatchResponse)(nil),      // 87: skiff.core.v1.ConfigMapWatchResponse
+	(*ServiceAccountWatchEvent)(nil),    // 88: skiff.core.v1.ServiceAccountWatchEvent
+	(*ServiceAccountWatchResponse)(nil), // 89: skiff.core.v1.ServiceAccountWatchResponse
+	(*LimitRangeWatchEvent)(nil),        // 90: skiff.core.v1.LimitRangeWatchEvent
+	(*LimitRangeWatchResponse)(nil),     // 91: skiff.core.v1.LimitRangeWatchResponse
+	(*ResourceQuotaWatchEvent)(nil),     // 92: skiff.core.v1.ResourceQuotaWatchEvent
+	(*ResourceQuotaWatchResponse)(nil),  // 93: skiff.core.v1.ResourceQuotaWatchResponse
+	nil,                                 // 94: skiff.core.v1.PodSpec.NodeSelectorEntry
+	nil,                                 // 95: skiff.core.v1.ResourceRequirements.LimitsEntry
+	nil,                                 // 96: skiff.core.v1.ResourceRequirements.RequestsEntry
+	nil,                                 // 97: skiff.core.v1.NodeStatus.CapacityEntry
+	nil,                                 // 98: skiff.core.v1.NodeStatus.AllocatableEntry
+	nil,                                 // 99: skiff.core.v1.ConfigMap.DataEntry
+	nil,                                 // 100: skiff.core.v1.ConfigMap.BinaryDataEntry
+	nil,                                 // 101: skiff.core.v1.LimitRangeItem.MaxEntry
+	nil,                                 // 102: skiff.core.v1.LimitRangeItem.MinEntry
+	nil,                                 // 103: skiff.core.v1.LimitRangeItem.DefaultEntry
+	nil,                                 // 104: skiff.core.v1.LimitRangeItem.DefaultRequestEntry
+	nil,                                 // 105: skiff.core.v1.LimitRangeItem.MaxLimitRequestRatioEntry
+	nil,                                 // 106: skiff.core.v1.ResourceQuotaSpec.HardEntry
+	nil,                                 // 107: skiff.core.v1.ResourceQuotaStatus.HardEntry
+	nil,                                 // 108: skiff.core.v1.ResourceQuotaStatus.UsedEntry
+	(*v1.ObjectMeta)(nil),               // 109: skiff.meta.v1.ObjectMeta
+	(*v1.Condition)(nil),                // 110: skiff.meta.v1.Condition
+	(*v1.ListMeta)(nil),                 // 111: skiff.meta.v1.ListMeta
+	(*v1.IntOrString)(nil),              // 112: skiff.meta.v1.IntOrString
+	(*v1.LabelSelector)(nil),            // 113: skiff.meta.v1.LabelSelector
+	(*timestamppb.Timestamp)(nil),       // 114: google.protobuf.Timestamp
 }
 var file_skiff_core_v1_types_proto_depIdxs = []int32{
-	85,  // 0: skiff.core.v1.Namespace.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	109, // 0: skiff.core.v1.Namespace.metadata:type_name -> skiff.meta.v1.ObjectMeta
 	1,   // 1: skiff.core.v1.Namespace.spec:type_name -> skiff.core.v1.NamespaceSpec
 	2,   // 2: skiff.core.v1.Namespace.status:type_name -> skiff.core.v1.NamespaceStatus
-	86,  // 3: skiff.core.v1.NamespaceStatus.conditions:type_name -> skiff.meta.v1.Condition
-	87,  // 4: skiff.core.v1.NamespaceList.metadata:type_name -> skiff.meta.v1.ListMeta
+	110, // 3: skiff.core.v1.NamespaceStatus.conditions:type_name -> skiff.meta.v1.Condition
+	111, // 4: skiff.core.v1.NamespaceList.metadata:type_name -> skiff.meta.v1.ListMeta
 	0,   // 5: skiff.core.v1.NamespaceList.items:type_name -> skiff.core.v1.Namespace
-	85,  // 6: skiff.core.v1.Pod.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	109, // 6: skiff.core.v1.Pod.metadata:type_name -> skiff.meta.v1.ObjectMeta
 	7,   // 7: skiff.core.v1.Pod.spec:type_name -> skiff.core.v1.PodSpec
 	40,  // 8: skiff.core.v1.Pod.status:type_name -> skiff.core.v1.PodStatus
-	87,  // 9: skiff.core.v1.PodList.metadata:type_name -> skiff.meta.v1.ListMeta
+	111, // 9: skiff.core.v1.PodList.metadata:type_name -> skiff.meta.v1.ListMeta
 	4,   // 10: skiff.core.v1.PodList.items:type_name -> skiff.core.v1.Pod
-	85,  // 11: skiff.core.v1.PodTemplateSpec.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	109, // 11: skiff.core.v1.PodTemplateSpec.metadata:type_name -> skiff.meta.v1.ObjectMeta
 	7,   // 12: skiff.core.v1.PodTemplateSpec.spec:type_name -> skiff.core.v1.PodSpec
 	22,  // 13: skiff.core.v1.PodSpec.volumes:type_name -> skiff.core.v1.Volume
 	11,  // 14: skiff.core.v1.PodSpec.init_containers:type_name -> skiff.core.v1.Container
 	11,  // 15: skiff.core.v1.PodSpec.containers:type_name -> skiff.core.v1.Container
-	78,  // 16: skiff.core.v1.PodSpec.node_selector:type_name -> skiff.core.v1.PodSpec.NodeSelectorEntry
+	94,  // 16: skiff.core.v1.PodSpec.node_selector:type_name -> skiff.core.v1.PodSpec.NodeSelectorEntry
 	32,  // 17: skiff.core.v1.PodSpec.affinity:type_name -> skiff.core.v1.Affinity
 	38,  // 18: skiff.core.v1.PodSpec.tolerations:type_name -> skiff.core.v1.Toleration
 	39,  // 19: skiff.core.v1.PodSpec.topology_spread_constraints:type_name -> skiff.core.v1.TopologySpreadConstraint
@@ -6045,8 +7103,8 @@ var file_skiff_core_v1_types_proto_depIdxs = []int32{
 	17,  // 33: skiff.core.v1.EnvVarSource.config_map_key_ref:type_name -> skiff.core.v1.ConfigMapKeySelector
 	16,  // 34: skiff.core.v1.EnvVarSource.resource_field_ref:type_name -> skiff.core.v1.ResourceFieldSelector
 	19,  // 35: skiff.core.v1.EnvFromSource.config_map_ref:type_name -> skiff.core.v1.ConfigMapEnvSource
-	79,  // 36: skiff.core.v1.ResourceRequirements.limits:type_name -> skiff.core.v1.ResourceRequirements.LimitsEntry
-	80,  // 37: skiff.core.v1.ResourceRequirements.requests:type_name -> skiff.core.v1.ResourceRequirements.RequestsEntry
+	95,  // 36: skiff.core.v1.ResourceRequirements.limits:type_name -> skiff.core.v1.ResourceRequirements.LimitsEntry
+	96,  // 37: skiff.core.v1.ResourceRequirements.requests:type_name -> skiff.core.v1.ResourceRequirements.RequestsEntry
 	23,  // 38: skiff.core.v1.Volume.empty_dir:type_name -> skiff.core.v1.EmptyDirVolumeSource
 	24,  // 39: skiff.core.v1.Volume.host_path:type_name -> skiff.core.v1.HostPathVolumeSource
 	25,  // 40: skiff.core.v1.Volume.config_map:type_name -> skiff.core.v1.ConfigMapVolumeSource
@@ -6054,9 +7112,9 @@ var file_skiff_core_v1_types_proto_depIdxs = []int32{
 	28,  // 42: skiff.core.v1.Probe.exec:type_name -> skiff.core.v1.ExecAction
 	29,  // 43: skiff.core.v1.Probe.http_get:type_name -> skiff.core.v1.HTTPGetAction
 	31,  // 44: skiff.core.v1.Probe.tcp_socket:type_name -> skiff.core.v1.TCPSocketAction
-	88,  // 45: skiff.core.v1.HTTPGetAction.port:type_name -> skiff.meta.v1.IntOrString
+	112, // 45: skiff.core.v1.HTTPGetAction.port:type_name -> skiff.meta.v1.IntOrString
 	30,  // 46: skiff.core.v1.HTTPGetAction.http_headers:type_name -> skiff.core.v1.HTTPHeader
-	88,  // 47: skiff.core.v1.TCPSocketAction.port:type_name -> skiff.meta.v1.IntOrString
+	112, // 47: skiff.core.v1.TCPSocketAction.port:type_name -> skiff.meta.v1.IntOrString
 	33,  // 48: skiff.core.v1.Affinity.node_affinity:type_name -> skiff.core.v1.NodeAffinity
 	34,  // 49: skiff.core.v1.NodeAffinity.required_during_scheduling_ignored_during_execution:type_name -> skiff.core.v1.NodeSelector
 	37,  // 50: skiff.core.v1.NodeAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> skiff.core.v1.PreferredSchedulingTerm
@@ -6064,69 +7122,96 @@ var file_skiff_core_v1_types_proto_depIdxs = []int32{
 	36,  // 52: skiff.core.v1.NodeSelectorTerm.match_expressions:type_name -> skiff.core.v1.NodeSelectorRequirement
 	36,  // 53: skiff.core.v1.NodeSelectorTerm.match_fields:type_name -> skiff.core.v1.NodeSelectorRequirement
 	35,  // 54: skiff.core.v1.PreferredSchedulingTerm.preference:type_name -> skiff.core.v1.NodeSelectorTerm
-	89,  // 55: skiff.core.v1.TopologySpreadConstraint.label_selector:type_name -> skiff.meta.v1.LabelSelector
+	113, // 55: skiff.core.v1.TopologySpreadConstraint.label_selector:type_name -> skiff.meta.v1.LabelSelector
 	42,  // 56: skiff.core.v1.PodStatus.conditions:type_name -> skiff.core.v1.PodCondition
 	41,  // 57: skiff.core.v1.PodStatus.pod_ips:type_name -> skiff.core.v1.PodIP
-	90,  // 58: skiff.core.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
+	114, // 58: skiff.core.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
 	43,  // 59: skiff.core.v1.PodStatus.init_container_statuses:type_name -> skiff.core.v1.ContainerStatus
 	43,  // 60: skiff.core.v1.PodStatus.container_statuses:type_name -> skiff.core.v1.ContainerStatus
-	90,  // 61: skiff.core.v1.PodCondition.last_probe_time:type_name -> google.protobuf.Timestamp
-	90,  // 62: skiff.core.v1.PodCondition.last_transition_time:type_name -> google.protobuf.Timestamp
+	114, // 61: skiff.core.v1.PodCondition.last_probe_time:type_name -> google.protobuf.Timestamp
+	114, // 62: skiff.core.v1.PodCondition.last_transition_time:type_name -> google.protobuf.Timestamp
 	44,  // 63: skiff.core.v1.ContainerStatus.state:type_name -> skiff.core.v1.ContainerState
 	44,  // 64: skiff.core.v1.ContainerStatus.last_state:type_name -> skiff.core.v1.ContainerState
 	45,  // 65: skiff.core.v1.ContainerState.waiting:type_name -> skiff.core.v1.ContainerStateWaiting
 	46,  // 66: skiff.core.v1.ContainerState.running:type_name -> skiff.core.v1.ContainerStateRunning
 	47,  // 67: skiff.core.v1.ContainerState.terminated:type_name -> skiff.core.v1.ContainerStateTerminated
-	90,  // 68: skiff.core.v1.ContainerStateRunning.started_at:type_name -> google.protobuf.Timestamp
-	90,  // 69: skiff.core.v1.ContainerStateTerminated.started_at:type_name -> google.protobuf.Timestamp
-	90,  // 70: skiff.core.v1.ContainerStateTerminated.finished_at:type_name -> google.protobuf.Timestamp
-	85,  // 71: skiff.core.v1.Binding.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	114, // 68: skiff.core.v1.ContainerStateRunning.started_at:type_name -> google.protobuf.Timestamp
+	114, // 69: skiff.core.v1.ContainerStateTerminated.started_at:type_name -> google.protobuf.Timestamp
+	114, // 70: skiff.core.v1.ContainerStateTerminated.finished_at:type_name -> google.protobuf.Timestamp
+	109, // 71: skiff.core.v1.Binding.metadata:type_name -> skiff.meta.v1.ObjectMeta
 	49,  // 72: skiff.core.v1.Binding.target:type_name -> skiff.core.v1.ObjectReference
-	85,  // 73: skiff.core.v1.Node.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	109, // 73: skiff.core.v1.Node.metadata:type_name -> skiff.meta.v1.ObjectMeta
 	52,  // 74: skiff.core.v1.Node.spec:type_name -> skiff.core.v1.NodeSpec
 	54,  // 75: skiff.core.v1.Node.status:type_name -> skiff.core.v1.NodeStatus
-	87,  // 76: skiff.core.v1.NodeList.metadata:type_name -> skiff.meta.v1.ListMeta
+	111, // 76: skiff.core.v1.NodeList.metadata:type_name -> skiff.meta.v1.ListMeta
 	50,  // 77: skiff.core.v1.NodeList.items:type_name -> skiff.core.v1.Node
 	53,  // 78: skiff.core.v1.NodeSpec.taints:type_name -> skiff.core.v1.Taint
-	90,  // 79: skiff.core.v1.Taint.time_added:type_name -> google.protobuf.Timestamp
-	81,  // 80: skiff.core.v1.NodeStatus.capacity:type_name -> skiff.core.v1.NodeStatus.CapacityEntry
-	82,  // 81: skiff.core.v1.NodeStatus.allocatable:type_name -> skiff.core.v1.NodeStatus.AllocatableEntry
+	114, // 79: skiff.core.v1.Taint.time_added:type_name -> google.protobuf.Timestamp
+	97,  // 80: skiff.core.v1.NodeStatus.capacity:type_name -> skiff.core.v1.NodeStatus.CapacityEntry
+	98,  // 81: skiff.core.v1.NodeStatus.allocatable:type_name -> skiff.core.v1.NodeStatus.AllocatableEntry
 	59,  // 82: skiff.core.v1.NodeStatus.conditions:type_name -> skiff.core.v1.NodeCondition
 	60,  // 83: skiff.core.v1.NodeStatus.addresses:type_name -> skiff.core.v1.NodeAddress
 	61,  // 84: skiff.core.v1.NodeStatus.node_info:type_name -> skiff.core.v1.NodeSystemInfo
 	62,  // 85: skiff.core.v1.NodeStatus.images:type_name -> skiff.core.v1.ContainerImage
 	55,  // 86: skiff.core.v1.NodeStatus.daemon_endpoints:type_name -> skiff.core.v1.NodeDaemonEndpoints
 	56,  // 87: skiff.core.v1.NodeDaemonEndpoints.kubelet_endpoint:type_name -> skiff.core.v1.DaemonEndpoint
-	90,  // 88: skiff.core.v1.NodeCondition.last_heartbeat_time:type_name -> google.protobuf.Timestamp
-	90,  // 89: skiff.core.v1.NodeCondition.last_transition_time:type_name -> google.protobuf.Timestamp
-	85,  // 90: skiff.core.v1.Event.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	114, // 88: skiff.core.v1.NodeCondition.last_heartbeat_time:type_name -> google.protobuf.Timestamp
+	114, // 89: skiff.core.v1.NodeCondition.last_transition_time:type_name -> google.protobuf.Timestamp
+	109, // 90: skiff.core.v1.Event.metadata:type_name -> skiff.meta.v1.ObjectMeta
 	49,  // 91: skiff.core.v1.Event.involved_object:type_name -> skiff.core.v1.ObjectReference
 	64,  // 92: skiff.core.v1.Event.source:type_name -> skiff.core.v1.EventSource
-	90,  // 93: skiff.core.v1.Event.first_timestamp:type_name -> google.protobuf.Timestamp
-	90,  // 94: skiff.core.v1.Event.last_timestamp:type_name -> google.protobuf.Timestamp
-	90,  // 95: skiff.core.v1.Event.event_time:type_name -> google.protobuf.Timestamp
-	87,  // 96: skiff.core.v1.EventList.metadata:type_name -> skiff.meta.v1.ListMeta
+	114, // 93: skiff.core.v1.Event.first_timestamp:type_name -> google.protobuf.Timestamp
+	114, // 94: skiff.core.v1.Event.last_timestamp:type_name -> google.protobuf.Timestamp
+	114, // 95: skiff.core.v1.Event.event_time:type_name -> google.protobuf.Timestamp
+	111, // 96: skiff.core.v1.EventList.metadata:type_name -> skiff.meta.v1.ListMeta
 	63,  // 97: skiff.core.v1.EventList.items:type_name -> skiff.core.v1.Event
-	85,  // 98: skiff.core.v1.ConfigMap.metadata:type_name -> skiff.meta.v1.ObjectMeta
-	83,  // 99: skiff.core.v1.ConfigMap.data:type_name -> skiff.core.v1.ConfigMap.DataEntry
-	84,  // 100: skiff.core.v1.ConfigMap.binary_data:type_name -> skiff.core.v1.ConfigMap.BinaryDataEntry
-	87,  // 101: skiff.core.v1.ConfigMapList.metadata:type_name -> skiff.meta.v1.ListMeta
+	109, // 98: skiff.core.v1.ConfigMap.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	99,  // 99: skiff.core.v1.ConfigMap.data:type_name -> skiff.core.v1.ConfigMap.DataEntry
+	100, // 100: skiff.core.v1.ConfigMap.binary_data:type_name -> skiff.core.v1.ConfigMap.BinaryDataEntry
+	111, // 101: skiff.core.v1.ConfigMapList.metadata:type_name -> skiff.meta.v1.ListMeta
 	66,  // 102: skiff.core.v1.ConfigMapList.items:type_name -> skiff.core.v1.ConfigMap
-	0,   // 103: skiff.core.v1.NamespaceWatchEvent.object:type_name -> skiff.core.v1.Namespace
-	68,  // 104: skiff.core.v1.NamespaceWatchResponse.events:type_name -> skiff.core.v1.NamespaceWatchEvent
-	4,   // 105: skiff.core.v1.PodWatchEvent.object:type_name -> skiff.core.v1.Pod
-	70,  // 106: skiff.core.v1.PodWatchResponse.events:type_name -> skiff.core.v1.PodWatchEvent
-	50,  // 107: skiff.core.v1.NodeWatchEvent.object:type_name -> skiff.core.v1.Node
-	72,  // 108: skiff.core.v1.NodeWatchResponse.events:type_name -> skiff.core.v1.NodeWatchEvent
-	63,  // 109: skiff.core.v1.EventWatchEvent.object:type_name -> skiff.core.v1.Event
-	74,  // 110: skiff.core.v1.EventWatchResponse.events:type_name -> skiff.core.v1.EventWatchEvent
-	66,  // 111: skiff.core.v1.ConfigMapWatchEvent.object:type_name -> skiff.core.v1.ConfigMap
-	76,  // 112: skiff.core.v1.ConfigMapWatchResponse.events:type_name -> skiff.core.v1.ConfigMapWatchEvent
-	113, // [113:113] is the sub-list for method output_type
-	113, // [113:113] is the sub-list for method input_type
-	113, // [113:113] is the sub-list for extension type_name
-	113, // [113:113] is the sub-list for extension extendee
-	0,   // [0:113] is the sub-list for field type_name
+	109, // 103: skiff.core.v1.ServiceAccount.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	111, // 104: skiff.core.v1.ServiceAccountList.metadata:type_name -> skiff.meta.v1.ListMeta
+	68,  // 105: skiff.core.v1.ServiceAccountList.items:type_name -> skiff.core.v1.ServiceAccount
+	109, // 106: skiff.core.v1.LimitRange.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	71,  // 107: skiff.core.v1.LimitRange.spec:type_name -> skiff.core.v1.LimitRangeSpec
+	72,  // 108: skiff.core.v1.LimitRangeSpec.limits:type_name -> skiff.core.v1.LimitRangeItem
+	101, // 109: skiff.core.v1.LimitRangeItem.max:type_name -> skiff.core.v1.LimitRangeItem.MaxEntry
+	102, // 110: skiff.core.v1.LimitRangeItem.min:type_name -> skiff.core.v1.LimitRangeItem.MinEntry
+	103, // 111: skiff.core.v1.LimitRangeItem.default:type_name -> skiff.core.v1.LimitRangeItem.DefaultEntry
+	104, // 112: skiff.core.v1.LimitRangeItem.default_request:type_name -> skiff.core.v1.LimitRangeItem.DefaultRequestEntry
+	105, // 113: skiff.core.v1.LimitRangeItem.max_limit_request_ratio:type_name -> skiff.core.v1.LimitRangeItem.MaxLimitRequestRatioEntry
+	111, // 114: skiff.core.v1.LimitRangeList.metadata:type_name -> skiff.meta.v1.ListMeta
+	70,  // 115: skiff.core.v1.LimitRangeList.items:type_name -> skiff.core.v1.LimitRange
+	109, // 116: skiff.core.v1.ResourceQuota.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	75,  // 117: skiff.core.v1.ResourceQuota.spec:type_name -> skiff.core.v1.ResourceQuotaSpec
+	76,  // 118: skiff.core.v1.ResourceQuota.status:type_name -> skiff.core.v1.ResourceQuotaStatus
+	106, // 119: skiff.core.v1.ResourceQuotaSpec.hard:type_name -> skiff.core.v1.ResourceQuotaSpec.HardEntry
+	107, // 120: skiff.core.v1.ResourceQuotaStatus.hard:type_name -> skiff.core.v1.ResourceQuotaStatus.HardEntry
+	108, // 121: skiff.core.v1.ResourceQuotaStatus.used:type_name -> skiff.core.v1.ResourceQuotaStatus.UsedEntry
+	111, // 122: skiff.core.v1.ResourceQuotaList.metadata:type_name -> skiff.meta.v1.ListMeta
+	74,  // 123: skiff.core.v1.ResourceQuotaList.items:type_name -> skiff.core.v1.ResourceQuota
+	0,   // 124: skiff.core.v1.NamespaceWatchEvent.object:type_name -> skiff.core.v1.Namespace
+	78,  // 125: skiff.core.v1.NamespaceWatchResponse.events:type_name -> skiff.core.v1.NamespaceWatchEvent
+	4,   // 126: skiff.core.v1.PodWatchEvent.object:type_name -> skiff.core.v1.Pod
+	80,  // 127: skiff.core.v1.PodWatchResponse.events:type_name -> skiff.core.v1.PodWatchEvent
+	50,  // 128: skiff.core.v1.NodeWatchEvent.object:type_name -> skiff.core.v1.Node
+	82,  // 129: skiff.core.v1.NodeWatchResponse.events:type_name -> skiff.core.v1.NodeWatchEvent
+	63,  // 130: skiff.core.v1.EventWatchEvent.object:type_name -> skiff.core.v1.Event
+	84,  // 131: skiff.core.v1.EventWatchResponse.events:type_name -> skiff.core.v1.EventWatchEvent
+	66,  // 132: skiff.core.v1.ConfigMapWatchEvent.object:type_name -> skiff.core.v1.ConfigMap
+	86,  // 133: skiff.core.v1.ConfigMapWatchResponse.events:type_name -> skiff.core.v1.ConfigMapWatchEvent
+	68,  // 134: skiff.core.v1.ServiceAccountWatchEvent.object:type_name -> skiff.core.v1.ServiceAccount
+	88,  // 135: skiff.core.v1.ServiceAccountWatchResponse.events:type_name -> skiff.core.v1.ServiceAccountWatchEvent
+	70,  // 136: skiff.core.v1.LimitRangeWatchEvent.object:type_name -> skiff.core.v1.LimitRange
+	90,  // 137: skiff.core.v1.LimitRangeWatchResponse.events:type_name -> skiff.core.v1.LimitRangeWatchEvent
+	74,  // 138: skiff.core.v1.ResourceQuotaWatchEvent.object:type_name -> skiff.core.v1.ResourceQuota
+	92,  // 139: skiff.core.v1.ResourceQuotaWatchResponse.events:type_name -> skiff.core.v1.ResourceQuotaWatchEvent
+	140, // [140:140] is the sub-list for method output_type
+	140, // [140:140] is the sub-list for method input_type
+	140, // [140:140] is the sub-list for extension type_name
+	140, // [140:140] is the sub-list for extension extendee
+	0,   // [0:140] is the sub-list for field type_name
 }
 
 func init() { file_skiff_core_v1_types_proto_init() }
@@ -6147,13 +7232,14 @@ func file_skiff_core_v1_types_proto_init() {
 	file_skiff_core_v1_types_proto_msgTypes[43].OneofWrappers = []any{}
 	file_skiff_core_v1_types_proto_msgTypes[57].OneofWrappers = []any{}
 	file_skiff_core_v1_types_proto_msgTypes[66].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[68].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_skiff_core_v1_types_proto_rawDesc), len(file_skiff_core_v1_types_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   85,
+			NumMessages:   109,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

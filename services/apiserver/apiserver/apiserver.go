@@ -24,8 +24,15 @@ import (
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/reflection"
 
+	"google.golang.org/grpc/test/bufconn"
+
 	"skiff.dev/internal/object"
 	discoveryv1 "skiff.dev/proto/discovery/v1"
+	"skiff.dev/services/apiserver/admission"
+	"skiff.dev/services/apiserver/audit"
+	"skiff.dev/services/apiserver/authn"
+	"skiff.dev/services/apiserver/authz"
+	"skiff.dev/services/apiserver/flowcontrol"
 	"skiff.dev/services/apiserver/registry"
 	"skiff.dev/services/apiserver/scheme"
 	"skiff.dev/services/apiserver/server"
@@ -74,6 +81,17 @@ type Config struct {
 	GitCommit  string
 	// Now is the clock (tests inject one).
 	Now func() time.Time
+
+	// Security. The zero values are off: plain-text gRPC, every request is
+	// user system:unsecured (in system:masters), everything is allowed, no
+	// admission plugin, no limits, no audit log; in-process tests start so.
+	// The command's flags turn them on (it refuses plain text without
+	// --insecure).
+	Authn       authn.Options
+	Authz       authz.Options
+	Admission   admission.Options
+	FlowControl flowcontrol.Options
+	Audit       audit.Options
 }
 
 // DefaultWatchBatchInterval bounds the latency batching adds to a watch.
@@ -137,6 +155,14 @@ type Server struct {
 	metrics     *http.Server
 	metricsL    net.Listener
 	maint       *maintenanceMetrics
+
+	tls           *authn.Material // nil with authentication off (wireTLS loads it)
+	loopbackToken string
+	loopbackLis   *bufconn.Listener
+	loopback      *grpc.ClientConn
+	postStart     []postStartHook
+	// admissionTargets give each registry the admission chain (wire_admission.go).
+	admissionTargets []func(registry.Admission)
 }
 
 type runner interface {
@@ -159,7 +185,9 @@ func newRegistry[S object.Object](s *Server, strategy *registry.Strategy[S], new
 	})
 	s.caches = append(s.caches, cache)
 	s.counts = append(s.counts, func() (string, int) { return k.Resource, cache.Count() })
-	return registry.New(strategy, store, cache, s.now)
+	reg := registry.New(strategy, store, cache, s.now)
+	s.admissionTargets = append(s.admissionTargets, reg.SetAdmission)
+	return reg
 }
 
 // New starts etcd (or connects to it) and builds the server. Call Run.
@@ -181,7 +209,17 @@ func New(cfg Config) (*Server, error) {
 	s.maint = newMaintenanceMetrics(reg)
 
 	chain := server.NewChain(s.routes, server.NewMetrics(reg), s.log)
+	serverCreds, loopbackCreds, err := s.wireTLS()
+	if err != nil {
+		s.closeEtcd()
+		return nil, err
+	}
+	if err := s.newLoopback(loopbackCreds); err != nil {
+		s.closeEtcd()
+		return nil, err
+	}
 	s.grpc = grpc.NewServer(
+		grpc.Creds(serverCreds),
 		grpc.ForceServerCodecV2(server.NewCodec()),
 		grpc.ChainUnaryInterceptor(chain.Unary),
 		grpc.ChainStreamInterceptor(chain.Stream),
@@ -193,13 +231,16 @@ func New(cfg Config) (*Server, error) {
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
 	)
 	s.install(s.grpc)
+	if err := s.wireSecurity(chain); err != nil {
+		s.closeEtcd()
+		return nil, err
+	}
 	discoveryv1.RegisterDiscoveryServer(s.grpc, &server.Discovery{Scheme: s.scheme, GitVersion: cfg.GitVersion, GitCommit: cfg.GitCommit})
 	s.health = health.NewServer()
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	reflection.Register(s.grpc)
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
 
-	var err error
 	if s.lis, err = net.Listen("tcp", cfg.Listen); err != nil {
 		s.closeEtcd()
 		return nil, fmt.Errorf("listen %s: %w", cfg.Listen, err)
@@ -273,6 +314,19 @@ func (s *Server) Run(ctx context.Context) error {
 	go func() { defer wg.Done(); s.maintain(runCtx) }()
 	errc := make(chan error, 2)
 	go func() { errc <- s.grpc.Serve(s.lis) }()
+	go func() { _ = s.grpc.Serve(s.loopbackLis) }()
+	hooksCtx, stopHooks := context.WithCancel(runCtx)
+	defer stopHooks()
+	for _, h := range s.postStart {
+		if err := h.run(hooksCtx); err != nil {
+			s.log.Error("post-start hook failed", zap.String("hook", h.name), zap.Error(err))
+			s.grpc.Stop()
+			stopCaches()
+			wg.Wait()
+			s.closeEtcd()
+			return fmt.Errorf("%s: %w", h.name, err)
+		}
+	}
 	if s.metrics != nil {
 		go func() {
 			if err := s.metrics.Serve(s.metricsL); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -300,6 +354,7 @@ func (s *Server) Run(ctx context.Context) error {
 		s.grpc.Stop()
 	}
 	s.logs.close()
+	_ = s.loopback.Close()
 	if s.metrics != nil {
 		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		_ = s.metrics.Shutdown(sctx)

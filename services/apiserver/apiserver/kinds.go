@@ -7,12 +7,15 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"skiff.dev/internal/defaults"
+	"skiff.dev/internal/field"
 	"skiff.dev/internal/object"
 	"skiff.dev/internal/validation"
+	admissionregistrationv1 "skiff.dev/proto/admissionregistration/v1"
 	appsv1 "skiff.dev/proto/apps/v1"
 	appsv1beta1 "skiff.dev/proto/apps/v1beta1"
 	coordinationv1 "skiff.dev/proto/coordination/v1"
 	corev1 "skiff.dev/proto/core/v1"
+	rbacv1 "skiff.dev/proto/rbac/v1"
 	"skiff.dev/services/apiserver/registry"
 	"skiff.dev/services/apiserver/scheme"
 	"skiff.dev/services/apiserver/server"
@@ -23,6 +26,8 @@ var (
 	appsV1         = scheme.GroupVersion{Group: "apps", Version: "v1"}
 	appsV1beta1    = scheme.GroupVersion{Group: "apps", Version: "v1beta1"}
 	coordinationV1 = scheme.GroupVersion{Group: "coordination.k8s.io", Version: "v1"}
+	rbacV1         = scheme.GroupVersion{Group: "rbac.authorization.k8s.io", Version: "v1"}
+	admissionRegV1 = scheme.GroupVersion{Group: "admissionregistration.k8s.io", Version: "v1"}
 )
 
 var standardVerbs = []string{"create", "get", "list", "update", "delete", "watch"}
@@ -53,7 +58,7 @@ func kind[T proto.Message](gv scheme.GroupVersion, name, resource, singular, ser
 func install[S object.Object, L proto.Message, W any](s *Server, k *scheme.Kind, strategy *registry.Strategy[S]) *server.Endpoint[S, S, L, W] {
 	strategy.Kind = k
 	s.scheme.AddKind(k)
-	s.routes.Add(k.Service, k.Resource)
+	s.routes.Add(k.Service, k.GVK.Group, k.Resource, k.Namespaced)
 	reg := newRegistry(s, strategy, object.New[S])
 	return server.NewEndpoint[S, S, L, W](reg, server.StorageVersion[S](k), object.New[S], object.New[L], s.cfg.WatchBatchInterval)
 }
@@ -61,7 +66,7 @@ func install[S object.Object, L proto.Message, W any](s *Server, k *scheme.Kind,
 // served adds another served version of an installed kind.
 func served(s *Server, k *scheme.Kind) {
 	s.scheme.AddKind(k)
-	s.routes.Add(k.Service, k.Resource)
+	s.routes.Add(k.Service, k.GVK.Group, k.Resource, k.Namespaced)
 }
 
 // install registers every kind and its gRPC service on g.
@@ -75,6 +80,8 @@ func (s *Server) install(g *grpc.Server) {
 		Fields: func(n *corev1.Namespace) map[string]string {
 			return map[string]string{"status.phase": n.GetStatus().GetPhase()}
 		},
+		PrepareForDeletion: namespaceTerminating,
+		PendingFinalizers:  namespaceSpecFinalizers,
 	})
 	corev1.RegisterNamespacesServer(g, nsEP)
 
@@ -202,4 +209,64 @@ func (s *Server) install(g *grpc.Server) {
 		Validate: validation.Lease,
 	})
 	coordinationv1.RegisterLeasesServer(g, leaseEP)
+
+	// core/v1 ServiceAccounts, LimitRanges, ResourceQuotas
+	simple(s, kind[*corev1.ServiceAccount](coreV1, "ServiceAccount", "serviceaccounts", "serviceaccount", "skiff.core.v1.ServiceAccounts", true, []string{"sa"}, nil),
+		defaults.ServiceAccount, validation.ServiceAccount, validation.ServiceAccountUpdate,
+		func(ep *server.Endpoint[*corev1.ServiceAccount, *corev1.ServiceAccount, *corev1.ServiceAccountList, corev1.ServiceAccountWatchResponse]) {
+			corev1.RegisterServiceAccountsServer(g, ep)
+		})
+	simple(s, kind[*corev1.LimitRange](coreV1, "LimitRange", "limitranges", "limitrange", "skiff.core.v1.LimitRanges", true, []string{"limits"}, nil),
+		defaults.LimitRange, validation.LimitRange, validation.LimitRangeUpdate,
+		func(ep *server.Endpoint[*corev1.LimitRange, *corev1.LimitRange, *corev1.LimitRangeList, corev1.LimitRangeWatchResponse]) {
+			corev1.RegisterLimitRangesServer(g, ep)
+		})
+	simple(s, kind[*corev1.ResourceQuota](coreV1, "ResourceQuota", "resourcequotas", "resourcequota", "skiff.core.v1.ResourceQuotas", true, []string{"quota"}, []string{"status"}),
+		defaults.ResourceQuota, validation.ResourceQuota, validation.ResourceQuotaUpdate,
+		func(ep *server.Endpoint[*corev1.ResourceQuota, *corev1.ResourceQuota, *corev1.ResourceQuotaList, corev1.ResourceQuotaWatchResponse]) {
+			corev1.RegisterResourceQuotasServer(g, ep)
+		})
+
+	// rbac.authorization.k8s.io/v1
+	simple(s, kind[*rbacv1.Role](rbacV1, "Role", "roles", "role", "skiff.rbac.v1.Roles", true, nil, nil),
+		defaults.Role, validation.Role, validation.RoleUpdate,
+		func(ep *server.Endpoint[*rbacv1.Role, *rbacv1.Role, *rbacv1.RoleList, rbacv1.RoleWatchResponse]) {
+			rbacv1.RegisterRolesServer(g, ep)
+		})
+	simple(s, kind[*rbacv1.ClusterRole](rbacV1, "ClusterRole", "clusterroles", "clusterrole", "skiff.rbac.v1.ClusterRoles", false, nil, nil),
+		defaults.ClusterRole, validation.ClusterRole, validation.ClusterRoleUpdate,
+		func(ep *server.Endpoint[*rbacv1.ClusterRole, *rbacv1.ClusterRole, *rbacv1.ClusterRoleList, rbacv1.ClusterRoleWatchResponse]) {
+			rbacv1.RegisterClusterRolesServer(g, ep)
+		})
+	simple(s, kind[*rbacv1.RoleBinding](rbacV1, "RoleBinding", "rolebindings", "rolebinding", "skiff.rbac.v1.RoleBindings", true, nil, nil),
+		defaults.RoleBinding, validation.RoleBinding, validation.RoleBindingUpdate,
+		func(ep *server.Endpoint[*rbacv1.RoleBinding, *rbacv1.RoleBinding, *rbacv1.RoleBindingList, rbacv1.RoleBindingWatchResponse]) {
+			rbacv1.RegisterRoleBindingsServer(g, ep)
+		})
+	simple(s, kind[*rbacv1.ClusterRoleBinding](rbacV1, "ClusterRoleBinding", "clusterrolebindings", "clusterrolebinding", "skiff.rbac.v1.ClusterRoleBindings", false, nil, nil),
+		defaults.ClusterRoleBinding, validation.ClusterRoleBinding, validation.ClusterRoleBindingUpdate,
+		func(ep *server.Endpoint[*rbacv1.ClusterRoleBinding, *rbacv1.ClusterRoleBinding, *rbacv1.ClusterRoleBindingList, rbacv1.ClusterRoleBindingWatchResponse]) {
+			rbacv1.RegisterClusterRoleBindingsServer(g, ep)
+		})
+
+	// admissionregistration.k8s.io/v1
+	simple(s, kind[*admissionregistrationv1.MutatingWebhookConfiguration](admissionRegV1, "MutatingWebhookConfiguration", "mutatingwebhookconfigurations", "mutatingwebhookconfiguration",
+		"skiff.admissionregistration.v1.MutatingWebhookConfigurations", false, nil, nil),
+		defaults.MutatingWebhookConfiguration, validation.MutatingWebhookConfiguration, validation.MutatingWebhookConfigurationUpdate,
+		func(ep *server.Endpoint[*admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.MutatingWebhookConfigurationList, admissionregistrationv1.MutatingWebhookConfigurationWatchResponse]) {
+			admissionregistrationv1.RegisterMutatingWebhookConfigurationsServer(g, ep)
+		})
+	simple(s, kind[*admissionregistrationv1.ValidatingWebhookConfiguration](admissionRegV1, "ValidatingWebhookConfiguration", "validatingwebhookconfigurations", "validatingwebhookconfiguration",
+		"skiff.admissionregistration.v1.ValidatingWebhookConfigurations", false, nil, nil),
+		defaults.ValidatingWebhookConfiguration, validation.ValidatingWebhookConfiguration, validation.ValidatingWebhookConfigurationUpdate,
+		func(ep *server.Endpoint[*admissionregistrationv1.ValidatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfigurationList, admissionregistrationv1.ValidatingWebhookConfigurationWatchResponse]) {
+			admissionregistrationv1.RegisterValidatingWebhookConfigurationsServer(g, ep)
+		})
+}
+
+// simple installs a kind whose strategy is defaults and validation only,
+// and registers its endpoint through register.
+func simple[S object.Object, L proto.Message, W any](s *Server, k *scheme.Kind, def func(S), validate func(S) field.ErrorList,
+	validateUpdate func(newObj, oldObj S) field.ErrorList, register func(*server.Endpoint[S, S, L, W])) {
+	register(install[S, L, W](s, k, &registry.Strategy[S]{Default: def, Validate: validate, ValidateUpdate: validateUpdate}))
 }

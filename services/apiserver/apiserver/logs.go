@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"sync"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
 	"skiff.dev/internal/apierrors"
@@ -25,8 +27,13 @@ type logProxy struct {
 	pods  *registry.Registry[*corev1.Pod]
 	nodes *registry.Registry[*corev1.Node]
 
+	// tls, when set, secures connections to agents: their serving
+	// certificate must name their Node and be signed by the cluster CA,
+	// and the apiserver shows its client certificate. nil: plain text.
+	tls *tls.Config
+
 	mu    sync.Mutex
-	conns map[string]*grpc.ClientConn
+	conns map[string]*grpc.ClientConn // by node name and address
 }
 
 func newLogProxy(pods *registry.Registry[*corev1.Pod], nodes *registry.Registry[*corev1.Node]) *logProxy {
@@ -59,7 +66,7 @@ func (l *logProxy) stream(ctx context.Context, o *corev1.PodLogOptions, send fun
 	if err != nil {
 		return err
 	}
-	conn, err := l.conn(addr)
+	conn, err := l.conn(nodeName, addr)
 	if err != nil {
 		return apierrors.NewServiceUnavailable(fmt.Sprintf("node %q: %v", nodeName, err))
 	}
@@ -142,17 +149,24 @@ func agentAddress(n *corev1.Node) (string, error) {
 	return net.JoinHostPort(host, strconv.Itoa(int(port))), nil
 }
 
-func (l *logProxy) conn(addr string) (*grpc.ClientConn, error) {
+func (l *logProxy) conn(nodeName, addr string) (*grpc.ClientConn, error) {
+	key := nodeName + "@" + addr
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if c, ok := l.conns[addr]; ok {
+	if c, ok := l.conns[key]; ok {
 		return c, nil
 	}
-	c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	creds := insecure.NewCredentials()
+	if l.tls != nil {
+		tc := l.tls.Clone()
+		tc.ServerName = nodeName
+		creds = credentials.NewTLS(tc)
+	}
+	c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds))
 	if err != nil {
 		return nil, err
 	}
-	l.conns[addr] = c
+	l.conns[key] = c
 	return c, nil
 }
 

@@ -15,6 +15,7 @@ import (
 	appsv1 "skiff.dev/proto/apps/v1"
 	corev1 "skiff.dev/proto/core/v1"
 	metav1 "skiff.dev/proto/meta/v1"
+	"skiff.dev/services/apiserver/admission"
 	"skiff.dev/services/apiserver/registry"
 	"skiff.dev/services/apiserver/server"
 )
@@ -46,7 +47,7 @@ func (p *podsServer) Bind(ctx context.Context, b *corev1.Binding) (*corev1.Pod, 
 		return nil, apierrors.NewInvalid("Binding", meta.GetName(), errs)
 	}
 	pre := &metav1.Preconditions{Uid: meta.GetUid(), ResourceVersion: meta.GetResourceVersion()}
-	return p.reg.GuaranteedUpdate(ctx, meta.GetNamespace(), meta.GetName(), pre, func(cur *corev1.Pod) (*corev1.Pod, error) {
+	return p.reg.GuaranteedUpdate(ctx, registry.Subresource{Name: "binding", Operation: admission.Create}, meta.GetNamespace(), meta.GetName(), pre, func(cur *corev1.Pod) (*corev1.Pod, error) {
 		cm := cur.GetMetadata()
 		name := cm.GetName()
 		if cm.GetDeletionTimestamp() != nil {
@@ -148,7 +149,7 @@ func (s *scaleSubresource[T]) UpdateScale(ctx context.Context, sc *appsv1.Scale)
 			field.Invalid(field.NewPath("spec", "replicas"), want, "must be greater than or equal to 0")})
 	}
 	pre := &metav1.Preconditions{ResourceVersion: meta.GetResourceVersion()}
-	obj, err := s.reg.GuaranteedUpdate(ctx, meta.GetNamespace(), meta.GetName(), pre, func(cur T) (T, error) {
+	obj, err := s.reg.GuaranteedUpdate(ctx, registry.Subresource{Name: "scale", Operation: admission.Update}, meta.GetNamespace(), meta.GetName(), pre, func(cur T) (T, error) {
 		if s.replicas(cur) == want {
 			return cur, nil
 		}

@@ -17,17 +17,23 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"skiff.dev/services/apiserver/apiserver"
+	"skiff.dev/services/apiserver/user"
 )
 
 // Server is a running in-process apiserver with a client connection.
 type Server struct {
 	*apiserver.Server
+	// Conn is a client connection: with security on (Secure), as user
+	// AdminUser in system:masters.
 	Conn     *grpc.ClientConn
 	Registry *prometheus.Registry
 	DataDir  string
-	stop     context.CancelFunc
-	done     chan error
-	once     sync.Once
+	// Security is the TLS material and credentials helpers when the server
+	// runs with TLS and authentication (Secure); nil otherwise.
+	*Security
+	stop context.CancelFunc
+	done chan error
+	once sync.Once
 }
 
 // Option adjusts the config before start.
@@ -35,6 +41,12 @@ type Option func(*apiserver.Config)
 
 // WithConfig changes the config.
 func WithConfig(fn func(*apiserver.Config)) Option { return Option(fn) }
+
+// Secure starts the server with TLS and authentication on (its CA and
+// certificates in the test's data directory), as skiff-apiserver runs
+// without --insecure. Conn is then an admin (system:masters); ConnAs,
+// ConnWithToken and ClientConfig give other identities.
+func Secure() Option { return func(c *apiserver.Config) { c.Authn.Enabled = true } }
 
 // Start starts an apiserver for tb and stops it when tb ends.
 func Start(tb testing.TB, opts ...Option) *Server {
@@ -80,7 +92,14 @@ func StartConfig(cfg apiserver.Config) (*Server, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{Server: srv, Registry: cfg.Registry, stop: cancel, done: make(chan error, 1)}
 	go func() { s.done <- srv.Run(ctx) }()
-	conn, err := grpc.NewClient(srv.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	var conn *grpc.ClientConn
+	if cfg.Authn.Enabled {
+		if s.Security, err = newSecurity(srv.Addr(), cfg.Authn, cfg.DataDir); err == nil {
+			conn, err = s.dialAs(AdminUser, user.Masters)
+		}
+	} else {
+		conn, err = grpc.NewClient(srv.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	}
 	if err != nil {
 		s.Stop()
 		return nil, err

@@ -55,6 +55,9 @@ type crudCase[T object.Object, L proto.Message] struct {
 	mutate     func(T)      // a spec change: generation must grow
 	setStatus  func(T) bool // false when the kind has no status
 	items      func(L) []T
+	// terminates: Delete only marks the object (a Namespace waits for the
+	// namespace controller to empty it and remove its finalizer).
+	terminates bool
 }
 
 func (c crudCase[T, L]) run(t *testing.T) {
@@ -81,7 +84,8 @@ func (c crudCase[T, L]) run(t *testing.T) {
 	if err != nil || !proto.Equal(got, created) {
 		t.Fatalf("get: %v\n got  %v\n want %v", err, got, created)
 	}
-	list, err := c.res.List(ctx, &metav1.ListOptions{Namespace: ns})
+	// (the server makes namespaces of its own: select the test's objects)
+	list, err := c.res.List(ctx, &metav1.ListOptions{Namespace: ns, LabelSelector: "app=web"})
 	if err != nil || len(c.items(list)) != 1 {
 		t.Fatalf("list: %v %v", err, list)
 	}
@@ -139,6 +143,12 @@ func (c crudCase[T, L]) run(t *testing.T) {
 	if _, err := c.res.Delete(ctx, &metav1.DeleteRequest{Namespace: ns, Name: "one", Preconditions: &metav1.Preconditions{Uid: m.GetUid()}}); err != nil {
 		t.Fatalf("delete: %v", err)
 	}
+	if c.terminates {
+		if got, err := c.res.Get(ctx, ns, "one"); err != nil || got.GetMetadata().GetDeletionTimestamp() == nil {
+			t.Fatalf("get after delete: want the object marked for deletion, got %v, %v", got, err)
+		}
+		return
+	}
 	if _, err := c.res.Get(ctx, ns, "one"); !apierrors.IsNotFound(err) || status.Code(err) != codes.NotFound {
 		t.Fatalf("get after delete: want NotFound, got %v", err)
 	}
@@ -151,9 +161,10 @@ func TestCRUDEveryKind(t *testing.T) {
 		obj: func(_, name string) *corev1.Namespace {
 			return &corev1.Namespace{Metadata: meta("", name), Spec: &corev1.NamespaceSpec{}}
 		},
-		mutate:    func(n *corev1.Namespace) { n.Spec = &corev1.NamespaceSpec{Finalizers: []string{"kubernetes"}} },
-		setStatus: func(n *corev1.Namespace) bool { n.Status = &corev1.NamespaceStatus{Phase: "Terminating"}; return true },
-		items:     func(l *corev1.NamespaceList) []*corev1.Namespace { return l.Items },
+		mutate:     func(n *corev1.Namespace) { n.Spec = &corev1.NamespaceSpec{Finalizers: []string{"kubernetes"}} },
+		setStatus:  func(n *corev1.Namespace) bool { n.Status = &corev1.NamespaceStatus{Phase: "Terminating"}; return true },
+		items:      func(l *corev1.NamespaceList) []*corev1.Namespace { return l.Items },
+		terminates: true,
 	}.run)
 	t.Run("Pod", crudCase[*corev1.Pod, *corev1.PodList]{
 		res:        client.Pods(s.Conn),

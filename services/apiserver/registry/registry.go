@@ -17,6 +17,7 @@ import (
 	"skiff.dev/internal/field"
 	"skiff.dev/internal/object"
 	metav1 "skiff.dev/proto/meta/v1"
+	"skiff.dev/services/apiserver/admission"
 	"skiff.dev/services/apiserver/storage"
 	"skiff.dev/services/apiserver/watchcache"
 )
@@ -34,6 +35,7 @@ type Registry[T object.Object] struct {
 	store    *storage.Store[T]
 	cache    *watchcache.Cache[T]
 	now      func() time.Time
+	admit    Admission // nil: no admission
 }
 
 // New returns a registry over a store and its watch cache.
@@ -101,6 +103,13 @@ func (r *Registry[T]) Create(ctx context.Context, obj T) (T, error) {
 	if r.strategy.Default != nil {
 		r.strategy.Default(obj)
 	}
+	var attrs *admission.Attributes
+	if r.admit != nil {
+		if obj, attrs, err = r.admitCreate(ctx, obj); err != nil {
+			return zero, err
+		}
+		meta = object.Meta(obj)
+	}
 	generated := meta.Name == "" && meta.GenerateName != ""
 	for attempt := 0; ; attempt++ {
 		if generated {
@@ -109,6 +118,14 @@ func (r *Registry[T]) Create(ctx context.Context, obj T) (T, error) {
 		if r.strategy.Validate != nil {
 			if errs := r.strategy.Validate(obj); len(errs) > 0 {
 				return zero, r.invalid(obj, errs)
+			}
+		}
+		if attrs != nil && attempt == 0 {
+			// Once: a quota charged for this create is not charged again
+			// for another generated name.
+			attrs.Object, attrs.Name = obj, meta.Name
+			if err := r.admit.Validate(ctx, attrs); err != nil {
+				return zero, err
 			}
 		}
 		key, err := r.key(ns, meta.Name)
@@ -190,8 +207,21 @@ func (r *Registry[T]) update(ctx context.Context, obj T, status bool) (T, error)
 			return zero, r.conflict(meta.Name)
 		}
 		next := r.prepareUpdate(obj, cur, status)
+		var attrs *admission.Attributes
+		if r.admit != nil {
+			var err error
+			if next, attrs, err = r.admitUpdate(ctx, next, cur, status); err != nil {
+				return zero, err
+			}
+			r.setGeneration(next, cur, status)
+		}
 		if errs := r.validateUpdate(next, cur); len(errs) > 0 {
 			return zero, r.invalid(next, errs)
+		}
+		if attrs != nil {
+			if err := r.admit.Validate(ctx, attrs); err != nil {
+				return zero, err
+			}
 		}
 		if proto.Equal(next, cur) {
 			return cur, nil // nothing changed: no write, same resourceVersion
@@ -227,15 +257,21 @@ func (r *Registry[T]) prepareUpdate(req, cur T, status bool) T {
 	nm.DeletionTimestamp = cm.GetDeletionTimestamp()
 	nm.DeletionGracePeriodSeconds = cm.DeletionGracePeriodSeconds
 	nm.ResourceVersion = cm.GetResourceVersion()
-	nm.Generation = cm.GetGeneration()
-	if !status && !object.SpecEqual(next, cur) {
-		nm.Generation++
-	}
+	r.setGeneration(next, cur, status)
 	if cm.GetDeletionTimestamp() != nil {
 		// An object being deleted may lose finalizers, never gain new ones.
 		nm.Finalizers = keepOnly(nm.Finalizers, cm.GetFinalizers())
 	}
 	return next
+}
+
+// setGeneration bumps generation when an update changes the spec.
+func (r *Registry[T]) setGeneration(next, cur T, status bool) {
+	nm := object.Meta(next)
+	nm.Generation = cur.GetMetadata().GetGeneration()
+	if !status && !object.SpecEqual(next, cur) {
+		nm.Generation++
+	}
 }
 
 func (r *Registry[T]) validateUpdate(next, cur T) field.ErrorList {
@@ -253,7 +289,7 @@ func (r *Registry[T]) validateUpdate(next, cur T) field.ErrorList {
 // finalizers left and no grace period pending.
 func (r *Registry[T]) finishIfDeletable(ctx context.Context, key string, obj T) (T, error) {
 	meta := obj.GetMetadata()
-	if meta.GetDeletionTimestamp() == nil || len(meta.GetFinalizers()) > 0 || meta.GetDeletionGracePeriodSeconds() > 0 {
+	if meta.GetDeletionTimestamp() == nil || len(meta.GetFinalizers()) > 0 || meta.GetDeletionGracePeriodSeconds() > 0 || r.pendingFinalizers(obj) {
 		return obj, nil
 	}
 	rv := meta.GetResourceVersion()
@@ -305,6 +341,14 @@ func (r *Registry[T]) Delete(ctx context.Context, req *metav1.DeleteRequest) (T,
 	if err != nil {
 		return zero, err
 	}
+	if r.admit != nil {
+		if err := check(cur); err != nil {
+			return zero, err
+		}
+		if err := r.admit.Validate(ctx, r.attributes(ctx, admission.Delete, "", nil, cur)); err != nil {
+			return zero, err
+		}
+	}
 	for {
 		if err := check(cur); err != nil {
 			return zero, err
@@ -317,7 +361,7 @@ func (r *Registry[T]) Delete(ctx context.Context, req *metav1.DeleteRequest) (T,
 		if policyFinalizer != "" && !slices.Contains(finalizers, policyFinalizer) {
 			finalizers = append(append([]string(nil), finalizers...), policyFinalizer)
 		}
-		if len(finalizers) == 0 && !graceful {
+		if len(finalizers) == 0 && !graceful && r.strategy.PrepareForDeletion == nil {
 			return r.store.Delete(ctx, key, name, cur, check)
 		}
 		marked, err := r.store.GuaranteedUpdate(ctx, key, name, cur, func(c T) (T, error) {
@@ -344,7 +388,7 @@ func (r *Registry[T]) Delete(ctx context.Context, req *metav1.DeleteRequest) (T,
 				}
 				m.DeletionGracePeriodSeconds = proto.Int64(0)
 			}
-			if r.strategy.PrepareForDeletion != nil {
+			if r.strategy.PrepareForDeletion != nil && c.GetMetadata().GetDeletionTimestamp() == nil {
 				r.strategy.PrepareForDeletion(next)
 			}
 			if proto.Equal(next, c) {
@@ -380,14 +424,22 @@ func (r *Registry[T]) checkPreconditions(name string, cur T, p *metav1.Precondit
 	return nil
 }
 
+// Subresource is the subresource a GuaranteedUpdate serves, as admission
+// sees it: Pods.Bind is a CREATE of pods/binding (as Kubernetes counts
+// it), UpdateScale an UPDATE of <resource>/scale.
+type Subresource struct {
+	Name      string
+	Operation admission.Operation
+}
+
 // GuaranteedUpdate runs fn on the current object until its write lands;
-// subresources (bind, scale) use it. The preconditions (may be nil) are
+// subresources (bind, scale: sub) use it. The preconditions (may be nil) are
 // checked against the current object first. fn must not modify cur; it returns a
 // new object, cur for "no change", or an error. The result must be a valid
 // object, but the kind's update rules (ValidateUpdate) do not apply: a
 // subresource enforces its own (Bind may set spec.nodeName, which an Update
 // of a pod may not change).
-func (r *Registry[T]) GuaranteedUpdate(ctx context.Context, namespace, name string, pre *metav1.Preconditions, fn func(cur T) (T, error)) (T, error) {
+func (r *Registry[T]) GuaranteedUpdate(ctx context.Context, sub Subresource, namespace, name string, pre *metav1.Preconditions, fn func(cur T) (T, error)) (T, error) {
 	var zero T
 	ns, err := r.namespaceOf(namespace)
 	if err != nil {
@@ -410,8 +462,19 @@ func (r *Registry[T]) GuaranteedUpdate(ctx context.Context, namespace, name stri
 				return zero, r.invalid(next, errs)
 			}
 		}
+		if r.admit != nil {
+			if err := r.admit.Validate(ctx, r.attributes(ctx, sub.Operation, sub.Name, next, cur)); err != nil {
+				return zero, err
+			}
+		}
 		return next, nil
 	})
+}
+
+// pendingFinalizers says whether finalizers the kind keeps outside
+// metadata (a Namespace's spec.finalizers) still hold obj.
+func (r *Registry[T]) pendingFinalizers(obj T) bool {
+	return r.strategy.PendingFinalizers != nil && len(r.strategy.PendingFinalizers(obj)) > 0
 }
 
 // keepOnly returns the elements of xs that are also in allowed.

@@ -27,8 +27,15 @@ type Strategy[T object.Object] struct {
 	// deletionTimestamp (and for how long) so that an agent can stop it
 	// first; that agent then deletes with grace period 0. nil = never.
 	GracefulDelete func(obj T, gracePeriodSeconds *int64) (seconds int64, graceful bool)
-	// PrepareForDeletion lets a kind adjust an object being marked for deletion.
+	// PrepareForDeletion lets a kind adjust an object when it is first
+	// marked for deletion. A kind that has one is always marked (never
+	// deleted at once), so that it can add what must run before it goes.
 	PrepareForDeletion func(T)
+	// PendingFinalizers returns finalizers the kind keeps outside
+	// metadata.finalizers (a Namespace's spec.finalizers, which its
+	// controller removes with an Update): like those, they hold an object
+	// marked for deletion until they are gone. nil: none.
+	PendingFinalizers func(T) []string
 }
 
 // FieldSet returns every selectable field of obj.

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"skiff.dev/internal/apierrors"
+	"skiff.dev/services/apiserver/user"
 )
 
 // RequestIDHeader carries a client's request id; the server echoes it in
@@ -25,13 +26,68 @@ import (
 // its logs only (sending a unique header on every response costs CPU).
 const RequestIDHeader = "x-request-id"
 
-// RequestInfo is what the chain learns about a request from its method.
+// RequestInfo is what the chain learns about a request: from its method
+// (resource and verb), from its message (namespace, name, selectors) and
+// from authentication (the user). Authorization, fairness, admission and
+// audit all read it.
 type RequestInfo struct {
 	ID          string
+	Path        string // the full gRPC method, "/skiff.core.v1.Pods/List"
+	APIGroup    string // "" (core), "apps"...
 	Resource    string // "pods"; "" for non-resource services (discovery, health)
-	Subresource string // "status", "binding", "scale"
+	Subresource string // "status", "binding", "scale", "log"
 	Verb        string // create, get, list, update, delete, watch
-	echo        bool   // the client sent the id: send it back
+	Namespaced  bool   // the resource is namespaced
+	// From the request message: the namespace ("" for cluster-scoped
+	// kinds, and for a list or watch across all namespaces), the object's
+	// name ("" for lists, watches and creates by generateName) and the
+	// selectors of a list or watch.
+	Namespace     string
+	Name          string
+	LabelSelector string
+	FieldSelector string
+	User          *user.Info // nil until authentication ran
+	// Object is the request message (a stream's first one): the object of
+	// a create or update, the options of a get, list or watch. Read only.
+	Object any
+	Start  time.Time
+	echo   bool // the client sent the id: send it back
+}
+
+// IsResource says whether the request is about a resource (not discovery,
+// health or reflection).
+func (ri *RequestInfo) IsResource() bool { return ri.Resource != "" }
+
+// Authenticator says who sent a request. An error (or a nil user) refuses
+// it as Unauthenticated.
+type Authenticator interface {
+	Authenticate(ctx context.Context, ri *RequestInfo) (*user.Info, error)
+}
+
+// Limiter is fairness: Acquire waits for the request's turn to execute (or
+// refuses it with TooManyRequests) and returns the release to call when it
+// is done. Long-running requests (watches, logs) release once established.
+type Limiter interface {
+	Acquire(ctx context.Context, ri *RequestInfo) (release func(), err error)
+}
+
+// Authorizer allows a request or refuses it (a Forbidden error that names
+// who was denied what).
+type Authorizer interface {
+	Authorize(ctx context.Context, ri *RequestInfo) error
+}
+
+// Auditor records a finished request: req is the request message (for a
+// stream, the first one), resp the response (nil for streams), err its
+// final status.
+type Auditor interface {
+	Audit(ri *RequestInfo, req, resp any, err error)
+}
+
+// publicMethod: health checks pass without authentication, as /healthz does
+// in Kubernetes, so probes need no credentials.
+func publicMethod(fullMethod string) bool {
+	return strings.HasPrefix(fullMethod, "/grpc.health.v1.Health/")
 }
 
 type requestInfoKey struct{}
@@ -43,25 +99,30 @@ func RequestInfoFrom(ctx context.Context) (*RequestInfo, bool) {
 }
 
 // route maps a gRPC method to its resource and verb.
-type route struct{ resource, subresource, verb string }
+type route struct {
+	group, resource, subresource, verb string
+	namespaced                         bool
+}
 
 // Routes knows every method of every resource service.
 type Routes map[string]route
 
 // Add records the methods of one resource service.
-func (rs Routes) Add(service, resource string) {
+func (rs Routes) Add(service, group, resource string, namespaced bool) {
 	for method, r := range map[string]route{
-		"Create":       {resource, "", "create"},
-		"Get":          {resource, "", "get"},
-		"List":         {resource, "", "list"},
-		"Update":       {resource, "", "update"},
-		"UpdateStatus": {resource, "status", "update"},
-		"Delete":       {resource, "", "delete"},
-		"Watch":        {resource, "", "watch"},
-		"Bind":         {resource, "binding", "create"},
-		"GetScale":     {resource, "scale", "get"},
-		"UpdateScale":  {resource, "scale", "update"},
+		"Create":       {resource: resource, verb: "create"},
+		"Get":          {resource: resource, verb: "get"},
+		"List":         {resource: resource, verb: "list"},
+		"Update":       {resource: resource, verb: "update"},
+		"UpdateStatus": {resource: resource, subresource: "status", verb: "update"},
+		"Delete":       {resource: resource, verb: "delete"},
+		"Watch":        {resource: resource, verb: "watch"},
+		"Bind":         {resource: resource, subresource: "binding", verb: "create"},
+		"GetScale":     {resource: resource, subresource: "scale", verb: "get"},
+		"UpdateScale":  {resource: resource, subresource: "scale", verb: "update"},
+		"Logs":         {resource: resource, subresource: "log", verb: "get"},
 	} {
+		r.group, r.namespaced = group, namespaced
 		rs["/"+service+"/"+method] = r
 	}
 }
@@ -105,16 +166,22 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
-// Chain is the request chain every call passes: request info -> (later:
-// authentication, rate limiting, authorization, admission) -> handler;
-// then metrics, logs and the one mapping of errors to gRPC statuses.
+// Chain is the request chain every call passes: request info ->
+// authentication -> fairness (Limiter) -> authorization -> handler (whose
+// registry runs admission); then metrics, audit, logs and the one mapping
+// of errors to gRPC statuses. A nil hook is off: without an Authenticator
+// every request is user.UnsecuredInfo.
 type Chain struct {
-	Routes   Routes
-	Metrics  *Metrics
-	Log      *zap.Logger
-	idBase   string
-	seq      atomic.Uint64
-	byMethod sync.Map // full method -> *methodStats
+	Routes        Routes
+	Metrics       *Metrics
+	Log           *zap.Logger
+	Authenticator Authenticator
+	Limiter       Limiter
+	Authorizer    Authorizer
+	Auditor       Auditor
+	idBase        string
+	seq           atomic.Uint64
+	byMethod      sync.Map // full method -> *methodStats
 }
 
 // NewChain returns a chain.
@@ -126,7 +193,7 @@ func NewChain(routes Routes, m *Metrics, log *zap.Logger) *Chain {
 
 func (c *Chain) begin(ctx context.Context, fullMethod string) (context.Context, *RequestInfo) {
 	r := c.Routes.info(fullMethod)
-	ri := &RequestInfo{Resource: r.resource, Subresource: r.subresource, Verb: r.verb}
+	ri := &RequestInfo{Path: fullMethod, APIGroup: r.group, Resource: r.resource, Subresource: r.subresource, Verb: r.verb, Namespaced: r.namespaced, Start: time.Now()}
 	if ids := metadata.ValueFromIncomingContext(ctx, RequestIDHeader); len(ids) > 0 && len(ids[0]) <= 128 {
 		ri.ID = ids[0]
 		ri.echo = true
@@ -221,29 +288,124 @@ func (c *Chain) stats(ri *RequestInfo, fullMethod string) *methodStats {
 	return actual.(*methodStats)
 }
 
+// authenticate sets ri.User and puts it in ctx.
+func (c *Chain) authenticate(ctx context.Context, ri *RequestInfo) (context.Context, error) {
+	switch {
+	case c.Authenticator == nil:
+		ri.User = user.UnsecuredInfo
+	case publicMethod(ri.Path):
+		ri.User = &user.Info{Name: user.Anonymous, Groups: []string{user.AllUnauthenticated}, Authenticator: "anonymous"}
+	default:
+		u, err := c.Authenticator.Authenticate(ctx, ri)
+		if err != nil {
+			return ctx, err
+		}
+		if u == nil {
+			return ctx, apierrors.NewUnauthorized("Unauthorized: the request has no credentials (a client certificate or a bearer token)")
+		}
+		ri.User = u
+	}
+	return user.With(ctx, ri.User), nil
+}
+
+// admit runs fairness and authorization for a request whose message is
+// known; it returns the release of the request's seat.
+func (c *Chain) admit(ctx context.Context, ri *RequestInfo, msg any) (func(), error) {
+	ri.attributes(msg)
+	release := func() {}
+	if c.Limiter != nil && !publicMethod(ri.Path) {
+		r, err := c.Limiter.Acquire(ctx, ri)
+		if err != nil {
+			return release, err
+		}
+		release = r
+	}
+	if c.Authorizer != nil && !publicMethod(ri.Path) {
+		if err := c.Authorizer.Authorize(ctx, ri); err != nil {
+			release()
+			return func() {}, err
+		}
+	}
+	return release, nil
+}
+
 // Unary is the chain for unary calls.
 func (c *Chain) Unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-	start := time.Now()
 	ctx, ri := c.begin(ctx, info.FullMethod)
 	if ri.echo {
 		_ = grpc.SetHeader(ctx, metadata.Pairs(RequestIDHeader, ri.ID))
 	}
-	resp, err := handler(ctx, req)
+	resp, err := c.serveUnary(ctx, ri, req, handler)
 	err = toStatus(err)
-	c.finish(ri, info.FullMethod, start, err, false)
+	c.finish(ri, info.FullMethod, ri.Start, err, false)
+	if c.Auditor != nil {
+		c.Auditor.Audit(ri, req, resp, err)
+	}
 	return resp, err
 }
 
+func (c *Chain) serveUnary(ctx context.Context, ri *RequestInfo, req any, handler grpc.UnaryHandler) (any, error) {
+	ctx, err := c.authenticate(ctx, ri)
+	if err != nil {
+		return nil, err
+	}
+	release, err := c.admit(ctx, ri, req)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	return handler(ctx, req)
+}
+
+// wrappedStream runs admission of a stream on its first message (the
+// request: list options, log options) and releases the stream's seat once
+// the handler answers (its header or first message).
 type wrappedStream struct {
 	grpc.ServerStream
-	ctx context.Context
+	ctx     context.Context
+	chain   *Chain
+	ri      *RequestInfo
+	first   any // the first message, for audit
+	release func()
 }
 
 func (w *wrappedStream) Context() context.Context { return w.ctx }
 
-// Stream is the chain for streaming calls (watches).
+func (w *wrappedStream) RecvMsg(m any) error {
+	if err := w.ServerStream.RecvMsg(m); err != nil {
+		return err
+	}
+	if w.first != nil {
+		return nil
+	}
+	w.first = m
+	release, err := w.chain.admit(w.ctx, w.ri, m)
+	if err != nil {
+		return err
+	}
+	w.release = release
+	return nil
+}
+
+func (w *wrappedStream) established() {
+	if w.release != nil {
+		w.release()
+		w.release = nil
+	}
+}
+
+func (w *wrappedStream) SendHeader(md metadata.MD) error {
+	w.established()
+	return w.ServerStream.SendHeader(md)
+}
+
+func (w *wrappedStream) SendMsg(m any) error {
+	w.established()
+	return w.ServerStream.SendMsg(m)
+}
+
+// Stream is the chain for streaming calls (watches, logs).
 func (c *Chain) Stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-	start := time.Now()
 	ctx, ri := c.begin(ss.Context(), info.FullMethod)
 	if ri.echo {
 		_ = ss.SetHeader(metadata.Pairs(RequestIDHeader, ri.ID))
@@ -253,7 +415,17 @@ func (c *Chain) Stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInf
 		g.Inc()
 		defer g.Dec()
 	}
-	err := toStatus(handler(srv, &wrappedStream{ServerStream: ss, ctx: ctx}))
-	c.finish(ri, info.FullMethod, start, err, true)
+	ws := &wrappedStream{ServerStream: ss, chain: c, ri: ri}
+	ctx, err := c.authenticate(ctx, ri)
+	if err == nil {
+		ws.ctx = ctx
+		err = handler(srv, ws)
+		ws.established()
+	}
+	err = toStatus(err)
+	c.finish(ri, info.FullMethod, ri.Start, err, true)
+	if c.Auditor != nil {
+		c.Auditor.Audit(ri, ws.first, nil, err)
+	}
 	return err
 }

@@ -10,22 +10,25 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/google/uuid"
 	"go.uber.org/zap"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
+	"skiff.dev/internal/client"
 	"skiff.dev/internal/leaderelection"
 	"skiff.dev/internal/serving"
 	"skiff.dev/services/controller-manager/deployment"
 	"skiff.dev/services/controller-manager/garbagecollector"
 	"skiff.dev/services/controller-manager/manager"
+	"skiff.dev/services/controller-manager/namespace"
+	"skiff.dev/services/controller-manager/nodeipam"
 	"skiff.dev/services/controller-manager/nodelifecycle"
 	"skiff.dev/services/controller-manager/replicaset"
+	"skiff.dev/services/controller-manager/resourcequota"
 )
 
 // Builders is the catalogue of controllers, by --controllers name.
@@ -51,18 +54,32 @@ func Builders() map[string]manager.Builder {
 				DefaultTolerationSeconds: tolerate,
 			})
 		},
+		nodeipam.Name: func(mc *manager.Context, cfg *manager.Config) manager.Controller {
+			o := nodeipam.Options{Workers: cfg.Workers[nodeipam.Name], NodeCIDRMaskSize: cfg.NodeCIDRMaskSize}
+			if cfg.ClusterCIDR != "" {
+				// ParseFlags checked it; an invalid one makes Run fail.
+				o.ClusterCIDR, _ = netip.ParsePrefix(cfg.ClusterCIDR)
+			}
+			return nodeipam.New(mc, o)
+		},
+		namespace.Name: func(mc *manager.Context, cfg *manager.Config) manager.Controller {
+			return namespace.New(mc, namespace.Options{Workers: cfg.Workers[namespace.Name]})
+		},
+		resourcequota.Name: func(mc *manager.Context, cfg *manager.Config) manager.Controller {
+			return resourcequota.New(mc, resourcequota.Options{Workers: cfg.Workers[resourcequota.Name], SyncPeriod: cfg.ResourceQuotaSyncPeriod})
+		},
 	}
 }
 
 // Defaults are the controllers "*" stands for: all of them.
 func Defaults() []string {
-	return []string{replicaset.Name, deployment.Name, garbagecollector.Name, nodelifecycle.Name}
+	return []string{replicaset.Name, deployment.Name, garbagecollector.Name, nodelifecycle.Name, nodeipam.Name, namespace.Name, resourcequota.Name}
 }
 
 // Options are the program's settings, from flags.
 type Options struct {
-	Server        string // apiserver gRPC address
-	MetricsListen string // "" disables /metrics, /healthz, /readyz
+	API           client.Config // the apiserver: address, CA, credentials
+	MetricsListen string        // "" disables /metrics, /healthz, /readyz
 	LogLevel      string
 	Manager       manager.Config
 }
@@ -73,6 +90,8 @@ var workersFlags = []struct{ flag, controller string }{
 	{"concurrent-deployment-syncs", deployment.Name},
 	{"concurrent-gc-syncs", garbagecollector.Name},
 	{"concurrent-node-syncs", nodelifecycle.Name},
+	{"concurrent-namespace-syncs", namespace.Name},
+	{"concurrent-resource-quota-syncs", resourcequota.Name},
 }
 
 // ParseFlags reads args into Options. It returns flag.ErrHelp after printing
@@ -88,9 +107,18 @@ func ParseFlags(args []string, out io.Writer) (*Options, error) {
 
 Runs Skiff's control loops against the apiserver: Deployments roll out
 through ReplicaSets to Pods, the garbage collector deletes what lost its
-owner, and the node lifecycle controller taints and evicts nodes whose Lease
-stops. With --leader-elect only one of several copies works at a time.
+owner, the node lifecycle controller taints and evicts nodes whose Lease
+stops, and the node IPAM controller gives every Node a pod subnet
+(spec.podCIDR) cut from --cluster-cidr, the namespace controller deletes
+what is in a deleted namespace, and the resourcequota controller keeps
+ResourceQuota usage true. With --leader-elect only one of several copies works at a time.
 Metrics on --metrics-listen at /metrics; /healthz and /readyz beside them.
+
+It reaches the apiserver at --server over TLS, verified with --tls-ca-file,
+as the user of its client certificate (--tls-cert-file and --tls-key-file,
+issued with "skiff-apiserver certs issue --cn system:kube-controller-manager")
+or of a bearer token (--token-file); --insecure dials a development
+apiserver in plain text.
 
 Controllers: %s ("*" = all; "-name" removes one).
 
@@ -101,7 +129,7 @@ Flags:
 	o := &Options{}
 	var controllers string
 	hostname, _ := os.Hostname()
-	fs.StringVar(&o.Server, "server", "127.0.0.1:6443", "apiserver gRPC address")
+	o.API.AddFlags(fs, "127.0.0.1:6443")
 	fs.StringVar(&o.MetricsListen, "metrics-listen", "0.0.0.0:10257", "HTTP address for /metrics, /healthz and /readyz (empty disables)")
 	fs.StringVar(&o.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&controllers, "controllers", "*", "comma-separated controllers to run")
@@ -119,6 +147,9 @@ Flags:
 	fs.DurationVar(&m.LeaderElection.RetryPeriod, "leader-elect-retry-period", leaderelection.DefaultRetryPeriod, "interval between attempts to acquire or renew the Lease")
 	fs.DurationVar(&m.NodeMonitorGracePeriod, "node-monitor-grace-period", 40*time.Second, "a node whose Lease is older than this becomes NotReady (unreachable)")
 	fs.Int64Var(&m.DefaultTolerationSeconds, "default-toleration-seconds", 300, "how long pods without a toleration for unreachable/not-ready stay on such a node before eviction")
+	fs.StringVar(&m.ClusterCIDR, "cluster-cidr", nodeipam.DefaultClusterCIDR, "the pods' address range, cut by the nodeipam controller into one subnet per Node (spec.podCIDR); the node agents' --cluster-cidr must match")
+	fs.IntVar(&m.NodeCIDRMaskSize, "node-cidr-mask-size", nodeipam.DefaultNodeCIDRMaskSize, "prefix length of each Node's pod subnet (24: 254 pod addresses per node, 256 nodes in a /16)")
+	fs.DurationVar(&m.ResourceQuotaSyncPeriod, "resource-quota-sync-period", resourcequota.DefaultSyncPeriod, "recompute every ResourceQuota's status.used this often (also after deletes of pods, configmaps, replicasets and deployments)")
 	fs.DurationVar(&m.Resync, "resync-period", 0, "replay every cached object to the controllers at this period (0: never)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -139,10 +170,31 @@ Flags:
 	if m.NodeMonitorGracePeriod <= 0 {
 		return nil, fmt.Errorf("--node-monitor-grace-period: %v, must be positive", m.NodeMonitorGracePeriod)
 	}
+	if m.ResourceQuotaSyncPeriod <= 0 {
+		return nil, fmt.Errorf("--resource-quota-sync-period: %v, must be positive", m.ResourceQuotaSyncPeriod)
+	}
 	if m.DefaultTolerationSeconds < 0 {
 		return nil, fmt.Errorf("--default-toleration-seconds: %d, must be 0 or more", m.DefaultTolerationSeconds)
 	}
+	if err := checkNodeIPAM(m.ClusterCIDR, m.NodeCIDRMaskSize); err != nil {
+		return nil, err
+	}
 	return o, nil
+}
+
+// checkNodeIPAM checks --cluster-cidr and --node-cidr-mask-size.
+func checkNodeIPAM(cluster string, mask int) error {
+	p, err := netip.ParsePrefix(cluster)
+	if err != nil {
+		return fmt.Errorf("--cluster-cidr %q: not a CIDR (e.g. %s)", cluster, nodeipam.DefaultClusterCIDR)
+	}
+	if p != p.Masked() {
+		return fmt.Errorf("--cluster-cidr %q: has bits set beyond its /%d prefix (did you mean %s?)", cluster, p.Bits(), p.Masked())
+	}
+	if _, err := (nodeipam.Options{ClusterCIDR: p, NodeCIDRMaskSize: mask}).NewSet(); err != nil {
+		return fmt.Errorf("--node-cidr-mask-size %d with --cluster-cidr %s: %w", mask, cluster, err)
+	}
+	return nil
 }
 
 // Run connects to the apiserver and runs the manager until ctx ends.
@@ -152,16 +204,16 @@ func Run(ctx context.Context, o *Options, log *zap.Logger, ready func(metricsAdd
 	o.Manager.Logger = log
 	o.Manager.Registerer = reg
 
-	conn, err := grpc.NewClient(o.Server, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := client.Dial(o.API)
 	if err != nil {
-		return fmt.Errorf("--server %q: %w", o.Server, err)
+		return err
 	}
 	defer conn.Close()
 	mgr, err := manager.New(conn, o.Manager, Builders(), Defaults())
 	if err != nil {
 		return err
 	}
-	log.Info("starting", zap.String("server", o.Server), zap.Strings("controllers", mgr.Controllers()),
+	log.Info("starting", zap.String("server", o.API.Server), zap.Strings("controllers", mgr.Controllers()),
 		zap.Bool("leaderElect", o.Manager.LeaderElect), zap.String("identity", o.Manager.LeaderElection.Identity))
 
 	var addr string

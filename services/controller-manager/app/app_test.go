@@ -18,11 +18,11 @@ func TestChooseControllers(t *testing.T) {
 		want    []string
 		wantErr string
 	}{
-		{"default is all", nil, []string{"deployment", "garbagecollector", "nodelifecycle", "replicaset"}, ""},
-		{"star minus one", []string{"*", "-nodelifecycle"}, []string{"deployment", "garbagecollector", "replicaset"}, ""},
+		{"default is all", nil, []string{"deployment", "garbagecollector", "namespace", "nodeipam", "nodelifecycle", "replicaset", "resourcequota"}, ""},
+		{"star minus one", []string{"*", "-nodelifecycle"}, []string{"deployment", "garbagecollector", "namespace", "nodeipam", "replicaset", "resourcequota"}, ""},
 		{"named only", []string{"replicaset"}, []string{"replicaset"}, ""},
 		{"unknown names are listed", []string{"replicaset", "jobs", "-cron"}, nil, "unknown controller(s) jobs, cron"},
-		{"nothing left", []string{"*", "-deployment", "-replicaset", "-garbagecollector", "-nodelifecycle"}, nil, "no controller left"},
+		{"nothing left", []string{"*", "-deployment", "-replicaset", "-garbagecollector", "-nodelifecycle", "-nodeipam", "-namespace", "-resourcequota"}, nil, "no controller left"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -48,6 +48,12 @@ func TestParseFlags(t *testing.T) {
 	if !slices.Equal(o.Manager.Controllers, []string{"replicaset", "deployment"}) || o.Manager.Workers["replicaset"] != 8 || o.Manager.LeaderElect {
 		t.Errorf("parsed %+v", o.Manager)
 	}
+	if o.Manager.ClusterCIDR != "10.244.0.0/16" || o.Manager.NodeCIDRMaskSize != 24 {
+		t.Errorf("node IPAM defaults: --cluster-cidr %q --node-cidr-mask-size %d", o.Manager.ClusterCIDR, o.Manager.NodeCIDRMaskSize)
+	}
+	if o, err := ParseFlags([]string{"--cluster-cidr", "fd00:10:244::/48", "--node-cidr-mask-size", "64"}, nil); err != nil || o.Manager.ClusterCIDR != "fd00:10:244::/48" {
+		t.Errorf("an IPv6 cluster CIDR: %+v, %v", o, err)
+	}
 	bad := []struct {
 		args []string
 		want string
@@ -55,6 +61,11 @@ func TestParseFlags(t *testing.T) {
 		{[]string{"--concurrent-gc-syncs", "-1"}, "--concurrent-gc-syncs: -1"},
 		{[]string{"--node-monitor-grace-period", "0s"}, "--node-monitor-grace-period"},
 		{[]string{"--default-toleration-seconds", "-5"}, "--default-toleration-seconds"},
+		{[]string{"--resource-quota-sync-period", "0s"}, "--resource-quota-sync-period: 0s, must be positive"},
+		{[]string{"--cluster-cidr", "10.244.0.0"}, `--cluster-cidr "10.244.0.0": not a CIDR`},
+		{[]string{"--cluster-cidr", "10.244.1.0/16"}, "did you mean 10.244.0.0/16?"},
+		{[]string{"--cluster-cidr", "10.0.0.0/8", "--node-cidr-mask-size", "26"}, "--node-cidr-mask-size 26 with --cluster-cidr 10.0.0.0/8: node CIDR mask size 26 is too big"},
+		{[]string{"--node-cidr-mask-size", "8"}, "--node-cidr-mask-size 8"},
 		{[]string{"extra"}, "unexpected arguments"},
 		{[]string{"--no-such-flag"}, "no-such-flag"},
 	}
@@ -67,7 +78,7 @@ func TestParseFlags(t *testing.T) {
 	if _, err := ParseFlags([]string{"--help"}, &help); !errors.Is(err, flag.ErrHelp) {
 		t.Errorf("--help: err = %v, want flag.ErrHelp", err)
 	}
-	for _, want := range []string{"Usage: skiff-controller-manager", "--leader-elect", "nodelifecycle"} {
+	for _, want := range []string{"Usage: skiff-controller-manager", "--leader-elect", "nodelifecycle", "nodeipam", "--cluster-cidr"} {
 		if !strings.Contains(help.String(), want) {
 			t.Errorf("--help output lacks %q", want)
 		}

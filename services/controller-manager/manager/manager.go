@@ -50,7 +50,9 @@ type Config struct {
 	// Controller-specific settings.
 	NodeMonitorGracePeriod   time.Duration
 	DefaultTolerationSeconds int64
-	ClusterCIDR              string
+	ClusterCIDR              string        // "": nodeipam's default
+	NodeCIDRMaskSize         int           // 0: nodeipam's default
+	ResourceQuotaSyncPeriod  time.Duration // 0: resourcequota's default
 
 	// Resync replays every cached object to the controllers at this period.
 	Resync time.Duration

@@ -9,7 +9,6 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"skiff.dev/internal/apierrors"
 	"skiff.dev/internal/client"
 	"skiff.dev/internal/informer"
 	coordinationv1 "skiff.dev/proto/coordination/v1"
@@ -192,21 +191,7 @@ func podReady(p *corev1.Pod) *corev1.PodCondition {
 // eventReasons lists the reasons of the events recorded about the object
 // kind/namespace/name.
 func eventReasons(env *managertest.Env, kind, namespace, name string) map[string]string {
-	l, err := client.Events(env.Conn).List(env.Ctx, &metav1.ListOptions{Namespace: namespace})
-	if err != nil {
-		if !apierrors.IsNotFound(err) {
-			env.T.Errorf("list events: %v", err)
-		}
-		return nil
-	}
-	out := map[string]string{}
-	for _, e := range l.GetItems() {
-		o := e.GetInvolvedObject()
-		if o.GetKind() == kind && o.GetName() == name {
-			out[e.GetReason()] = e.GetMessage()
-		}
-	}
-	return out
+	return env.EventReasons(kind, namespace, name)
 }
 
 // counter returns the value of a counter of env's registry with the given

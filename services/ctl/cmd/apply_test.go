@@ -271,3 +271,73 @@ func TestApplyOverCreated(t *testing.T) {
 		t.Errorf("apply again: %+v", r)
 	}
 }
+
+// TestApplyRBACAndPolicy applies Kubernetes' own manifest shapes of the
+// security kinds: apiGroups, roleRef, nonResourceURLs, limit ranges'
+// defaultRequest and quotas map onto the API.
+func TestApplyRBACAndPolicy(t *testing.T) {
+	c := newCLI(t)
+	c.stdin = `apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: pod-reader}
+rules:
+- apiGroups: [""]
+  resources: ["pods", "pods/log"]
+  verbs: ["get", "watch", "list"]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: read-pods}
+subjects:
+- kind: User
+  name: jane
+  apiGroup: rbac.authorization.k8s.io
+roleRef:
+  kind: Role
+  name: pod-reader
+  apiGroup: rbac.authorization.k8s.io
+---
+apiVersion: v1
+kind: LimitRange
+metadata: {name: cpu-defaults}
+spec:
+  limits:
+  - type: Container
+    default: {cpu: 500m}
+    defaultRequest: {cpu: 250m}
+---
+apiVersion: v1
+kind: ResourceQuota
+metadata: {name: pods-10}
+spec:
+  hard: {pods: "10"}
+`
+	want := "role.rbac.authorization.k8s.io/pod-reader created\nrolebinding.rbac.authorization.k8s.io/read-pods created\n" +
+		"limitrange/cpu-defaults created\nresourcequota/pods-10 created\n"
+	if got := c.ok("apply", "-f", "-"); got != want {
+		t.Errorf("apply:\n%s\nwant:\n%s", got, want)
+	}
+	ctx := context.Background()
+	rb, err := client.RoleBindings(shared.Conn).Get(ctx, c.ns, "read-pods")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rb.GetRoleRef().GetName() != "pod-reader" || rb.GetSubjects()[0].GetName() != "jane" {
+		t.Errorf("stored binding: %v", rb)
+	}
+	lr, err := client.LimitRanges(shared.Conn).Get(ctx, c.ns, "cpu-defaults")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := lr.GetSpec().GetLimits()[0].GetDefaultRequest()["cpu"]; got != "250m" {
+		t.Errorf("defaultRequest cpu = %q, want 250m", got)
+	}
+	if got := c.ok("get", "rolebindings", "-o", "wide"); !strings.Contains(got, "Role/pod-reader") || !strings.Contains(got, "jane") {
+		t.Errorf("get rolebindings -o wide:\n%s", got)
+	}
+	// A binding to a kind that cannot be bound is refused client-side, naming the field.
+	c.stdin = "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata: {name: bad}\nroleRef: {kind: Role, name: x, apiGroup: rbac.authorization.k8s.io}\n"
+	if got := c.fails("apply", "-f", "-"); !strings.Contains(got, "roleRef.kind") {
+		t.Errorf("bad binding error: %q", got)
+	}
+}

@@ -24,7 +24,7 @@ func startCluster(t *testing.T, accept func(*corev1.Pod) bool) *managertest.Env 
 	env := managertest.Start(t)
 	env.SimNode(simnode.Options{Accept: accept})
 	env.StartInformers()
-	o, err := app.ParseFlags([]string{"--server", env.Server.Addr(), "--metrics-listen", "", "--leader-elect=false",
+	o, err := app.ParseFlags([]string{"--server", env.Server.Addr(), "--insecure", "--metrics-listen", "", "--leader-elect=false",
 		"--controllers", "replicaset,deployment,garbagecollector"}, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -8,8 +8,6 @@ package cmd
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -21,11 +19,10 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	"skiff.dev/internal/apierrors"
+	"skiff.dev/internal/client"
 	"skiff.dev/services/ctl/config"
 	"skiff.dev/services/ctl/kinds"
 )
@@ -192,18 +189,9 @@ func (r *root) namespace() (string, error) {
 	return res.Namespace, nil
 }
 
-// bearer carries the token as gRPC metadata "authorization: Bearer <token>".
-type bearer string
-
-func (b bearer) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
-	return map[string]string{"authorization": "Bearer " + string(b)}, nil
-}
-
-// RequireTransportSecurity is false: the apiserver serves plaintext until
-// it serves TLS (issue 7), and the token must reach it meanwhile.
-func (b bearer) RequireTransportSecurity() bool { return false }
-
-// connect dials the apiserver (lazily: the first call fails if it is away).
+// connect dials the apiserver (lazily: the first call fails if it is away):
+// TLS when the config names a CA, a client certificate, or an https://
+// server; plain text otherwise (an apiserver started with --insecure).
 func (r *root) connect() (*grpc.ClientConn, error) {
 	if r.conn != nil {
 		return r.conn, nil
@@ -212,34 +200,11 @@ func (r *root) connect() (*grpc.ClientConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	creds := insecure.NewCredentials()
-	if res.TLS {
-		tc := &tls.Config{ServerName: res.ServerName, InsecureSkipVerify: res.InsecureSkipVerify, MinVersion: tls.VersionTLS12}
-		if res.CA != nil {
-			pool := x509.NewCertPool()
-			if !pool.AppendCertsFromPEM(res.CA) {
-				return nil, errors.New("certificate-authority: no PEM certificate found")
-			}
-			tc.RootCAs = pool
-		}
-		if res.CertPEM != nil {
-			cert, err := tls.X509KeyPair(res.CertPEM, res.KeyPEM)
-			if err != nil {
-				return nil, fmt.Errorf("client certificate: %w", err)
-			}
-			tc.Certificates = []tls.Certificate{cert}
-		}
-		creds = credentials.NewTLS(tc)
-	}
-	opts := []grpc.DialOption{
-		grpc.WithTransportCredentials(creds),
-		grpc.WithChainUnaryInterceptor(r.unaryInterceptor),
-		grpc.WithChainStreamInterceptor(r.streamInterceptor),
-	}
-	if res.Token != "" {
-		opts = append(opts, grpc.WithPerRPCCredentials(bearer(res.Token)))
-	}
-	conn, err := grpc.NewClient(res.Server, opts...)
+	conn, err := client.Dial(client.Config{
+		Server: res.Server, Insecure: !res.TLS,
+		CAData: res.CA, CertData: res.CertPEM, KeyData: res.KeyPEM, Token: res.Token,
+		ServerName: res.ServerName, InsecureSkipVerify: res.InsecureSkipVerify,
+	}, grpc.WithChainUnaryInterceptor(r.unaryInterceptor), grpc.WithChainStreamInterceptor(r.streamInterceptor))
 	if err != nil {
 		return nil, fmt.Errorf("server %q: %w", res.Server, err)
 	}

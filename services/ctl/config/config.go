@@ -257,7 +257,7 @@ type Overrides struct {
 type Resolved struct {
 	Context            string // the context used ("" when none)
 	Server             string // host:port
-	TLS                bool   // a CA is configured (or the server is https://)
+	TLS                bool   // a CA, a client certificate, tls-server-name or insecure-skip-tls-verify is configured, or the server is https://
 	CA                 []byte // PEM; nil: the system's roots
 	CertPEM            []byte // client certificate, with KeyPEM
 	KeyPEM             []byte
@@ -340,6 +340,9 @@ func (c *Config) Resolve(o Overrides) (*Resolved, error) {
 		r.TLS = true
 	}
 	r.ServerName, r.InsecureSkipVerify = cl.TLSServerName, cl.InsecureSkipTLSVerify
+	if r.InsecureSkipVerify || r.ServerName != "" {
+		r.TLS = true // settings of TLS: the connection is TLS
+	}
 	if r.CertPEM, err = dataOrFile(u.ClientCertificateData, u.ClientCertificate, "client-certificate"); err != nil {
 		return nil, err
 	}
@@ -348,6 +351,9 @@ func (c *Config) Resolve(o Overrides) (*Resolved, error) {
 	}
 	if (r.CertPEM == nil) != (r.KeyPEM == nil) {
 		return nil, fmt.Errorf("user %q: client-certificate and client-key go together", ctx.User)
+	}
+	if r.CertPEM != nil {
+		r.TLS = true // a client certificate is only ever shown over TLS
 	}
 	r.Token = u.Token
 	if o.Token != "" {

@@ -23,11 +23,15 @@ clusters:
   cluster: {server: 127.0.0.1:6443}
 - name: prod
   cluster: {server: prod:6443, certificate-authority: ` + ca + `}
+- name: skip
+  cluster: {server: "skip:6443", insecure-skip-tls-verify: true}
 - name: inline
   cluster: {server: "https://inline:6443", certificate-authority-data: ` + base64.StdEncoding.EncodeToString([]byte("PEM2")) + `}
 users:
 - name: alice
   user: {token: t0k}
+- name: carol
+  user: {client-certificate-data: ` + base64.StdEncoding.EncodeToString([]byte("CERT")) + `, client-key-data: ` + base64.StdEncoding.EncodeToString([]byte("KEY")) + `}
 contexts:
 - name: dev
   context: {cluster: dev, namespace: team-a}
@@ -52,6 +56,8 @@ contexts:
 		{"flags override", Overrides{Server: "other:1", Token: "x", Namespace: "b"}, Resolved{Context: "dev", Server: "other:1", Token: "x", Namespace: "b", NamespaceExplicit: true}},
 		{"a CA means TLS", Overrides{Context: "prod"}, Resolved{Context: "prod", Server: "prod:6443", TLS: true, CA: []byte("PEM"), Token: "t0k", Namespace: "default"}},
 		{"https and inline data", Overrides{Context: "inline"}, Resolved{Context: "inline", Server: "inline:6443", TLS: true, CA: []byte("PEM2"), Namespace: "default"}},
+		{"insecure-skip-tls-verify still means TLS", Overrides{Cluster: "skip"}, Resolved{Context: "dev", Server: "skip:6443", TLS: true, Namespace: "team-a"}},
+		{"a client certificate means TLS", Overrides{User: "carol"}, Resolved{Context: "dev", Server: "127.0.0.1:6443", TLS: true, Namespace: "team-a"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -24,11 +24,13 @@ import (
 	"skiff.dev/internal/field"
 	"skiff.dev/internal/object"
 	"skiff.dev/internal/validation"
+	admissionregistrationv1 "skiff.dev/proto/admissionregistration/v1"
 	appsv1 "skiff.dev/proto/apps/v1"
 	appsv1beta1 "skiff.dev/proto/apps/v1beta1"
 	coordinationv1 "skiff.dev/proto/coordination/v1"
 	corev1 "skiff.dev/proto/core/v1"
 	metav1 "skiff.dev/proto/meta/v1"
+	rbacv1 "skiff.dev/proto/rbac/v1"
 )
 
 // Kind is one kind at one version.
@@ -252,5 +254,34 @@ func All() []*Kind {
 		{Group: "coordination.k8s.io", Version: "v1", Kind: "Lease", Resource: "leases", Singular: "lease", Namespaced: true,
 			Service: "skiff.coordination.v1.Leases", newObj: newOf[*coordinationv1.Lease](), defaultFn: def(defaults.Lease),
 			validate: val(validation.Lease), validateUpdate: valUpdate(validation.LeaseUpdate), client: adapt(client.Leases)},
+		{Version: "v1", Kind: "ServiceAccount", Resource: "serviceaccounts", Singular: "serviceaccount", ShortNames: []string{"sa"}, Namespaced: true,
+			Service: "skiff.core.v1.ServiceAccounts", newObj: newOf[*corev1.ServiceAccount](), defaultFn: def(defaults.ServiceAccount),
+			validate: val(validation.ServiceAccount), validateUpdate: valUpdate(validation.ServiceAccountUpdate), client: adapt(client.ServiceAccounts)},
+		{Version: "v1", Kind: "LimitRange", Resource: "limitranges", Singular: "limitrange", ShortNames: []string{"limits"}, Namespaced: true,
+			Service: "skiff.core.v1.LimitRanges", newObj: newOf[*corev1.LimitRange](), defaultFn: def(defaults.LimitRange),
+			validate: val(validation.LimitRange), validateUpdate: valUpdate(validation.LimitRangeUpdate), client: adapt(client.LimitRanges)},
+		{Version: "v1", Kind: "ResourceQuota", Resource: "resourcequotas", Singular: "resourcequota", ShortNames: []string{"quota"}, Namespaced: true,
+			Service: "skiff.core.v1.ResourceQuotas", newObj: newOf[*corev1.ResourceQuota](), defaultFn: def(defaults.ResourceQuota),
+			validate: val(validation.ResourceQuota), validateUpdate: valUpdate(validation.ResourceQuotaUpdate), client: adapt(client.ResourceQuotas)},
+		{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "Role", Resource: "roles", Singular: "role", Namespaced: true,
+			Service: "skiff.rbac.v1.Roles", newObj: newOf[*rbacv1.Role](), defaultFn: def(defaults.Role),
+			validate: val(validation.Role), validateUpdate: valUpdate(validation.RoleUpdate), client: adapt(client.Roles)},
+		{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRole", Resource: "clusterroles", Singular: "clusterrole",
+			Service: "skiff.rbac.v1.ClusterRoles", newObj: newOf[*rbacv1.ClusterRole](), defaultFn: def(defaults.ClusterRole),
+			validate: val(validation.ClusterRole), validateUpdate: valUpdate(validation.ClusterRoleUpdate), client: adapt(client.ClusterRoles)},
+		{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "RoleBinding", Resource: "rolebindings", Singular: "rolebinding", Namespaced: true,
+			Service: "skiff.rbac.v1.RoleBindings", newObj: newOf[*rbacv1.RoleBinding](), defaultFn: def(defaults.RoleBinding),
+			validate: val(validation.RoleBinding), validateUpdate: valUpdate(validation.RoleBindingUpdate), client: adapt(client.RoleBindings)},
+		{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRoleBinding", Resource: "clusterrolebindings", Singular: "clusterrolebinding",
+			Service: "skiff.rbac.v1.ClusterRoleBindings", newObj: newOf[*rbacv1.ClusterRoleBinding](), defaultFn: def(defaults.ClusterRoleBinding),
+			validate: val(validation.ClusterRoleBinding), validateUpdate: valUpdate(validation.ClusterRoleBindingUpdate), client: adapt(client.ClusterRoleBindings)},
+		{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "MutatingWebhookConfiguration", Resource: "mutatingwebhookconfigurations", Singular: "mutatingwebhookconfiguration",
+			Service: "skiff.admissionregistration.v1.MutatingWebhookConfigurations", newObj: newOf[*admissionregistrationv1.MutatingWebhookConfiguration](),
+			defaultFn: def(defaults.MutatingWebhookConfiguration), validate: val(validation.MutatingWebhookConfiguration),
+			validateUpdate: valUpdate(validation.MutatingWebhookConfigurationUpdate), client: adapt(client.MutatingWebhookConfigurations)},
+		{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "ValidatingWebhookConfiguration", Resource: "validatingwebhookconfigurations", Singular: "validatingwebhookconfiguration",
+			Service: "skiff.admissionregistration.v1.ValidatingWebhookConfigurations", newObj: newOf[*admissionregistrationv1.ValidatingWebhookConfiguration](),
+			defaultFn: def(defaults.ValidatingWebhookConfiguration), validate: val(validation.ValidatingWebhookConfiguration),
+			validateUpdate: valUpdate(validation.ValidatingWebhookConfigurationUpdate), client: adapt(client.ValidatingWebhookConfigurations)},
 	}
 }

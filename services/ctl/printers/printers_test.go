@@ -12,10 +12,12 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"skiff.dev/internal/object"
+	admissionregistrationv1 "skiff.dev/proto/admissionregistration/v1"
 	appsv1 "skiff.dev/proto/apps/v1"
 	coordinationv1 "skiff.dev/proto/coordination/v1"
 	corev1 "skiff.dev/proto/core/v1"
 	metav1 "skiff.dev/proto/meta/v1"
+	rbacv1 "skiff.dev/proto/rbac/v1"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden")
@@ -162,6 +164,14 @@ func TestTables(t *testing.T) {
 		"namespaces": {&corev1.Namespace{Metadata: &metav1.ObjectMeta{Name: "default", CreationTimestamp: ago(30 * 24 * time.Hour)}, Status: &corev1.NamespaceStatus{Phase: "Active"}}},
 		"leases":     {&coordinationv1.Lease{Metadata: &metav1.ObjectMeta{Name: "skiff-controller-manager", Namespace: "kube-system", CreationTimestamp: ago(2 * time.Hour)}, Spec: &coordinationv1.LeaseSpec{HolderIdentity: "host_1234"}}},
 		"configmaps": {&corev1.ConfigMap{Metadata: &metav1.ObjectMeta{Name: "settings", Namespace: "default", CreationTimestamp: ago(90 * time.Second)}, Data: map[string]string{"a": "1", "b": "2"}}},
+		"resourcequotas": {&corev1.ResourceQuota{Metadata: &metav1.ObjectMeta{Name: "team", Namespace: "default", CreationTimestamp: ago(time.Hour)},
+			Spec:   &corev1.ResourceQuotaSpec{Hard: map[string]string{"pods": "10", "requests.cpu": "4", "limits.memory": "8Gi"}},
+			Status: &corev1.ResourceQuotaStatus{Used: map[string]string{"pods": "3", "requests.cpu": "1500m"}}}},
+		"rolebindings": {&rbacv1.RoleBinding{Metadata: &metav1.ObjectMeta{Name: "devs", Namespace: "default", CreationTimestamp: ago(time.Hour)},
+			RoleRef:  &rbacv1.RoleRef{Kind: "ClusterRole", Name: "edit"},
+			Subjects: []*rbacv1.Subject{{Kind: "User", Name: "alice"}, {Kind: "Group", Name: "devs"}, {Kind: "ServiceAccount", Namespace: "ci", Name: "deployer"}}}},
+		"validatingwebhookconfigurations": {&admissionregistrationv1.ValidatingWebhookConfiguration{Metadata: &metav1.ObjectMeta{Name: "policy", CreationTimestamp: ago(time.Minute)},
+			Webhooks: []*admissionregistrationv1.ValidatingWebhook{{Name: "a.example.com"}, {Name: "b.example.com"}}}},
 	}
 	var b bytes.Buffer
 	section := func(title string, objs []object.Object, o Options) {
@@ -180,8 +190,9 @@ func TestTables(t *testing.T) {
 	section("nodes -o wide", nodes, Options{Wide: true})
 	section("events (sorted by last seen)", events, Options{})
 	section("events -o wide --no-headers", events, Options{Wide: true, NoHeaders: true})
-	for _, k := range []string{"namespaces", "leases", "configmaps"} {
+	for _, k := range []string{"namespaces", "leases", "configmaps", "resourcequotas", "validatingwebhookconfigurations"} {
 		section(k, others[k], Options{})
 	}
+	section("rolebindings -o wide", others["rolebindings"], Options{Wide: true})
 	golden(t, "tables", b.String())
 }

@@ -12,11 +12,13 @@ import (
 
 	"skiff.dev/internal/labels"
 	"skiff.dev/internal/object"
+	admissionregistrationv1 "skiff.dev/proto/admissionregistration/v1"
 	appsv1 "skiff.dev/proto/apps/v1"
 	appsv1beta1 "skiff.dev/proto/apps/v1beta1"
 	coordinationv1 "skiff.dev/proto/coordination/v1"
 	corev1 "skiff.dev/proto/core/v1"
 	metav1 "skiff.dev/proto/meta/v1"
+	rbacv1 "skiff.dev/proto/rbac/v1"
 )
 
 // Options shape a table.
@@ -60,6 +62,12 @@ func columnsFor(obj object.Object) columns {
 		return columns{[]string{"NAME", "HOLDER", "AGE"}, nil, leaseRow}
 	case *corev1.ConfigMap:
 		return columns{[]string{"NAME", "DATA", "AGE"}, nil, configMapRow}
+	case *corev1.ResourceQuota:
+		return columns{[]string{"NAME", "AGE", "REQUEST", "LIMIT"}, nil, resourceQuotaRow}
+	case *rbacv1.RoleBinding, *rbacv1.ClusterRoleBinding:
+		return columns{[]string{"NAME", "ROLE", "AGE"}, []string{"USERS", "GROUPS", "SERVICEACCOUNTS"}, bindingRow}
+	case *admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfiguration:
+		return columns{[]string{"NAME", "WEBHOOKS", "AGE"}, nil, webhookConfigurationRow}
 	}
 	return columns{[]string{"NAME", "AGE"}, nil, func(obj object.Object, now time.Time) ([]string, []string) {
 		m := obj.GetMetadata()
@@ -461,4 +469,62 @@ func SortEventsIf(objs []object.Object) []object.Object {
 		}
 	}
 	return objs
+}
+
+// resourceQuotaRow shows used/hard per resource as kubectl does: limits.*
+// under LIMIT, everything else under REQUEST.
+func resourceQuotaRow(obj object.Object, now time.Time) ([]string, []string) {
+	q := obj.(*corev1.ResourceQuota)
+	var req, lim []string
+	hard := q.GetSpec().GetHard()
+	for _, k := range slices.Sorted(maps.Keys(hard)) {
+		used := q.GetStatus().GetUsed()[k]
+		if used == "" {
+			used = "0"
+		}
+		cell := k + ": " + used + "/" + hard[k]
+		if strings.HasPrefix(k, "limits.") {
+			lim = append(lim, cell)
+		} else {
+			req = append(req, cell)
+		}
+	}
+	return []string{q.GetMetadata().GetName(), Age(q.GetMetadata().GetCreationTimestamp(), now), strings.Join(req, ", "), strings.Join(lim, ", ")}, nil
+}
+
+type binding interface {
+	object.Object
+	GetRoleRef() *rbacv1.RoleRef
+	GetSubjects() []*rbacv1.Subject
+}
+
+// bindingRow: ROLE is Kind/name; the wide columns list the subjects by kind.
+func bindingRow(obj object.Object, now time.Time) ([]string, []string) {
+	b := obj.(binding)
+	var users, groups, sas []string
+	for _, s := range b.GetSubjects() {
+		switch s.GetKind() {
+		case "User":
+			users = append(users, s.GetName())
+		case "Group":
+			groups = append(groups, s.GetName())
+		case "ServiceAccount":
+			sas = append(sas, s.GetNamespace()+"/"+s.GetName())
+		}
+	}
+	ref := b.GetRoleRef()
+	return []string{b.GetMetadata().GetName(), ref.GetKind() + "/" + ref.GetName(), Age(b.GetMetadata().GetCreationTimestamp(), now)},
+		[]string{strings.Join(users, ", "), strings.Join(groups, ", "), strings.Join(sas, ", ")}
+}
+
+func webhookConfigurationRow(obj object.Object, now time.Time) ([]string, []string) {
+	n := 0
+	switch c := obj.(type) {
+	case *admissionregistrationv1.MutatingWebhookConfiguration:
+		n = len(c.GetWebhooks())
+	case *admissionregistrationv1.ValidatingWebhookConfiguration:
+		n = len(c.GetWebhooks())
+	}
+	m := obj.GetMetadata()
+	return []string{m.GetName(), strconv.Itoa(n), Age(m.GetCreationTimestamp(), now)}, nil
 }

@@ -23,6 +23,7 @@ import (
 	metav1 "skiff.dev/proto/meta/v1"
 	nodev1 "skiff.dev/proto/node/v1"
 	"skiff.dev/services/node-agent/cri"
+	"skiff.dev/services/node-agent/network"
 )
 
 // Agent is one node's agent. New builds it, Run runs it.
@@ -43,6 +44,8 @@ type Agent struct {
 	delay      *delayer
 	prober     *prober
 	pleg       *pleg
+	net        *network.Manager // nil unless Config.ManagePodNetwork
+	statusKick chan struct{}    // a node status sync now
 	recorder   events.Recorder
 	bcast      *events.Broadcaster // nil when Config.Recorder was given
 
@@ -63,6 +66,9 @@ type Agent struct {
 	lease          *coordinationv1.Lease
 	firstSeen      map[string]time.Time         // by pod uid, until the pod runs
 	lastStatus     map[string]*corev1.PodStatus // by pod uid: the status last written
+
+	// networkWasReady: the network was ready at the last status check.
+	networkWasReady bool
 }
 
 // New builds an agent from cfg: clients, the pods informer (pods bound to
@@ -84,6 +90,17 @@ func New(cfg Config) (*Agent, error) {
 		pullBackoff:  newBackoff(cfg.ImagePullBackOff, cfg.ImagePullBackOffMax),
 		firstSeen:    map[string]time.Time{},
 		lastStatus:   map[string]*corev1.PodStatus{},
+		statusKick:   make(chan struct{}, 1),
+	}
+	if cfg.ManagePodNetwork {
+		n, err := network.New(network.Config{
+			NodeName: cfg.NodeName, API: cfg.API, ConfDir: cfg.CNIConfDir, ClusterCIDR: cfg.ClusterCIDR,
+			Router: cfg.Router, OnReady: a.podNetworkReady, Logger: a.log, Registerer: cfg.Registerer,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("pod network: %w", err)
+		}
+		a.net = n
 	}
 	if cfg.MaxParallelStarts > 0 {
 		a.starts = make(chan struct{}, cfg.MaxParallelStarts)
@@ -193,6 +210,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	run, cancel := context.WithCancel(ctx)
 	defer cancel()
 	bg.Go(func() { a.pods.Run(run) })
+	if a.net != nil {
+		bg.Go(func() { a.net.Run(run) })
+	}
 	if !informer.WaitForSync(run, a.pods) {
 		return fmt.Errorf("pods informer: %w", run.Err())
 	}
@@ -204,7 +224,9 @@ func (a *Agent) Run(ctx context.Context) error {
 	bg.Go(func() { _ = a.ctrl.Run(run) })
 	bg.Go(func() { every(run, a.cfg.RelistPeriod, a.log, "relisting the runtime", a.pleg.relist) })
 	bg.Go(func() { every(run, a.cfg.LeaseRenewInterval, a.log, "renewing the node lease", a.renewLease) })
-	bg.Go(func() { every(run, a.cfg.NodeStatusUpdatePeriod, a.log, "updating the node status", a.syncNodeStatus) })
+	bg.Go(func() {
+		everyOr(run, a.cfg.NodeStatusUpdatePeriod, a.statusKick, a.log, "updating the node status", a.syncNodeStatus)
+	})
 	bg.Go(func() {
 		every(run, time.Minute, a.log, "", func(context.Context) error {
 			now := a.cfg.Clock.Now()
@@ -244,6 +266,9 @@ func (a *Agent) setRuntimeStatus(st *runtimeapi.RuntimeStatus, err error) {
 
 // networkProblem is why pods off the host network cannot start now, or "".
 func (a *Agent) networkProblem() string {
+	if p := a.podNetworkProblem(); p != "" {
+		return p
+	}
 	a.mu.Lock()
 	st, err := a.runtimeStatus, a.runtimeErr
 	a.mu.Unlock()
@@ -286,6 +311,11 @@ func retry(ctx context.Context, period time.Duration, log *zap.Logger, what stri
 // every calls fn now and then every period until ctx ends, logging its
 // failures (when what is set).
 func every(ctx context.Context, period time.Duration, log *zap.Logger, what string, fn func(context.Context) error) {
+	everyOr(ctx, period, nil, log, what, fn)
+}
+
+// everyOr is every, also calling fn whenever kick receives.
+func everyOr(ctx context.Context, period time.Duration, kick <-chan struct{}, log *zap.Logger, what string, fn func(context.Context) error) {
 	t := time.NewTicker(period)
 	defer t.Stop()
 	for {
@@ -296,6 +326,7 @@ func every(ctx context.Context, period time.Duration, log *zap.Logger, what stri
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-kick:
 		}
 	}
 }

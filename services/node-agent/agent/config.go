@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/netip"
 	"runtime"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"skiff.dev/internal/events"
 	"skiff.dev/internal/workqueue"
 	corev1 "skiff.dev/proto/core/v1"
+	"skiff.dev/services/node-agent/network"
 )
 
 // Defaults, the kubelet's where it has one.
@@ -73,6 +75,20 @@ type Config struct {
 	Capacity map[string]string
 	// MaxPods is the pods capacity.
 	MaxPods int
+
+	// ManagePodNetwork: the agent writes the CNI configuration for its
+	// Node's spec.podCIDR into CNIConfDir and routes the other nodes' pod
+	// subnets inside ClusterCIDR through their InternalIPs (package
+	// network). Until the configuration is written the node reports
+	// Ready=False (NetworkNotReady) and starts no pod off the host network.
+	ManagePodNetwork bool
+	// CNIConfDir is the CNI configuration directory (network.DefaultConfDir).
+	CNIConfDir string
+	// ClusterCIDR holds every node's pod subnet (network.DefaultClusterCIDR).
+	ClusterCIDR netip.Prefix
+	// Router changes the routing table (nil: netlink, the agent's own
+	// network namespace).
+	Router network.Router
 
 	LeaseDuration      time.Duration
 	LeaseRenewInterval time.Duration

@@ -260,7 +260,7 @@ func (a *Agent) desiredNode(ready *corev1.NodeCondition) *corev1.Node {
 // adds the agent's labels and writes its status.
 func (a *Agent) register(ctx context.Context) error {
 	st, err := a.rt.Status(ctx)
-	ready := readyCondition(st, err)
+	ready := a.nodeReady(readyCondition(st, err))
 	want := a.desiredNode(ready)
 	created, err := a.nodes.Create(ctx, want)
 	if err == nil {
@@ -317,7 +317,8 @@ func (a *Agent) setNode(n *corev1.Node) {
 func (a *Agent) syncNodeStatus(ctx context.Context) error {
 	st, err := a.rt.Status(ctx)
 	a.setRuntimeStatus(st, err)
-	ready := readyCondition(st, err)
+	a.networkChecked()
+	ready := a.nodeReady(readyCondition(st, err))
 	now := a.cfg.Clock.Now()
 	a.mu.Lock()
 	reported := a.nodeReported

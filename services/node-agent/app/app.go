@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"slices"
 	"strings"
@@ -19,17 +20,21 @@ import (
 
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
+	"skiff.dev/internal/client"
 	"skiff.dev/internal/serving"
 	corev1 "skiff.dev/proto/core/v1"
 	"skiff.dev/services/node-agent/agent"
 	"skiff.dev/services/node-agent/cri"
+	"skiff.dev/services/node-agent/network"
 )
 
 // Options are the program's settings, from flags.
 type Options struct {
-	Server                string // apiserver gRPC address
+	// API is the apiserver: address, CA, credentials (--server, --tls-*, --token-file, --insecure).
+	API client.Config
+	// Serving secures the NodeAgent service (--serving-*).
+	Serving               ServingTLS
 	NodeName              string
 	RuntimeEndpoint       string
 	RuntimeRequestTimeout time.Duration
@@ -45,6 +50,10 @@ type Options struct {
 	Taints     []*corev1.Taint
 	Capacity   map[string]string
 	MaxPods    int
+
+	ManagePodNetwork bool
+	CNIConfDir       string
+	ClusterCIDR      netip.Prefix
 
 	LeaseDuration          time.Duration
 	LeaseRenewInterval     time.Duration
@@ -74,8 +83,18 @@ func ParseFlags(args []string, out io.Writer) (*Options, error) {
 
 Registers this machine as a Node, renews its Lease, and runs the pods bound
 to it as containers through a CRI runtime (containerd), reporting their
-status. Serves container logs to the apiserver (NodeAgent gRPC on --listen)
+status. With --manage-pod-network it also sets up the pod network: the CNI
+configuration for the Node's spec.podCIDR (assigned by the
+controller-manager's nodeipam controller) in --cni-conf-dir, and routes to
+the other nodes' pod subnets (needs CAP_NET_ADMIN). Serves container logs to the apiserver (NodeAgent gRPC on --listen)
 and metrics on --metrics-listen at /metrics, with /healthz and /readyz.
+
+It reaches the apiserver at --server over TLS, verified with --tls-ca-file,
+as system:node:<node> in group system:nodes: a client certificate
+(--tls-cert-file, --tls-key-file) issued with "skiff-apiserver certs issue
+--cn system:node:<node> --o system:nodes --san <node>", which also serves
+the NodeAgent service (unless --serving-cert-file); only the apiserver's
+client certificate may call that service. --insecure: plain text for both.
 
 Flags:
 `)
@@ -83,7 +102,8 @@ Flags:
 	}
 	o := &Options{}
 	hostname, _ := os.Hostname()
-	fs.StringVar(&o.Server, "server", "127.0.0.1:6443", "apiserver gRPC address")
+	o.API.AddFlags(fs, "127.0.0.1:6443")
+	o.Serving.AddFlags(fs)
 	fs.StringVar(&o.NodeName, "node-name", strings.ToLower(hostname), "the Node's name")
 	fs.StringVar(&o.RuntimeEndpoint, "container-runtime-endpoint", cri.DefaultEndpoint, "the CRI runtime's endpoint (unix:///path/to/socket)")
 	fs.DurationVar(&o.RuntimeRequestTimeout, "runtime-request-timeout", cri.DefaultTimeout, "timeout of each runtime call but image pulls")
@@ -110,6 +130,9 @@ Flags:
 		return err
 	})
 	fs.IntVar(&o.MaxPods, "max-pods", agent.DefaultMaxPods, "pods capacity")
+	fs.BoolVar(&o.ManagePodNetwork, "manage-pod-network", false, "write the CNI configuration for the Node's spec.podCIDR into --cni-conf-dir and keep routes to the other nodes' pod subnets through their InternalIPs; the node is NotReady until the configuration is written (off: the CNI configuration and routes are someone else's)")
+	fs.StringVar(&o.CNIConfDir, "cni-conf-dir", network.DefaultConfDir, "where --manage-pod-network writes "+network.ConflistName+" (the container runtime's CNI configuration directory)")
+	clusterCIDR := fs.String("cluster-cidr", network.DefaultClusterCIDR, "every node's pod subnets lie in this range (the controller-manager's --cluster-cidr): --manage-pod-network only adds and removes routes to subnets inside it")
 	fs.DurationVar(&o.LeaseDuration, "lease-duration", agent.DefaultLeaseDuration, "the node Lease's duration")
 	fs.DurationVar(&o.LeaseRenewInterval, "lease-renew-interval", agent.DefaultLeaseRenewInterval, "how often the node Lease is renewed")
 	fs.DurationVar(&o.NodeStatusUpdatePeriod, "node-status-update-frequency", agent.DefaultNodeStatusUpdatePeriod, "how often the runtime's readiness is checked for the Node's Ready condition")
@@ -129,6 +152,14 @@ Flags:
 	if o.NodeName == "" {
 		return nil, errors.New("--node-name: required (the hostname is unknown)")
 	}
+	p, err := netip.ParsePrefix(*clusterCIDR)
+	if err != nil {
+		return nil, fmt.Errorf("--cluster-cidr %q: not a CIDR (e.g. %s)", *clusterCIDR, network.DefaultClusterCIDR)
+	}
+	if p != p.Masked() {
+		return nil, fmt.Errorf("--cluster-cidr %q: has bits set beyond its /%d prefix (did you mean %s?)", *clusterCIDR, p.Bits(), p.Masked())
+	}
+	o.ClusterCIDR = p
 	return o, nil
 }
 
@@ -179,9 +210,13 @@ type Addrs struct {
 // when not nil, receives the addresses once they listen.
 func Run(ctx context.Context, o *Options, log *zap.Logger, ready func(Addrs)) error {
 	reg := serving.NewRegistry()
-	conn, err := grpc.NewClient(o.Server, append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, o.DialOptions...)...)
+	serverOpts, err := o.serverOptions()
 	if err != nil {
-		return fmt.Errorf("--server %q: %w", o.Server, err)
+		return err
+	}
+	conn, err := client.Dial(o.API, o.DialOptions...)
+	if err != nil {
+		return err
 	}
 	defer conn.Close()
 	rconn, err := cri.Dial(o.RuntimeEndpoint)
@@ -199,6 +234,7 @@ func Run(ctx context.Context, o *Options, log *zap.Logger, ready func(Addrs)) er
 		RootDir: o.RootDir, PodLogDir: o.PodLogDir, CgroupRoot: o.CgroupRoot,
 		NodeIP: o.NodeIP, Port: int32(l.Addr().(*net.TCPAddr).Port),
 		Labels: o.Labels, Taints: o.Taints, Capacity: o.Capacity, MaxPods: o.MaxPods,
+		ManagePodNetwork: o.ManagePodNetwork, CNIConfDir: o.CNIConfDir, ClusterCIDR: o.ClusterCIDR,
 		LeaseDuration: o.LeaseDuration, LeaseRenewInterval: o.LeaseRenewInterval,
 		NodeStatusUpdatePeriod: o.NodeStatusUpdatePeriod, RelistPeriod: o.RelistPeriod, Workers: o.Workers, MaxParallelStarts: o.MaxParallelStarts,
 		CrashLoopBackOff: o.CrashLoopBackOff, CrashLoopBackOffMax: o.CrashLoopBackOffMax,
@@ -208,7 +244,7 @@ func Run(ctx context.Context, o *Options, log *zap.Logger, ready func(Addrs)) er
 	if err != nil {
 		return err
 	}
-	g := grpc.NewServer()
+	g := grpc.NewServer(serverOpts...)
 	a.RegisterServices(g)
 	served := make(chan error, 1)
 	go func() { served <- g.Serve(l) }()
@@ -225,8 +261,9 @@ func Run(ctx context.Context, o *Options, log *zap.Logger, ready func(Addrs)) er
 		defer srv.Close()
 		addrs.Metrics = srv.Addr()
 	}
-	log.Info("starting", zap.String("node", o.NodeName), zap.String("server", o.Server),
-		zap.String("runtime", o.RuntimeEndpoint), zap.String("listen", addrs.GRPC), zap.String("metrics", addrs.Metrics))
+	log.Info("starting", zap.String("node", o.NodeName), zap.String("server", o.API.Server),
+		zap.String("runtime", o.RuntimeEndpoint), zap.String("listen", addrs.GRPC), zap.String("metrics", addrs.Metrics),
+		zap.Bool("managePodNetwork", o.ManagePodNetwork))
 	if ready != nil {
 		ready(addrs)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"go.uber.org/goleak"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
 
 	"skiff.dev/internal/client"
 	corev1 "skiff.dev/proto/core/v1"
@@ -46,6 +47,21 @@ func TestParseFlags(t *testing.T) {
 	if o.RuntimeEndpoint != "unix:///run/containerd/containerd.sock" || o.Listen != "0.0.0.0:10250" {
 		t.Errorf("defaults %q %q", o.RuntimeEndpoint, o.Listen)
 	}
+	if o.ManagePodNetwork || o.CNIConfDir != "/etc/cni/net.d" || o.ClusterCIDR.String() != "10.244.0.0/16" {
+		t.Errorf("pod network defaults: manage %v, conf dir %q, cluster CIDR %v", o.ManagePodNetwork, o.CNIConfDir, o.ClusterCIDR)
+	}
+	o, err = ParseFlags([]string{"--node-name", "n1", "--manage-pod-network", "--cni-conf-dir", "/tmp/net.d", "--cluster-cidr", "10.32.0.0/12"}, io.Discard)
+	if err != nil || !o.ManagePodNetwork || o.CNIConfDir != "/tmp/net.d" || o.ClusterCIDR.String() != "10.32.0.0/12" {
+		t.Errorf("pod network flags: %+v, %v", o, err)
+	}
+	for args, want := range map[string]string{
+		"--cluster-cidr=10.244.0.0":    `--cluster-cidr "10.244.0.0": not a CIDR`,
+		"--cluster-cidr=10.244.1.0/16": "did you mean 10.244.0.0/16?",
+	} {
+		if _, err := ParseFlags([]string{"--node-name", "n1", args}, io.Discard); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %v, want one containing %q", args, err, want)
+		}
+	}
 	for _, bad := range [][]string{
 		{"--register-with-taints", "a=b"},
 		{"--register-with-taints", "a=b:Sometimes"},
@@ -61,46 +77,56 @@ func TestParseFlags(t *testing.T) {
 	}
 }
 
-// TestProgram runs the whole program over an apiserver and a simulated
-// runtime: the node registers, a pod runs, its log streams through the
-// apiserver, and the metrics and health endpoints answer.
-func TestProgram(t *testing.T) {
-	api := apiservertest.Start(t)
+// startRuntime starts a simulated CRI runtime, closed when t ends.
+func startRuntime(t *testing.T) *sim.Server {
+	t.Helper()
 	rt, err := sim.Start(sim.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rt.Close()
+	t.Cleanup(func() { rt.Close() })
+	return rt
+}
+
+// startProgram runs the program as node-a on rt with args (the apiserver
+// and its credentials, say) until ctx ends, waiting for it at the test's
+// end, and returns its addresses once it listens.
+func startProgram(t *testing.T, ctx context.Context, rt *sim.Server, args ...string) Addrs {
+	t.Helper()
 	dir := t.TempDir()
-	o, err := ParseFlags([]string{
-		"--server", api.Addr(), "--node-name", "node-a", "--container-runtime-endpoint", rt.Endpoint(),
-		"--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--node-ip", "127.0.0.1",
+	o, err := ParseFlags(append([]string{
+		"--node-name", "node-a", "--container-runtime-endpoint", rt.Endpoint(),
+		"--listen", "127.0.0.1:0", "--node-ip", "127.0.0.1",
 		"--root-dir", filepath.Join(dir, "root"), "--pod-log-dir", filepath.Join(dir, "logs"),
 		"--relist-period", "100ms", "--node-status-update-frequency", "100ms",
-	}, io.Discard)
+	}, args...), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
 	runCtx, stop := context.WithCancel(ctx)
 	addrs := make(chan Addrs, 1)
 	done := make(chan error, 1)
 	go func() { done <- Run(runCtx, o, zap.NewNop(), func(a Addrs) { addrs <- a }) }()
-	defer func() {
+	t.Cleanup(func() {
 		stop()
 		if err := <-done; err != nil {
 			t.Errorf("Run: %v", err)
 		}
-	}()
-	var a Addrs
+	})
 	select {
-	case a = <-addrs:
+	case a := <-addrs:
+		return a
 	case err := <-done:
 		t.Fatalf("Run returned early: %v", err)
+		return Addrs{}
 	}
+}
 
-	pods := client.Pods(api.Conn)
+// runWebPod creates pod default/web (one container, app) on node-a and
+// waits until it runs.
+func runWebPod(t *testing.T, ctx context.Context, conn grpc.ClientConnInterface) {
+	t.Helper()
+	pods := client.Pods(conn)
 	w, err := pods.Watch(ctx, &metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -118,9 +144,21 @@ func TestProgram(t *testing.T) {
 			t.Fatalf("watch: %v", err)
 		}
 		if ev.Object.GetStatus().GetPhase() == "Running" {
-			break
+			return
 		}
 	}
+}
+
+// TestProgram runs the whole program over an apiserver and a simulated
+// runtime: the node registers, a pod runs, its log streams through the
+// apiserver, and the metrics and health endpoints answer.
+func TestProgram(t *testing.T) {
+	api := apiservertest.Start(t)
+	rt := startRuntime(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	a := startProgram(t, ctx, rt, "--server", api.Addr(), "--insecure", "--metrics-listen", "127.0.0.1:0")
+	runWebPod(t, ctx, api.Conn)
 	n, err := client.Nodes(api.Conn).Get(ctx, "", "node-a")
 	if err != nil || n.GetStatus().GetDaemonEndpoints().GetKubeletEndpoint().GetPort() == 0 {
 		t.Fatalf("node %v, %v", n, err)
@@ -156,23 +194,9 @@ func TestProgram(t *testing.T) {
 			t.Errorf("%s: %d %s", path, code, b)
 		}
 	}
-	// The gauges follow the relist (every 100ms): scrape until the one
-	// after the start shows.
-	var metrics string
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		_, metrics = body("/metrics")
-		if strings.Contains(metrics, `kubelet_running_containers{container_state="running"} 1`) {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("no running container in the metrics:\n%s", metrics)
-		case <-tick.C:
-		}
-	}
-	for _, want := range []string{
+	// The gauges follow the relist (every 100ms) and the counters the pod's
+	// start: scrape until every line shows, or report the missing ones.
+	wants := []string{
 		"kubelet_pod_start_duration_seconds_count 1",
 		`kubelet_runtime_operations_total{operation_type="run_podsandbox"} 1`,
 		`kubelet_runtime_operations_duration_seconds_count{operation_type="start_container"} 1`,
@@ -180,9 +204,28 @@ func TestProgram(t *testing.T) {
 		"kubelet_running_pods 1",
 		`kubelet_running_containers{container_state="running"} 1`,
 		`kubelet_started_containers_total{container_type="container"} 1`,
-	} {
-		if !strings.Contains(metrics, want) {
-			t.Errorf("/metrics lacks %s", want)
+	}
+	missing := func(metrics string) []string {
+		var out []string
+		for _, want := range wants {
+			if !strings.Contains(metrics, want) {
+				out = append(out, want)
+			}
+		}
+		return out
+	}
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		_, metrics := body("/metrics")
+		lacks := missing(metrics)
+		if len(lacks) == 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("/metrics lacks %q:\n%s", lacks, metrics)
+		case <-tick.C:
 		}
 	}
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/google/uuid"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"skiff.dev/internal/client"
 	"skiff.dev/internal/leaderelection"
@@ -27,9 +26,9 @@ import (
 
 // Options are the program's settings, from flags.
 type Options struct {
-	Server        string // apiserver gRPC address
-	ConfigFile    string // the policy file; "" for the defaults
-	MetricsListen string // "" disables /metrics, /healthz, /readyz
+	API           client.Config // the apiserver: address, CA, credentials
+	ConfigFile    string        // the policy file; "" for the defaults
+	MetricsListen string        // "" disables /metrics, /healthz, /readyz
 	LogLevel      string
 
 	LeaderElect    bool
@@ -63,13 +62,19 @@ per schedulerName. With --leader-elect only one of several copies
 schedules at a time; the others keep their caches warm.
 Metrics on --metrics-listen at /metrics; /healthz and /readyz beside them.
 
+It reaches the apiserver at --server over TLS, verified with --tls-ca-file,
+as the user of its client certificate (--tls-cert-file and --tls-key-file,
+issued with "skiff-apiserver certs issue --cn system:kube-scheduler") or
+of a bearer token (--token-file); --insecure dials a development
+apiserver in plain text.
+
 Flags:
 `)
 		fs.PrintDefaults()
 	}
 	o := &Options{}
 	hostname, _ := os.Hostname()
-	fs.StringVar(&o.Server, "server", "127.0.0.1:6443", "apiserver gRPC address")
+	o.API.AddFlags(fs, "127.0.0.1:6443")
 	fs.StringVar(&o.ConfigFile, "config", "", "the scheduler policy file (KubeSchedulerConfiguration YAML); empty for the defaults")
 	fs.StringVar(&o.MetricsListen, "metrics-listen", "0.0.0.0:10259", "HTTP address for /metrics, /healthz and /readyz (empty disables)")
 	fs.StringVar(&o.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
@@ -149,16 +154,16 @@ func Run(ctx context.Context, o *Options, log *zap.Logger, ready func(metricsAdd
 	}
 	reg := serving.NewRegistry()
 
-	conn, err := grpc.NewClient(o.Server, append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, o.DialOptions...)...)
+	conn, err := client.Dial(o.API, o.DialOptions...)
 	if err != nil {
-		return fmt.Errorf("--server %q: %w", o.Server, err)
+		return err
 	}
 	defer conn.Close()
 	sched, err := scheduler.New(conn, scheduler.Config{Policy: policy, Logger: log, Registerer: reg})
 	if err != nil {
 		return err
 	}
-	log.Info("starting", zap.String("server", o.Server), zap.String("config", o.ConfigFile),
+	log.Info("starting", zap.String("server", o.API.Server), zap.String("config", o.ConfigFile),
 		zap.Strings("profiles", sched.Profiles()), zap.Bool("leaderElect", o.LeaderElect),
 		zap.String("identity", o.LeaderElection.Identity))
 

@@ -165,7 +165,7 @@ func TestTwoSchedulersWithLeaderElectionNeverBindAPodTwice(t *testing.T) {
 	start := func(name string) (*bindCounter, context.CancelFunc, chan error) {
 		spy := newBindCounter()
 		o, err := ParseFlags([]string{
-			"--server", s.Addr(), "--metrics-listen", "", "--leader-elect-identity", name,
+			"--server", s.Addr(), "--insecure", "--metrics-listen", "", "--leader-elect-identity", name,
 			"--leader-elect-lease-duration", "2s", "--leader-elect-renew-deadline", "1500ms", "--leader-elect-retry-period", "100ms",
 		}, io.Discard)
 		if err != nil {
@@ -257,8 +257,11 @@ func TestTwoSchedulersWithLeaderElectionNeverBindAPodTwice(t *testing.T) {
 		len(a), len(b), len(cancelledA)+len(cancelledB), refusedA, refusedB)
 }
 
+// TestMetricsAndHealth runs the program against an apiserver with TLS and
+// authentication, as system:kube-scheduler with a client certificate.
 func TestMetricsAndHealth(t *testing.T) {
-	s := apiservertest.Start(t)
+	s := apiservertest.Start(t, apiservertest.Secure())
+	creds := s.ClientConfig(t, "system:kube-scheduler")
 	ctx, cancel := context.WithCancel(context.Background())
 	n, err := client.Nodes(s.Conn).Create(ctx, &corev1.Node{Metadata: &metav1.ObjectMeta{Name: "n"}})
 	if err != nil {
@@ -268,7 +271,8 @@ func TestMetricsAndHealth(t *testing.T) {
 	if _, err := client.Nodes(s.Conn).UpdateStatus(ctx, n); err != nil {
 		t.Fatal(err)
 	}
-	o, err := ParseFlags([]string{"--server", s.Addr(), "--metrics-listen", "127.0.0.1:0", "--leader-elect=false"}, io.Discard)
+	o, err := ParseFlags([]string{"--server", s.Addr(), "--tls-ca-file", creds.CAFile, "--tls-cert-file", creds.CertFile, "--tls-key-file", creds.KeyFile,
+		"--metrics-listen", "127.0.0.1:0", "--leader-elect=false"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,17 +316,24 @@ func TestMetricsAndHealth(t *testing.T) {
 	}
 	get("/healthz")
 	get("/readyz")
-	m := get("/metrics")
-	for _, want := range []string{
+	// The bind's watch event may arrive before the scheduler counts the
+	// attempt: wait for the figures, within a deadline.
+	wants := []string{
 		`scheduler_schedule_attempts_total{profile="default-scheduler",result="scheduled"} 1`,
 		`scheduler_pending_pods{queue="active"} 0`,
 		`scheduler_pod_scheduling_sli_duration_seconds_count{attempts="1"} 1`,
 		`scheduler_scheduling_attempt_duration_seconds_count{profile="default-scheduler",result="scheduled"} 1`,
 		`scheduler_framework_extension_point_duration_seconds_count{extension_point="filter",profile="default-scheduler",status="Success"}`,
 		`scheduler_cache_size{type="nodes"} 1`,
-	} {
-		if !strings.Contains(m, want) {
-			t.Errorf("/metrics lacks %s", want)
-		}
 	}
+	var scraped await.Signal
+	scraped.Until(t, 10*time.Second, "the scheduling metrics", ctx.Done(), func() (bool, string) {
+		m := get("/metrics")
+		for _, want := range wants {
+			if !strings.Contains(m, want) {
+				return false, "/metrics lacks " + want
+			}
+		}
+		return true, ""
+	})
 }

@@ -1,24 +1,25 @@
 #!/usr/bin/env bash
 # Entrypoint of a Skiff node container: prepares cgroups (v1 and v2) and
 # mounts as kind's entrypoint does, starts containerd, imports the images
-# baked into the image, writes the pod network (until the node agent does it
-# itself), then runs skiff-node-agent. The container exits when containerd
-# or the agent does (its restart policy starts it again).
+# baked into the image, masquerades pod traffic leaving the cluster CIDR,
+# then runs skiff-node-agent, which sets up the pod network itself
+# (--manage-pod-network). The container exits when containerd or the agent
+# does (its restart policy starts it again).
 #
 # Environment (set by deploy/compose/docker-compose.yml):
 #   NODE_NAME            the Node's name (default: the hostname)
 #   SKIFF_SERVER         the apiserver's gRPC address (default apiserver:6443)
-#   SKIFF_POD_CIDR       this node's pod subnet for the bridge CNI conflist
-#                        written here when the agent has not written one
-#   SKIFF_CLUSTER_CIDR   every node's pod subnets (default 10.244.0.0/16):
-#                        traffic from pods to elsewhere is masqueraded
-#   SKIFF_PEERS          "host=cidr ..." routes to other nodes' pod subnets
-#                        via their addresses, kept up to date every 5 s
+#   SKIFF_CLUSTER_CIDR   every node's pod subnets (default 10.244.0.0/16;
+#                        the controller-manager's --cluster-cidr): the
+#                        agent's --cluster-cidr, and traffic from pods to
+#                        elsewhere is masqueraded
 #   SKIFF_PRELOAD_IMAGES names under /opt/skiff/images (without .tar) to
 #                        import at start (default "pause"; the rest is
 #                        pulled from the registry)
 #   SKIFF_CGROUP_ROOT    parent cgroup of this node's pods (the agent's
 #                        --cgroup-root), unique per node and cluster
+#   SKIFF_PKI            where the pki service put the credentials (default
+#                        /pki: $SKIFF_PKI/$NODE_NAME/$NODE_NAME.crt, .key, ca.crt)
 #   SKIFF_NODE_AGENT_ARGS extra flags for skiff-node-agent
 set -euo pipefail
 
@@ -139,69 +140,34 @@ for name in $SKIFF_PRELOAD_IMAGES; do
 done
 
 # --- pod network -----------------------------------------------------------
-# Until the node agent writes the CNI configuration for its Node's
-# spec.podCIDR and keeps the routes (issue 8, item 2), a bridge conflist for
-# SKIFF_POD_CIDR and static routes (SKIFF_PEERS). Without SKIFF_POD_CIDR
-# nothing is written (the agent's configuration alone is used).
-others=$(find /etc/cni/net.d -maxdepth 1 -name '*.conf*' ! -name 10-skiff.conflist | head -1)
-if [ -n "${SKIFF_POD_CIDR:-}" ] && [ -z "$others" ]; then
-  cat >/etc/cni/net.d/10-skiff.conflist <<EOF
-{
-  "cniVersion": "1.0.0",
-  "name": "skiff",
-  "plugins": [
-    {
-      "type": "bridge",
-      "bridge": "cni0",
-      "isGateway": true,
-      "isDefaultGateway": true,
-      "ipMasq": false,
-      "hairpinMode": true,
-      "ipam": {"type": "host-local", "ranges": [[{"subnet": "$SKIFF_POD_CIDR"}]]}
-    },
-    {"type": "portmap", "capabilities": {"portMappings": true}}
-  ]
-}
-EOF
-  log "wrote /etc/cni/net.d/10-skiff.conflist for $SKIFF_POD_CIDR"
-fi
-
-# Pods reach other pods by their own addresses; what leaves the cluster CIDR
-# (the compose network: apiserver, registry) goes out as the node's address.
+# The node agent writes the CNI configuration for its Node's spec.podCIDR
+# (assigned by the controller-manager's nodeipam controller) and keeps the
+# routes to the other nodes' pod subnets (--manage-pod-network). Pods reach
+# other pods by their own addresses; what leaves the cluster CIDR (the
+# compose network: apiserver, registry) goes out as the node's address.
 cluster=${SKIFF_CLUSTER_CIDR:-10.244.0.0/16}
 iptables -t nat -C POSTROUTING -s "$cluster" ! -d "$cluster" -j MASQUERADE 2>/dev/null ||
   iptables -t nat -A POSTROUTING -s "$cluster" ! -d "$cluster" -j MASQUERADE
-
-# Routes to the other nodes' pod subnets through their addresses on the
-# compose network, refreshed as nodes restart with new addresses.
-if [ -n "${SKIFF_PEERS:-}" ]; then
-  (
-    while true; do
-      for peer in $SKIFF_PEERS; do
-        host=${peer%%=*} cidr=${peer#*=}
-        ip=$(getent hosts "$host" | awk '{print $1; exit}') || true
-        if [ -n "$ip" ]; then
-          ip route replace "$cidr" via "$ip" 2>/dev/null || true
-        fi
-      done
-      sleep 5
-    done
-  ) &
-  pids+=($!)
-fi
 
 # --- the node agent --------------------------------------------------------
 if ! command -v skiff-node-agent >/dev/null; then
   log "skiff-node-agent is not in this image (not built yet): running containerd only"
 else
   # shellcheck disable=SC2086 # SKIFF_NODE_AGENT_ARGS is a list of flags
+  # Its credentials, from the pki service (images/node/pki-init.sh): the
+  # client certificate of system:node:<node>, which also serves the
+  # NodeAgent service to the apiserver.
+  creds=${SKIFF_PKI:-/pki}/$NODE_NAME
+  [ -s "$creds/$NODE_NAME.crt" ] || { log "no credentials for $NODE_NAME in $creds (the pki service makes them)"; exit 1; }
   skiff-node-agent \
     --server "$SKIFF_SERVER" \
+    --tls-ca-file "$creds/ca.crt" --tls-cert-file "$creds/$NODE_NAME.crt" --tls-key-file "$creds/$NODE_NAME.key" \
     --node-name "$NODE_NAME" \
     --node-ip "$NODE_IP" \
     --container-runtime-endpoint unix:///run/containerd/containerd.sock \
     --listen 0.0.0.0:10250 \
     --metrics-listen "0.0.0.0:${SKIFF_AGENT_METRICS_PORT:-10248}" \
+    --manage-pod-network --cluster-cidr "$cluster" --cni-conf-dir /etc/cni/net.d \
     ${SKIFF_CGROUP_ROOT:+--cgroup-root "$SKIFF_CGROUP_ROOT"} \
     ${SKIFF_NODE_AGENT_ARGS:-} &
   pids+=($!)

@@ -25,20 +25,53 @@ var (
 )
 
 func main() {
-	if err := run(os.Args[1:]); err != nil {
+	var err error
+	switch {
+	case len(os.Args) > 1 && os.Args[1] == "certs":
+		err = runCerts(os.Args[2:], os.Stdout, os.Stderr)
+	case len(os.Args) > 1 && os.Args[1] == "token":
+		err = runToken(os.Args[2:], os.Stdout, os.Stderr)
+	default:
+		err = run(os.Args[1:])
+	}
+	if err != nil && !isHelp(err) {
 		fmt.Fprintln(os.Stderr, "skiff-apiserver:", err)
 		os.Exit(1)
 	}
+}
+
+const insecureWarning = `
+##########################################################################
+#  WARNING: --insecure: the API is served in PLAIN TEXT and WITHOUT       #
+#  AUTHENTICATION. Anyone who reaches the port may do anything.           #
+#  For development only.                                                  #
+##########################################################################`
+
+// tlsOrAuthnFlags mean nothing with --insecure.
+var tlsOrAuthnFlags = map[string]bool{
+	"pki-dir": true, "tls-cert-file": true, "tls-key-file": true, "client-ca-file": true, "tls-san": true,
+	"token-auth-file": true, "service-account-key-file": true, "service-account-issuer": true, "anonymous-auth": true,
+	"node-agent-client-cert-file": true, "node-agent-client-key-file": true, "node-agent-ca-file": true,
 }
 
 func run(args []string) error {
 	fs := flag.NewFlagSet("skiff-apiserver", flag.ContinueOnError)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `Usage: skiff-apiserver [flags]
+       skiff-apiserver certs init|issue [flags]   the cluster CA and certificates
+       skiff-apiserver token [flags]              a service-account token
 
 Serves the Skiff API (gRPC, with health and reflection) and stores objects in
 an embedded etcd under --data-dir, or in the etcd cluster given by
 --etcd-servers. Prometheus metrics are on --metrics-listen at /metrics.
+
+The API is served over TLS and every request is authenticated: a client
+certificate signed by the cluster CA (CN = user, O = groups), a bearer
+token from --token-auth-file, or a service-account token. On first start
+the apiserver makes the CA, its serving certificate and the
+service-account key in --pki-dir (default <data-dir>/pki); issue client
+certificates with "skiff-apiserver certs issue". --insecure serves plain
+text without authentication, for development only.
 
 Flags:
 `)
@@ -63,6 +96,11 @@ Flags:
 	fs.DurationVar(&cfg.WatchBatchInterval, "watch-batch-interval", apiserver.DefaultWatchBatchInterval, "least time between two messages to one watcher; events in between go together (0: every event at once)")
 	fs.IntVar(&gcPercent, "gc-percent", apiserver.DefaultGCPercent, "Go GC target percentage (GOGC); the GOGC environment variable wins when set")
 	fs.BoolVar(&showVersion, "version", false, "print the version and exit")
+	cfg.Authn.AddFlags(fs)
+	cfg.Authz.AddFlags(fs)
+	cfg.Admission.AddFlags(fs)
+	cfg.FlowControl.AddFlags(fs)
+	cfg.Audit.AddFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			return nil
@@ -90,6 +128,19 @@ Flags:
 	log.Info("runtime", zap.Int("gogc", apiserver.TuneRuntime(gcPercent)))
 	cfg.Logger = log
 	cfg.GitVersion, cfg.GitCommit = version, commit
+	if !cfg.Authn.Enabled {
+		fmt.Fprintln(os.Stderr, insecureWarning)
+		log.Warn("INSECURE: plain-text gRPC and no authentication (--insecure): every client acts as system:unsecured, a member of system:masters")
+		var ignored []string
+		fs.Visit(func(f *flag.Flag) {
+			if tlsOrAuthnFlags[f.Name] {
+				ignored = append(ignored, "--"+f.Name)
+			}
+		})
+		if len(ignored) > 0 {
+			log.Warn("--insecure: these flags have no effect", zap.Strings("flags", ignored))
+		}
+	}
 
 	srv, err := apiserver.New(cfg)
 	if err != nil {

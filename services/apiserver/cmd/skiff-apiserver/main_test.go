@@ -12,13 +12,14 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/codes"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
 
 	"skiff.dev/internal/client"
 	corev1 "skiff.dev/proto/core/v1"
 	metav1 "skiff.dev/proto/meta/v1"
+	"skiff.dev/services/apiserver/authn/pki"
 )
 
 func buildBinary(t *testing.T) string {
@@ -44,6 +45,14 @@ func TestFlagsAndErrors(t *testing.T) {
 		{"unknown flag", []string{"--nope"}, false, "flag provided but not defined: -nope"},
 		{"bad log level", []string{"--log-level", "loud"}, false, `--log-level "loud": must be debug, info, warn or error`},
 		{"stray argument", []string{"extra"}, false, "unexpected arguments"},
+		{"certs help", []string{"certs", "--help"}, true, "issue a certificate signed by the CA"},
+		{"certs without a command", []string{"certs"}, false, "certs: a command is required"},
+		{"certs unknown command", []string{"certs", "sign"}, false, `certs: unknown command "sign"`},
+		{"certs issue help", []string{"certs", "issue", "--help"}, true, "--san"},
+		{"certs issue without --cn", []string{"certs", "issue", "--out", "x"}, false, "--cn: required"},
+		{"certs issue without a CA", []string{"certs", "issue", "--cn", "a", "--out", "x", "--pki-dir", "/nonexistent/pki"}, false, "skiff-apiserver certs init"},
+		{"token help", []string{"token", "--help"}, true, "--serviceaccount"},
+		{"token bad service account", []string{"token", "--serviceaccount", "robot"}, false, `--serviceaccount "robot": want NAMESPACE/NAME`},
 		{"unreachable external etcd", []string{"--etcd-servers", "http://127.0.0.1:1", "--etcd-dial-timeout", "500ms", "--listen", "127.0.0.1:0", "--metrics-listen", ""}, false, "etcd http://127.0.0.1:1 does not answer"},
 	}
 	for _, c := range cases {
@@ -59,37 +68,89 @@ func TestFlagsAndErrors(t *testing.T) {
 	}
 }
 
-// TestServeAndGracefulShutdown runs the binary: it serves, reports
-// SERVING, logs JSON, and exits 0 on SIGTERM; a restart on the same
-// --data-dir finds the objects written before.
+// startServer runs the binary and returns its gRPC address and its
+// remaining log lines.
+func startServer(t *testing.T, bin string, args ...string) (*exec.Cmd, string, *bufio.Scanner, *strings.Builder) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := bufio.NewScanner(stderr)
+	other := &strings.Builder{} // the lines up to serving, the --insecure banner among them
+	addr := ""
+	for addr == "" && lines.Scan() {
+		other.WriteString(lines.Text() + "\n")
+		var entry map[string]any
+		if err := json.Unmarshal(lines.Bytes(), &entry); err != nil {
+			continue
+		}
+		if entry["msg"] == "apiserver serving" {
+			addr, _ = entry["grpc"].(string)
+		}
+	}
+	if addr == "" {
+		_ = cmd.Process.Kill()
+		t.Fatalf("no 'apiserver serving' log line\n%s", other)
+	}
+	return cmd, addr, lines, other
+}
+
+// stopServer sends SIGTERM and checks a clean exit.
+func stopServer(t *testing.T, cmd *exec.Cmd, lines *bufio.Scanner) {
+	t.Helper()
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	for lines.Scan() {
+		stopped = stopped || strings.Contains(lines.Text(), `"apiserver stopped"`)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("exit after SIGTERM: %v", err)
+	}
+	if !stopped {
+		t.Fatal("no 'apiserver stopped' log line after SIGTERM")
+	}
+}
+
+func runOK(t *testing.T, bin string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(bin, args...).Output()
+	if err != nil {
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("%s %v: %v\n%s", bin, args, err, stderr)
+	}
+	return string(out)
+}
+
+// TestServeAndGracefulShutdown runs the binary as it runs by default (TLS
+// and authentication, its PKI made in --data-dir on first start): it
+// serves, reports SERVING, logs JSON, and exits 0 on SIGTERM; a restart
+// on the same --data-dir keeps the CA (certificates issued before still
+// work) and finds the objects written before. `certs issue` and `token`
+// make credentials the server accepts.
 func TestServeAndGracefulShutdown(t *testing.T) {
 	bin := buildBinary(t)
 	dataDir := t.TempDir()
+	creds := t.TempDir()
 	for run := 0; run < 2; run++ {
-		cmd := exec.Command(bin, "--data-dir", dataDir, "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0")
-		stderr, err := cmd.StderrPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		lines := bufio.NewScanner(stderr)
-		addr := ""
-		for addr == "" && lines.Scan() {
-			var entry map[string]any
-			if err := json.Unmarshal(lines.Bytes(), &entry); err != nil {
-				t.Fatalf("log line is not JSON: %q", lines.Text())
-			}
-			if entry["msg"] == "apiserver serving" {
-				addr, _ = entry["grpc"].(string)
+		cmd, addr, lines, _ := startServer(t, bin, "--data-dir", dataDir, "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--tls-san", "apiserver.test")
+		if run == 0 {
+			out := runOK(t, bin, "certs", "issue", "--data-dir", dataDir, "--cn", "admin", "--o", "system:masters", "--out", creds)
+			if !strings.Contains(out, "admin.crt") {
+				t.Fatalf("certs issue: %s", out)
 			}
 		}
-		if addr == "" {
-			_ = cmd.Process.Kill()
-			t.Fatal("no 'apiserver serving' log line")
-		}
-		conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		admin := client.Config{Server: addr, CAFile: filepath.Join(creds, "ca.crt"), CertFile: filepath.Join(creds, "admin.crt"), KeyFile: filepath.Join(creds, "admin.key")}
+		conn, err := client.Dial(admin)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -106,23 +167,109 @@ func TestServeAndGracefulShutdown(t *testing.T) {
 		} else if got, err := cms.Get(ctx, "default", "kept"); err != nil || got.Data["k"] != "v" {
 			t.Fatalf("object written before the restart: %v %v", got, err)
 		}
+		if run == 1 {
+			// A service-account token from the token command.
+			if _, err := client.ServiceAccounts(conn).Create(ctx, &corev1.ServiceAccount{Metadata: &metav1.ObjectMeta{Namespace: "default", Name: "robot"}}); err != nil {
+				t.Fatal(err)
+			}
+			tok := strings.TrimSpace(runOK(t, bin, "token", "--data-dir", dataDir, "--serviceaccount", "default/robot", "--server", addr, "--ttl", "10m"))
+			robot, err := client.Dial(client.Config{Server: addr, CAFile: admin.CAFile, ServerName: "apiserver.test", Token: tok})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Authenticated as the service account: allowed, or denied by
+			// authorization naming it (it has no role).
+			if _, err := client.ConfigMaps(robot).Get(ctx, "default", "kept"); err != nil &&
+				(status.Code(err) != codes.PermissionDenied || !strings.Contains(err.Error(), `"system:serviceaccount:default:robot"`)) {
+				t.Fatalf("with the service-account token: %v", err)
+			}
+			robot.Close()
+			// Without credentials: Unauthenticated.
+			anon, err := client.Dial(client.Config{Server: addr, CAFile: admin.CAFile})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := client.ConfigMaps(anon).Get(ctx, "default", "kept"); status.Code(err) != codes.Unauthenticated {
+				t.Fatalf("without credentials: %v, want Unauthenticated", err)
+			}
+			anon.Close()
+		}
 		cancel()
 		conn.Close()
-		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-			t.Fatal(err)
-		}
-		stopped := false
-		for lines.Scan() {
-			stopped = stopped || strings.Contains(lines.Text(), `"apiserver stopped"`)
-		}
-		if err := cmd.Wait(); err != nil {
-			t.Fatalf("exit after SIGTERM: %v", err)
-		}
-		if !stopped {
-			t.Fatal("no 'apiserver stopped' log line after SIGTERM")
-		}
+		stopServer(t, cmd, lines)
 		if _, err := os.Stat(filepath.Join(dataDir, "etcd", "member")); err != nil {
 			t.Fatalf("etcd data not in --data-dir: %v", err)
 		}
+		for _, f := range []string{"ca.crt", "ca.key", "apiserver.crt", "apiserver.key", "sa.key"} {
+			if _, err := os.Stat(filepath.Join(dataDir, "pki", f)); err != nil {
+				t.Fatalf("PKI file: %v", err)
+			}
+		}
+	}
+}
+
+// TestInsecure: --insecure serves plain text without authentication, and
+// says so loudly.
+func TestInsecure(t *testing.T) {
+	bin := buildBinary(t)
+	cmd, addr, lines, banner := startServer(t, bin, "--insecure", "--data-dir", t.TempDir(), "--listen", "127.0.0.1:0", "--metrics-listen", "",
+		"--anonymous-auth")
+	if !strings.Contains(banner.String(), "WARNING: --insecure") {
+		t.Errorf("no warning banner on stderr:\n%s", banner)
+	}
+	if !strings.Contains(banner.String(), `"flags":["--anonymous-auth"]`) {
+		t.Errorf("no warning that --anonymous-auth has no effect:\n%s", banner)
+	}
+	conn, err := client.Dial(client.Config{Server: addr, Insecure: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := client.ConfigMaps(conn).Get(ctx, "default", "absent"); status.Code(err) != codes.NotFound {
+		t.Fatalf("plain text without credentials: %v, want NotFound", err)
+	}
+	conn.Close()
+	stopServer(t, cmd, lines)
+}
+
+// TestCertsInit: certs init makes the PKI once; issue makes a serving and
+// client certificate for a node agent.
+func TestCertsInit(t *testing.T) {
+	bin := buildBinary(t)
+	dir := filepath.Join(t.TempDir(), "pki")
+	out := runOK(t, bin, "certs", "init", "--pki-dir", dir, "--tls-san", "apiserver")
+	if !strings.Contains(out, "apiserver") || !strings.Contains(out, dir) {
+		t.Fatalf("certs init: %s", out)
+	}
+	ca1, err := os.ReadFile(filepath.Join(dir, "ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runOK(t, bin, "certs", "init", "--pki-dir", dir)
+	if ca2, _ := os.ReadFile(filepath.Join(dir, "ca.crt")); string(ca1) != string(ca2) {
+		t.Fatal("a second certs init replaced the CA")
+	}
+	outDir := t.TempDir()
+	runOK(t, bin, "certs", "issue", "--pki-dir", dir, "--cn", "system:node:node-1", "--o", "system:nodes", "--san", "node-1,10.0.0.5", "--out", outDir)
+	b, err := os.ReadFile(filepath.Join(outDir, "system-node-node-1.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := pki.ParseCert(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cert.Subject.CommonName != "system:node:node-1" || len(cert.Subject.Organization) != 1 || cert.Subject.Organization[0] != "system:nodes" {
+		t.Fatalf("subject %v", cert.Subject)
+	}
+	if err := cert.VerifyHostname("node-1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := cert.VerifyHostname("10.0.0.5"); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(filepath.Join(outDir, "system-node-node-1.key")); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("key file: %v %v", st, err)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap/zaptest"
 	"google.golang.org/grpc"
 
+	"skiff.dev/internal/apierrors"
 	"skiff.dev/internal/await"
 	"skiff.dev/internal/client"
 	"skiff.dev/internal/events"
@@ -23,6 +24,7 @@ import (
 	"skiff.dev/internal/object"
 	"skiff.dev/internal/workqueue"
 	corev1 "skiff.dev/proto/core/v1"
+	metav1 "skiff.dev/proto/meta/v1"
 	"skiff.dev/services/apiserver/apiservertest"
 	"skiff.dev/services/controller-manager/manager"
 	"skiff.dev/services/controller-manager/simnode"
@@ -152,6 +154,25 @@ func (e *Env) poke() { e.changed.Poke() }
 func (e *Env) Await(timeout time.Duration, what string, cond func() (ok bool, why string)) {
 	e.T.Helper()
 	e.changed.Until(e.T, timeout, what, e.Ctx.Done(), cond)
+}
+
+// EventReasons lists the reasons and messages of the events recorded in
+// namespace ("": every namespace) about the object kind/name.
+func (e *Env) EventReasons(kind, namespace, name string) map[string]string {
+	l, err := client.Events(e.Conn).List(e.Ctx, &metav1.ListOptions{Namespace: namespace})
+	if err != nil {
+		if !apierrors.IsNotFound(err) {
+			e.T.Errorf("list events: %v", err)
+		}
+		return nil
+	}
+	out := map[string]string{}
+	for _, ev := range l.GetItems() {
+		if o := ev.GetInvolvedObject(); o.GetKind() == kind && o.GetName() == name {
+			out[ev.GetReason()] = ev.GetMessage()
+		}
+	}
+	return out
 }
 
 // Explain formats a reason for Await.

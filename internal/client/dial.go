@@ -1,0 +1,168 @@
+package client
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+)
+
+// Config is how a component reaches the apiserver: its address, the CA
+// that verifies it, and the credentials to present (a client certificate,
+// a bearer token, or both). Files and in-memory data are alternatives:
+// the *Data fields (skiffctl's config inlines them) win over the files.
+type Config struct {
+	Server string
+	// CAFile verifies the apiserver's certificate; empty: the system's roots.
+	CAFile string
+	// CertFile and KeyFile are a client certificate (CN = user, O = groups).
+	CertFile, KeyFile string
+	// TokenFile holds a bearer token (a service-account token, say).
+	TokenFile string
+	// Insecure dials plain text (an apiserver started with --insecure).
+	Insecure bool
+
+	CAData, CertData, KeyData []byte
+	Token                     string
+	// ServerName is the name the apiserver's certificate must carry;
+	// empty: the host of Server.
+	ServerName string
+	// InsecureSkipVerify does not verify the apiserver's certificate at
+	// all (skiffctl's insecure-skip-tls-verify).
+	InsecureSkipVerify bool
+}
+
+// AddFlags registers --server, --tls-ca-file, --tls-cert-file,
+// --tls-key-file, --token-file and --insecure on fs.
+func (c *Config) AddFlags(fs *flag.FlagSet, defaultServer string) {
+	fs.StringVar(&c.Server, "server", defaultServer, "apiserver gRPC address (host:port)")
+	fs.StringVar(&c.CAFile, "tls-ca-file", "", "CA certificate (PEM) that verifies the apiserver's serving certificate, e.g. <apiserver pki-dir>/ca.crt (default: the system's roots)")
+	fs.StringVar(&c.CertFile, "tls-cert-file", "", "client certificate (PEM) presented to the apiserver: CN is the user, O the groups (issue one with `skiff-apiserver certs issue`)")
+	fs.StringVar(&c.KeyFile, "tls-key-file", "", "private key of --tls-cert-file")
+	fs.StringVar(&c.TokenFile, "token-file", "", "file holding a bearer token presented to the apiserver (instead of, or besides, a client certificate)")
+	fs.BoolVar(&c.Insecure, "insecure", false, "DEVELOPMENT ONLY: dial the apiserver in plain text (one started with --insecure); no certificate is checked")
+}
+
+// Validate checks the config without reading files: it names the flag at
+// fault.
+func (c *Config) Validate() error {
+	switch {
+	case c.Server == "":
+		return errors.New("--server: the apiserver address is required")
+	case (c.CertFile == "") != (c.KeyFile == ""):
+		return errors.New("--tls-cert-file and --tls-key-file go together")
+	case (c.CertData == nil) != (c.KeyData == nil):
+		return errors.New("client certificate and key go together")
+	case c.Insecure && (c.CAFile != "" || c.CertFile != "" || c.CAData != nil || c.CertData != nil):
+		return errors.New("--insecure dials plain text: it cannot go with --tls-ca-file, --tls-cert-file or --tls-key-file")
+	}
+	return nil
+}
+
+// Credentials are the dial options of cfg: transport credentials (TLS, or
+// plain text with Insecure) and the bearer token, if any.
+func (c *Config) Credentials() ([]grpc.DialOption, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	token := c.Token
+	if token == "" && c.TokenFile != "" {
+		b, err := os.ReadFile(c.TokenFile)
+		if err != nil {
+			return nil, fmt.Errorf("--token-file: %w", err)
+		}
+		if token = strings.TrimSpace(string(b)); token == "" {
+			return nil, fmt.Errorf("--token-file %s: empty", c.TokenFile)
+		}
+	}
+	var opts []grpc.DialOption
+	if token != "" {
+		opts = append(opts, grpc.WithPerRPCCredentials(bearer{token: token, secure: !c.Insecure}))
+	}
+	if c.Insecure {
+		return append(opts, grpc.WithTransportCredentials(insecure.NewCredentials())), nil
+	}
+	tc, err := c.TLSConfig()
+	if err != nil {
+		return nil, err
+	}
+	return append(opts, grpc.WithTransportCredentials(credentials.NewTLS(tc))), nil
+}
+
+// TLSConfig is the TLS configuration of cfg (not for Insecure).
+func (c *Config) TLSConfig() (*tls.Config, error) {
+	tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: c.ServerName, InsecureSkipVerify: c.InsecureSkipVerify}
+	ca := c.CAData
+	if ca == nil && c.CAFile != "" {
+		b, err := os.ReadFile(c.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("--tls-ca-file: %w", err)
+		}
+		ca = b
+	}
+	if ca != nil {
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(ca) {
+			return nil, fmt.Errorf("--tls-ca-file %s: no PEM certificate found", c.CAFile)
+		}
+		tc.RootCAs = pool
+	}
+	certPEM, keyPEM := c.CertData, c.KeyData
+	if certPEM == nil && c.CertFile != "" {
+		var err error
+		if certPEM, err = os.ReadFile(c.CertFile); err != nil {
+			return nil, fmt.Errorf("--tls-cert-file: %w", err)
+		}
+		if keyPEM, err = os.ReadFile(c.KeyFile); err != nil {
+			return nil, fmt.Errorf("--tls-key-file: %w", err)
+		}
+	}
+	if certPEM != nil {
+		pair, err := tls.X509KeyPair(certPEM, keyPEM)
+		if err != nil {
+			return nil, fmt.Errorf("--tls-cert-file/--tls-key-file: %w", err)
+		}
+		tc.Certificates = []tls.Certificate{pair}
+	}
+	return tc, nil
+}
+
+// Dial connects to the apiserver as cfg says (lazily: grpc.NewClient; the
+// first call fails if the apiserver is away or refuses the credentials).
+// opts are added after the credentials. Calls refused by the apiserver's
+// fairness are retried after its hint (RetryThrottled).
+func Dial(cfg Config, opts ...grpc.DialOption) (*grpc.ClientConn, error) {
+	creds, err := cfg.Credentials()
+	if err != nil {
+		return nil, err
+	}
+	// A call the apiserver's fairness refused (ResourceExhausted with a
+	// retry hint) is retried after the hint: it never ran.
+	dial := append(append(creds, RetryThrottled()...), opts...)
+	conn, err := grpc.NewClient(cfg.Server, dial...)
+	if err != nil {
+		return nil, fmt.Errorf("--server %q: %w", cfg.Server, err)
+	}
+	return conn, nil
+}
+
+// bearer sends "authorization: Bearer <token>" with every call; over TLS
+// only, unless the connection is plain text on purpose (--insecure).
+type bearer struct {
+	token  string
+	secure bool
+}
+
+func (b bearer) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+	return map[string]string{"authorization": "Bearer " + b.token}, nil
+}
+
+func (b bearer) RequireTransportSecurity() bool { return b.secure }

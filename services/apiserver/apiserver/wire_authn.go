@@ -1,0 +1,89 @@
+package apiserver
+
+import (
+	"context"
+	"fmt"
+
+	"go.uber.org/zap"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"skiff.dev/internal/apierrors"
+	"skiff.dev/internal/client"
+	"skiff.dev/internal/informer"
+	"skiff.dev/services/apiserver/authn"
+	"skiff.dev/services/apiserver/server"
+)
+
+// wireTLS returns the credentials the gRPC server serves with and those of
+// the loopback client (which must trust the server's certificate). With
+// cfg.Authn off both are plain text.
+func (s *Server) wireTLS() (serverCreds, loopbackCreds credentials.TransportCredentials, err error) {
+	if !s.cfg.Authn.Enabled {
+		return insecure.NewCredentials(), insecure.NewCredentials(), nil
+	}
+	m, err := s.cfg.Authn.Material(s.cfg.DataDir, s.now())
+	if err != nil {
+		return nil, nil, err
+	}
+	s.tls = m // wireAuthn and wireAdmission use it too
+	if m.CA != nil {
+		s.log.Info("TLS material", zap.String("pki", s.cfg.Authn.PKIDirIn(s.cfg.DataDir)), zap.Strings("servingNames", m.ServingNames()))
+	}
+	return credentials.NewTLS(m.ServerTLS()), credentials.NewTLS(m.LoopbackTLS()), nil
+}
+
+// wireAuthn builds the authenticator from cfg.Authn; nil is off (every
+// request is user.UnsecuredInfo). Service-account tokens are checked
+// against an informer of ServiceAccounts on the loopback connection
+// (started by a post-start hook), with a direct read when the informer
+// does not have the account (yet).
+func (s *Server) wireAuthn() (server.Authenticator, error) {
+	o := &s.cfg.Authn
+	if !o.Enabled {
+		return nil, nil
+	}
+	m := s.tls // loaded by wireTLS
+	s.logs.tls = m.NodeAgentTLS()
+	if m.NodeAgentClient == nil {
+		s.log.Warn("no client certificate for node agents (--node-agent-client-cert-file, or a CA in --pki-dir): Pods.Logs will be refused by agents that require one")
+	}
+	var tokens authn.StaticTokens
+	if o.TokenAuthFile != "" {
+		var err error
+		if tokens, err = authn.ReadTokenFile(o.TokenAuthFile); err != nil {
+			return nil, err
+		}
+	}
+	factory := informer.NewFactory(informer.FactoryOptions{Logger: s.log})
+	sas := client.ServiceAccounts(s.loopback)
+	saInformer := informer.For(factory, sas)
+	lookup := func(ctx context.Context, namespace, name string) (string, bool, error) {
+		if sa, ok := saInformer.Store().GetByName(namespace, name); ok {
+			return sa.GetMetadata().GetUid(), true, nil
+		}
+		sa, err := sas.Get(ctx, namespace, name)
+		if apierrors.IsNotFound(err) {
+			return "", false, nil
+		}
+		if err != nil {
+			return "", false, err
+		}
+		return sa.GetMetadata().GetUid(), true, nil
+	}
+	s.postStart = append(s.postStart, postStartHook{name: "authn-serviceaccounts", run: func(ctx context.Context) error {
+		factory.Start(ctx)
+		if !factory.WaitForSync(ctx) {
+			return fmt.Errorf("the ServiceAccount informer did not sync: %w", ctx.Err())
+		}
+		return nil
+	}})
+	return authn.New(authn.Config{
+		Tokens:            tokens,
+		ServiceAccountKey: &m.ServiceAccountKey.PublicKey,
+		Issuer:            o.ServiceAccountIssuer,
+		ServiceAccounts:   lookup,
+		Anonymous:         o.AnonymousAuth,
+		Now:               s.now,
+	}), nil
+}

@@ -1,0 +1,193 @@
+package audit
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	"skiff.dev/internal/apierrors"
+	"skiff.dev/services/apiserver/server"
+)
+
+// entry is a finished request waiting to be written.
+type entry struct {
+	ri        *server.RequestInfo
+	name      string // the object's name (a create's, from the response)
+	req, resp proto.Message
+	err       error
+	at        time.Time
+}
+
+// timeFormat is Kubernetes' audit timestamps: RFC 3339, microseconds, UTC.
+const timeFormat = "2006-01-02T15:04:05.000000Z07:00"
+
+var jsonOpts = protojson.MarshalOptions{}
+
+// appendEvent appends e as one audit.k8s.io/v1 Event and a newline.
+func appendEvent(b []byte, level Level, e *entry) []byte {
+	ri := e.ri
+	b = append(b, `{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":`...)
+	b = appendString(b, string(level))
+	b = append(b, `,"auditID":`...)
+	b = appendString(b, ri.ID)
+	b = append(b, `,"stage":"ResponseComplete","requestURI":`...)
+	b = appendString(b, ri.Path)
+	b = append(b, `,"verb":`...)
+	b = appendString(b, ri.Verb)
+	b = append(b, `,"user":{"username":`...)
+	if u := ri.User; u != nil {
+		b = appendString(b, u.Name)
+		if u.UID != "" {
+			b = append(b, `,"uid":`...)
+			b = appendString(b, u.UID)
+		}
+		b = append(b, `,"groups":[`...)
+		for i, g := range u.Groups {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, g)
+		}
+		b = append(b, ']')
+	} else {
+		b = append(b, `""`...)
+	}
+	b = append(b, '}')
+	if ri.IsResource() {
+		b = append(b, `,"objectRef":{"resource":`...)
+		b = appendString(b, ri.Resource)
+		b = appendField(b, "namespace", ri.Namespace)
+		b = appendField(b, "name", e.name)
+		b = appendField(b, "apiGroup", ri.APIGroup)
+		b = appendField(b, "subresource", ri.Subresource)
+		b = append(b, '}')
+	}
+	b = appendStatus(b, ri.Verb, e.err)
+	if e.req != nil && level.atLeast(LevelRequest) {
+		b = append(b, `,"requestObject":`...)
+		b = appendMessage(b, e.req)
+	}
+	if e.resp != nil && level.atLeast(LevelRequestResponse) {
+		b = append(b, `,"responseObject":`...)
+		b = appendMessage(b, e.resp)
+	}
+	b = append(b, `,"requestReceivedTimestamp":"`...)
+	b = ri.Start.UTC().AppendFormat(b, timeFormat)
+	b = append(b, `","stageTimestamp":"`...)
+	b = e.at.UTC().AppendFormat(b, timeFormat)
+	return append(b, "\"}\n"...)
+}
+
+// appendStatus is the responseStatus: the HTTP code Kubernetes would have
+// answered (apierrors' table), Success or Failure, and the error's message
+// and reason.
+func appendStatus(b []byte, verb string, err error) []byte {
+	b = append(b, `,"responseStatus":{"code":`...)
+	if err == nil {
+		code := 200
+		if verb == "create" {
+			code = 201
+		}
+		b = strconv.AppendInt(b, int64(code), 10)
+		return append(b, `,"status":"Success"}`...)
+	}
+	if status.Code(err) == codes.Canceled || errors.Is(err, context.Canceled) {
+		// The client went away (nginx's 499: no HTTP status says it).
+		b = append(b, `499,"status":"Failure","message":`...)
+		b = appendString(b, err.Error())
+		return append(b, '}')
+	}
+	se := apierrors.FromError(err)
+	code := int64(se.Status.GetCode())
+	if code == 0 {
+		code = 500
+	}
+	b = strconv.AppendInt(b, code, 10)
+	b = append(b, `,"status":"Failure","message":`...)
+	b = appendString(b, se.Status.GetMessage())
+	b = appendField(b, "reason", se.Status.GetReason())
+	return append(b, '}')
+}
+
+// appendMessage appends m as protojson, or null when it cannot be encoded.
+func appendMessage(b []byte, m proto.Message) []byte {
+	if !m.ProtoReflect().IsValid() {
+		return append(b, "null"...)
+	}
+	out, err := jsonOpts.MarshalAppend(b, m)
+	if err != nil {
+		return append(b, "null"...)
+	}
+	return out
+}
+
+// appendField appends ,"key":"value" when value is not empty.
+func appendField(b []byte, key, value string) []byte {
+	if value == "" {
+		return b
+	}
+	b = append(b, ',', '"')
+	b = append(b, key...)
+	b = append(b, '"', ':')
+	return appendString(b, value)
+}
+
+const hex = "0123456789abcdef"
+
+// appendString appends s as a JSON string: quotes, backslashes and control
+// characters escaped, invalid UTF-8 replaced by U+FFFD.
+func appendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+			i++
+			continue
+		}
+		if c < utf8.RuneSelf {
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i++
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' { // valid JSON, but not in every JavaScript
+			b = append(b, s[start:i]...)
+			b = append(b, `\u202`...)
+			b = append(b, hex[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}

@@ -1,0 +1,190 @@
+package authn
+
+import (
+	"bytes"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"skiff.dev/services/apiserver/authn/pki"
+	"skiff.dev/services/apiserver/user"
+)
+
+// Files the apiserver makes in its PKI directory besides the CA.
+const (
+	ServingName         = "apiserver"                   // apiserver.crt, apiserver.key
+	NodeAgentClientName = "apiserver-node-agent-client" // .crt, .key
+	ServiceAccountKey   = "sa.key"
+)
+
+// Material is the apiserver's TLS material and signing key.
+type Material struct {
+	// CA is the cluster CA in PKIDir; nil when the serving certificate and
+	// the client CA were both given as files (then nothing is issued).
+	CA *pki.CA
+	// Serving is the serving certificate (with its Leaf).
+	Serving tls.Certificate
+	// ClientCAs verify client certificates.
+	ClientCAs *x509.CertPool
+	// NodeAgentClient is shown to node agents; nil when none could be had.
+	NodeAgentClient *tls.Certificate
+	// NodeAgentCAs verify node agents' serving certificates.
+	NodeAgentCAs *x509.CertPool
+	// ServiceAccountKey signs service-account tokens (ECDSA P-256).
+	ServiceAccountKey *ecdsa.PrivateKey
+}
+
+// PKIDirIn is the directory of the apiserver's CA and certificates.
+func (o *Options) PKIDirIn(dataDir string) string {
+	if o.PKIDir != "" {
+		return o.PKIDir
+	}
+	return filepath.Join(dataDir, "pki")
+}
+
+// Material loads (or on first start makes) the TLS material. The
+// apiserver calls it once and keeps the result.
+func (o *Options) Material(dataDir string, now time.Time) (*Material, error) {
+	if o.PKIDir == "" && dataDir == "" {
+		return nil, errors.New("TLS needs a directory for its certificates: set --pki-dir or --data-dir")
+	}
+	return loadMaterial(o, o.PKIDirIn(dataDir), now)
+}
+
+func loadMaterial(o *Options, dir string, now time.Time) (*Material, error) {
+	if (o.TLSCertFile == "") != (o.TLSKeyFile == "") {
+		return nil, errors.New("--tls-cert-file and --tls-key-file go together")
+	}
+	if (o.NodeAgentClientCertFile == "") != (o.NodeAgentClientKeyFile == "") {
+		return nil, errors.New("--node-agent-client-cert-file and --node-agent-client-key-file go together")
+	}
+	m := &Material{}
+	if o.TLSCertFile == "" || o.ClientCAFile == "" {
+		ca, _, err := pki.InitCA(dir, now)
+		if err != nil {
+			return nil, fmt.Errorf("--pki-dir: %w", err)
+		}
+		m.CA = ca
+	}
+	var err error
+	if o.TLSCertFile != "" {
+		if m.Serving, err = tls.LoadX509KeyPair(o.TLSCertFile, o.TLSKeyFile); err != nil {
+			return nil, fmt.Errorf("--tls-cert-file/--tls-key-file: %w", err)
+		}
+	} else {
+		hosts := append([]string{"localhost", "127.0.0.1", "::1"}, o.TLSSANs...)
+		if h, err := os.Hostname(); err == nil && h != "" {
+			hosts = append(hosts, h)
+		}
+		m.Serving, err = m.CA.EnsurePair(dir, ServingName, pki.Request{CommonName: "skiff-apiserver", Hosts: hosts, Server: true}, now, servingCertMinLeft)
+		if err != nil {
+			return nil, fmt.Errorf("serving certificate in %s: %w", dir, err)
+		}
+	}
+	if o.ClientCAFile != "" {
+		if m.ClientCAs, err = pki.ReadPool(o.ClientCAFile); err != nil {
+			return nil, fmt.Errorf("--client-ca-file: %w", err)
+		}
+	} else {
+		m.ClientCAs = m.CA.Pool()
+	}
+	switch {
+	case o.NodeAgentClientCertFile != "":
+		pair, err := tls.LoadX509KeyPair(o.NodeAgentClientCertFile, o.NodeAgentClientKeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("--node-agent-client-cert-file/--node-agent-client-key-file: %w", err)
+		}
+		m.NodeAgentClient = &pair
+	case m.CA != nil:
+		pair, err := m.CA.EnsurePair(dir, NodeAgentClientName, pki.Request{CommonName: user.APIServer, Organizations: []string{user.Masters}, Client: true}, now, servingCertMinLeft)
+		if err != nil {
+			return nil, fmt.Errorf("node agent client certificate in %s: %w", dir, err)
+		}
+		m.NodeAgentClient = &pair
+	}
+	switch {
+	case o.NodeAgentCAFile != "":
+		if m.NodeAgentCAs, err = pki.ReadPool(o.NodeAgentCAFile); err != nil {
+			return nil, fmt.Errorf("--node-agent-ca-file: %w", err)
+		}
+	default:
+		m.NodeAgentCAs = m.ClientCAs
+	}
+	keyPath := o.ServiceAccountKeyFile
+	if keyPath == "" {
+		keyPath = filepath.Join(dir, ServiceAccountKey)
+	}
+	var key crypto.Signer
+	if o.ServiceAccountKeyFile != "" {
+		key, err = pki.ReadKey(keyPath)
+	} else {
+		key, err = pki.EnsureKey(keyPath)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("--service-account-key-file: %w", err)
+	}
+	ek, ok := key.(*ecdsa.PrivateKey)
+	if !ok || ek.Curve != elliptic.P256() {
+		return nil, fmt.Errorf("--service-account-key-file %s: want an ECDSA P-256 key, got %T", keyPath, key)
+	}
+	m.ServiceAccountKey = ek
+	return m, nil
+}
+
+// ServingNames are the DNS names and IPs of the serving certificate.
+func (m *Material) ServingNames() []string {
+	out := slices.Clone(m.Serving.Leaf.DNSNames)
+	for _, ip := range m.Serving.Leaf.IPAddresses {
+		out = append(out, ip.String())
+	}
+	return out
+}
+
+// ServerTLS is the serving configuration: TLS 1.3, the serving
+// certificate, and client certificates verified against the client CAs
+// when given (a bearer token is the alternative).
+func (m *Material) ServerTLS() *tls.Config {
+	return &tls.Config{
+		MinVersion:   tls.VersionTLS13,
+		Certificates: []tls.Certificate{m.Serving},
+		ClientAuth:   tls.VerifyClientCertIfGiven,
+		ClientCAs:    m.ClientCAs,
+	}
+}
+
+// LoopbackTLS is the configuration of the apiserver's connection to
+// itself: it trusts exactly the serving certificate (whatever its names
+// and issuer), so no host name needs to match.
+func (m *Material) LoopbackTLS() *tls.Config {
+	want := m.Serving.Certificate[0]
+	return &tls.Config{
+		MinVersion:         tls.VersionTLS13,
+		InsecureSkipVerify: true, // replaced by the pin below
+		VerifyPeerCertificate: func(raw [][]byte, _ [][]*x509.Certificate) error {
+			if len(raw) == 0 || !bytes.Equal(raw[0], want) {
+				return errors.New("loopback: the server's certificate is not the apiserver's own")
+			}
+			return nil
+		},
+	}
+}
+
+// NodeAgentTLS is the configuration of connections to node agents: their
+// serving certificate verified against NodeAgentCAs for serverName (the
+// Node's name: issue agents' certificates with it as a SAN), and the
+// apiserver's client certificate.
+func (m *Material) NodeAgentTLS() *tls.Config {
+	c := &tls.Config{MinVersion: tls.VersionTLS13, RootCAs: m.NodeAgentCAs}
+	if m.NodeAgentClient != nil {
+		c.Certificates = []tls.Certificate{*m.NodeAgentClient}
+	}
+	return c
+}

@@ -1,0 +1,172 @@
+package authz
+
+import (
+	"strings"
+
+	metav1 "skiff.dev/proto/meta/v1"
+	rbacv1 "skiff.dev/proto/rbac/v1"
+	"skiff.dev/services/apiserver/user"
+)
+
+// The bootstrap policy: ClusterRoles, each bound by a ClusterRoleBinding
+// of the same name to the users and groups of its row. Start creates them,
+// or adds what is missing to existing ones (reconcile.go).
+//
+// Each rule is three space-separated lists: verbs, API groups ("core" is
+// the core group "", "*" every group) and resources ("pods/status" a
+// subresource, "*" everything). Paths are non-resource gRPC methods,
+// granted for "get" ("*" at the end of a path is a prefix wildcard).
+//
+// There is no system:node ClusterRole: node agents are authorized by the
+// node authorizer (node.go), which knows which pods are theirs. Kubernetes
+// keeps the role for compatibility only and binds it to nobody.
+var bootstrapPolicy = []bootstrapRole{
+	{name: "cluster-admin", groups: user.Masters,
+		rules: []r{{"*", "*", "*"}},
+		paths: "*"},
+
+	// The user-facing roles, as Kubernetes': view reads (no RBAC
+	// objects); edit writes workloads; admin also manages RBAC in a
+	// namespace. Each aggregates the ClusterRoles labelled for it
+	// (rbac.authorization.k8s.io/aggregate-to-<role>: "true"), and view
+	// and edit carry the label for the next one up.
+	{name: "admin", aggregates: "admin",
+		rules: []r{
+			{readWrite, rbacGroup, "roles rolebindings"},
+		}},
+	{name: "edit", aggregates: "edit", aggregateTo: "admin",
+		rules: []r{
+			{write, "core", "pods configmaps serviceaccounts events"},
+			{write, "apps", "deployments deployments/scale replicasets replicasets/scale"},
+		}},
+	{name: "view", aggregates: "view", aggregateTo: "edit",
+		rules: []r{
+			{read, "core", "pods pods/log pods/status configmaps events serviceaccounts limitranges resourcequotas resourcequotas/status namespaces namespaces/status"},
+			{read, "apps", "deployments deployments/scale deployments/status replicasets replicasets/scale replicasets/status"},
+		}},
+
+	// Every authenticated user may discover the API and use reflection;
+	// everyone may ask the version (health checks pass without
+	// authorization anyway).
+	{name: "system:discovery", groups: user.AllAuthenticated,
+		paths: "/skiff.discovery.v1.Discovery/* /grpc.reflection.*"},
+	{name: "system:public-info-viewer", groups: user.AllAuthenticated + " " + user.AllUnauthenticated,
+		paths: "/skiff.discovery.v1.Discovery/Version /grpc.health.v1.Health/*"},
+
+	// services/scheduler: pods and nodes informers, Pods.Bind, the
+	// PodScheduled condition (pods/status), FailedScheduling events, its
+	// leader Lease (kube-system/skiff-scheduler by default).
+	{name: "system:kube-scheduler", users: user.Scheduler,
+		rules: []r{
+			{read, "core", "pods nodes"},
+			{"create", "core", "pods/binding"},
+			{"update patch", "core", "pods/status"},
+			{"create update patch get", "core", "events"},
+			{"create get update", "coordination.k8s.io", "leases"},
+		}},
+
+	// services/controller-manager: every controller's needs, generously
+	// (as Kubernetes' controller roles together): it reads everything;
+	// changes and deletes the kinds its controllers own or clean up
+	// (deployments, replicasets and pods with their status and scale;
+	// nodes' podCIDR, taints and conditions; node leases; namespaces and
+	// everything in them, RBAC included, when a namespace goes; quota
+	// status); creates ReplicaSets, Pods, Events, ServiceAccounts and its
+	// leader Lease.
+	{name: "system:kube-controller-manager", users: user.ControllerManager,
+		rules: []r{
+			{read, "*", "*"},
+			{"update patch delete deletecollection", "core apps coordination.k8s.io", "*"},
+			{"delete deletecollection", rbacGroup, "roles rolebindings"},
+			{"create", "core", "pods events serviceaccounts"},
+			{"create", "apps", "replicasets"},
+			{"create", "coordination.k8s.io", "leases"},
+		}},
+}
+
+// Verb lists of the table.
+const (
+	read      = "get list watch"
+	write     = "create update patch delete deletecollection"
+	readWrite = read + " " + write
+)
+
+// Annotations and labels of bootstrap objects, as Kubernetes'.
+const (
+	// AnnotationAutoupdate "false" on a bootstrap object stops the
+	// apiserver from adding what is missing to it at start.
+	AnnotationAutoupdate = "rbac.authorization.kubernetes.io/autoupdate"
+	labelBootstrapping   = "kubernetes.io/bootstrapping"
+	labelAggregatePrefix = "rbac.authorization.k8s.io/aggregate-to-"
+)
+
+// r is one rule of the table.
+type r struct{ verbs, groups, resources string }
+
+type bootstrapRole struct {
+	name        string
+	rules       []r
+	paths       string // non-resource paths, verb get ("*": every path, every verb)
+	aggregates  string // aggregates the ClusterRoles labelled aggregate-to-<this>
+	aggregateTo string // labelled aggregate-to-<that>
+	users       string // bound to these users...
+	groups      string // ...and groups; neither: no binding
+}
+
+func (b *bootstrapRole) meta() *metav1.ObjectMeta {
+	m := &metav1.ObjectMeta{
+		Name:        b.name,
+		Labels:      map[string]string{labelBootstrapping: "rbac-defaults"},
+		Annotations: map[string]string{AnnotationAutoupdate: "true"},
+	}
+	if b.aggregateTo != "" {
+		m.Labels[labelAggregatePrefix+b.aggregateTo] = "true"
+	}
+	return m
+}
+
+// clusterRole is the row's ClusterRole.
+func (b *bootstrapRole) clusterRole() *rbacv1.ClusterRole {
+	cr := &rbacv1.ClusterRole{Metadata: b.meta()}
+	for _, x := range b.rules {
+		groups := strings.Fields(x.groups)
+		for i, g := range groups {
+			if g == "core" {
+				groups[i] = ""
+			}
+		}
+		cr.Rules = append(cr.Rules, &rbacv1.PolicyRule{Verbs: strings.Fields(x.verbs), ApiGroups: groups, Resources: strings.Fields(x.resources)})
+	}
+	if b.paths != "" {
+		verbs := []string{"get"}
+		if b.paths == "*" {
+			verbs = []string{"*"}
+		}
+		cr.Rules = append(cr.Rules, &rbacv1.PolicyRule{Verbs: verbs, NonResourceUrls: strings.Fields(b.paths)})
+	}
+	if b.aggregates != "" {
+		cr.AggregationRule = &rbacv1.AggregationRule{ClusterRoleSelectors: []*metav1.LabelSelector{
+			{MatchLabels: map[string]string{labelAggregatePrefix + b.aggregates: "true"}},
+		}}
+	}
+	return cr
+}
+
+// binding is the row's ClusterRoleBinding, or nil.
+func (b *bootstrapRole) binding() *rbacv1.ClusterRoleBinding {
+	if b.users == "" && b.groups == "" {
+		return nil
+	}
+	crb := &rbacv1.ClusterRoleBinding{
+		Metadata: b.meta(),
+		RoleRef:  &rbacv1.RoleRef{ApiGroup: rbacGroup, Kind: "ClusterRole", Name: b.name},
+	}
+	delete(crb.Metadata.Labels, labelAggregatePrefix+b.aggregateTo)
+	for _, u := range strings.Fields(b.users) {
+		crb.Subjects = append(crb.Subjects, &rbacv1.Subject{Kind: "User", ApiGroup: rbacGroup, Name: u})
+	}
+	for _, g := range strings.Fields(b.groups) {
+		crb.Subjects = append(crb.Subjects, &rbacv1.Subject{Kind: "Group", ApiGroup: rbacGroup, Name: g})
+	}
+	return crb
+}

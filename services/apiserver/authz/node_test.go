@@ -1,0 +1,244 @@
+package authz
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"go.uber.org/zap"
+
+	"skiff.dev/internal/apierrors"
+	"skiff.dev/internal/client"
+	"skiff.dev/internal/informer"
+	corev1 "skiff.dev/proto/core/v1"
+	metav1 "skiff.dev/proto/meta/v1"
+	"skiff.dev/services/apiserver/server"
+	"skiff.dev/services/apiserver/user"
+)
+
+// The node authorizer's decisions, on a fixed set of pods. The whole path
+// (the informer on a real apiserver, real agents' identities) is in
+// services/apiserver/integration/authz_test.go.
+
+// listedPods is a Source that lists fixed pods and then watches nothing.
+type listedPods []*corev1.Pod
+
+func (l listedPods) List(context.Context, *metav1.ListOptions) ([]*corev1.Pod, *metav1.ListMeta, error) {
+	return append([]*corev1.Pod(nil), l...), &metav1.ListMeta{ResourceVersion: "1"}, nil
+}
+
+func (l listedPods) Watch(ctx context.Context, _ *metav1.ListOptions) (informer.Stream[*corev1.Pod], error) {
+	return quietStream{ctx}, nil
+}
+
+func (listedPods) Resource() string { return "pods" }
+
+type quietStream struct{ ctx context.Context }
+
+func (s quietStream) Next() (client.Event[*corev1.Pod], error) {
+	<-s.ctx.Done()
+	return client.Event[*corev1.Pod]{}, s.ctx.Err()
+}
+
+func (quietStream) Stop() {}
+
+// storedPods is the consistent reader: the pods in etcd.
+type storedPods map[string]*corev1.Pod
+
+func (s storedPods) GetPod(_ context.Context, ns, name string) (*corev1.Pod, error) {
+	if p, ok := s[ns+"/"+name]; ok {
+		return p, nil
+	}
+	return nil, apierrors.NewNotFound("pods", name)
+}
+
+func (s storedPods) ListPods(_ context.Context, o *metav1.ListOptions) ([]*corev1.Pod, error) {
+	node := strings.TrimPrefix(o.GetFieldSelector(), "spec.nodeName=")
+	var out []*corev1.Pod
+	for _, p := range s {
+		if p.GetMetadata().GetNamespace() == o.GetNamespace() && p.GetSpec().GetNodeName() == node {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+func pod(ns, name, node string, configMaps ...string) *corev1.Pod {
+	p := &corev1.Pod{Metadata: &metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: &corev1.PodSpec{NodeName: node}}
+	for i, cm := range configMaps {
+		c := &corev1.Container{Name: "c"}
+		switch i % 3 {
+		case 0:
+			p.Spec.Volumes = append(p.Spec.Volumes, &corev1.Volume{Name: cm, ConfigMap: &corev1.ConfigMapVolumeSource{Name: cm}})
+		case 1:
+			c.Env = []*corev1.EnvVar{{Name: "X", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{Name: cm, Key: "k"}}}}
+		case 2:
+			c.EnvFrom = []*corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{Name: cm}}}
+		}
+		p.Spec.InitContainers = append(p.Spec.InitContainers, c)
+	}
+	return p
+}
+
+func startNodeAuthorizer(t testing.TB, listed []*corev1.Pod, stored ...*corev1.Pod) (*nodeAuthorizer, *metrics) {
+	t.Helper()
+	m := newMetrics(nil)
+	all := storedPods{}
+	for _, p := range append(listed, stored...) {
+		all[p.GetMetadata().GetNamespace()+"/"+p.GetMetadata().GetName()] = p
+	}
+	n := newNodeAuthorizer(listedPods(listed), all, m, zap.NewNop())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); n.pods.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	if !informer.WaitForSync(ctx, n.pods) {
+		t.Fatal("pods informer did not sync")
+	}
+	return n, m
+}
+
+var nodeA = &user.Info{Name: "system:node:node-a", Groups: []string{user.NodesGroup, user.AllAuthenticated}}
+
+func TestNodeAuthorizer(t *testing.T) {
+	n, m := startNodeAuthorizer(t,
+		[]*corev1.Pod{
+			pod("team-a", "web-a", "node-a", "cfg-a", "env-a", "envfrom-a"),
+			pod("team-a", "web-b", "node-b", "cfg-b"),
+			pod("team-a", "pending", ""),
+		},
+		// Bound to node-a a moment ago: the informer has not seen it.
+		pod("team-a", "late", "node-a", "cfg-late"),
+	)
+	listWith := func(verb, ns, selector string) *server.RequestInfo {
+		return &server.RequestInfo{Verb: verb, Resource: "pods", Namespaced: true, Namespace: ns, FieldSelector: selector}
+	}
+	tests := []struct {
+		name   string
+		req    *server.RequestInfo
+		want   Decision
+		reason string // part of the reason, for NoOpinion
+	}{
+		{"read every node", ri("get", "", "nodes", "", "", "node-b"), Allow, ""},
+		{"list nodes", ri("list", "", "nodes", "", "", ""), Allow, ""},
+		{"watch nodes", ri("watch", "", "nodes", "", "", ""), Allow, ""},
+		{"create its Node", ri("create", "", "nodes", "", "", "node-a"), Allow, ""},
+		{"update its Node", ri("update", "", "nodes", "", "", "node-a"), Allow, ""},
+		{"update its Node's status", ri("update", "", "nodes", "status", "", "node-a"), Allow, ""},
+		{"delete its Node", ri("delete", "", "nodes", "", "", "node-a"), Allow, ""},
+		{"create another Node", ri("create", "", "nodes", "", "", "node-b"), NoOpinion, `node "node-a" can only create, change and delete its own Node`},
+		{"update another Node's status", ri("update", "", "nodes", "status", "", "node-b"), NoOpinion, "its own Node"},
+		{"delete another Node", ri("delete", "", "nodes", "", "", "node-b"), NoOpinion, "its own Node"},
+
+		{"get its Lease", ri("get", "coordination.k8s.io", "leases", "", NodeLeaseNamespace, "node-a"), Allow, ""},
+		{"create its Lease", ri("create", "coordination.k8s.io", "leases", "", NodeLeaseNamespace, "node-a"), Allow, ""},
+		{"renew its Lease", ri("update", "coordination.k8s.io", "leases", "", NodeLeaseNamespace, "node-a"), Allow, ""},
+		{"renew another node's Lease", ri("update", "coordination.k8s.io", "leases", "", NodeLeaseNamespace, "node-b"), NoOpinion, `node "node-a" can only use its own Lease kube-node-lease/node-a`},
+		{"a Lease of its name elsewhere", ri("update", "coordination.k8s.io", "leases", "", "kube-system", "node-a"), NoOpinion, "its own Lease"},
+		{"list Leases", &server.RequestInfo{Verb: "list", APIGroup: "coordination.k8s.io", Resource: "leases", Namespaced: true, Namespace: NodeLeaseNamespace}, NoOpinion, "its own Lease"},
+
+		{"list its pods", listWith("list", "", "spec.nodeName=node-a"), Allow, ""},
+		{"watch its pods in a namespace", listWith("watch", "team-a", "spec.nodeName=node-a,status.phase!=Failed"), Allow, ""},
+		{"list every pod", listWith("list", "", ""), NoOpinion, `node "node-a" can only list and watch pods with the field selector spec.nodeName=node-a`},
+		{"watch another node's pods", listWith("watch", "", "spec.nodeName=node-b"), NoOpinion, "spec.nodeName=node-a"},
+		{"list with a negated selector", listWith("list", "", "spec.nodeName!=node-b"), NoOpinion, "spec.nodeName=node-a"},
+		{"get its pod", ri("get", "", "pods", "", "team-a", "web-a"), Allow, ""},
+		{"update its pod's status", ri("update", "", "pods", "status", "team-a", "web-a"), Allow, ""},
+		{"delete its pod", ri("delete", "", "pods", "", "team-a", "web-a"), Allow, ""},
+		{"its pod, not yet in the informer", ri("update", "", "pods", "status", "team-a", "late"), Allow, ""},
+		{"get another node's pod", ri("get", "", "pods", "", "team-a", "web-b"), NoOpinion, `node "node-a" can only read pods bound to it`},
+		{"update another node's pod's status", ri("update", "", "pods", "status", "team-a", "web-b"), NoOpinion, `node "node-a" can only change pods bound to it`},
+		{"delete a pending pod", ri("delete", "", "pods", "", "team-a", "pending"), NoOpinion, "can only change pods bound to it"},
+		{"create a pod", ri("create", "", "pods", "", "team-a", "mine"), NoOpinion, "can only read pods bound to it, write their status and delete them"},
+		{"update its pod's spec", ri("update", "", "pods", "", "team-a", "web-a"), NoOpinion, "write their status"},
+		{"bind a pod", ri("create", "", "pods", "binding", "team-a", "pending"), NoOpinion, "write their status"},
+
+		{"a ConfigMap its pod mounts", ri("get", "", "configmaps", "", "team-a", "cfg-a"), Allow, ""},
+		{"a ConfigMap its pod's env uses", ri("get", "", "configmaps", "", "team-a", "env-a"), Allow, ""},
+		{"a ConfigMap its pod's envFrom uses", ri("get", "", "configmaps", "", "team-a", "envfrom-a"), Allow, ""},
+		{"a ConfigMap its new pod uses", ri("get", "", "configmaps", "", "team-a", "cfg-late"), Allow, ""},
+		{"another node's pod's ConfigMap", ri("get", "", "configmaps", "", "team-a", "cfg-b"), NoOpinion, `node "node-a" can only read the ConfigMaps of pods bound to it`},
+		{"the name in another namespace", ri("get", "", "configmaps", "", "team-b", "cfg-a"), NoOpinion, "ConfigMaps of pods bound to it"},
+		{"list ConfigMaps", &server.RequestInfo{Verb: "list", Resource: "configmaps", Namespaced: true, Namespace: "team-a"}, NoOpinion, "ConfigMaps of pods bound to it"},
+
+		{"create an event anywhere", ri("create", "", "events", "", "team-b", "e"), Allow, ""},
+		{"update an event", ri("update", "", "events", "", "team-b", "e"), Allow, ""},
+		{"list events", &server.RequestInfo{Verb: "list", Resource: "events", Namespaced: true}, NoOpinion, ""},
+
+		{"anything else: no opinion", ri("get", "apps", "deployments", "", "team-a", "d"), NoOpinion, ""},
+		{"a path: no opinion", pathRI("/skiff.discovery.v1.Discovery/Groups"), NoOpinion, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, reason, err := n.decide(context.Background(), as(nodeA, tt.req))
+			if err != nil || got != tt.want || (tt.want == NoOpinion && !strings.Contains(reason, tt.reason)) {
+				t.Errorf("got %v %q %v, want %v %q", got, reason, err, tt.want, tt.reason)
+			}
+		})
+	}
+	if got := testutil.ToFloat64(m.nodeFallbacks); got == 0 {
+		t.Error("the pod the informer had not seen was allowed without reading it")
+	}
+
+	t.Run("a pod that does not exist is NotFound", func(t *testing.T) {
+		_, _, err := n.decide(context.Background(), as(nodeA, ri("update", "", "pods", "status", "team-a", "gone")))
+		if !apierrors.IsNotFound(err) {
+			t.Errorf("got %v, want NotFound", err)
+		}
+	})
+	t.Run("users that are not nodes: no opinion", func(t *testing.T) {
+		for _, u := range []*user.Info{
+			{Name: "bob", Groups: []string{user.AllAuthenticated}},
+			{Name: "system:node:node-a", Groups: []string{user.AllAuthenticated}}, // not in system:nodes
+			{Name: "node-a", Groups: []string{user.NodesGroup}},                   // not system:node:<name>
+		} {
+			if d, reason, err := n.decide(context.Background(), as(u, ri("get", "", "nodes", "", "", "node-a"))); d != NoOpinion || reason != "" || err != nil {
+				t.Errorf("%s in %v: got %v %q %v, want no opinion", u.Name, u.Groups, d, reason, err)
+			}
+		}
+	})
+}
+
+func TestSlimPodKeepsWhatTheNodeAuthorizerNeeds(t *testing.T) {
+	full := pod("ns", "p", "node-a", "v", "e", "f", "v")
+	full.Metadata.Uid, full.Metadata.ResourceVersion = "u1", "42"
+	full.Metadata.Labels = map[string]string{"app": "web"}
+	full.Spec.Containers = []*corev1.Container{{Name: "main", Image: "web:1"}}
+	s := slimPod(full)
+	m := s.GetMetadata()
+	if m.GetName() != "p" || m.GetNamespace() != "ns" || m.GetUid() != "u1" || m.GetResourceVersion() != "42" || s.GetSpec().GetNodeName() != "node-a" {
+		t.Errorf("slim pod lost its identity: %v", s)
+	}
+	if got := strings.Join(configMapRefs(s), ","); got != "v,e,f" {
+		t.Errorf("slim pod's ConfigMaps %q, want v,e,f", got)
+	}
+	if len(m.GetLabels()) != 0 || len(s.GetSpec().GetContainers()) != 0 {
+		t.Errorf("slim pod kept more than needed: %v", s)
+	}
+}
+
+func TestConfigMapUsesFollowPods(t *testing.T) {
+	c := configMapUses{byPod: map[string][]configMapUse{}, count: map[configMapUse]int{}}
+	use := func(name string) configMapUse { return configMapUse{"node-a", "ns", name} }
+	c.set("ns/p1", usesOf(slimPod(pod("ns", "p1", "node-a", "shared", "one"))))
+	c.set("ns/p2", usesOf(slimPod(pod("ns", "p2", "node-a", "shared"))))
+	c.set("ns/p3", usesOf(slimPod(pod("ns", "p3", "", "pending"))))
+	check := func(when string, want map[string]bool) {
+		t.Helper()
+		for name, w := range want {
+			if got := c.used(use(name)); got != w {
+				t.Errorf("%s: %s used = %v, want %v", when, name, got, w)
+			}
+		}
+	}
+	check("start", map[string]bool{"shared": true, "one": true, "pending": false})
+	c.set("ns/p1", usesOf(slimPod(pod("ns", "p1", "node-a", "two")))) // p1 changed its ConfigMaps
+	check("p1 changed", map[string]bool{"shared": true, "one": false, "two": true})
+	c.set("ns/p2", nil)
+	check("p2 gone", map[string]bool{"shared": false, "two": true})
+	c.set("ns/p1", nil)
+	if len(c.count) != 0 || len(c.byPod) != 0 {
+		t.Errorf("all pods gone, still counted: %v %v", c.count, c.byPod)
+	}
+}

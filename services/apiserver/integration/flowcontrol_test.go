@@ -1,0 +1,239 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"skiff.dev/internal/apierrors"
+	"skiff.dev/internal/await"
+	"skiff.dev/internal/client"
+	corev1 "skiff.dev/proto/core/v1"
+	metav1 "skiff.dev/proto/meta/v1"
+	"skiff.dev/services/apiserver/apiserver"
+	"skiff.dev/services/apiserver/apiservertest"
+	"skiff.dev/services/apiserver/flowcontrol"
+	"skiff.dev/services/apiserver/user"
+)
+
+// tinyFlowControl: one seat of each kind per priority level and one
+// queue place per user, so that a user with three requests in the server
+// at once is refused.
+func tinyFlowControl(c *apiserver.Config) {
+	c.FlowControl = flowcontrol.Options{MaxRequestsInflight: 1, MaxMutatingRequestsInflight: 1, QueueLength: 1}
+}
+
+// fillNamespace creates n ConfigMaps in ns (Lists of them take a while).
+func fillNamespace(t *testing.T, conn grpc.ClientConnInterface, ns string, n int) {
+	t.Helper()
+	ctx := testContext(t)
+	cms := client.ConfigMaps(conn)
+	data := strings.Repeat("x", 512)
+	for i := range n {
+		if _, err := cms.Create(ctx, &corev1.ConfigMap{Metadata: &metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("cm-%04d", i)}, Data: map[string]string{"data": data}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestFlowControlRefusesTheFlooderAndServesOthers: a user with many
+// requests at once is refused with ResourceExhausted and a retry hint,
+// while another user's requests, and the scheduler's (a priority level of
+// its own), are all served.
+func TestFlowControlRefusesTheFlooderAndServesOthers(t *testing.T) {
+	s := apiservertest.Start(t, apiservertest.Secure(), apiservertest.WithConfig(tinyFlowControl))
+	fillNamespace(t, s.Conn, "flood", 300)
+	flooder := client.ConfigMaps(s.ConnAs(t, "flooder", "team-a"))
+	ctx, stopFlood := context.WithCancel(testContext(t))
+	defer stopFlood()
+
+	var (
+		wg       sync.WaitGroup
+		refusals atomic.Int32
+		firstMu  sync.Mutex
+		first    error       // the first refusal
+		trailer  metadata.MD // its trailer
+		refused  = make(chan struct{})
+		once     sync.Once
+	)
+	for range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				var md metadata.MD
+				_, err := flooder.List(ctx, &metav1.ListOptions{Namespace: "flood"}, grpc.Trailer(&md))
+				switch {
+				case err == nil || ctx.Err() != nil:
+				case apierrors.IsTooManyRequests(err):
+					refusals.Add(1)
+					once.Do(func() {
+						firstMu.Lock()
+						first, trailer = err, md
+						firstMu.Unlock()
+						close(refused)
+					})
+				default:
+					t.Errorf("flooder: %v", err)
+					return
+				}
+			}
+		}()
+	}
+	select {
+	case <-refused:
+	case <-time.After(20 * time.Second):
+		t.Fatal("32 concurrent Lists of one user against one seat and one queue place: none refused in 20 s")
+	}
+
+	// While the flood goes on, the others are served.
+	others := map[string]grpc.ClientConnInterface{
+		"victim":       s.ConnAs(t, "victim", "team-b"),
+		user.Scheduler: s.ConnAs(t, user.Scheduler),
+	}
+	for name, conn := range others {
+		cms := client.ConfigMaps(conn)
+		for i := range 20 {
+			if _, err := cms.Get(ctx, "flood", fmt.Sprintf("cm-%04d", i)); err != nil {
+				t.Errorf("%s's Get %d during the flood: %v", name, i, err)
+			}
+		}
+	}
+	stopFlood()
+	wg.Wait()
+
+	firstMu.Lock()
+	defer firstMu.Unlock()
+	if status.Code(first) != codes.ResourceExhausted {
+		t.Errorf("refusal %v: want gRPC ResourceExhausted", first)
+	}
+	if secs := apierrors.FromError(first).Status.GetDetails().GetRetryAfterSeconds(); secs != flowcontrol.RetryAfterSeconds {
+		t.Errorf("retryAfterSeconds = %d, want %d", secs, flowcontrol.RetryAfterSeconds)
+	}
+	if hint, ok := client.RetryAfter(first); !ok || hint != time.Second {
+		t.Errorf("client.RetryAfter = %v, %v", hint, ok)
+	}
+	if got := trailer.Get(flowcontrol.RetryAfterTrailer); len(got) != 1 || got[0] != "1" {
+		t.Errorf("retry-after trailer %q, want [1]", got)
+	}
+	if msg := first.Error(); !containsAll(msg, `too many requests from user "flooder"`, "retry after 1 s") {
+		t.Errorf("refusal message %q", msg)
+	}
+	rejected := metricValue(t, s, "apiserver_flowcontrol_rejected_requests_total",
+		map[string]string{"priority_level": "workload", "flow_schema": "global-default", "request_kind": "readOnly", "reason": "queue-full"})
+	if rejected < float64(refusals.Load()) {
+		t.Errorf("rejected_requests_total{reason=queue-full} = %v, the flooder saw %d refusals", rejected, refusals.Load())
+	}
+	if n := metricValue(t, s, "apiserver_flowcontrol_dispatched_requests_total", map[string]string{"flow_schema": "kube-scheduler"}); n < 20 {
+		t.Errorf("dispatched for kube-scheduler = %v, want >= 20", n)
+	}
+	if n := metricValue(t, s, "apiserver_flowcontrol_nominal_limit_seats", map[string]string{"priority_level": "system", "request_kind": "mutating"}); n != 1 {
+		t.Errorf("nominal_limit_seats{system, mutating} = %v, want 1", n)
+	}
+	// The server finishes the requests the flooder cancelled soon after;
+	// then no seat or queue place may stay taken.
+	var sig await.Signal // nobody pokes: Until re-reads every await.Recheck
+	sig.Until(t, 10*time.Second, "every seat and queue place given back", nil, func() (bool, string) {
+		e, q := metricSum(t, s, "apiserver_flowcontrol_current_executing_requests"), metricSum(t, s, "apiserver_flowcontrol_current_inqueue_requests")
+		return e == 0 && q == 0, fmt.Sprintf("%v executing, %v in queue", e, q)
+	})
+}
+
+// TestClientRetriesThrottledCalls: a client with client.RetryThrottled
+// whose concurrent calls are refused waits the hint and succeeds.
+func TestClientRetriesThrottledCalls(t *testing.T) {
+	s := apiservertest.Start(t, apiservertest.Secure(), apiservertest.WithConfig(tinyFlowControl))
+	fillNamespace(t, s.Conn, "patient", 200)
+	cfg, err := s.Security.Config("patient")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Counts the refusals the retrying interceptor (outside it) hides.
+	var refusals atomic.Int32
+	count := grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		err := invoker(ctx, method, req, reply, cc, opts...)
+		if status.Code(err) == codes.ResourceExhausted {
+			refusals.Add(1)
+		}
+		return err
+	})
+	conn, err := client.Dial(cfg, append(client.RetryThrottled(), count)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	cms := client.ConfigMaps(conn)
+	ctx := testContext(t)
+
+	// Waves of 12 Lists at once, until one wave was refused somewhere: every
+	// call of every wave must succeed.
+	for wave := 0; refusals.Load() == 0; wave++ {
+		if wave == 10 {
+			t.Fatal("10 waves of 12 concurrent Lists against one seat and one queue place: none refused")
+		}
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for range 12 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				if _, err := cms.List(ctx, &metav1.ListOptions{Namespace: "patient"}); err != nil {
+					t.Errorf("List with retries: %v", err)
+				}
+			}()
+		}
+		close(start)
+		wg.Wait()
+	}
+	t.Logf("%d refusals retried", refusals.Load())
+
+}
+
+func containsAll(s string, parts ...string) bool {
+	for _, p := range parts {
+		if !strings.Contains(s, p) {
+			return false
+		}
+	}
+	return true
+}
+
+// metricValue adds up the series of a counter or gauge whose labels
+// include want.
+func metricValue(t *testing.T, s *apiservertest.Server, name string, want map[string]string) float64 {
+	t.Helper()
+	mfs, err := s.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := 0.0
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range mf.GetMetric() {
+			have := map[string]string{}
+			for _, l := range m.GetLabel() {
+				have[l.GetName()] = l.GetValue()
+			}
+			for k, v := range want {
+				if have[k] != v {
+					continue series
+				}
+			}
+			sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+		}
+	}
+	return sum
+}

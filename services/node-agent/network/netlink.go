@@ -1,0 +1,104 @@
+//go:build linux
+
+package network
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+)
+
+// NetlinkRouter is the Router of a network namespace's main routing table,
+// through netlink. It needs CAP_NET_ADMIN to change routes.
+type NetlinkRouter struct {
+	h *netlink.Handle
+}
+
+// NewNetlinkRouter returns the Router of the agent's own network namespace.
+func NewNetlinkRouter() (*NetlinkRouter, error) {
+	h, err := netlink.NewHandle(unix.NETLINK_ROUTE)
+	if err != nil {
+		return nil, fmt.Errorf("netlink: %w", err)
+	}
+	return &NetlinkRouter{h: h}, nil
+}
+
+// NewNetlinkRouterAt returns the Router of the network namespace ns.
+func NewNetlinkRouterAt(ns netns.NsHandle) (*NetlinkRouter, error) {
+	h, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
+	if err != nil {
+		return nil, fmt.Errorf("netlink: %w", err)
+	}
+	return &NetlinkRouter{h: h}, nil
+}
+
+// Close releases the netlink socket.
+func (r *NetlinkRouter) Close() { r.h.Close() }
+
+// List implements Router: the main table's routes of protocol
+// RouteProtocol with a single gateway, of both families.
+func (r *NetlinkRouter) List(context.Context) ([]Route, error) {
+	filter := &netlink.Route{Table: unix.RT_TABLE_MAIN, Protocol: RouteProtocol}
+	routes, err := r.h.RouteListFiltered(netlink.FAMILY_ALL, filter, netlink.RT_FILTER_TABLE|netlink.RT_FILTER_PROTOCOL)
+	if err != nil {
+		return nil, fmt.Errorf("list routes: %w", err)
+	}
+	var out []Route
+	for _, nr := range routes {
+		if nr.Dst == nil || nr.Gw == nil {
+			continue // not one of the agent's shape: leave it to whoever made it
+		}
+		dst, ok1 := prefixOf(nr.Dst)
+		via, ok2 := netip.AddrFromSlice(nr.Gw)
+		if ok1 && ok2 {
+			out = append(out, Route{Dst: dst, Via: via.Unmap()})
+		}
+	}
+	return out, nil
+}
+
+// Replace implements Router (`ip route replace DST via VIA proto 83`).
+func (r *NetlinkRouter) Replace(_ context.Context, rt Route) error {
+	if err := r.h.RouteReplace(toNetlink(rt)); err != nil {
+		return fmt.Errorf("replace route %s: %w", rt, err)
+	}
+	return nil
+}
+
+// Delete implements Router.
+func (r *NetlinkRouter) Delete(_ context.Context, rt Route) error {
+	if err := r.h.RouteDel(toNetlink(rt)); err != nil {
+		return fmt.Errorf("delete route %s: %w", rt, err)
+	}
+	return nil
+}
+
+func toNetlink(rt Route) *netlink.Route {
+	return &netlink.Route{
+		Dst:      &net.IPNet{IP: rt.Dst.Addr().AsSlice(), Mask: net.CIDRMask(rt.Dst.Bits(), rt.Dst.Addr().BitLen())},
+		Gw:       rt.Via.AsSlice(),
+		Table:    unix.RT_TABLE_MAIN,
+		Protocol: RouteProtocol,
+	}
+}
+
+func prefixOf(n *net.IPNet) (netip.Prefix, bool) {
+	ip, ok := netip.AddrFromSlice(n.IP)
+	if !ok {
+		return netip.Prefix{}, false
+	}
+	ip = ip.Unmap()
+	ones, bits := n.Mask.Size()
+	if bits != ip.BitLen() {
+		return netip.Prefix{}, false
+	}
+	return netip.PrefixFrom(ip, ones), true
+}
+
+// DefaultRouter is the Router of the agent's own network namespace.
+func DefaultRouter() (Router, error) { return NewNetlinkRouter() }
