@@ -146,12 +146,30 @@ func Dial(cfg Config, opts ...grpc.DialOption) (*grpc.ClientConn, error) {
 	}
 	// A call the apiserver's fairness refused (ResourceExhausted with a
 	// retry hint) is retried after the hint: it never ran.
-	dial := append(append(creds, RetryThrottled()...), opts...)
+	dial := append(append(creds, RetryThrottled()...), WindowSizes()...)
+	dial = append(dial, opts...)
 	conn, err := grpc.NewClient(cfg.Server, dial...)
 	if err != nil {
 		return nil, fmt.Errorf("--server %q: %w", cfg.Server, err)
 	}
 	return conn, nil
+}
+
+// HTTP/2 flow-control windows of the API's connections, client and server
+// alike. gRPC's default (64 KiB per stream, grown by BDP pings) makes a busy
+// watch connection wait a round trip for each WINDOW_UPDATE: with 1,000
+// watchers at 1,000 events/s each (bench watch.fanout) the p99 delivery
+// went from about 1.2 s to about 0.1 s with these. A window is a bound,
+// not an allocation: memory is used only by data a slow reader has not
+// taken yet.
+const (
+	StreamWindowBytes = 1 << 20
+	ConnWindowBytes   = 16 << 20
+)
+
+// WindowSizes are the dial options setting those windows.
+func WindowSizes() []grpc.DialOption {
+	return []grpc.DialOption{grpc.WithInitialWindowSize(StreamWindowBytes), grpc.WithInitialConnWindowSize(ConnWindowBytes)}
 }
 
 // bearer sends "authorization: Bearer <token>" with every call; over TLS

@@ -26,6 +26,7 @@ import (
 
 	"google.golang.org/grpc/test/bufconn"
 
+	"skiff.dev/internal/client"
 	"skiff.dev/internal/object"
 	discoveryv1 "skiff.dev/proto/discovery/v1"
 	"skiff.dev/services/apiserver/admission"
@@ -227,6 +228,7 @@ func New(cfg Config) (*Server, error) {
 		// Reused handler goroutines keep their grown stacks: no stack
 		// copying per request (a new goroutine per call when all are busy).
 		grpc.NumStreamWorkers(128),
+		grpc.InitialWindowSize(client.StreamWindowBytes), grpc.InitialConnWindowSize(client.ConnWindowBytes),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
 	)
