@@ -104,6 +104,9 @@ func New(o Options, reg prometheus.Registerer, log *zap.Logger) (*Log, error) {
 	return l, nil
 }
 
+// RecordsRequests: request bodies are kept from level Request up.
+func (l *Log) RecordsRequests() bool { return l.level.atLeast(LevelRequest) }
+
 // Audit records a finished request. It never waits for the disk.
 func (l *Log) Audit(ri *server.RequestInfo, req, resp any, err error) {
 	if slices.Contains(l.omit[:l.nOmit], ri.Verb) || strings.HasPrefix(ri.Path, "/grpc.health.v1.Health/") {

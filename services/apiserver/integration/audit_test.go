@@ -132,6 +132,13 @@ func TestAuditLog(t *testing.T) {
 	if obj := string(events[0].RequestObject); !bytes.Contains(events[0].RequestObject, []byte(`"secret-ish":"v1"`)) {
 		t.Errorf("create's requestObject %s lacks the ConfigMap's data", obj)
 	}
+	// The request as the client sent it, not the object the server
+	// completed (uid, creationTimestamp, resourceVersion).
+	for _, filled := range []string{`"uid"`, `"creationTimestamp"`, `"resourceVersion"`} {
+		if bytes.Contains(events[0].RequestObject, []byte(filled)) {
+			t.Errorf("create's requestObject %s has %s, which the server filled in after the request", events[0].RequestObject, filled)
+		}
+	}
 	if e := events[2]; e.ResponseStatus.Reason != "NotFound" {
 		t.Errorf("failed get: reason %q", e.ResponseStatus.Reason)
 	}

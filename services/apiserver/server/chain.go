@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"skiff.dev/internal/apierrors"
 	"skiff.dev/services/apiserver/user"
@@ -77,11 +78,14 @@ type Authorizer interface {
 	Authorize(ctx context.Context, ri *RequestInfo) error
 }
 
-// Auditor records a finished request: req is the request message (for a
-// stream, the first one), resp the response (nil for streams), err its
-// final status.
+// Auditor records a finished request: req is the request message as the
+// client sent it (for a stream, the first one), resp the response (nil for
+// streams), err its final status. RecordsRequests says whether it keeps
+// request bodies: the chain then hands it a copy taken before the handler
+// ran, as handlers default and complete the message they receive.
 type Auditor interface {
 	Audit(ri *RequestInfo, req, resp any, err error)
+	RecordsRequests() bool
 }
 
 // publicMethod: health checks pass without authentication, as /healthz does
@@ -335,11 +339,17 @@ func (c *Chain) Unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, 
 	if ri.echo {
 		_ = grpc.SetHeader(ctx, metadata.Pairs(RequestIDHeader, ri.ID))
 	}
+	sent := req
+	if c.Auditor != nil && c.Auditor.RecordsRequests() {
+		if m, ok := req.(proto.Message); ok {
+			sent = proto.Clone(m)
+		}
+	}
 	resp, err := c.serveUnary(ctx, ri, req, handler)
 	err = toStatus(err)
 	c.finish(ri, info.FullMethod, ri.Start, err, false)
 	if c.Auditor != nil {
-		c.Auditor.Audit(ri, req, resp, err)
+		c.Auditor.Audit(ri, sent, resp, err)
 	}
 	return resp, err
 }
