@@ -55,6 +55,20 @@ func (r *Resource[T, L]) Create(ctx context.Context, obj T, opts ...grpc.CallOpt
 	return invoke[T, T](ctx, r.conn, r.method("Create"), obj, opts)
 }
 
+// CreateForMeta stores a new object as Create does and returns only the
+// stored object's metadata (its name when it had a generateName, uid,
+// resourceVersion): the rest of the answer is skipped, not decoded. It is
+// for callers that create many objects and need no more, like a
+// ReplicaSet creating its pods.
+func (r *Resource[T, L]) CreateForMeta(ctx context.Context, obj T, opts ...grpc.CallOption) (*metav1.ObjectMeta, error) {
+	opts = append(opts[:len(opts):len(opts)], grpc.ForceCodecV2(metaCodec{}))
+	out, err := invoke[T, *metav1.PartialObjectMetadata](ctx, r.conn, r.method("Create"), obj, opts)
+	if err != nil {
+		return nil, err
+	}
+	return out.GetMetadata(), nil
+}
+
 // Get reads one object ("" namespace for cluster-scoped kinds).
 func (r *Resource[T, L]) Get(ctx context.Context, namespace, name string, opts ...grpc.CallOption) (T, error) {
 	return invoke[*metav1.GetRequest, T](ctx, r.conn, r.method("Get"), &metav1.GetRequest{Namespace: namespace, Name: name}, opts)

@@ -8,6 +8,7 @@ import (
 	protocodec "google.golang.org/grpc/encoding/proto"
 	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
 )
 
 // rawCodec receives a message as its undecoded bytes (into a *[]byte), so
@@ -33,6 +34,28 @@ func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
 }
 
 func (rawCodec) Name() string { return protocodec.Name }
+
+// metaCodec decodes answers with their unknown fields discarded, so that
+// an object decoded into metav1.PartialObjectMetadata skips its spec and
+// status instead of keeping them as unknown bytes.
+type metaCodec struct{}
+
+func (metaCodec) Marshal(v any) (mem.BufferSlice, error) {
+	return encoding.GetCodecV2(protocodec.Name).Marshal(v)
+}
+
+func (metaCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	m, ok := v.(proto.Message)
+	if !ok {
+		return fmt.Errorf("client: cannot decode into %T: not a protobuf message", v)
+	}
+	buf := data.MaterializeToBuffer(mem.DefaultBufferPool())
+	defer buf.Free()
+	// Decoding copies strings and bytes: nothing refers to buf afterwards.
+	return proto.UnmarshalOptions{DiscardUnknown: true}.Unmarshal(buf.ReadOnlyData(), m)
+}
+
+func (metaCodec) Name() string { return protocodec.Name }
 
 // RawWatch is the call option that lets RecvMsg(*[]byte) take a watch
 // response's bytes as they came, into the slice's own array (reused, so

@@ -79,10 +79,16 @@ func (c clientPods) ListPods(ctx context.Context, o *metav1.ListOptions) ([]*cor
 	return l.GetItems(), err
 }
 
+// boundPods selects the pods bound to a node, the only ones a node's
+// requests can be about: a pod enters the node authorizer's view (ADDED)
+// when it is bound, and the pods a ReplicaSet creates by the thousand
+// cost it nothing until then.
+const boundPods = "spec.nodeName!="
+
 // newNodeAuthorizer reads pods from src (the loopback's Pods).
 func newNodeAuthorizer(src informer.Source[*corev1.Pod], read PodReader, m *metrics, log *zap.Logger) *nodeAuthorizer {
 	n := &nodeAuthorizer{
-		pods:       informer.New[*corev1.Pod](slimPods{src}, informer.Options{Logger: log}),
+		pods:       informer.New[*corev1.Pod](slimPods{src}, informer.Options{Logger: log, ListOptions: &metav1.ListOptions{FieldSelector: boundPods}}),
 		read:       read,
 		fallbacks:  m.nodeFallbacks,
 		configMaps: configMapUses{byPod: map[string][]configMapUse{}, count: map[configMapUse]int{}},

@@ -141,8 +141,13 @@ func (f *fakeAPI) Invoke(_ context.Context, method string, args, reply any, _ ..
 		}
 		p := proto.Clone(args.(*corev1.Pod)).(*corev1.Pod)
 		p.Metadata.Name = p.Metadata.GenerateName + "x"
-		proto.Merge(reply.(proto.Message), p)
-		return nil
+		// As on the wire: the caller may decode the pod into a smaller
+		// message (PartialObjectMetadata).
+		b, err := proto.Marshal(p)
+		if err != nil {
+			return err
+		}
+		return proto.UnmarshalOptions{DiscardUnknown: true}.Unmarshal(b, reply.(proto.Message))
 	case "/skiff.core.v1.Pods/Delete":
 		f.calls++
 		req := args.(*metav1.DeleteRequest)

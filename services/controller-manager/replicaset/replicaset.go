@@ -86,16 +86,17 @@ func (c *Controller) Reconcile(ctx context.Context, key string) (controller.Resu
 func (c *Controller) candidates(rs *appsv1.ReplicaSet, sel labels.Selector) []*corev1.Pod {
 	m := rs.GetMetadata()
 	store := c.pods.Store()
-	owned := store.ByOwner(m.GetUid())
-	orphans := store.ByIndex(orphanIndex, m.GetNamespace())
-	out := make([]*corev1.Pod, 0, len(owned)+len(orphans))
-	for _, p := range owned {
+	var out []*corev1.Pod
+	// Unordered: nothing downstream depends on the order of owned pods
+	// (the scale-down ranking is a total order), and a ReplicaSet of
+	// thousands of pods is counted at every sync.
+	store.EachByIndex(informer.IndexOwnerUID, m.GetUid(), func(p *corev1.Pod) {
 		ref := controllerutil.ControllerOf(p.GetMetadata())
 		if ref != nil && ref.GetUid() == m.GetUid() && p.GetMetadata().GetNamespace() == m.GetNamespace() && controllerutil.IsPodActive(p) {
 			out = append(out, p)
 		}
-	}
-	for _, p := range orphans {
+	})
+	for _, p := range store.ByIndex(orphanIndex, m.GetNamespace()) {
 		if controllerutil.IsPodActive(p) && sel.Matches(p.GetMetadata().GetLabels()) {
 			out = append(out, p)
 		}
@@ -135,14 +136,16 @@ func (c *Controller) createPods(ctx context.Context, key string, rs *appsv1.Repl
 		initial = n
 	}
 	created, err := slowStart(n, initial, func() error {
-		p, err := c.podClient.Create(ctx, tmpl.pod())
+		// Only the name is needed (for the event): the rest of the
+		// answer, a whole pod, is not decoded.
+		meta, err := c.podClient.CreateForMeta(ctx, tmpl.pod())
 		if err != nil {
 			if ctx.Err() == nil { // not the controller stopping
 				c.rec.Eventf(rs, events.EventTypeWarning, "FailedCreate", "Error creating: %v", err)
 			}
 			return err
 		}
-		c.rec.Eventf(rs, events.EventTypeNormal, "SuccessfulCreate", "Created pod: %s", p.GetMetadata().GetName())
+		c.rec.Eventf(rs, events.EventTypeNormal, "SuccessfulCreate", "Created pod: %s", meta.GetName())
 		return nil
 	})
 	// The pods not created (failed, or skipped after a failed batch) will
