@@ -64,6 +64,7 @@ func (l load) run(parent context.Context) (*loadResult, error) {
 	if l.minOps <= 0 {
 		close(enough)
 	}
+	settle()
 	hists := make([]Histogram, l.clients)
 	for c := range l.clients {
 		wg.Add(1)

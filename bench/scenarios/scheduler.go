@@ -111,6 +111,7 @@ func runScheduler(ctx context.Context, env *Env, rs *Results) error {
 	}
 
 	env.logf("scheduler: %d clients create %d pods", cfg.SchedClients, n)
+	settle()
 	cpu0, t0 := cpuTime(), time.Now()
 	if err := inParallel(ctx, cfg.SchedClients, n, func(ctx context.Context, i int) error {
 		p := &corev1.Pod{

@@ -181,6 +181,7 @@ func runWatchFanout(ctx context.Context, env *Env, rs *Results) error {
 	env.logf("watch.fanout: %d watchers on %d conns from revision %s; writing %d ConfigMaps at %d/s",
 		len(watchers), len(conns), rv, writes, cfg.WatchRate)
 
+	settle()
 	clock := watchClock{start: time.Now()}
 	cpu0 := cpuTime()
 	var receivers sync.WaitGroup
