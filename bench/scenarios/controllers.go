@@ -171,7 +171,11 @@ func runControllers(ctx context.Context, env *Env, rs *Results) error {
 	rs.Add(figRSPodCPU, float64(cpu.Microseconds())/float64(n), "process CPU (apiserver + etcd + controller + observer) / pods, until all were created")
 	rs.Add(figRSReadyS, readyElapsed.Seconds(), fmt.Sprintf("from the scale until the ReplicaSet reported %d ready (the node marks them once all exist)", n))
 	rs.Add(figRSAPIRate, api.perSecond(), fmt.Sprintf("%d clients as api.create (1 KiB ConfigMaps), one %v round before the ramp and one after all were ready", env.Config.Clients, window))
-	rs.Add(figRSVsAPIRate, perS/api.perSecond(), fmt.Sprintf("%.0f pods/s / %.0f API creates/s measured around the ramp", perS, api.perSecond()))
+	note := fmt.Sprintf("%.0f pods/s / %.0f API creates/s measured around the ramp", perS, api.perSecond())
+	if w, ok := rs.Get(figAPICreatePerS.Name); ok && w > 0 {
+		note += fmt.Sprintf("; against api.create_per_s of the write scenario (%.0f/s, earlier): %.3f", w, perS/w)
+	}
+	rs.Add(figRSVsAPIRate, perS/api.perSecond(), note)
 	return nil
 }
 
