@@ -522,6 +522,51 @@ func TestAuthzNodes(t *testing.T) {
 		allowed(t, "node-a deletes its pod", err)
 	})
 
+	t.Run("a pod bound after its creation", func(t *testing.T) {
+		// The node authorizer watches bound pods only: a pod enters its
+		// view when the scheduler binds it.
+		mustCreate(t, client.ConfigMaps(s.Conn).Create, &corev1.ConfigMap{Metadata: objMeta("team-a", "cfg-late")})
+		late := boundTo("pod-late", "", "cfg-late")
+		_, err := client.ConfigMaps(a).Get(ctx, "team-a", "cfg-late")
+		denied(t, "node-a reads the ConfigMap of a pod not bound yet", err, "can only read the ConfigMaps of pods bound to it")
+		_, err = corev1.NewPodsClient(s.Conn).Bind(ctx, &corev1.Binding{
+			Metadata: objMeta("team-a", "pod-late"),
+			Target:   &corev1.ObjectReference{Kind: "Node", Name: "node-a"},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Once node-a's own watch shows the pod, the authorizer's (on the
+		// same watch cache) has it too, or is about to.
+		w, err := podsA.Watch(ctx, &metav1.ListOptions{FieldSelector: "spec.nodeName=node-a", ResourceVersion: late.GetMetadata().GetResourceVersion()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for {
+			ev, err := w.Next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ev.Object.GetMetadata().GetName() == "pod-late" {
+				break
+			}
+		}
+		w.Stop()
+		reads := func() float64 { return metricValue(t, s, "apiserver_authorization_node_reads_total", nil) }
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			before := reads()
+			_, err = client.ConfigMaps(a).Get(ctx, "team-a", "cfg-late")
+			allowed(t, "node-a reads the ConfigMap of its pod once bound", err)
+			if reads() == before {
+				break // decided from the informer, no fallback read
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the node authorizer's informer never showed pod-late bound to node-a: every read fell back to storage")
+			}
+		}
+	})
+
 	t.Run("nothing else", func(t *testing.T) {
 		_, err := client.Deployments(a).List(ctx, &metav1.ListOptions{Namespace: "team-a"})
 		denied(t, "node-a lists deployments", err, `User "system:node:node-a" cannot list resource "deployments"`)
