@@ -11,14 +11,20 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
+// protoEncoding is the standard protobuf codec's encoding side, which the
+// call options' codecs below share: they differ in how they decode.
+type protoEncoding struct{}
+
+func (protoEncoding) Marshal(v any) (mem.BufferSlice, error) {
+	return encoding.GetCodecV2(protocodec.Name).Marshal(v)
+}
+
+func (protoEncoding) Name() string { return protocodec.Name }
+
 // rawCodec receives a message as its undecoded bytes (into a *[]byte), so
 // a watch response's events can be walked without copying them; everything
 // else goes through the standard protobuf codec.
-type rawCodec struct{}
-
-func (rawCodec) Marshal(v any) (mem.BufferSlice, error) {
-	return encoding.GetCodecV2(protocodec.Name).Marshal(v)
-}
+type rawCodec struct{ protoEncoding }
 
 func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	if p, ok := v.(*[]byte); ok {
@@ -33,16 +39,10 @@ func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	return encoding.GetCodecV2(protocodec.Name).Unmarshal(data, v)
 }
 
-func (rawCodec) Name() string { return protocodec.Name }
-
 // metaCodec decodes answers with their unknown fields discarded, so that
 // an object decoded into metav1.PartialObjectMetadata skips its spec and
 // status instead of keeping them as unknown bytes.
-type metaCodec struct{}
-
-func (metaCodec) Marshal(v any) (mem.BufferSlice, error) {
-	return encoding.GetCodecV2(protocodec.Name).Marshal(v)
-}
+type metaCodec struct{ protoEncoding }
 
 func (metaCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	m, ok := v.(proto.Message)
@@ -54,8 +54,6 @@ func (metaCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	// Decoding copies strings and bytes: nothing refers to buf afterwards.
 	return proto.UnmarshalOptions{DiscardUnknown: true}.Unmarshal(buf.ReadOnlyData(), m)
 }
-
-func (metaCodec) Name() string { return protocodec.Name }
 
 // RawWatch is the call option that lets RecvMsg(*[]byte) take a watch
 // response's bytes as they came, into the slice's own array (reused, so

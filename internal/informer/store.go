@@ -2,6 +2,7 @@ package informer
 
 import (
 	"slices"
+	"strings"
 	"sync"
 
 	"skiff.dev/internal/object"
@@ -141,16 +142,18 @@ func (s *Store[T]) Len() int {
 // List returns every object, sorted by key.
 func (s *Store[T]) List() []T {
 	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return sortedByKey(s.items)
+	objs := entries(s.items)
+	s.mu.RUnlock()
+	return sortedByKey(objs)
 }
 
 // ByIndex returns the objects whose index function returned value, sorted by key.
 // It panics on an index that does not exist: that is a programming error.
 func (s *Store[T]) ByIndex(index, value string) []T {
 	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return sortedByKey(s.index(index)[value])
+	objs := entries(s.index(index)[value])
+	s.mu.RUnlock()
+	return sortedByKey(objs)
 }
 
 // EachByIndex calls fn with each object whose index function returned
@@ -181,16 +184,27 @@ func (s *Store[T]) ByNamespace(namespace string) []T { return s.ByIndex(IndexNam
 // ByOwner returns the objects with an ownerReference to uid.
 func (s *Store[T]) ByOwner(uid string) []T { return s.ByIndex(IndexOwnerUID, uid) }
 
-// sortedByKey returns the objects of m sorted by their keys.
-func sortedByKey[T any](m map[string]T) []T {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
+// keyed is an object with its key, to sort outside the store's lock.
+type keyed[T any] struct {
+	key string
+	obj T
+}
+
+// entries copies m's objects with their keys; the caller holds the lock.
+func entries[T any](m map[string]T) []keyed[T] {
+	out := make([]keyed[T], 0, len(m))
+	for k, obj := range m {
+		out = append(out, keyed[T]{k, obj})
 	}
-	slices.Sort(keys)
-	out := make([]T, len(keys))
-	for i, k := range keys {
-		out[i] = m[k]
+	return out
+}
+
+// sortedByKey returns the objects sorted by their keys.
+func sortedByKey[T any](kv []keyed[T]) []T {
+	slices.SortFunc(kv, func(a, b keyed[T]) int { return strings.Compare(a.key, b.key) })
+	out := make([]T, len(kv))
+	for i, e := range kv {
+		out[i] = e.obj
 	}
 	return out
 }
