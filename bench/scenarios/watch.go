@@ -1,11 +1,10 @@
 package scenarios
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -83,7 +82,7 @@ func (w *watcher) receive(clock watchClock) {
 				if w.received[i] == 0 {
 					w.received[i] = at
 				}
-			} else if name == watchEnd {
+			} else if string(name) == watchEnd {
 				w.sawEnd = true
 			}
 			return nil
@@ -97,54 +96,64 @@ func (w *watcher) receive(clock watchClock) {
 // nameOf reads metadata.name (field 3, then 1) of an encoded object
 // without decoding the rest. As protobuf requires, every occurrence of the
 // metadata field counts (the server appends one carrying the
-// resourceVersion); the last name wins.
-func nameOf(object []byte) (string, error) {
+// resourceVersion); the last name wins. The name is returned as a slice of
+// object.
+func nameOf(object []byte) ([]byte, error) {
 	var name []byte
-	err := eachField(object, 3, func(meta []byte) error {
-		return eachField(meta, 1, func(b []byte) error {
-			name = b
-			return nil
-		})
-	})
-	return string(name), err
-}
-
-// eachField calls fn with every occurrence of length-delimited field num
-// of an encoded message.
-func eachField(msg []byte, num protowire.Number, fn func([]byte) error) error {
-	for len(msg) > 0 {
-		n, wt, l := protowire.ConsumeTag(msg)
-		if l < 0 {
-			return protowire.ParseError(l)
+	for len(object) > 0 {
+		meta, rest, isMeta, err := nextField(object, 3)
+		if err != nil {
+			return nil, err
 		}
-		msg = msg[l:]
-		if n == num && wt == protowire.BytesType {
-			b, l := protowire.ConsumeBytes(msg)
-			if l < 0 {
-				return protowire.ParseError(l)
+		object = rest
+		for isMeta && len(meta) > 0 {
+			b, r, isName, err := nextField(meta, 1)
+			if err != nil {
+				return nil, err
 			}
-			if err := fn(b); err != nil {
-				return err
+			if meta = r; isName {
+				name = b
 			}
-			msg = msg[l:]
-			continue
 		}
-		if l = protowire.ConsumeFieldValue(n, wt, msg); l < 0 {
-			return protowire.ParseError(l)
-		}
-		msg = msg[l:]
 	}
-	return nil
+	return name, nil
 }
 
-// writeIndex parses the write number out of an object name.
-func writeIndex(name string, writes int) (int, bool) {
-	s, ok := strings.CutPrefix(name, watchPrefix)
-	if !ok {
+// nextField reads the first field of msg: when it is length-delimited
+// field num, its bytes and ok; the rest of msg either way.
+func nextField(msg []byte, num protowire.Number) (value, rest []byte, ok bool, err error) {
+	n, wt, l := protowire.ConsumeTag(msg)
+	if l < 0 {
+		return nil, nil, false, protowire.ParseError(l)
+	}
+	msg = msg[l:]
+	if n == num && wt == protowire.BytesType {
+		b, l := protowire.ConsumeBytes(msg)
+		if l < 0 {
+			return nil, nil, false, protowire.ParseError(l)
+		}
+		return b, msg[l:], true, nil
+	}
+	if l = protowire.ConsumeFieldValue(n, wt, msg); l < 0 {
+		return nil, nil, false, protowire.ParseError(l)
+	}
+	return nil, msg[l:], false, nil
+}
+
+// writeIndex parses the write number out of an object name ("w-<i>").
+func writeIndex(name []byte, writes int) (int, bool) {
+	digits, ok := bytes.CutPrefix(name, []byte(watchPrefix))
+	if !ok || len(digits) == 0 || len(digits) > 9 {
 		return 0, false
 	}
-	i, err := strconv.Atoi(s)
-	return i, err == nil && i >= 0 && i < writes
+	i := 0
+	for _, d := range digits {
+		if d < '0' || d > '9' {
+			return 0, false
+		}
+		i = i*10 + int(d-'0')
+	}
+	return i, i < writes
 }
 
 func runWatchFanout(ctx context.Context, env *Env, rs *Results) error {

@@ -97,7 +97,7 @@ func WatchEvents(resp []byte, fn func(typ string, object []byte) error) error {
 				if n < 0 {
 					return fmt.Errorf("watch event type: %w", protowire.ParseError(n))
 				}
-				typ, ev = string(b), ev[n:]
+				typ, ev = eventType(b), ev[n:]
 			case num == 2 && wt == protowire.BytesType:
 				b, n := protowire.ConsumeBytes(ev)
 				if n < 0 {
@@ -117,4 +117,17 @@ func WatchEvents(resp []byte, fn func(typ string, object []byte) error) error {
 		}
 	}
 	return nil
+}
+
+// eventTypes are the types a watch event carries, so that naming one does
+// not allocate a string per event.
+var eventTypes = []string{"ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"}
+
+func eventType(b []byte) string {
+	for _, t := range eventTypes {
+		if string(b) == t {
+			return t
+		}
+	}
+	return string(b)
 }

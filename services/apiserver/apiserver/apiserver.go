@@ -68,9 +68,10 @@ type Config struct {
 	WatchCacheWindow int
 	// WatcherBuffer is how many events a watcher may lag before it is cut off.
 	WatcherBuffer int
-	// WatchBatchInterval is the least time between two messages to one
-	// watcher; events in between are sent together. 0 means the default
-	// (DefaultWatchBatchInterval); negative sends every event at once.
+	// WatchBatchInterval is the least time between two batches of events
+	// a watch cache publishes to its watchers (watchcache.Config); a
+	// watcher sends a batch as one message. 0 means the default
+	// (DefaultWatchBatchInterval); negative publishes every event at once.
 	WatchBatchInterval time.Duration
 	// EtcdUnsafeNoFsync skips fsync in the embedded etcd (tests only).
 	EtcdUnsafeNoFsync bool
@@ -181,6 +182,7 @@ func newRegistry[S object.Object](s *Server, strategy *registry.Strategy[S], new
 		WindowSize:       s.cfg.WatchCacheWindow,
 		WatcherBuffer:    s.cfg.WatcherBuffer,
 		BookmarkInterval: s.cfg.BookmarkInterval,
+		BatchInterval:    max(s.cfg.WatchBatchInterval, 0),
 		Logger:           s.log,
 		Metrics:          s.cacheM,
 	})

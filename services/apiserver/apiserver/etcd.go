@@ -2,10 +2,13 @@ package apiserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -30,6 +33,11 @@ func freeLoopbackURL() (url.URL, error) {
 	}
 	defer l.Close()
 	return url.URL{Scheme: "http", Host: l.Addr().String()}, nil
+}
+
+// isAddrInUse says whether err is a listener's "address already in use".
+func isAddrInUse(err error) bool {
+	return errors.Is(err, syscall.EADDRINUSE) || strings.Contains(err.Error(), "address already in use")
 }
 
 // connectEtcd starts the embedded etcd in DataDir/etcd, or connects to
@@ -66,21 +74,31 @@ func (s *Server) connectEtcd() error {
 	cfg.QuotaBackendBytes = s.cfg.QuotaBackendBytes
 	cfg.UnsafeNoFsync = s.cfg.EtcdUnsafeNoFsync
 	cfg.MaxRequestBytes = 2 << 20
-	clientURL, err := freeLoopbackURL()
-	if err != nil {
-		return err
-	}
-	peerURL, err := freeLoopbackURL()
-	if err != nil {
-		return err
-	}
-	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{clientURL}, []url.URL{clientURL}
-	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peerURL}, []url.URL{peerURL}
-	cfg.InitialCluster = cfg.Name + "=" + peerURL.String()
 	cfg.ListenMetricsUrls = nil
-	e, err := embed.StartEtcd(cfg)
-	if err != nil {
-		return fmt.Errorf("starting embedded etcd in %s: %w", cfg.Dir, err)
+	var e *embed.Etcd
+	var clientURL url.URL
+	// The free ports are released before etcd binds them: another process
+	// may take one in between (parallel test packages do). Try new ones.
+	for attempt := 1; ; attempt++ {
+		var peerURL url.URL
+		var err error
+		if clientURL, err = freeLoopbackURL(); err != nil {
+			return err
+		}
+		if peerURL, err = freeLoopbackURL(); err != nil {
+			return err
+		}
+		cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{clientURL}, []url.URL{clientURL}
+		cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peerURL}, []url.URL{peerURL}
+		cfg.InitialCluster = cfg.Name + "=" + peerURL.String()
+		e, err = embed.StartEtcd(cfg)
+		if err == nil {
+			break
+		}
+		if attempt == 5 || !isAddrInUse(err) {
+			return fmt.Errorf("starting embedded etcd in %s: %w", cfg.Dir, err)
+		}
+		s.log.Warn("a loopback port for the embedded etcd was taken meanwhile; trying others", zap.Error(err))
 	}
 	select {
 	case <-e.Server.ReadyNotify():
@@ -96,6 +114,7 @@ func (s *Server) connectEtcd() error {
 	s.client = v3client.New(e.Server)
 	// Maintenance (status, defragmentation) goes through etcd's real gRPC
 	// server: the in-process adapter does not support it.
+	var err error
 	if s.maintClient, err = clientv3.New(clientv3.Config{
 		Endpoints:   []string{clientURL.String()},
 		DialTimeout: 10 * time.Second,

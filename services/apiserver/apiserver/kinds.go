@@ -60,7 +60,7 @@ func install[S object.Object, L proto.Message, W any](s *Server, k *scheme.Kind,
 	s.scheme.AddKind(k)
 	s.routes.Add(k.Service, k.GVK.Group, k.Resource, k.Namespaced)
 	reg := newRegistry(s, strategy, object.New[S])
-	return server.NewEndpoint[S, S, L, W](reg, server.StorageVersion[S](k), object.New[S], object.New[L], s.cfg.WatchBatchInterval)
+	return server.NewEndpoint[S, S, L, W](reg, server.StorageVersion[S](k), object.New[S], object.New[L])
 }
 
 // served adds another served version of an installed kind.
@@ -183,7 +183,7 @@ func (s *Server) install(g *grpc.Server) {
 	addDeploymentConversions(s.scheme, depBetaKind.GVK, depKind.GVK)
 	appsv1beta1.RegisterDeploymentsServer(g, server.NewEndpoint[*appsv1beta1.Deployment, *appsv1.Deployment, *appsv1beta1.DeploymentList, appsv1beta1.DeploymentWatchResponse](
 		depEP.Registry(), server.Converted[*appsv1beta1.Deployment, *appsv1.Deployment](s.scheme, 1, depBetaKind, depKind),
-		object.New[*appsv1beta1.Deployment], object.New[*appsv1beta1.DeploymentList], s.cfg.WatchBatchInterval))
+		object.New[*appsv1beta1.Deployment], object.New[*appsv1beta1.DeploymentList]))
 
 	// apps/v1 ReplicaSets
 	rsKind := kind[*appsv1.ReplicaSet](appsV1, "ReplicaSet", "replicasets", "replicaset", "skiff.apps.v1.ReplicaSets", true,

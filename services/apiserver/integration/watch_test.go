@@ -366,3 +366,147 @@ func TestWatchOlderThanTheCacheWindowIsExpired(t *testing.T) {
 	defer w.Stop()
 	expect(t, w, "ADDED n7", "ADDED n8", "ADDED n9")
 }
+
+// Watchers of one namespace without a selector share each batch's
+// encoded messages; what every watcher receives is still exactly its own
+// events, in order, whichever watcher encoded them.
+func TestWatchersShareBatches(t *testing.T) {
+	s := apiservertest.Start(t)
+	ctx := testContext(t)
+	cms := client.ConfigMaps(s.Conn)
+	type watch struct {
+		name string
+		opts *metav1.ListOptions
+		want func(ns, name string, labels map[string]string) bool
+	}
+	watches := []watch{
+		{"all namespaces", &metav1.ListOptions{}, func(string, string, map[string]string) bool { return true }},
+		{"namespace b", &metav1.ListOptions{Namespace: "share-b"}, func(ns, _ string, _ map[string]string) bool { return ns == "share-b" }},
+		{"label selector", &metav1.ListOptions{Namespace: "share-a", LabelSelector: "odd=true"}, func(ns, _ string, l map[string]string) bool {
+			return ns == "share-a" && l["odd"] == "true"
+		}},
+	}
+	const sharers = 8
+	for i := range sharers {
+		watches = append(watches, watch{fmt.Sprintf("namespace a #%d", i), &metav1.ListOptions{Namespace: "share-a"},
+			func(ns, _ string, _ map[string]string) bool { return ns == "share-a" }})
+	}
+	streams := make([]*client.WatchStream[*corev1.ConfigMap], len(watches))
+	for i, w := range watches {
+		st, err := cms.Watch(ctx, w.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Stop()
+		streams[i] = st
+	}
+
+	// 8 writers create 300 objects (a third in namespace b), each then
+	// updated once; every one lands in several batches' worth of time.
+	type write struct {
+		ns, name string
+		labels   map[string]string
+	}
+	var writes []write
+	for i := range 300 {
+		ns := "share-a"
+		if i%3 == 0 {
+			ns = "share-b"
+		}
+		writes = append(writes, write{ns, fmt.Sprintf("cm-%03d", i), map[string]string{"odd": strconv.FormatBool(i%2 == 1)}})
+	}
+	errs := make(chan error, 8)
+	for wr := range 8 {
+		go func() {
+			for i := wr; i < len(writes); i += 8 {
+				w := writes[i]
+				obj, err := cms.Create(ctx, cm(w.ns, w.name, w.labels))
+				if err == nil {
+					obj.Data["k"] = "v2"
+					_, err = cms.Update(ctx, obj)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	var sharedOrder []seen
+	for i, w := range watches {
+		want := 0
+		for _, wr := range writes {
+			if w.want(wr.ns, wr.name, wr.labels) {
+				want += 2
+			}
+		}
+		var got []seen
+		added := map[string]bool{}
+		lastRV := 0
+		for len(got) < want {
+			ev := next(t, streams[i])
+			got = append(got, ev)
+			rv := mustAtoi(ev.rv)
+			if rv <= lastRV {
+				t.Fatalf("%s: %v at resourceVersion %d after %d", w.name, ev, rv, lastRV)
+			}
+			lastRV = rv
+			switch ev.typ {
+			case "ADDED":
+				added[ev.name] = true
+			case "MODIFIED":
+				if !added[ev.name] {
+					t.Fatalf("%s: %v before its ADDED", w.name, ev)
+				}
+			default:
+				t.Fatalf("%s: unexpected %v", w.name, ev)
+			}
+		}
+		if len(added) != want/2 {
+			t.Fatalf("%s: %d objects added, want %d", w.name, len(added), want/2)
+		}
+		if strings.HasPrefix(w.name, "namespace a") {
+			if sharedOrder == nil {
+				sharedOrder = got
+			} else if fmt.Sprint(got) != fmt.Sprint(sharedOrder) {
+				t.Fatalf("%s received %v, the first watcher of the namespace %v", w.name, got, sharedOrder)
+			}
+		}
+	}
+
+	res := map[string]string{"resource": "configmaps"}
+	batches := metricValue(t, s, "apiserver_watch_cache_batches_total", res)
+	shared := metricValue(t, s, "apiserver_watch_cache_shared_encodings_total", res)
+	// Two groups can share (all namespaces, namespace a: the 8 watchers;
+	// namespace b has one watcher, which encodes for itself through the
+	// same path): at most one encoding per group and batch, whereas 10
+	// watchers encoding each batch themselves would make up to 10.
+	if shared == 0 || shared > 3*batches {
+		t.Fatalf("%v shared encodings for %v batches, want 1 to %v", shared, batches, 3*batches)
+	}
+	t.Logf("%v batches, %v shared encodings", batches, shared)
+}
+
+// The first event after a quiet spell is published at once, whatever the
+// batch interval.
+func TestWatchFirstEventAfterQuietGoesAtOnce(t *testing.T) {
+	s := apiservertest.Start(t, apiservertest.WithConfig(func(c *apiserver.Config) { c.WatchBatchInterval = time.Hour }))
+	ctx := testContext(t)
+	cms := client.ConfigMaps(s.Conn)
+	w, err := cms.Watch(ctx, &metav1.ListOptions{Namespace: "quiet"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if _, err := cms.Create(ctx, cm("quiet", "first", nil)); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, w, "ADDED first") // an hour's wait would end at the test's deadline
+}

@@ -67,16 +67,14 @@ type Endpoint[E, S object.Object, L proto.Message, W any] struct {
 	ver     Version[E, S]
 	newList func() L
 	newObj  func() E
-	// maxBatchBytes caps one watch response message; batchInterval is the
-	// least time between two messages of one watcher.
+	// maxBatchBytes and maxBatchEvents cap one watch response message.
 	maxBatchBytes  int
 	maxBatchEvents int
-	batchInterval  time.Duration
 }
 
 // NewEndpoint returns the endpoint of one served version.
-func NewEndpoint[E, S object.Object, L proto.Message, W any](reg *registry.Registry[S], ver Version[E, S], newObj func() E, newList func() L, watchBatchInterval time.Duration) *Endpoint[E, S, L, W] {
-	return &Endpoint[E, S, L, W]{reg: reg, ver: ver, newObj: newObj, newList: newList, maxBatchBytes: 256 << 10, maxBatchEvents: 1024, batchInterval: watchBatchInterval}
+func NewEndpoint[E, S object.Object, L proto.Message, W any](reg *registry.Registry[S], ver Version[E, S], newObj func() E, newList func() L) *Endpoint[E, S, L, W] {
+	return &Endpoint[E, S, L, W]{reg: reg, ver: ver, newObj: newObj, newList: newList, maxBatchBytes: 256 << 10, maxBatchEvents: 1024}
 }
 
 // Registry is the registry behind the endpoint.
@@ -156,8 +154,10 @@ func (ep *Endpoint[E, S, L, W]) List(ctx context.Context, opts *metav1.ListOptio
 	return list, nil
 }
 
-// Watch streams events. Each message carries every event that is waiting
-// (at least one), encoded once per version and shared by all watchers.
+// Watch streams events. Each message carries the events of one batch the
+// watch cache published (at least one), each event framed once per version
+// and type, and whole messages shared by the watchers that can share them
+// (see watchcache.Share).
 func (ep *Endpoint[E, S, L, W]) Watch(opts *metav1.ListOptions, stream grpc.ServerStreamingServer[W]) error {
 	ctx := stream.Context()
 	if t := opts.GetTimeoutSeconds(); t > 0 {
@@ -208,40 +208,58 @@ func (ep *Endpoint[E, S, L, W]) Watch(opts *metav1.ListOptions, stream grpc.Serv
 		return err
 	}
 	w.Initial = nil
-	// A watcher gets at most one message per batch interval: after a send
-	// it sleeps out the interval, then takes every event that arrived
-	// meanwhile (they wait in the cache's window) in one message. A watcher
-	// that finds nothing waits for the next event and sends it at once, so
-	// the first event after a quiet spell is not delayed. Under load each
-	// watcher wakes once per interval rather than once per event.
-	var lastSend time.Time
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	defer timer.Stop()
+	// The watch cache publishes events in batches, at most one per batch
+	// interval; each is sent as it comes, in messages this watcher shares
+	// with every other watcher of the same namespace and version when it
+	// has no selector.
+	share := &watchcache.Share[S]{Slot: ep.ver.Slot, Encode: ep.messages}
 	var pending []watchcache.Delivery[S]
 	for {
-		if wait := ep.batchInterval - time.Since(lastSend); wait > 0 {
-			timer.Reset(wait)
-			select {
-			case <-ctx.Done():
-				return ep.endOfWatch(ctx, opts)
-			case <-w.Done():
-				return w.Err()
-			case <-timer.C:
-			}
-		}
-		var err error
-		if pending, err = w.Next(ctx, true, pending[:0], ep.maxBatchEvents); err != nil {
+		shared, ds, err := w.Next(ctx, true, pending[:0], ep.maxBatchEvents, share)
+		if err != nil {
 			if ctx.Err() != nil {
 				return ep.endOfWatch(ctx, opts)
 			}
 			return err
 		}
-		if err := send(pending); err != nil {
+		for _, m := range shared {
+			if err := stream.SendMsg(rawBatch{m}); err != nil {
+				return err
+			}
+		}
+		if err := send(ds); err != nil {
 			return err
 		}
-		lastSend = time.Now()
+		pending = ds
 	}
+}
+
+// messages packs deliveries into watch response messages of at most
+// maxBatchBytes (or one event, when larger) and maxBatchEvents each, every
+// message one contiguous encoding that many streams may send.
+func (ep *Endpoint[E, S, L, W]) messages(ds []watchcache.Delivery[S]) ([][]byte, error) {
+	pieces := make([][]byte, len(ds))
+	for i, d := range ds {
+		b, err := ep.event(d)
+		if err != nil {
+			return nil, err
+		}
+		pieces[i] = b
+	}
+	var msgs [][]byte
+	for len(pieces) > 0 {
+		n, size := 1, len(pieces[0])
+		for n < len(pieces) && n < ep.maxBatchEvents && size+len(pieces[n]) <= ep.maxBatchBytes {
+			size += len(pieces[n])
+			n++
+		}
+		msg := make([]byte, 0, size)
+		for _, b := range pieces[:n] {
+			msg = append(msg, b...)
+		}
+		msgs, pieces = append(msgs, msg), pieces[n:]
+	}
+	return msgs, nil
 }
 
 // endOfWatch is how a watch ends when its context does: cleanly at the

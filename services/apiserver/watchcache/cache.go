@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/btree"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -199,8 +200,12 @@ type Config[T object.Object] struct {
 	WatcherBuffer int
 	// BookmarkInterval is how often bookmark progress is requested and sent.
 	BookmarkInterval time.Duration
-	Logger           *zap.Logger
-	Metrics          *Metrics
+	// BatchInterval is the least time between two batches of events the
+	// cache publishes to its watchers (see batch.go); 0 publishes every
+	// etcd watch response at once.
+	BatchInterval time.Duration
+	Logger        *zap.Logger
+	Metrics       *Metrics
 }
 
 // Cache is the watch cache of one resource.
@@ -221,6 +226,14 @@ type Cache[T object.Object] struct {
 	progressRev int64
 	rev         int64         // the revision the cache reflects
 	fresh       chan struct{} // closed and replaced whenever rev advances
+	// Watchers read the window up to sealed (see batch.go); published is
+	// closed and replaced when a batch is sealed or a bookmark is due.
+	sealed      uint64
+	sealedAt    time.Time
+	sealPending bool // a seal is scheduled
+	published   chan struct{}
+	batches     [recentBatches]*batch // batch number n is at batches[n % recentBatches]
+	nbatches    uint64
 	// askProgress asks the watch loop for a progress notification now
 	// (a waiter needs a revision the cache has not heard of: writes to
 	// other kinds move etcd's revision without an event here).
@@ -231,6 +244,9 @@ type Cache[T object.Object] struct {
 	stopped     bool
 
 	compacted atomic.Int64 // highest revision etcd is known to have compacted
+	// This resource's series of the busiest metrics, resolved once (every
+	// watcher adds to them after every batch); nil without metrics.
+	dispatched, batchesSealed, sharedEncodings prometheus.Counter
 }
 
 func lessEntry[T object.Object](a, b *Entry[T]) bool { return a.Key < b.Key }
@@ -257,7 +273,7 @@ func New[T object.Object](cfg Config[T]) *Cache[T] {
 		m.registeredWatchers.WithLabelValues(r)
 		m.terminatedWatchers.WithLabelValues(r)
 	}
-	return &Cache[T]{
+	c := &Cache[T]{
 		cfg:         cfg,
 		codec:       &Codec[T]{Decode: cfg.Store.DecodeRaw, Fields: cfg.Fields},
 		resource:    cfg.Store.Resource(),
@@ -265,10 +281,17 @@ func New[T object.Object](cfg Config[T]) *Cache[T] {
 		tree:        btree.NewG(32, lessEntry[T]),
 		window:      make([]*Event[T], cfg.WindowSize),
 		fresh:       make(chan struct{}),
+		published:   make(chan struct{}),
 		askProgress: make(chan struct{}, 1),
 		watchers:    map[*Watcher[T]]struct{}{},
 		ready:       make(chan struct{}),
 	}
+	if m := cfg.Metrics; m != nil {
+		c.dispatched = m.eventsDispatched.WithLabelValues(c.resource)
+		c.batchesSealed = m.batches.WithLabelValues(c.resource)
+		c.sharedEncodings = m.sharedEncodings.WithLabelValues(c.resource)
+	}
+	return c
 }
 
 // Codec decodes the cache's objects and names their selectable fields.
@@ -339,6 +362,8 @@ func (c *Cache[T]) initialize(ctx context.Context) (int64, error) {
 	c.tree = tree
 	clear(c.window)
 	c.first = c.next // numbers keep growing: old cursors fall out of the window
+	c.sealed = c.next
+	c.batches, c.nbatches = [recentBatches]*batch{}, 0
 	c.startRev = rev
 	c.advance(rev)
 	select {
@@ -397,7 +422,8 @@ func (c *Cache[T]) watch(ctx context.Context, rev int64) error {
 }
 
 // apply turns etcd events into cache events, updates the store and the
-// window, and wakes the watchers (each reads the window itself).
+// window, and seals them for the watchers (each reads the window itself)
+// now or within the batch interval.
 func (c *Cache[T]) apply(evs []*mvccpb.Event, headerRev int64) {
 	// Build entries outside the lock.
 	entries := make([]*Entry[T], len(evs))
@@ -437,6 +463,7 @@ func (c *Cache[T]) apply(evs []*mvccpb.Event, headerRev int64) {
 		c.push(e)
 	}
 	c.advance(headerRev)
+	c.sealSoon()
 }
 
 // push appends to the window, evicting the oldest event when full.
@@ -463,7 +490,7 @@ func (c *Cache[T]) advance(rev int64) {
 	}
 }
 
-// notify wakes every watcher and waiter: something changed.
+// notify wakes every waiter for a revision: the cache's revision moved.
 func (c *Cache[T]) notify() {
 	close(c.fresh)
 	c.fresh = make(chan struct{})
@@ -477,7 +504,7 @@ func (c *Cache[T]) progress(rev int64) {
 	c.advance(rev)
 	if rev > c.progressRev {
 		c.progressRev = rev
-		c.notify()
+		c.wakeWatchers()
 	}
 }
 

@@ -6,10 +6,13 @@
 // watches from R+1. Each etcd event is decoded once into an immutable Entry
 // (shared by the store, the event window and every watcher: never copy or
 // modify it), applied to the store (a B-tree ordered by key), appended to
-// the window (a ring), and offered to every registered watcher whose
-// predicate matches, without ever blocking: a watcher whose buffer is full is
-// cut off with a ServiceUnavailable status and resumes from the last
-// resourceVersion it saw. Lists at "any recent" revision are served from the
+// the window (a ring). At most once per batch interval the events that
+// arrived are sealed into a batch and every watcher is woken: each reads
+// the window from its own cursor, filtering with its predicate, and never
+// blocks the cache; a watcher too far behind is cut off with a
+// ServiceUnavailable status and resumes from the last resourceVersion it
+// saw. Watchers without a predicate share each batch's encoded messages
+// (batch.go). Lists at "any recent" revision are served from the
 // store; a consistent list first asks etcd for its current revision and
 // waits until the cache has caught up to it.
 //

@@ -10,6 +10,8 @@ type Metrics struct {
 	terminatedWatchers *prometheus.CounterVec
 	resourceVersion    *prometheus.GaugeVec
 	relists            *prometheus.CounterVec
+	batches            *prometheus.CounterVec
+	sharedEncodings    *prometheus.CounterVec
 }
 
 // NewMetrics registers the watch cache metrics on reg.
@@ -39,9 +41,17 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "apiserver_watch_cache_initializations_total",
 			Help: "Times the watch cache (re)listed from etcd, by resource.",
 		}, []string{"resource"}),
+		batches: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "apiserver_watch_cache_batches_total",
+			Help: "Batches of events the watch cache published to its watchers (at most one per --watch-batch-interval), by resource.",
+		}, []string{"resource"}),
+		sharedEncodings: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "apiserver_watch_cache_shared_encodings_total",
+			Help: "Batches encoded once for every watcher of one namespace (or all) and version without a selector, by resource; compare with apiserver_watch_cache_batches_total.",
+		}, []string{"resource"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.eventsReceived, m.eventsDispatched, m.registeredWatchers, m.terminatedWatchers, m.resourceVersion, m.relists)
+		reg.MustRegister(m.eventsReceived, m.eventsDispatched, m.registeredWatchers, m.terminatedWatchers, m.resourceVersion, m.relists, m.batches, m.sharedEncodings)
 	}
 	return m
 }

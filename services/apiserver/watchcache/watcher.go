@@ -73,54 +73,130 @@ func (w *Watcher[T]) deliverable(e *Event[T]) (EventType, bool) {
 	return Modified, false
 }
 
-// Next appends to dst the events waiting for this watcher, at most max,
-// then a BOOKMARK when it asked for them and has passed a progress
-// notification. With wait it blocks until there is at least one (or ctx
-// ends, or the watch ends); without, it may return none.
-func (w *Watcher[T]) Next(ctx context.Context, wait bool, dst []Delivery[T], max int) ([]Delivery[T], error) {
+// Next returns what the watcher sends next, from the sealed batches after
+// its cursor: messages shared with the other watchers of its prefix and
+// version (with share, for a watcher without a predicate that is at a
+// batch's start), then deliveries of its own appended to dst (at most
+// max), then a BOOKMARK when it asked for them and has passed a progress
+// notification. With wait it blocks until there is something (or ctx
+// ends, or the watch ends); without, it may return nothing.
+func (w *Watcher[T]) Next(ctx context.Context, wait bool, dst []Delivery[T], max int, share *Share[T]) ([][]byte, []Delivery[T], error) {
 	c := w.cache
+	var msgs [][]byte
 	for {
 		c.mu.RLock()
 		select {
 		case <-w.done:
 			c.mu.RUnlock()
-			return dst, w.err
+			return msgs, dst, w.err
 		default:
 		}
 		if lag := c.next - w.cursor; w.cursor < c.first || lag > uint64(c.cfg.WatcherBuffer) {
 			c.mu.RUnlock()
-			return dst, w.tooSlow(lag)
+			return msgs, dst, w.tooSlow(lag)
 		}
-		n := uint64(len(c.window))
 		delivered := 0
-		for ; w.cursor < c.next && delivered < max; w.cursor++ {
-			e := c.window[w.cursor%n]
-			if typ, ok := w.deliverable(e); ok {
-				dst = append(dst, Delivery[T]{Type: typ, Event: e})
+		// A batch whose shared encoding is not ready yet: this watcher
+		// encodes it (build), or waits for the watcher that does.
+		var pending *sharedMessages
+		var build []Delivery[T]
+		var building bool
+		var after uint64 // the cursor once pending is sent
+		if share != nil && w.pred == nil {
+			for w.cursor < c.sealed {
+				b := c.batchFrom(w.cursor)
+				if b == nil {
+					break
+				}
+				m, mine := b.encoding(shareKey{slot: share.Slot, prefix: w.prefix})
+				if mine {
+					building = true
+					build, _ = c.deliveries(w.cursor, b.end, w.prefix, nil, nil, int(b.end-b.start))
+				}
+				if !m.isReady() {
+					pending, after = m, b.end
+					break
+				}
+				if m.err != nil {
+					c.mu.RUnlock()
+					return msgs, dst, m.err
+				}
+				msgs = append(msgs, m.msgs...)
+				delivered += m.events
+				w.cursor = b.end
+			}
+		}
+		if pending == nil {
+			var n int
+			before := len(dst)
+			dst, n = c.deliveries(w.cursor, c.sealed, w.prefix, w.pred, dst, max)
+			delivered += len(dst) - before
+			w.cursor += uint64(n)
+			if w.bookmarks && w.cursor == c.next && c.progressRev > w.bookmark {
+				w.bookmark = c.progressRev
+				dst = append(dst, Delivery[T]{Type: Bookmark, Rev: c.rev})
 				delivered++
 			}
 		}
-		if w.bookmarks && w.cursor == c.next && c.progressRev > w.bookmark {
-			w.bookmark = c.progressRev
-			dst = append(dst, Delivery[T]{Type: Bookmark, Rev: c.rev})
-			delivered++
-		}
-		fresh := c.fresh
+		published := c.published
 		c.mu.RUnlock()
-		if delivered > 0 && c.cfg.Metrics != nil {
-			c.cfg.Metrics.eventsDispatched.WithLabelValues(c.resource).Add(float64(delivered))
+		if pending != nil {
+			if building {
+				m, err := share.Encode(build)
+				pending.finish(m, len(build), err)
+				if c.sharedEncodings != nil {
+					c.sharedEncodings.Inc()
+				}
+			}
+			select {
+			case <-pending.ready:
+			case <-w.done:
+				return msgs, dst, w.err
+			case <-ctx.Done():
+				return msgs, dst, ctx.Err()
+			}
+			if pending.err != nil {
+				return msgs, dst, pending.err
+			}
+			msgs = append(msgs, pending.msgs...)
+			delivered += pending.events
+			w.cursor = after
+			if len(msgs) == 0 {
+				continue // nothing under this prefix: read on
+			}
 		}
-		if delivered > 0 || !wait {
-			return dst, nil
+		if delivered > 0 && c.dispatched != nil {
+			c.dispatched.Add(float64(delivered))
+		}
+		if len(msgs) > 0 || len(dst) > 0 || !wait {
+			return msgs, dst, nil
 		}
 		select {
-		case <-fresh:
+		case <-published:
 		case <-w.done:
-			return dst, w.err
+			return msgs, dst, w.err
 		case <-ctx.Done():
-			return dst, ctx.Err()
+			return msgs, dst, ctx.Err()
 		}
 	}
+}
+
+// deliveries appends to dst what the window's events numbered [from, to)
+// are for a watcher of prefix and pred, at most max of them, and returns
+// how many events it read. Callers hold c.mu.
+func (c *Cache[T]) deliveries(from, to uint64, prefix string, pred Predicate[T], dst []Delivery[T], max int) ([]Delivery[T], int) {
+	n := uint64(len(c.window))
+	w := Watcher[T]{prefix: prefix, pred: pred}
+	read, delivered := 0, 0
+	for i := from; i < to && delivered < max; i++ {
+		e := c.window[i%n]
+		read++
+		if typ, ok := w.deliverable(e); ok {
+			dst = append(dst, Delivery[T]{Type: typ, Event: e})
+			delivered++
+		}
+	}
+	return dst, read
 }
 
 // tooSlow cuts the watcher off.

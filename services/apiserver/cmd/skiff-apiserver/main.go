@@ -93,7 +93,7 @@ Flags:
 	fs.DurationVar(&cfg.BookmarkInterval, "bookmark-interval", time.Minute, "how often watchers that allow bookmarks receive one")
 	fs.IntVar(&cfg.WatchCacheWindow, "watch-cache-window", 10000, "recent events kept per resource for watches that resume")
 	fs.IntVar(&cfg.WatcherBuffer, "watcher-buffer", 1000, "events a watcher may lag behind before it is cut off")
-	fs.DurationVar(&cfg.WatchBatchInterval, "watch-batch-interval", apiserver.DefaultWatchBatchInterval, "least time between two messages to one watcher; events in between go together (0: every event at once)")
+	fs.DurationVar(&cfg.WatchBatchInterval, "watch-batch-interval", apiserver.DefaultWatchBatchInterval, "least time between two batches of events the watch caches publish (the first event after a quiet spell goes at once); a watcher sends a batch as one message, encoded once for every watcher of the same namespace and version without a selector (0: every event at once)")
 	fs.IntVar(&gcPercent, "gc-percent", apiserver.DefaultGCPercent, "Go GC target percentage (GOGC); the GOGC environment variable wins when set")
 	fs.BoolVar(&showVersion, "version", false, "print the version and exit")
 	cfg.Authn.AddFlags(fs)
