@@ -179,6 +179,7 @@ func newRegistry[S object.Object](s *Server, strategy *registry.Strategy[S], new
 	cache := watchcache.New(watchcache.Config[S]{
 		Store:            store,
 		Fields:           strategy.FieldSet,
+		FieldPaths:       k.FieldSelectors,
 		WindowSize:       s.cfg.WatchCacheWindow,
 		WatcherBuffer:    s.cfg.WatcherBuffer,
 		BookmarkInterval: s.cfg.BookmarkInterval,

@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"fmt"
 	"strconv"
 
 	"google.golang.org/grpc"
@@ -19,6 +20,7 @@ import (
 	"skiff.dev/services/apiserver/registry"
 	"skiff.dev/services/apiserver/scheme"
 	"skiff.dev/services/apiserver/server"
+	"skiff.dev/services/apiserver/storage"
 )
 
 var (
@@ -38,6 +40,14 @@ func kind[T proto.Message](gv scheme.GroupVersion, name, resource, singular, ser
 	if namespaced {
 		fs = append(fs, "metadata.namespace")
 	}
+	fs = append(fs, fieldSelectors...)
+	// The watch cache decodes these paths only to match field selectors:
+	// each must name a field of the type (a typo is a bug, caught by any
+	// test that starts an apiserver).
+	var zero T
+	if _, err := storage.NewFieldPruner(zero.ProtoReflect().Descriptor(), fs); err != nil {
+		panic(fmt.Sprintf("kind %s: %v", name, err))
+	}
 	return &scheme.Kind{
 		GVK:            scheme.GroupVersionKind{GroupVersion: gv, Kind: name},
 		Resource:       resource,
@@ -48,7 +58,7 @@ func kind[T proto.Message](gv scheme.GroupVersion, name, resource, singular, ser
 		Service:        service,
 		Verbs:          standardVerbs,
 		Subresources:   subresources,
-		FieldSelectors: append(fs, fieldSelectors...),
+		FieldSelectors: fs,
 		New:            func() proto.Message { return object.New[T]() },
 	}
 }

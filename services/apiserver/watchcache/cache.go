@@ -42,6 +42,9 @@ const MaxVersions = 4
 type Codec[T object.Object] struct {
 	Decode func(raw []byte) (T, error)
 	Fields func(T) map[string]string
+	// DecodeFields decodes only what Fields reads (see
+	// storage.FieldPruner); nil decodes the whole object.
+	DecodeFields func(raw []byte) (T, error)
 }
 
 // Entry is one object at one revision, kept as its wire encoding (see
@@ -113,7 +116,15 @@ func (e *Entry[T]) Fields() map[string]string {
 	}
 	var m map[string]string
 	if e.codec != nil && e.codec.Fields != nil {
-		if obj, err := e.Object(); err == nil {
+		obj, err := e.obj, error(nil)
+		switch {
+		case e.hasObj:
+		case e.codec.DecodeFields != nil:
+			obj, err = e.codec.DecodeFields(e.Raw)
+		default:
+			obj, err = e.codec.Decode(e.Raw)
+		}
+		if err == nil {
 			m = e.codec.Fields(obj)
 		}
 	}
@@ -194,6 +205,10 @@ type Delivery[T object.Object] struct {
 type Config[T object.Object] struct {
 	Store  *storage.Store[T]
 	Fields func(T) map[string]string
+	// FieldPaths are the paths Fields reads (the kind's selectable
+	// fields): computing them decodes only those (storage.FieldPruner).
+	// Empty: the whole object is decoded.
+	FieldPaths []string
 	// WindowSize is how many recent events are kept for watches that resume.
 	WindowSize int
 	// WatcherBuffer is how many events a watcher may lag before it is cut off.
@@ -285,6 +300,20 @@ func New[T object.Object](cfg Config[T]) *Cache[T] {
 		askProgress: make(chan struct{}, 1),
 		watchers:    map[*Watcher[T]]struct{}{},
 		ready:       make(chan struct{}),
+	}
+	if len(cfg.FieldPaths) > 0 {
+		if p, err := storage.NewFieldPruner(object.New[T]().ProtoReflect().Descriptor(), cfg.FieldPaths); err != nil {
+			c.log.Error("field selectors will decode whole objects", zap.Error(err))
+		} else {
+			c.codec.DecodeFields = func(raw []byte) (T, error) {
+				pruned, err := p.Prune(raw)
+				if err != nil {
+					var zero T
+					return zero, fmt.Errorf("%s: pruning a cached object to its selectable fields: %w", c.resource, err)
+				}
+				return cfg.Store.DecodeRaw(pruned)
+			}
+		}
 	}
 	if m := cfg.Metrics; m != nil {
 		c.dispatched = m.eventsDispatched.WithLabelValues(c.resource)
