@@ -23,7 +23,10 @@ type Config struct {
 	Rounds int
 	// Clients is the number of concurrent writers of etcd.put and api.create.
 	Clients int
-	// Conns is the number of gRPC connections api.create spreads them over.
+	// Conns is the number of gRPC connections api.create spreads them
+	// over: by default one, as etcd.put's one clientv3 client has (the
+	// ratio compares like with like) and as one client process has (the
+	// ReplicaSet controller's creations, client-go's HTTP/2 connection).
 	Conns int
 	// GetObjects is how many ConfigMaps api.get reads from.
 	GetObjects int
@@ -63,7 +66,7 @@ func DefaultConfig() Config {
 		Duration:      10 * time.Second,
 		Rounds:        5,
 		Clients:       64,
-		Conns:         4,
+		Conns:         1,
 		GetObjects:    100,
 		ListObjects:   1000,
 		ListMinCalls:  50,
