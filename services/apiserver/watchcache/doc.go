@@ -23,5 +23,6 @@
 // even when this resource does not change, and become BOOKMARK events.
 //
 // It owns no validation and no wire encoding beyond caching each entry's
-// encoded bytes per served version.
+// encoded bytes per served version and each recent batch's messages as
+// the endpoint encoded them (Share).
 package watchcache
