@@ -176,10 +176,16 @@ type runner interface {
 func newRegistry[S object.Object](s *Server, strategy *registry.Strategy[S], newObj func() S) *registry.Registry[S] {
 	k := strategy.Kind
 	store := storage.New(s.client, s.watcher, k.GVK.Group, k.Resource, newObj, s.storeM)
+	// Every selectable field must name a field of the type: a typo is a
+	// bug, caught by any test that starts an apiserver.
+	pruner, err := storage.NewFieldPruner(newObj().ProtoReflect().Descriptor(), k.FieldSelectors)
+	if err != nil {
+		panic(fmt.Sprintf("kind %s: %v", k.GVK.Kind, err))
+	}
 	cache := watchcache.New(watchcache.Config[S]{
 		Store:            store,
 		Fields:           strategy.FieldSet,
-		FieldPaths:       k.FieldSelectors,
+		FieldPruner:      pruner,
 		WindowSize:       s.cfg.WatchCacheWindow,
 		WatcherBuffer:    s.cfg.WatcherBuffer,
 		BookmarkInterval: s.cfg.BookmarkInterval,

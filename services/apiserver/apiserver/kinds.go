@@ -1,7 +1,6 @@
 package apiserver
 
 import (
-	"fmt"
 	"strconv"
 
 	"google.golang.org/grpc"
@@ -20,7 +19,6 @@ import (
 	"skiff.dev/services/apiserver/registry"
 	"skiff.dev/services/apiserver/scheme"
 	"skiff.dev/services/apiserver/server"
-	"skiff.dev/services/apiserver/storage"
 )
 
 var (
@@ -41,13 +39,6 @@ func kind[T proto.Message](gv scheme.GroupVersion, name, resource, singular, ser
 		fs = append(fs, "metadata.namespace")
 	}
 	fs = append(fs, fieldSelectors...)
-	// The watch cache decodes these paths only to match field selectors:
-	// each must name a field of the type (a typo is a bug, caught by any
-	// test that starts an apiserver).
-	var zero T
-	if _, err := storage.NewFieldPruner(zero.ProtoReflect().Descriptor(), fs); err != nil {
-		panic(fmt.Sprintf("kind %s: %v", name, err))
-	}
 	return &scheme.Kind{
 		GVK:            scheme.GroupVersionKind{GroupVersion: gv, Kind: name},
 		Resource:       resource,

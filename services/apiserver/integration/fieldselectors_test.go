@@ -7,6 +7,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"skiff.dev/internal/client"
+	"skiff.dev/internal/object"
 	appsv1 "skiff.dev/proto/apps/v1"
 	corev1 "skiff.dev/proto/core/v1"
 	metav1 "skiff.dev/proto/meta/v1"
@@ -35,30 +36,21 @@ func TestEveryDeclaredFieldSelectorMatches(t *testing.T) {
 	expectSelected(t, ctx, "pods", ns, "p", map[string]string{
 		"metadata.name": "p", "metadata.namespace": ns, "spec.nodeName": "node-7", "spec.schedulerName": "my-scheduler",
 		"spec.restartPolicy": "OnFailure", "status.phase": "Running", "status.podIP": "10.1.2.3",
-	}, func(sel string) ([]string, error) {
-		l, err := pods.List(ctx, &metav1.ListOptions{Namespace: ns, FieldSelector: sel})
-		return names(l.GetItems()), err
-	})
+	}, lister(ctx, pods, ns))
 
 	nodes := client.Nodes(s.Conn)
 	if _, err := nodes.Create(ctx, &corev1.Node{Metadata: &metav1.ObjectMeta{Name: "node-7"}, Spec: &corev1.NodeSpec{Unschedulable: true, PodCidr: "10.1.2.0/24"}}); err != nil {
 		t.Fatal(err)
 	}
 	expectSelected(t, ctx, "nodes", "", "node-7", map[string]string{"metadata.name": "node-7", "spec.unschedulable": "true"},
-		func(sel string) ([]string, error) {
-			l, err := nodes.List(ctx, &metav1.ListOptions{FieldSelector: sel})
-			return names(l.GetItems()), err
-		})
+		lister(ctx, nodes, ""))
 
 	namespaces := client.Namespaces(s.Conn)
 	if _, err := namespaces.Create(ctx, &corev1.Namespace{Metadata: &metav1.ObjectMeta{Name: "fields-ns"}}); err != nil {
 		t.Fatal(err)
 	}
 	expectSelected(t, ctx, "namespaces", "", "fields-ns", map[string]string{"metadata.name": "fields-ns", "status.phase": "Active"},
-		func(sel string) ([]string, error) {
-			l, err := namespaces.List(ctx, &metav1.ListOptions{FieldSelector: sel})
-			return names(l.GetItems()), err
-		})
+		lister(ctx, namespaces, ""))
 
 	evs := client.Events(s.Conn)
 	if _, err := evs.Create(ctx, &corev1.Event{Metadata: &metav1.ObjectMeta{Namespace: ns, Name: "e"},
@@ -72,10 +64,7 @@ func TestEveryDeclaredFieldSelectorMatches(t *testing.T) {
 		"involvedObject.name": "p", "involvedObject.uid": "uid-1", "involvedObject.apiVersion": "v1",
 		"involvedObject.resourceVersion": "5", "involvedObject.fieldPath": "spec.containers{c}", "reason": "Started",
 		"reportingComponent": "node-agent", "source": "node-agent", "type": "Normal",
-	}, func(sel string) ([]string, error) {
-		l, err := evs.List(ctx, &metav1.ListOptions{Namespace: ns, FieldSelector: sel})
-		return names(l.GetItems()), err
-	})
+	}, lister(ctx, evs, ns))
 
 	rss := client.ReplicaSets(s.Conn)
 	labels := map[string]string{"app": "f"}
@@ -91,10 +80,18 @@ func TestEveryDeclaredFieldSelectorMatches(t *testing.T) {
 		t.Fatal(err)
 	}
 	expectSelected(t, ctx, "replicasets", ns, "rs", map[string]string{"metadata.name": "rs", "metadata.namespace": ns, "status.replicas": "3"},
-		func(sel string) ([]string, error) {
-			l, err := rss.List(ctx, &metav1.ListOptions{Namespace: ns, FieldSelector: sel})
-			return names(l.GetItems()), err
-		})
+		lister(ctx, rss, ns))
+}
+
+// lister lists the names of r's objects in ns that a field selector selects.
+func lister[T object.Object, L interface {
+	proto.Message
+	GetItems() []T
+}](ctx context.Context, r *client.Resource[T, L], ns string) func(sel string) ([]string, error) {
+	return func(sel string) ([]string, error) {
+		l, err := r.List(ctx, &metav1.ListOptions{Namespace: ns, FieldSelector: sel})
+		return names(l.GetItems()), err
+	}
 }
 
 // expectSelected checks that list(field=value) returns name and

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"strconv"
 	"time"
@@ -174,35 +175,19 @@ func (ep *Endpoint[E, S, L, W]) Watch(opts *metav1.ListOptions, stream grpc.Serv
 	if err := stream.SendHeader(nil); err != nil {
 		return err
 	}
-	// send sends deliveries in messages of at most maxBatchBytes.
-	var batch rawBatch
-	size, lastLen := 0, 8
-	flush := func() error {
-		if len(batch) == 0 {
-			return nil
-		}
-		err := stream.SendMsg(batch)
-		lastLen = max(8, len(batch))
-		batch, size = nil, 0 // the pieces are shared: never reuse the slice grpc holds
-		return err
-	}
+	// send sends deliveries of this watcher's own, their framed pieces as
+	// they are (shared with other watchers, never copied).
 	send := func(ds []watchcache.Delivery[S]) error {
-		for _, d := range ds {
-			b, err := ep.event(d)
-			if err != nil {
+		msgs, err := ep.pack(ds)
+		if err != nil {
+			return err
+		}
+		for _, m := range msgs {
+			if err := stream.SendMsg(m); err != nil {
 				return err
 			}
-			if batch == nil {
-				batch = make(rawBatch, 0, lastLen)
-			}
-			batch, size = append(batch, b), size+len(b)
-			if size >= ep.maxBatchBytes {
-				if err := flush(); err != nil {
-					return err
-				}
-			}
 		}
-		return flush()
+		return nil
 	}
 	if err := send(w.Initial); err != nil {
 		return err
@@ -234,11 +219,11 @@ func (ep *Endpoint[E, S, L, W]) Watch(opts *metav1.ListOptions, stream grpc.Serv
 	}
 }
 
-// messages packs deliveries into watch response messages of at most
-// maxBatchBytes (or one event, when larger) and maxBatchEvents each, every
-// message one contiguous encoding that many streams may send.
-func (ep *Endpoint[E, S, L, W]) messages(ds []watchcache.Delivery[S]) ([][]byte, error) {
-	pieces := make([][]byte, len(ds))
+// pack frames deliveries (each event once per version and type, shared by
+// every watcher) and groups them into watch response messages of at most
+// maxBatchBytes (or one event, when larger) and maxBatchEvents each.
+func (ep *Endpoint[E, S, L, W]) pack(ds []watchcache.Delivery[S]) ([]rawBatch, error) {
+	pieces := make(rawBatch, len(ds))
 	for i, d := range ds {
 		b, err := ep.event(d)
 		if err != nil {
@@ -246,18 +231,28 @@ func (ep *Endpoint[E, S, L, W]) messages(ds []watchcache.Delivery[S]) ([][]byte,
 		}
 		pieces[i] = b
 	}
-	var msgs [][]byte
+	var msgs []rawBatch
 	for len(pieces) > 0 {
 		n, size := 1, len(pieces[0])
 		for n < len(pieces) && n < ep.maxBatchEvents && size+len(pieces[n]) <= ep.maxBatchBytes {
 			size += len(pieces[n])
 			n++
 		}
-		msg := make([]byte, 0, size)
-		for _, b := range pieces[:n] {
-			msg = append(msg, b...)
-		}
-		msgs, pieces = append(msgs, msg), pieces[n:]
+		msgs, pieces = append(msgs, pieces[:n:n]), pieces[n:]
+	}
+	return msgs, nil
+}
+
+// messages packs deliveries as pack does, every message one contiguous
+// encoding that many streams may send (watchcache.Share).
+func (ep *Endpoint[E, S, L, W]) messages(ds []watchcache.Delivery[S]) ([][]byte, error) {
+	batches, err := ep.pack(ds)
+	if err != nil {
+		return nil, err
+	}
+	msgs := make([][]byte, len(batches))
+	for i, pieces := range batches {
+		msgs[i] = bytes.Join(pieces, nil)
 	}
 	return msgs, nil
 }

@@ -30,14 +30,8 @@ func TestFieldPrunerKeepsOnlyTheSelectableFields(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pruned, err := p.Prune(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var got corev1.Pod
-	if err := proto.Unmarshal(pruned, &got); err != nil {
-		t.Fatal(err)
-	}
+	pruned := decodePruned(t, p, raw, &got)
 	want := &corev1.Pod{
 		Metadata: &metav1.ObjectMeta{Name: "web-1", Namespace: "shop"},
 		Spec:     &corev1.PodSpec{NodeName: "node-a", SchedulerName: "default-scheduler", RestartPolicy: "Always"},
@@ -52,14 +46,8 @@ func TestFieldPrunerKeepsOnlyTheSelectableFields(t *testing.T) {
 
 	t.Run("a later occurrence still wins", func(t *testing.T) {
 		moved, _ := proto.Marshal(&corev1.Pod{Spec: &corev1.PodSpec{NodeName: "node-b"}})
-		pruned, err := p.Prune(append(append([]byte(nil), raw...), moved...))
-		if err != nil {
-			t.Fatal(err)
-		}
 		var got corev1.Pod
-		if err := proto.Unmarshal(pruned, &got); err != nil {
-			t.Fatal(err)
-		}
+		decodePruned(t, p, append(append([]byte(nil), raw...), moved...), &got)
 		if got.GetSpec().GetNodeName() != "node-b" || got.GetSpec().GetSchedulerName() != "default-scheduler" {
 			t.Fatalf("merged spec %v, want nodeName node-b and the scheduler name kept", got.GetSpec())
 		}
@@ -71,14 +59,8 @@ func TestFieldPrunerKeepsOnlyTheSelectableFields(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		pruned, err := p.Prune(raw)
-		if err != nil {
-			t.Fatal(err)
-		}
 		var got corev1.Event
-		if err := proto.Unmarshal(pruned, &got); err != nil {
-			t.Fatal(err)
-		}
+		decodePruned(t, p, raw, &got)
 		if want := (&corev1.Event{Reason: "Started", Source: ev.Source}); !proto.Equal(&got, want) {
 			t.Fatalf("pruned event %v, want %v", &got, want)
 		}
@@ -95,4 +77,18 @@ func TestFieldPrunerKeepsOnlyTheSelectableFields(t *testing.T) {
 			t.Error("Prune(truncated) succeeded, want an error")
 		}
 	})
+}
+
+// decodePruned prunes raw with p and decodes the result into m; it
+// returns the pruned bytes.
+func decodePruned(t *testing.T, p *FieldPruner, raw []byte, m proto.Message) []byte {
+	t.Helper()
+	pruned, err := p.Prune(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := proto.Unmarshal(pruned, m); err != nil {
+		t.Fatal(err)
+	}
+	return pruned
 }

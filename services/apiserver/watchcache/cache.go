@@ -205,10 +205,10 @@ type Delivery[T object.Object] struct {
 type Config[T object.Object] struct {
 	Store  *storage.Store[T]
 	Fields func(T) map[string]string
-	// FieldPaths are the paths Fields reads (the kind's selectable
-	// fields): computing them decodes only those (storage.FieldPruner).
-	// Empty: the whole object is decoded.
-	FieldPaths []string
+	// FieldPruner keeps the paths Fields reads (the kind's selectable
+	// fields), so that computing them decodes only those; nil decodes the
+	// whole object.
+	FieldPruner *storage.FieldPruner
 	// WindowSize is how many recent events are kept for watches that resume.
 	WindowSize int
 	// WatcherBuffer is how many events a watcher may lag before it is cut off.
@@ -301,18 +301,14 @@ func New[T object.Object](cfg Config[T]) *Cache[T] {
 		watchers:    map[*Watcher[T]]struct{}{},
 		ready:       make(chan struct{}),
 	}
-	if len(cfg.FieldPaths) > 0 {
-		if p, err := storage.NewFieldPruner(object.New[T]().ProtoReflect().Descriptor(), cfg.FieldPaths); err != nil {
-			c.log.Error("field selectors will decode whole objects", zap.Error(err))
-		} else {
-			c.codec.DecodeFields = func(raw []byte) (T, error) {
-				pruned, err := p.Prune(raw)
-				if err != nil {
-					var zero T
-					return zero, fmt.Errorf("%s: pruning a cached object to its selectable fields: %w", c.resource, err)
-				}
-				return cfg.Store.DecodeRaw(pruned)
+	if p := cfg.FieldPruner; p != nil {
+		c.codec.DecodeFields = func(raw []byte) (T, error) {
+			pruned, err := p.Prune(raw)
+			if err != nil {
+				var zero T
+				return zero, fmt.Errorf("%s: pruning a cached object to its selectable fields: %w", c.resource, err)
 			}
+			return cfg.Store.DecodeRaw(pruned)
 		}
 	}
 	if m := cfg.Metrics; m != nil {
