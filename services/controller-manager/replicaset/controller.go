@@ -50,6 +50,7 @@ type Controller struct {
 
 	expectations *Expectations
 	queue        *controller.Controller
+	bursts       *bursts // the creations in flight
 
 	// selectors caches each ReplicaSet's parsed selector by uid, with the
 	// generation it was parsed at (the apiserver keeps a selector
@@ -114,6 +115,7 @@ func newController(mc *manager.Context, o Options, pods *informer.Informer[*core
 		expectations: NewExpectations(parts.Clock.Now),
 	}
 	c.queue = parts.Runner(Name, o.Workers, controller.ReconcileFunc(c.Reconcile))
+	c.bursts = newBursts(c.queue.Enqueue)
 	pods.AddIndex(orphanIndex, orphanNamespace)
 	rss.AddHandler(informer.Handler[*appsv1.ReplicaSet]{
 		OnAdd:    c.addReplicaSet,
@@ -129,11 +131,12 @@ func newController(mc *manager.Context, o Options, pods *informer.Informer[*core
 }
 
 // Run waits for the informers to sync, then syncs ReplicaSets until ctx
-// ends. It returns nil.
+// ends, and returns nil once the creations in flight have returned.
 func (c *Controller) Run(ctx context.Context) error {
 	if !informer.WaitForSync(ctx, c.pods, c.rss) {
 		return nil
 	}
+	defer c.bursts.wait()
 	return c.queue.Run(ctx)
 }
 

@@ -17,9 +17,15 @@
 //	                 resourceVersion
 //	template.go      the pods created: generateName "<rs>-", the template's
 //	                 labels, annotations and spec, a controller reference
+//	burst.go         a sync's creations run as a burst after it: the sync
+//	                 writes the status while they are in flight, and when
+//	                 at most 128 of a burst's calls are left to send, the
+//	                 next sync reads the cache and starts the next burst; a
+//	                 failed call stops the ReplicaSet's later calls until a
+//	                 sync has reported it
 //	slowstart.go     creations in batches of 1, 2, 4, ... (at most
 //	                 BurstReplicas per sync), stopping after a failed batch;
-//	                 the calls of a batch run concurrently, 64 at most
+//	                 the calls of a batch run concurrently, 128 at most
 //	rank.go          rankForDeletion (pure): which pods a scale-down deletes
 //	status.go        calculateStatus (pure) and the status write
 //
@@ -31,11 +37,13 @@
 //     count);
 //  2. orphans that match are adopted and owned pods that no longer match are
 //     released (neither while the ReplicaSet is being deleted);
-//  3. if its expectations are satisfied (every creation and deletion the
-//     controller made has been seen by the pods informer, or 5 minutes have
-//     passed), pods are created or deleted to reach spec.replicas; a
-//     lagging informer therefore never causes extra pods. A ReplicaSet
-//     being deleted neither creates nor deletes pods;
+//  3. pods are created or deleted to reach spec.replicas, counting the
+//     creations made but not seen yet by the pods informer (expectations;
+//     trusted for 5 minutes); deletions wait until every creation and
+//     deletion made has been seen. A lagging informer therefore never
+//     causes extra pods. A ReplicaSet being deleted neither creates nor
+//     deletes pods. Creations run in a burst after the sync (burst.go),
+//     and a failure of theirs is reported by the next sync;
 //  4. the status (replicas, fullyLabeledReplicas, readyReplicas,
 //     availableReplicas, observedGeneration, the ReplicaFailure condition)
 //     is written when it changed; when a ready pod becomes available after

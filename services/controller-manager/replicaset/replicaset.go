@@ -27,6 +27,10 @@ func (c *Controller) Reconcile(ctx context.Context, key string) (controller.Resu
 	if err != nil {
 		return controller.Result{}, controller.Terminal(err)
 	}
+	if c.bursts.busy(key) {
+		// Its burst wakes it once every call has been sent.
+		return controller.Result{}, nil
+	}
 	rs, ok := c.rss.Store().GetByName(ns, name)
 	if !ok {
 		c.expectations.Delete(key)
@@ -56,7 +60,11 @@ func (c *Controller) Reconcile(ctx context.Context, key string) (controller.Resu
 	}
 
 	var failure *manageError
-	if !deleting && rs.GetMetadata().GetDeletionTimestamp() == nil {
+	if err := c.bursts.takeFailure(key); err != nil {
+		// Reported (condition, error and a retry with backoff) before
+		// anything more is tried.
+		failure = &manageError{reason: "FailedCreate", err: fmt.Errorf("create pods: %w", err)}
+	} else if !deleting && rs.GetMetadata().GetDeletionTimestamp() == nil {
 		failure = c.manageReplicas(ctx, key, rs, owned, inFlight)
 	} else if ce := c.log.Check(zap.DebugLevel, "waiting for the cache"); ce != nil && deleting {
 		adds, dels := c.expectations.Pending(key)
@@ -108,34 +116,36 @@ func (c *Controller) candidates(rs *appsv1.ReplicaSet, sel labels.Selector) []*c
 // the active pods plus the creations in flight (made, not yet observed) to
 // spec.replicas. Deletions wait until every creation has been observed, so
 // that the pods to delete are ranked among all of them. It returns the
-// failure, if any.
+// failure of deletions, if any; creations report theirs at a later sync.
 func (c *Controller) manageReplicas(ctx context.Context, key string, rs *appsv1.ReplicaSet, pods []*corev1.Pod, inFlight int) *manageError {
 	want := int(rs.GetSpec().GetReplicas())
 	diff := len(pods) + inFlight - want
 	switch {
 	case diff < 0:
-		return c.createPods(ctx, key, rs, min(-diff, c.opts.BurstReplicas))
+		c.createPods(ctx, key, rs, min(-diff, c.opts.BurstReplicas))
 	case diff > 0 && inFlight == 0:
 		return c.deletePods(ctx, key, rs, podsToDelete(pods, min(diff, c.opts.BurstReplicas)))
 	}
 	return nil
 }
 
-// createPods creates n pods from rs's template in slow-start batches.
-func (c *Controller) createPods(ctx context.Context, key string, rs *appsv1.ReplicaSet, n int) *manageError {
+// createPods starts a burst of n creations from rs's template (see
+// bursts), in a slow start unless the ReplicaSet's last burst succeeded.
+func (c *Controller) createPods(ctx context.Context, key string, rs *appsv1.ReplicaSet, n int) {
 	c.log.Info("creating pods", zap.String("replicaset", key), zap.Int("count", n),
 		zap.Int32("replicas", rs.GetSpec().GetReplicas()))
 	// Expect them all before the first create: its pod may be observed
 	// before the call returns.
 	c.expectations.ExpectCreations(key, n)
 	tmpl := newPodTemplate(rs)
+	uid := rs.GetMetadata().GetUid()
 	// A ReplicaSet whose last creations all succeeded skips the ramp: the
 	// slow start is there to stop a flood of calls that would all fail.
 	initial := slowStartInitialBatchSize
-	if _, ok := c.warm.Load(rs.GetMetadata().GetUid()); ok {
+	if _, ok := c.warm.Load(uid); ok {
 		initial = n
 	}
-	created, err := slowStart(n, initial, func() error {
+	create := func(ctx context.Context) error {
 		// Only the name is needed (for the event): the rest of the
 		// answer, a whole pod, is not decoded.
 		meta, err := c.podClient.CreateForMeta(ctx, tmpl.pod())
@@ -147,22 +157,23 @@ func (c *Controller) createPods(ctx context.Context, key string, rs *appsv1.Repl
 		}
 		c.rec.Eventf(rs, events.EventTypeNormal, "SuccessfulCreate", "Created pod: %s", meta.GetName())
 		return nil
+	}
+	c.bursts.start(ctx, key, n, initial, create, func(created int, clean bool) {
+		// The pods not created (failed, or not attempted after a failure)
+		// will never be observed.
+		for range n - created {
+			c.expectations.CreationObserved(key)
+		}
+		if !clean {
+			c.warm.Delete(uid)
+			c.log.Info("creating pods failed", zap.String("replicaset", key), zap.Int("created", created), zap.Int("skipped", n-created))
+			return
+		}
+		// Not for a ReplicaSet deleted meanwhile (its handler forgot it).
+		if cur, ok := c.rss.Store().Get(key); ok && cur.GetMetadata().GetUid() == uid {
+			c.warm.Store(uid, struct{}{})
+		}
 	})
-	// The pods not created (failed, or skipped after a failed batch) will
-	// never be observed.
-	for range n - created {
-		c.expectations.CreationObserved(key)
-	}
-	if err == nil {
-		c.warm.Store(rs.GetMetadata().GetUid(), struct{}{})
-	} else {
-		c.warm.Delete(rs.GetMetadata().GetUid())
-	}
-	if err != nil {
-		c.log.Info("creating pods failed", zap.String("replicaset", key), zap.Int("created", created), zap.Int("skipped", n-created), zap.Error(err))
-		return &manageError{reason: "FailedCreate", err: fmt.Errorf("create pods: %w", err)}
-	}
-	return nil
 }
 
 // deletePods deletes victims, concurrently.

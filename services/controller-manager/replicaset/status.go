@@ -35,7 +35,7 @@ func (e *manageError) Unwrap() error { return e.err }
 // event. Conditions other than ReplicaFailure are kept.
 func calculateStatus(rs *appsv1.ReplicaSet, pods []*corev1.Pod, failure *manageError, now time.Time) (*appsv1.ReplicaSetStatus, time.Duration) {
 	minReady := rs.GetSpec().GetMinReadySeconds()
-	templateLabels := rs.GetSpec().GetTemplate().GetMetadata().GetLabels()
+	templateLabels := pairsOf(rs.GetSpec().GetTemplate().GetMetadata().GetLabels())
 	st := &appsv1.ReplicaSetStatus{
 		Replicas:           int32(len(pods)),
 		ObservedGeneration: rs.GetMetadata().GetGeneration(),
@@ -59,10 +59,24 @@ func calculateStatus(rs *appsv1.ReplicaSet, pods []*corev1.Pod, failure *manageE
 	return st, next
 }
 
+// label is a key and value of a label map.
+type label struct{ key, value string }
+
+// pairsOf returns the labels of m as a slice: ranging over a map costs
+// more than looking up its keys, and calculateStatus checks the template's
+// labels against every pod.
+func pairsOf(m map[string]string) []label {
+	out := make([]label, 0, len(m))
+	for k, v := range m {
+		out = append(out, label{k, v})
+	}
+	return out
+}
+
 // hasLabels reports whether labels holds every key and value of want.
-func hasLabels(labels, want map[string]string) bool {
-	for k, v := range want {
-		if got, ok := labels[k]; !ok || got != v {
+func hasLabels(labels map[string]string, want []label) bool {
+	for _, l := range want {
+		if got, ok := labels[l.key]; !ok || got != l.value {
 			return false
 		}
 	}
