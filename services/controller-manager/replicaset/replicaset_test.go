@@ -36,6 +36,7 @@ type clusterOpts struct {
 	accept  func(*corev1.Pod) bool // the node's Accept
 	noRun   bool                   // do not run the controller: the test calls Reconcile
 	lagPods time.Duration          // the controller's pods informer lags this much
+	ctrl    Options                // the controller's options
 }
 
 func start(t *testing.T, o clusterOpts) *cluster {
@@ -46,9 +47,9 @@ func start(t *testing.T, o clusterOpts) *cluster {
 		pods := informer.New(laggingSource{informer.FromClient(client.Pods(env.Conn)), o.lagPods}, informer.Options{})
 		managertest.Watch(env, pods)
 		env.Go(pods.Run)
-		c.ctrl = newController(env.Manager, Options{}, pods, c.rss)
+		c.ctrl = newController(env.Manager, o.ctrl, pods, c.rss)
 	} else {
-		c.ctrl = New(env.Manager, Options{})
+		c.ctrl = New(env.Manager, o.ctrl)
 	}
 	if o.node {
 		c.node = env.SimNode(simnode.Options{Accept: o.accept})
@@ -411,11 +412,28 @@ func TestReplicaSetBeingDeleted(t *testing.T) {
 }
 
 // TestNoExtraPodsWhileTheInformerLags: the controller's pods informer shows
-// every event half a second late; scaling 0 -> 50 in one step creates 50
-// pods, not one more, because the syncs in between (status writes, the
-// first pods seen) wait for the expectations.
+// every event half a second late; scaling from 0 in one step creates the
+// pods asked for, not one more, because the syncs in between (status
+// writes, the first pods seen, the bursts waking their ReplicaSet while
+// their calls are in flight) count the creations not seen yet. With bursts
+// of 40, eight of them overlap.
 func TestNoExtraPodsWhileTheInformerLags(t *testing.T) {
-	c := start(t, clusterOpts{lagPods: 500 * time.Millisecond})
+	for _, tc := range []struct {
+		name     string
+		replicas int
+		burst    int
+	}{
+		{"one burst", 50, 0},
+		{"overlapping bursts", 320, 40},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			noExtraPods(t, tc.replicas, Options{BurstReplicas: tc.burst})
+		})
+	}
+}
+
+func noExtraPods(t *testing.T, want int, o Options) {
+	c := start(t, clusterOpts{lagPods: 500 * time.Millisecond, ctrl: o})
 	// Count every pod ever created, from a watch started before anything.
 	w, err := client.Pods(c.Conn).Watch(c.Ctx, &metav1.ListOptions{Namespace: "default"})
 	if err != nil {
@@ -443,8 +461,8 @@ func TestNoExtraPodsWhileTheInformerLags(t *testing.T) {
 
 	rs := c.create(newRS("web", 0, 0))
 	c.awaitReplicas(rs, 0, 0)
-	c.scale("web", 50)
-	c.Await(patience, "50 pods in the lagging cache and the status", func() (bool, string) {
+	c.scale("web", int32(want))
+	c.Await(patience, "the pods in the lagging cache and the status", func() (bool, string) {
 		n := 0
 		for _, p := range c.ctrl.pods.Store().ByOwner(rs.Metadata.Uid) {
 			if controllerutil.IsPodActive(p) {
@@ -452,15 +470,15 @@ func TestNoExtraPodsWhileTheInformerLags(t *testing.T) {
 			}
 		}
 		st := c.status("web")
-		return n == 50 && st.GetReplicas() == 50 && c.ctrl.expectations.Satisfied("default/web"),
+		return n == want && int(st.GetReplicas()) == want && c.ctrl.expectations.Satisfied("default/web"),
 			managertest.Explain("%d pods cached, status %v", n, st)
 	})
 	l, err := client.Pods(c.Conn).List(c.Ctx, &metav1.ListOptions{Namespace: "default"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(l.Items) != 50 {
-		t.Fatalf("%d pods, want 50", len(l.Items))
+	if len(l.Items) != want {
+		t.Fatalf("%d pods, want %d", len(l.Items), want)
 	}
 	var last int64
 	for _, p := range l.Items {
@@ -475,8 +493,8 @@ func TestNoExtraPodsWhileTheInformerLags(t *testing.T) {
 	})
 	mu.Lock()
 	defer mu.Unlock()
-	if added != 50 {
-		t.Errorf("%d pods created in all, want 50", added)
+	if added != want {
+		t.Errorf("%d pods created in all, want %d", added, want)
 	}
 }
 
