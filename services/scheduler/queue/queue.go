@@ -462,6 +462,13 @@ func (q *Queue) Run(ctx context.Context) {
 			wakeAt = next
 		}
 		timer := q.clock.NewTimer(wakeAt.Sub(now))
+		if !q.clock.Now().Before(wakeAt) {
+			// The clock passed wakeAt since now was read: the timer, armed
+			// for wakeAt-now from the later time, would fire late (never,
+			// on a clock that a test steps once).
+			timer.Stop()
+			continue
+		}
 		select {
 		case <-ctx.Done():
 			timer.Stop()
