@@ -15,8 +15,10 @@ import (
 // (Kubernetes' controller makes its burst inside the sync and waits for the
 // slowest call; its next sync starts after the status write).
 //
-// A ReplicaSet has at most maxInFlight creations in flight at a time, over
-// all its bursts, and at most one burst still starting calls ("busy"):
+// The controller has at most maxInFlight creations in flight, over all
+// bursts of all ReplicaSets (the apiserver admits about 200 mutating
+// requests of one user at once and refuses more with a retry hint of a
+// second). A ReplicaSet has at most one burst still starting calls ("busy"):
 // while it is busy its syncs return at once, and when the burst has
 // started its last call it wakes the ReplicaSet, whose next sync counts
 // the calls still in flight through the expectations (raised for the whole
@@ -27,7 +29,8 @@ import (
 // reported it (takeFailure: the ReplicaFailure condition, an error and a
 // retry with backoff); the burst after that slow-starts again.
 type bursts struct {
-	wake func(key string) // enqueues the ReplicaSet
+	wake  func(key string) // enqueues the ReplicaSet
+	slots chan struct{}    // one per call in flight
 
 	mu     sync.Mutex
 	tracks map[string]*track // by ReplicaSet key, while it has bursts or an unreported failure
@@ -36,11 +39,10 @@ type bursts struct {
 
 // track is the bursts of one ReplicaSet.
 type track struct {
-	slots    chan struct{} // one per call in flight
-	running  int           // bursts not finished
-	starting int           // bursts with calls not started yet
-	epoch    int           // bumped each time a failure is reported
-	failure  error         // the first failure since the last report
+	running  int   // bursts not finished
+	starting int   // bursts with calls not started yet
+	epoch    int   // bumped each time a failure is reported
+	failure  error // the first failure since the last report
 }
 
 // errStopped is the answer of a call not made because an earlier call of
@@ -48,7 +50,7 @@ type track struct {
 var errStopped = errors.New("not attempted after an earlier creation failed")
 
 func newBursts(wake func(string)) *bursts {
-	return &bursts{wake: wake, tracks: map[string]*track{}}
+	return &bursts{wake: wake, slots: make(chan struct{}, maxInFlight), tracks: map[string]*track{}}
 }
 
 // busy reports whether a burst of key is still starting calls.
@@ -83,7 +85,7 @@ func (b *bursts) start(ctx context.Context, key string, n, initial int, create f
 	b.mu.Lock()
 	t := b.tracks[key]
 	if t == nil {
-		t = &track{slots: make(chan struct{}, maxInFlight)}
+		t = &track{}
 		b.tracks[key] = t
 	}
 	t.running++
@@ -113,12 +115,12 @@ func (b *bursts) start(ctx context.Context, key string, n, initial int, create f
 	}
 	call := func() error {
 		select {
-		case t.slots <- struct{}{}:
+		case b.slots <- struct{}{}:
 		case <-ctx.Done():
 			sending()
 			return ctx.Err()
 		}
-		defer func() { <-t.slots }()
+		defer func() { <-b.slots }()
 		if b.stopped(t, epoch) {
 			sending()
 			return errStopped

@@ -113,24 +113,28 @@ func TestBurstWakesWhileItsLastCallsAreInFlight(t *testing.T) {
 	if b.busy("ns/a") {
 		t.Fatal("still busy once no more than maxInFlight calls are left to send")
 	}
-	// The next burst shares the ReplicaSet's calls in flight.
-	second := newBurstDone()
+	// The next burst, and another ReplicaSet's, share the controller's
+	// calls in flight.
+	second, other := newBurstDone(), newBurstDone()
 	b.start(ctx, "ns/a", 50, 50, p.create, second.done)
-	if !b.busy("ns/a") {
+	b.start(ctx, "ns/b", 200, 200, p.create, other.done)
+	if !b.busy("ns/a") || !b.busy("ns/b") {
 		t.Fatal("a new burst is not busy")
 	}
-	p.release(2*maxInFlight + 50)
+	p.release(2*maxInFlight + 50 + 200)
 	first.await(t, "the first burst")
 	second.await(t, "the second burst")
-	if first.created != n || !first.clean || second.created != 50 || !second.clean {
-		t.Errorf("created %d (clean %v) and %d (clean %v), want %d and 50, clean", first.created, first.clean, second.created, second.clean, n)
+	other.await(t, "the other ReplicaSet's burst")
+	if first.created != n || !first.clean || second.created != 50 || !second.clean || other.created != 200 || !other.clean {
+		t.Errorf("created %d (clean %v), %d (clean %v) and %d (clean %v), want %d, 50 and 200, clean",
+			first.created, first.clean, second.created, second.clean, other.created, other.clean, n)
 	}
 	if got := p.peak.Load(); got != maxInFlight {
 		t.Errorf("%d calls in flight at once, want at most (and here exactly) %d", got, maxInFlight)
 	}
 	b.wait()
-	if b.busy("ns/a") || len(b.tracks) != 0 {
-		t.Errorf("after the bursts: busy %v, %d tracks kept", b.busy("ns/a"), len(b.tracks))
+	if b.busy("ns/a") || b.busy("ns/b") || len(b.tracks) != 0 {
+		t.Errorf("after the bursts: busy %v %v, %d tracks kept", b.busy("ns/a"), b.busy("ns/b"), len(b.tracks))
 	}
 }
 

@@ -22,7 +22,8 @@
 //	                 at most 128 of a burst's calls are left to send, the
 //	                 next sync reads the cache and starts the next burst; a
 //	                 failed call stops the ReplicaSet's later calls until a
-//	                 sync has reported it
+//	                 sync has reported it; 128 creations in flight at most,
+//	                 over all ReplicaSets
 //	slowstart.go     creations in batches of 1, 2, 4, ... (at most
 //	                 BurstReplicas per sync), stopping after a failed batch;
 //	                 the calls of a batch run concurrently, 128 at most
