@@ -30,7 +30,7 @@ type claims struct {
 // releases. A ReplicaSet being deleted neither adopts nor releases. Pods
 // controlled by someone else and pods being deleted are never adopted.
 func claimPods(rs *appsv1.ReplicaSet, sel labels.Selector, pods []*corev1.Pod) claims {
-	var c claims
+	c := claims{owned: make([]*corev1.Pod, 0, len(pods))}
 	uid := rs.GetMetadata().GetUid()
 	deleting := rs.GetMetadata().GetDeletionTimestamp() != nil
 	for _, p := range pods {

@@ -94,7 +94,9 @@ func (c *Controller) Reconcile(ctx context.Context, key string) (controller.Resu
 func (c *Controller) candidates(rs *appsv1.ReplicaSet, sel labels.Selector) []*corev1.Pod {
 	m := rs.GetMetadata()
 	store := c.pods.Store()
-	var out []*corev1.Pod
+	// Sized for the pods it has or will have: at thousands of pods, the
+	// appends' reallocations were a sync's largest garbage.
+	out := make([]*corev1.Pod, 0, max(rs.GetSpec().GetReplicas(), rs.GetStatus().GetReplicas()))
 	// Unordered: nothing downstream depends on the order of owned pods
 	// (the scale-down ranking is a total order), and a ReplicaSet of
 	// thousands of pods is counted at every sync.
