@@ -77,6 +77,10 @@ func (b *bursts) takeFailure(key string) error {
 	return err
 }
 
+// forget drops key's unreported failure: its ReplicaSet is gone (or was
+// replaced by another of the same name, which must not inherit it).
+func (b *bursts) forget(key string) { _ = b.takeFailure(key) }
+
 // start makes n calls of create for key in the background, in a slow start
 // from initial (see slowStart). done gets the number of calls that
 // succeeded and whether the burst saw no failure, once every call has

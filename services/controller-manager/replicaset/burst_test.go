@@ -183,6 +183,16 @@ func TestBurstFailureStopsTheReplicaSetsCallsUntilReported(t *testing.T) {
 	if third.created != 20 || !third.clean {
 		t.Errorf("after the report: created %d (clean %v), want 20", third.created, third.clean)
 	}
+
+	// A ReplicaSet deleted with a failure not reported leaves nothing.
+	p.fail = func(int64) error { return boom }
+	gone := newBurstDone()
+	b.start(ctx, "ns/gone", 20, 1, p.create, gone.done)
+	gone.await(t, "the deleted ReplicaSet's burst")
+	b.forget("ns/gone")
+	if err := b.takeFailure("ns/gone"); err != nil {
+		t.Errorf("a forgotten ReplicaSet's failure: %v", err)
+	}
 	b.wait()
 	if len(b.tracks) != 0 {
 		t.Errorf("%d tracks kept", len(b.tracks))

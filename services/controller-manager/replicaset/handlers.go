@@ -32,6 +32,7 @@ func (c *Controller) updateReplicaSet(old, cur *appsv1.ReplicaSet) {
 		// Deleted and created again under the same name between two
 		// events: the old one's expectations are void.
 		c.expectations.Delete(keyOf(old))
+		c.bursts.forget(keyOf(old))
 		c.selectors.Delete(old.GetMetadata().GetUid())
 	}
 	c.queue.Enqueue(keyOf(cur))
@@ -40,6 +41,7 @@ func (c *Controller) updateReplicaSet(old, cur *appsv1.ReplicaSet) {
 func (c *Controller) deleteReplicaSet(rs *appsv1.ReplicaSet) {
 	key := keyOf(rs)
 	c.expectations.Delete(key)
+	c.bursts.forget(key)
 	c.selectors.Delete(rs.GetMetadata().GetUid())
 	c.warm.Delete(rs.GetMetadata().GetUid())
 	c.queue.Enqueue(key)

@@ -34,6 +34,7 @@ func (c *Controller) Reconcile(ctx context.Context, key string) (controller.Resu
 	rs, ok := c.rss.Store().GetByName(ns, name)
 	if !ok {
 		c.expectations.Delete(key)
+		c.bursts.forget(key)
 		return controller.Result{}, nil
 	}
 	sel, err := c.selectorOf(rs)
