@@ -18,11 +18,12 @@ import (
 // The controller has at most maxInFlight creations in flight, over all
 // bursts of all ReplicaSets (the apiserver admits about 200 mutating
 // requests of one user at once and refuses more with a retry hint of a
-// second). A ReplicaSet has at most one burst still starting calls ("busy"):
-// while it is busy its syncs return at once, and when the burst has
-// started its last call it wakes the ReplicaSet, whose next sync counts
-// the calls still in flight through the expectations (raised for the whole
-// burst before its first call) like any pod not observed yet.
+// second). A ReplicaSet has at most one burst with more than maxInFlight
+// calls left to send ("busy"): while it is busy its syncs return at once,
+// and once no more than maxInFlight are left the burst wakes the
+// ReplicaSet, whose next sync counts the calls not sent or still in flight
+// through the expectations (raised for the whole burst before its first
+// call) like any pod not observed yet.
 //
 // A failed call stops every later call of the ReplicaSet's bursts (a
 // failure would most likely repeat for every pod) until a sync has
@@ -40,7 +41,7 @@ type bursts struct {
 // track is the bursts of one ReplicaSet.
 type track struct {
 	running  int   // bursts not finished
-	starting int   // bursts with calls not started yet
+	starting int   // bursts that have not woken the ReplicaSet yet
 	epoch    int   // bumped each time a failure is reported
 	failure  error // the first failure since the last report
 }
@@ -53,7 +54,8 @@ func newBursts(wake func(string)) *bursts {
 	return &bursts{wake: wake, slots: make(chan struct{}, maxInFlight), tracks: map[string]*track{}}
 }
 
-// busy reports whether a burst of key is still starting calls.
+// busy reports whether a burst of key has more than maxInFlight calls
+// left to send (it wakes key when it has no more).
 func (b *bursts) busy(key string) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -28,7 +28,8 @@ func (c *Controller) Reconcile(ctx context.Context, key string) (controller.Resu
 		return controller.Result{}, controller.Terminal(err)
 	}
 	if c.bursts.busy(key) {
-		// Its burst wakes it once every call has been sent.
+		// Its burst wakes it once at most maxInFlight calls are left
+		// to send.
 		return controller.Result{}, nil
 	}
 	rs, ok := c.rss.Store().GetByName(ns, name)
