@@ -18,6 +18,23 @@ type Timer interface {
 	Stop() bool
 }
 
+// deadlineClock is a Clock that can arm a timer for an instant rather than
+// a duration. Both clocks of this package are.
+type deadlineClock interface {
+	newTimerAt(t time.Time) Timer
+}
+
+// NewTimerAt returns a timer of c that fires when c reaches t. Unlike
+// c.NewTimer(t.Sub(now)) with a now read earlier, the deadline does not
+// drift when the clock moves in between (a test stepping a FakeClock
+// there would otherwise leave the timer armed past where it stops).
+func NewTimerAt(c Clock, t time.Time) Timer {
+	if dc, ok := c.(deadlineClock); ok {
+		return dc.newTimerAt(t)
+	}
+	return c.NewTimer(t.Sub(c.Now()))
+}
+
 // RealClock returns the wall clock.
 func RealClock() Clock { return realClock{} }
 

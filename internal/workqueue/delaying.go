@@ -107,7 +107,7 @@ func (q *Queue[K]) delayLoop() {
 			timer, timerC = nil, nil
 		}
 		if timer == nil && !next.IsZero() {
-			timer, armedFor = newTimerAt(q.clock, next), next
+			timer, armedFor = NewTimerAt(q.clock, next), next
 			timerC = timer.C()
 		}
 
@@ -137,21 +137,6 @@ func (q *Queue[K]) stopDelay() {
 	if started {
 		<-s.exited
 	}
-}
-
-// deadlineClock is a Clock that can arm a timer for an instant rather than
-// a duration. Both clocks of this package are; with a FakeClock it avoids
-// a deadline drifting when a test steps the clock between our Now and
-// NewTimer.
-type deadlineClock interface {
-	newTimerAt(t time.Time) Timer
-}
-
-func newTimerAt(c Clock, t time.Time) Timer {
-	if dc, ok := c.(deadlineClock); ok {
-		return dc.newTimerAt(t)
-	}
-	return c.NewTimer(t.Sub(c.Now()))
 }
 
 type waitEntry[K comparable] struct {

@@ -461,14 +461,7 @@ func (q *Queue) Run(ctx context.Context) {
 		if next := q.flushBackoff(now); !next.IsZero() && next.Before(wakeAt) {
 			wakeAt = next
 		}
-		timer := q.clock.NewTimer(wakeAt.Sub(now))
-		if !q.clock.Now().Before(wakeAt) {
-			// The clock passed wakeAt since now was read: the timer, armed
-			// for wakeAt-now from the later time, would fire late (never,
-			// on a clock that a test steps once).
-			timer.Stop()
-			continue
-		}
+		timer := workqueue.NewTimerAt(q.clock, wakeAt)
 		select {
 		case <-ctx.Done():
 			timer.Stop()
