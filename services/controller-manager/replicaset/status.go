@@ -10,6 +10,7 @@ import (
 
 	"skiff.dev/internal/apierrors"
 	"skiff.dev/internal/client"
+	"skiff.dev/internal/labels"
 	appsv1 "skiff.dev/proto/apps/v1"
 	corev1 "skiff.dev/proto/core/v1"
 	"skiff.dev/services/controller-manager/controllerutil"
@@ -35,14 +36,16 @@ func (e *manageError) Unwrap() error { return e.err }
 // event. Conditions other than ReplicaFailure are kept.
 func calculateStatus(rs *appsv1.ReplicaSet, pods []*corev1.Pod, failure *manageError, now time.Time) (*appsv1.ReplicaSetStatus, time.Duration) {
 	minReady := rs.GetSpec().GetMinReadySeconds()
-	templateLabels := pairsOf(rs.GetSpec().GetTemplate().GetMetadata().GetLabels())
+	// Parsed once: ranging over the template's label map for every pod
+	// cost more than the lookups themselves.
+	templateLabels := labels.SelectorFromSet(rs.GetSpec().GetTemplate().GetMetadata().GetLabels())
 	st := &appsv1.ReplicaSetStatus{
 		Replicas:           int32(len(pods)),
 		ObservedGeneration: rs.GetMetadata().GetGeneration(),
 	}
 	var next time.Duration
 	for _, p := range pods {
-		if hasLabels(p.GetMetadata().GetLabels(), templateLabels) {
+		if templateLabels.Matches(p.GetMetadata().GetLabels()) {
 			st.FullyLabeledReplicas++
 		}
 		if !controllerutil.IsPodReady(p) {
@@ -57,30 +60,6 @@ func calculateStatus(rs *appsv1.ReplicaSet, pods []*corev1.Pod, failure *manageE
 	}
 	st.Conditions = failureCondition(rs.GetStatus().GetConditions(), failure, now)
 	return st, next
-}
-
-// label is a key and value of a label map.
-type label struct{ key, value string }
-
-// pairsOf returns the labels of m as a slice: ranging over a map costs
-// more than looking up its keys, and calculateStatus checks the template's
-// labels against every pod.
-func pairsOf(m map[string]string) []label {
-	out := make([]label, 0, len(m))
-	for k, v := range m {
-		out = append(out, label{k, v})
-	}
-	return out
-}
-
-// hasLabels reports whether labels holds every key and value of want.
-func hasLabels(labels map[string]string, want []label) bool {
-	for _, l := range want {
-		if got, ok := labels[l.key]; !ok || got != l.value {
-			return false
-		}
-	}
-	return true
 }
 
 // failureCondition returns conds with the ReplicaFailure condition set
