@@ -22,8 +22,8 @@ import (
 // and queues DefaultQueueLength more requests of one user; binds past that
 // are refused and come back a second later (with 512 in flight, a burst of
 // 5,000 pods measured a create-to-bound p99 above a second). The binds
-// must fit in the seats with room for the scheduler's other writes (its
-// events) in the queue.
+// must fit in the seats; the scheduler's other writes (its events) then
+// wait in the queue rather than being refused.
 func TestDefaultBindsInFlightFitOneUsersSeats(t *testing.T) {
 	if DefaultMaxBindsInFlight > flowcontrol.DefaultMaxMutatingRequestsInflight {
 		t.Errorf("DefaultMaxBindsInFlight %d > the apiserver's %d mutating seats per priority level",
