@@ -57,6 +57,12 @@ type Config struct {
 	// containerd; NodeTimeout bounds the wait for them to run.
 	NodePods    int
 	NodeTimeout time.Duration
+	// MemoryObjects 1 KiB ConfigMaps are created on the memory scenario's
+	// own apiserver, then listed MemoryLists times, MemoryListLimit at a
+	// time (following continue, from the start again at the end).
+	MemoryObjects   int
+	MemoryLists     int
+	MemoryListLimit int
 }
 
 // DefaultConfig is the configuration of `make bench`.
@@ -84,6 +90,11 @@ func DefaultConfig() Config {
 		SchedTimeout:  5 * time.Minute,
 		NodePods:      30,
 		NodeTimeout:   2 * time.Minute,
+		// The issue's case: 65,000 ConfigMaps (an etcd database of some
+		// 80 MB), 50 lists of 10,000.
+		MemoryObjects:   65000,
+		MemoryLists:     50,
+		MemoryListLimit: 10000,
 	}
 }
 

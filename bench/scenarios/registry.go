@@ -78,6 +78,7 @@ func All() []*Scenario {
 		nodeScenario(),
 		controllersScenario(),
 		fairnessScenario(),
+		memoryScenario(),
 	}
 }
 

@@ -35,7 +35,7 @@ func TestSelect(t *testing.T) {
 		prefix string
 		want   []string
 	}{
-		{"empty selects all", "", []string{"watch.fanout", "write", "api.get", "api.list", "scheduler", "node", "controllers.rs", "fairness"}},
+		{"empty selects all", "", []string{"watch.fanout", "write", "api.get", "api.list", "scheduler", "node", "controllers.rs", "fairness", "memory"}},
 		{"scheduler alone", "scheduler", []string{"scheduler"}},
 		{"controllers measure their API denominator themselves", "controllers", []string{"controllers.rs"}},
 		{"api runs the writes with their etcd denominator", "api", []string{"write", "api.get", "api.list"}},
@@ -43,6 +43,7 @@ func TestSelect(t *testing.T) {
 		{"watch alone", "watch", []string{"watch.fanout"}},
 		{"one figure", "api.get_p99", []string{"api.get"}},
 		{"the ratio figure", "api.create_vs", []string{"write"}},
+		{"memory alone", "memory", []string{"memory"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -138,6 +139,10 @@ func TestScenarios(t *testing.T) {
 			SchedTimeout:  30 * time.Second,
 			NodePods:      3,
 			NodeTimeout:   60 * time.Second,
+			// Three lists of 40 over 100 objects: pages of 40, 40, 20.
+			MemoryObjects:   100,
+			MemoryLists:     3,
+			MemoryListLimit: 40,
 		},
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -186,6 +191,7 @@ func TestScenarios(t *testing.T) {
 		"api.create_vs_etcd_ratio", "api.get_p99_ms", "api.list_1000_p99_ms", "watch.write_per_s",
 		"controllers.rs_10k_pods_per_s", "controllers.api_create_per_s", "scheduler.pods_per_s", "scheduler.create_to_bound_p99_ms", "controllers.create_vs_api_ratio", "controllers.rs_10k_all_ready_s",
 		"fairness.victim_p99_ratio", "fairness.victim_p99_alone_ms", "fairness.victim_p99_flood_ms", "fairness.flooder_served_per_s",
+		"memory.apiserver_rss_vs_db_ratio",
 	}
 	for _, name := range positive {
 		if bench[name] <= 0 {

@@ -1,0 +1,245 @@
+package scenarios
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"skiff.dev/internal/client"
+	corev1 "skiff.dev/proto/core/v1"
+	metav1 "skiff.dev/proto/meta/v1"
+)
+
+// The memory figure: the apiserver's resident memory after large lists,
+// against the size of the etcd database it serves them from. The scenario
+// runs the skiff-apiserver binary as a process of its own (built with the
+// go command), so that its RSS is the apiserver's and its embedded etcd's
+// alone, not the benchmark's clients'.
+var figMemRatio = Figure{Name: "memory.apiserver_rss_vs_db_ratio", Unit: "ratio", Target: AtMost(3)}
+
+const (
+	memoryNamespace = "memory-bench"
+	apiserverPkg    = "skiff.dev/services/apiserver/cmd/skiff-apiserver"
+)
+
+func memoryScenario() *Scenario {
+	return &Scenario{
+		Name: "memory",
+		Summary: "on a skiff-apiserver process of its own (--insecure, defaults otherwise), 65,000 ConfigMaps of 1 KiB created, then 50 Lists of 10,000 (limit 10000, following continue); " +
+			"the process's RSS after them / the etcd database size",
+		Figures: []Figure{figMemRatio},
+		Run:     runMemory,
+	}
+}
+
+func runMemory(ctx context.Context, env *Env, rs *Results) error {
+	cfg := env.Config
+	if cfg.MemoryObjects <= 0 || cfg.MemoryLists <= 0 || cfg.MemoryListLimit <= 0 {
+		return fmt.Errorf("nothing to measure: %d objects, %d lists of %d", cfg.MemoryObjects, cfg.MemoryLists, cfg.MemoryListLimit)
+	}
+	dir, err := os.MkdirTemp("", "skiff-bench-memory-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	env.logf("memory: building %s", apiserverPkg)
+	bin := filepath.Join(dir, "skiff-apiserver")
+	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, apiserverPkg).CombinedOutput(); err != nil {
+		return fmt.Errorf("building %s (the go command is needed): %w\n%s", apiserverPkg, err, bytes.TrimSpace(out))
+	}
+	p, err := startProcess(ctx, bin, "--insecure", "--data-dir", filepath.Join(dir, "data"),
+		"--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	defer p.stop()
+	env.logf("memory: apiserver pid %d on %s", p.cmd.Process.Pid, p.addr)
+
+	// A list of 10,000 1 KiB objects is some 11 MB: past gRPC's default
+	// 4 MB a client receives.
+	conn, err := client.Dial(client.Config{Server: p.addr, Insecure: true},
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(256<<20)))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if _, err := client.Namespaces(conn).Create(ctx, &corev1.Namespace{Metadata: &metav1.ObjectMeta{Name: memoryNamespace}}); err != nil {
+		return fmt.Errorf("creating namespace %s: %w", memoryNamespace, err)
+	}
+	cm := corev1.NewConfigMapsClient(conn)
+	env.logf("memory: creating %d ConfigMaps of 1 KiB", cfg.MemoryObjects)
+	start := time.Now()
+	if err := createMany(ctx, cm, memoryNamespace, "m-", cfg.MemoryObjects, payload(1024)); err != nil {
+		return err
+	}
+	created := time.Since(start)
+	rssCreated, err := p.rss()
+	if err != nil {
+		return err
+	}
+
+	env.logf("memory: %d lists of %d", cfg.MemoryLists, cfg.MemoryListLimit)
+	start = time.Now()
+	cont := ""
+	items, pos := 0, 0 // pos: objects before this page
+	for range cfg.MemoryLists {
+		list, err := cm.List(ctx, &metav1.ListOptions{Namespace: memoryNamespace, Limit: int64(cfg.MemoryListLimit), Continue: cont})
+		if err != nil {
+			return fmt.Errorf("listing %s (limit %d): %w", memoryNamespace, cfg.MemoryListLimit, err)
+		}
+		want := min(cfg.MemoryListLimit, cfg.MemoryObjects-pos)
+		cont = list.GetMetadata().GetContinue() // "" at the end: start again
+		if n := len(list.GetItems()); n != want || (cont == "") != (pos+n == cfg.MemoryObjects) {
+			return fmt.Errorf("list of %s from object %d returned %d items and continue %q, want %d items of %d objects", memoryNamespace, pos, n, cont, want, cfg.MemoryObjects)
+		}
+		items += want
+		if pos += want; cont == "" {
+			pos = 0
+		}
+	}
+	listed := time.Since(start)
+	rssListed, err := p.rss()
+	if err != nil {
+		return err
+	}
+	peak, err := p.status("VmHWM")
+	if err != nil {
+		return err
+	}
+	db, err := p.metric("etcd_mvcc_db_total_size_in_bytes")
+	if err != nil {
+		return err
+	}
+	if db <= 0 {
+		return fmt.Errorf("etcd_mvcc_db_total_size_in_bytes = %v", db)
+	}
+	rs.Add(figMemRatio, float64(rssListed)/db,
+		fmt.Sprintf("RSS %.0f MiB after the lists (%.0f MiB after the creates, peak %.0f MiB) / etcd db %.1f MiB; %d creates in %.1fs, %d lists (%d items) in %.1fs",
+			mib(rssListed), mib(rssCreated), mib(peak), db/(1<<20), cfg.MemoryObjects, created.Seconds(), cfg.MemoryLists, items, listed.Seconds()))
+	return nil
+}
+
+func mib[N int64 | float64](n N) float64 { return float64(n) / (1 << 20) }
+
+// process is a skiff-apiserver the scenario runs.
+type process struct {
+	cmd     *exec.Cmd
+	addr    string // gRPC
+	metrics string // HTTP /metrics
+	logs    chan struct{}
+}
+
+// startProcess runs bin and waits for its "apiserver serving" log line.
+func startProcess(ctx context.Context, bin string, args ...string) (*process, error) {
+	cmd := exec.Command(bin, args...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting %s: %w", bin, err)
+	}
+	p := &process{cmd: cmd, logs: make(chan struct{})}
+	type serving struct{ grpc, metrics string }
+	found := make(chan serving, 1)
+	var head strings.Builder // the lines up to serving, for an error
+	go func() {
+		defer close(p.logs)
+		lines := bufio.NewScanner(stderr)
+		lines.Buffer(nil, 1<<20)
+		serve := found
+		for lines.Scan() {
+			if serve == nil {
+				continue // drain: the process must never block on its stderr
+			}
+			head.WriteString(lines.Text() + "\n")
+			var entry struct{ Msg, GRPC, Metrics string }
+			if json.Unmarshal(lines.Bytes(), &entry) == nil && entry.Msg == "apiserver serving" {
+				serve <- serving{entry.GRPC, entry.Metrics}
+				serve = nil
+			}
+		}
+		_, _ = io.Copy(io.Discard, stderr)
+	}()
+	select {
+	case s := <-found:
+		p.addr, p.metrics = s.grpc, s.metrics
+		return p, nil
+	case <-p.logs:
+		p.stop()
+		return nil, fmt.Errorf("%s exited before serving:\n%s", bin, head.String())
+	case <-ctx.Done():
+		p.stop()
+		return nil, ctx.Err()
+	case <-time.After(time.Minute):
+		p.stop()
+		return nil, fmt.Errorf("%s did not log \"apiserver serving\" within a minute", bin)
+	}
+}
+
+// stop ends the process (SIGTERM, then SIGKILL after 20 s) and waits.
+func (p *process) stop() {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.logs:
+	case <-time.After(20 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.logs
+	}
+	_ = p.cmd.Wait()
+}
+
+// rss is the process's resident memory now, in bytes.
+func (p *process) rss() (int64, error) { return p.status("VmRSS") }
+
+// status reads a "<field>: <n> kB" line of /proc/<pid>/status, in bytes.
+func (p *process) status(field string) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	if err != nil {
+		return 0, fmt.Errorf("the apiserver's memory (Linux /proc needed): %w", err)
+	}
+	for line := range strings.Lines(string(b)) {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("/proc/%d/status %s: %w", p.cmd.Process.Pid, strings.TrimSpace(line), err)
+			}
+			return kb << 10, nil
+		}
+	}
+	return 0, fmt.Errorf("/proc/%d/status has no %s", p.cmd.Process.Pid, field)
+}
+
+// metric reads the value of an unlabelled metric from the process's /metrics.
+func (p *process) metric(name string) (float64, error) {
+	resp, err := http.Get("http://" + p.metrics + "/metrics")
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	lines := bufio.NewScanner(resp.Body)
+	lines.Buffer(nil, 1<<20)
+	for lines.Scan() {
+		if rest, ok := strings.CutPrefix(lines.Text(), name+" "); ok {
+			return strconv.ParseFloat(strings.TrimSpace(rest), 64)
+		}
+	}
+	if err := lines.Err(); err != nil {
+		return 0, err
+	}
+	return 0, errors.New("/metrics has no " + name)
+}
