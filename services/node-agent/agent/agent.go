@@ -66,6 +66,7 @@ type Agent struct {
 	lease          *coordinationv1.Lease
 	firstSeen      map[string]time.Time         // by pod uid, until the pod runs
 	lastStatus     map[string]*corev1.PodStatus // by pod uid: the status last written
+	lastWrite      map[string]int64             // by pod uid: the resourceVersion of that status
 
 	// networkWasReady: the network was ready at the last status check.
 	networkWasReady bool
@@ -90,6 +91,7 @@ func New(cfg Config) (*Agent, error) {
 		pullBackoff:  newBackoff(cfg.ImagePullBackOff, cfg.ImagePullBackOffMax),
 		firstSeen:    map[string]time.Time{},
 		lastStatus:   map[string]*corev1.PodStatus{},
+		lastWrite:    map[string]int64{},
 		statusKick:   make(chan struct{}, 1),
 	}
 	if cfg.ManagePodNetwork {
@@ -136,7 +138,7 @@ func New(cfg Config) (*Agent, error) {
 			a.ctrl.Enqueue(informer.Key(p))
 		},
 		OnUpdate: func(old, cur *corev1.Pod) {
-			if needsSync(old, cur) {
+			if needsSync(old, cur) || a.changedByOthers(cur) {
 				a.ctrl.Enqueue(informer.Key(cur))
 			}
 		},

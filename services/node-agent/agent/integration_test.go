@@ -11,12 +11,14 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"skiff.dev/internal/apierrors"
@@ -744,4 +746,70 @@ func TestHTTPProbesHostNetworkAndStartupProbe(t *testing.T) {
 		cs := containerStatusOf(p, "app")
 		return cs.GetStarted() && cs.GetReady() && condition(p, "Ready") == "True", ""
 	})
+}
+
+// setCondition writes, as another component would (the node lifecycle
+// controller, a disruption), the condition c into pod default/name's
+// status in the API, replacing one of the same type. It returns the
+// resourceVersion written.
+func (e *env) setCondition(name string, c *corev1.PodCondition) int64 {
+	e.t.Helper()
+	var written int64
+	err := client.RetryOnConflict(e.ctx, client.DefaultRetry, func() error {
+		p, err := e.pods.Get(e.ctx, "default", name)
+		if err != nil {
+			return err
+		}
+		st := p.GetStatus()
+		kept := st.Conditions[:0]
+		for _, o := range st.GetConditions() {
+			if o.GetType() != c.GetType() {
+				kept = append(kept, o)
+			}
+		}
+		st.Conditions = append(kept, c)
+		out, err := e.pods.UpdateStatus(e.ctx, p)
+		if err == nil {
+			written, err = strconv.ParseInt(out.GetMetadata().GetResourceVersion(), 10, 64)
+		}
+		return err
+	})
+	if err != nil {
+		e.t.Fatalf("writing condition %s of pod %s: %v", c.GetType(), name, err)
+	}
+	return written
+}
+
+// after is true for a pod written after resourceVersion rv.
+func after(p *corev1.Pod, rv int64) bool {
+	n, _ := strconv.ParseInt(p.GetMetadata().GetResourceVersion(), 10, 64)
+	return n > rv
+}
+
+// The agent owns its pods' status: when another component changes it in
+// the API (the node lifecycle controller marks the pods of a node it saw
+// go silent not ready), the agent writes back what it observes, without
+// being restarted, and keeps the conditions it does not own.
+func TestAgentWritesBackItsPodsStatusChangedByOthers(t *testing.T) {
+	e := start(t, sim.Options{})
+	e.create(pod("web", ctr("app", "demo:v1")))
+	running := e.untilRunning("web")
+	e.until("the agent recorded the pod's status", func() (bool, string) {
+		return e.agent.synced(running.GetMetadata().GetUid()), ""
+	})
+
+	rv := e.setCondition("web", &corev1.PodCondition{Type: "DisruptionTarget", Status: "True", Reason: "TestDisruption"})
+	e.untilPod("web", "the other component's condition seen", func(p *corev1.Pod) (bool, string) {
+		return after(p, rv-1) && condition(p, "Ready") == "True" && condition(p, "DisruptionTarget") == "True", ""
+	})
+	rv = e.setCondition("web", &corev1.PodCondition{
+		Type: "Ready", Status: "False", Reason: "NodeNotReady", Message: "Node is not ready",
+		LastTransitionTime: timestamppb.Now(),
+	})
+	e.untilPod("web", "Ready again, written back by the agent", func(p *corev1.Pod) (bool, string) {
+		return after(p, rv) && condition(p, "Ready") == "True" && condition(p, "DisruptionTarget") == "True", ""
+	})
+	if cs := containerStatusOf(e.pod("web"), "app"); cs.GetRestartCount() != 0 || cs.GetContainerId() != containerStatusOf(running, "app").GetContainerId() {
+		t.Errorf("the container changed: %v", cs)
+	}
 }

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -133,9 +134,7 @@ func computeStatus(in statusInput) *corev1.PodStatus {
 	for _, c := range old.GetConditions() {
 		oldConds[c.GetType()] = c
 	}
-	owned := map[string]bool{}
 	for _, c := range conds {
-		owned[c.Type] = true
 		if o, ok := oldConds[c.Type]; ok && o.GetStatus() == c.Status {
 			c.LastTransitionTime = o.GetLastTransitionTime()
 			if c.Type == "PodScheduled" {
@@ -146,12 +145,41 @@ func computeStatus(in statusInput) *corev1.PodStatus {
 		}
 	}
 	for _, c := range old.GetConditions() {
-		if !owned[c.GetType()] {
+		if !ownedCondition[c.GetType()] {
 			conds = append(conds, proto.Clone(c).(*corev1.PodCondition))
 		}
 	}
 	st.Conditions = conds
 	return st
+}
+
+// ownedCondition are the types of the pod conditions the agent computes.
+// The others (DisruptionTarget, a readiness gate's) belong to whoever
+// wrote them.
+var ownedCondition = map[string]bool{"PodScheduled": true, "Initialized": true, "ContainersReady": true, "Ready": true}
+
+// withOthers returns st with the conditions the agent does not own as
+// they are in api (the pod's status in the API), after its own.
+func withOthers(st, api *corev1.PodStatus) *corev1.PodStatus {
+	var mine, theirs []*corev1.PodCondition
+	for _, c := range st.GetConditions() {
+		if ownedCondition[c.GetType()] {
+			mine = append(mine, c)
+		}
+	}
+	for _, c := range api.GetConditions() {
+		if !ownedCondition[c.GetType()] {
+			theirs = append(theirs, proto.Clone(c).(*corev1.PodCondition))
+		}
+	}
+	if len(mine)+len(theirs) == len(st.GetConditions()) && slices.EqualFunc(theirs, st.GetConditions()[len(mine):], func(a, b *corev1.PodCondition) bool {
+		return proto.Equal(a, b)
+	}) {
+		return st
+	}
+	out := proto.Clone(st).(*corev1.PodStatus)
+	out.Conditions = append(mine, theirs...)
+	return out
 }
 
 // containerStatus is one container's status: the newest instance's state

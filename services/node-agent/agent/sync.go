@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -475,6 +476,7 @@ func (a *Agent) forgetPod(uid, logDir string) {
 	a.mu.Lock()
 	delete(a.firstSeen, uid)
 	delete(a.lastStatus, uid)
+	delete(a.lastWrite, uid)
 	a.mu.Unlock()
 	if uid != "" {
 		if err := os.RemoveAll(podDir(a.cfg.RootDir, uid)); err != nil {
@@ -550,12 +552,17 @@ func (a *Agent) terminate(ctx context.Context, pod *corev1.Pod, rt *podRuntime) 
 }
 
 // writeStatus computes the pod's status and writes it through
-// UpdateStatus when it differs from the last one written, retrying on
-// conflicts with the pod read afresh.
+// UpdateStatus when it differs from the copy in the API, retrying on
+// conflicts with the pod read afresh. The agent owns its pods' status:
+// what another component changed (the node lifecycle controller marks the
+// pods of a silent node not ready) is written back, but for the
+// conditions the agent does not own, which are kept as the API has them.
+// While the informer has not yet seen the agent's last write, the status
+// is compared with that write instead.
 func (a *Agent) writeStatus(ctx context.Context, pod *corev1.Pod, rt *podRuntime, res *syncResult) error {
 	uid := pod.GetMetadata().GetUid()
 	a.mu.Lock()
-	last := a.lastStatus[uid]
+	last, lastRV := a.lastStatus[uid], a.lastWrite[uid]
 	a.mu.Unlock()
 	base := pod
 	if last != nil {
@@ -567,21 +574,28 @@ func (a *Agent) writeStatus(ctx context.Context, pod *corev1.Pod, rt *podRuntime
 		Pod: base, Runtime: rt, Waiting: res.waiting, Ready: ready, Started: started,
 		HostIP: a.machine.ip, RuntimeName: a.scheme(), Now: a.cfg.Clock.Now(),
 	})
-	if proto.Equal(st, base.GetStatus()) {
-		a.recordStatus(uid, st)
+	if last != nil && resourceVersion(pod) < lastRV {
+		if proto.Equal(st, last) {
+			return nil // the informer is behind; the write it has yet to see is current
+		}
+	} else if st = withOthers(st, pod.GetStatus()); proto.Equal(st, pod.GetStatus()) {
+		a.recordStatus(uid, st, resourceVersion(pod))
 		return nil
 	}
 	cur := pod
+	var written *corev1.Pod
 	err := client.RetryOnConflict(ctx, client.DefaultRetry, func() error {
 		next := proto.Clone(cur).(*corev1.Pod)
-		next.Status = st
-		_, err := a.podClient.UpdateStatus(ctx, next)
+		next.Status = withOthers(st, cur.GetStatus())
+		var err error
+		written, err = a.podClient.UpdateStatus(ctx, next)
 		if apierrors.IsConflict(err) {
 			fresh, gerr := a.podClient.Get(ctx, pod.GetMetadata().GetNamespace(), pod.GetMetadata().GetName())
 			if gerr != nil {
 				return gerr
 			}
 			if fresh.GetMetadata().GetUid() != uid {
+				written = nil
 				return nil // replaced: its own sync writes its status
 			}
 			cur = fresh
@@ -594,16 +608,37 @@ func (a *Agent) writeStatus(ctx context.Context, pod *corev1.Pod, rt *podRuntime
 	if err != nil {
 		return fmt.Errorf("writing status: %w", err)
 	}
-	a.recordStatus(uid, st)
+	if written != nil {
+		a.recordStatus(uid, written.GetStatus(), resourceVersion(written))
+	}
 	return nil
 }
 
-// recordStatus remembers the status written and, the first time it shows
-// the pod running, observes the pod's start latency.
-func (a *Agent) recordStatus(uid string, st *corev1.PodStatus) {
+// changedByOthers reports whether cur, an update of a pod the agent has
+// written the status of, carries a status the agent did not write.
+func (a *Agent) changedByOthers(cur *corev1.Pod) bool {
+	uid := cur.GetMetadata().GetUid()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	last, ok := a.lastStatus[uid]
+	return ok && resourceVersion(cur) > a.lastWrite[uid] && !proto.Equal(cur.GetStatus(), last)
+}
+
+// resourceVersion is the pod's resourceVersion as a number (an etcd
+// revision), 0 when it has none.
+func resourceVersion(p *corev1.Pod) int64 {
+	rv, _ := strconv.ParseInt(p.GetMetadata().GetResourceVersion(), 10, 64)
+	return rv
+}
+
+// recordStatus remembers the status in the API at resourceVersion rv (as
+// written by the agent, or found equal to what it would write) and, the
+// first time it shows the pod running, observes the pod's start latency.
+func (a *Agent) recordStatus(uid string, st *corev1.PodStatus, rv int64) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.lastStatus[uid] = st
+	a.lastWrite[uid] = rv
 	if first, ok := a.firstSeen[uid]; ok && podRunning(st) {
 		a.m.podStart.Observe(a.cfg.Clock.Now().Sub(first).Seconds())
 		delete(a.firstSeen, uid)
