@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 
+	"skiff.dev/internal/workqueue"
 	coordinationv1 "skiff.dev/proto/coordination/v1"
 )
 
@@ -42,10 +44,27 @@ const (
 	DefaultRetryPeriod   = 2 * time.Second
 )
 
+// DefaultIdentity is the identity of a candidate given none: the host's
+// name ("" when the system cannot tell it). It stays the same when the
+// process restarts on its host, so the restarted process finds the Lease
+// its previous run held as its own and leads at once. Two candidates
+// running under one identity would both lead: run at most one member per
+// host, or give each its own identity.
+func DefaultIdentity() string {
+	host, _ := os.Hostname()
+	return host
+}
+
 // Config configures Run.
 type Config struct {
-	Lock     LeaseLock
-	Identity string // unique per candidate, e.g. hostname + "_" + a random suffix
+	Lock LeaseLock
+	// Identity names this member in the Lease. It must be unique among the
+	// candidates and stable across restarts of the same member (the host
+	// name, DefaultIdentity, is both when one member runs per host): a
+	// candidate that finds the Lease held by its own identity takes it as
+	// its own at once, as a restart of the same member, so two processes
+	// sharing an identity would both lead.
+	Identity string
 	Client   LeaseClient
 
 	// LeaseDuration is how long standbys wait, after they last saw the Lease
@@ -58,7 +77,7 @@ type Config struct {
 	// RetryPeriod is the interval between attempts to acquire or renew.
 	RetryPeriod time.Duration
 
-	Clock      Clock                 // nil: the real clock
+	Clock      workqueue.Clock       // nil: the real clock
 	Logger     *zap.Logger           // nil: no logs
 	Registerer prometheus.Registerer // nil: metrics not registered
 }
@@ -75,7 +94,7 @@ func (c Config) withDefaults() Config {
 		c.RetryPeriod = DefaultRetryPeriod
 	}
 	if c.Clock == nil {
-		c.Clock = realClock{}
+		c.Clock = workqueue.RealClock()
 	}
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()

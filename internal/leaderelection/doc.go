@@ -8,10 +8,18 @@
 //
 // Run blocks. It tries to acquire the Lease every RetryPeriod (creating it
 // when absent, taking it over once its holder has not renewed it for the
-// lease's duration), then calls lead in a goroutine and renews every
-// RetryPeriod. Time is measured only on this process's clock: a lease is
-// expired when its record has not changed for leaseDurationSeconds since
+// lease's duration, or at once when it was released or names this
+// candidate's own Identity), then calls lead in a goroutine and renews
+// every RetryPeriod. Time is measured only on this process's clock: a lease
+// is expired when its record has not changed for leaseDurationSeconds since
 // this process last saw it change, whatever its renewTime says.
+//
+// Identity names a member, not a process: it must be unique among the
+// candidates and the same after a restart (DefaultIdentity, the host name,
+// is both with one member per host). A member restarted after a crash
+// (kill -9: no release) finds the Lease held by its own identity and leads
+// at once, instead of waiting out the lease its previous run left; the
+// price is that two processes given one identity would both lead.
 //
 // Run returns:
 //   - nil after ctx is cancelled: lead's context is cancelled, lead has

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"skiff.dev/internal/apierrors"
+	"skiff.dev/internal/workqueue"
 	coordinationv1 "skiff.dev/proto/coordination/v1"
 	metav1 "skiff.dev/proto/meta/v1"
 )
@@ -81,10 +82,12 @@ func (e *elector) acquire(ctx context.Context) (renewedAt time.Time, ok bool) {
 		case ctx.Err() == nil:
 			e.log.Warn("acquiring the lease failed; retrying", zap.Error(err))
 		}
+		retry := e.cfg.Clock.NewTimer(e.cfg.RetryPeriod)
 		select {
 		case <-ctx.Done():
+			retry.Stop()
 			return time.Time{}, false
-		case <-e.cfg.Clock.After(e.cfg.RetryPeriod):
+		case <-retry.C():
 		}
 	}
 }
@@ -110,10 +113,16 @@ func (e *elector) lead(ctx context.Context, renewedAt time.Time, work func(conte
 	base := context.WithoutCancel(ctx)
 	var (
 		ctxDone  = ctx.Done()
-		retry    = clock.After(e.cfg.RetryPeriod)
-		deadline = clock.After(renewedAt.Add(e.cfg.RenewDeadline).Sub(clock.Now()))
+		retry    = clock.NewTimer(e.cfg.RetryPeriod) // nil while an attempt is in flight
+		deadline = workqueue.NewTimerAt(clock, renewedAt.Add(e.cfg.RenewDeadline))
 		inFlight *attempt // nil when none
 	)
+	defer func() {
+		deadline.Stop()
+		if retry != nil {
+			retry.Stop()
+		}
+	}()
 	abort := func() {
 		if inFlight != nil {
 			inFlight.cancel()
@@ -137,19 +146,21 @@ func (e *elector) lead(ctx context.Context, renewedAt time.Time, work func(conte
 			abort()
 			e.release(base)
 			return nil
-		case <-deadline:
+		case <-deadline.C():
 			return lost(fmt.Errorf("%w: lease %s not renewed within %v", ErrLeaderLost, e.cfg.Lock, e.cfg.RenewDeadline))
-		case <-retry:
+		case <-timerChan(retry):
+			retry = nil
 			inFlight = e.startAttempt(base, clock.Now())
 		case err := <-inFlight.resultChan():
 			at := inFlight.at
 			inFlight.cancel()
 			inFlight = nil
-			retry = clock.After(e.cfg.RetryPeriod)
+			retry = clock.NewTimer(e.cfg.RetryPeriod)
 			var held *heldError
 			switch {
 			case err == nil:
-				deadline = clock.After(at.Add(e.cfg.RenewDeadline).Sub(clock.Now()))
+				deadline.Stop()
+				deadline = workqueue.NewTimerAt(clock, at.Add(e.cfg.RenewDeadline))
 			case errors.As(err, &held):
 				return lost(fmt.Errorf("%w: lease %s: %w", ErrLeaderLost, e.cfg.Lock, err))
 			default:
@@ -172,6 +183,14 @@ func (e *elector) startAttempt(ctx context.Context, at time.Time) *attempt {
 	a := &attempt{at: at, result: make(chan error, 1), cancel: cancel}
 	go func() { a.result <- e.tryAcquireOrRenew(ctx, at) }()
 	return a
+}
+
+// timerChan is t's channel, nil (never ready in a select) without a timer.
+func timerChan(t workqueue.Timer) <-chan time.Time {
+	if t == nil {
+		return nil
+	}
+	return t.C()
 }
 
 // resultChan is nil (never ready in a select) when there is no attempt.
@@ -210,7 +229,13 @@ func (e *elector) tryAcquireOrRenew(ctx context.Context, now time.Time) error {
 	if err != nil {
 		return fmt.Errorf("reading lease %s: %w", lock, err)
 	}
+	restarted := e.observed == nil && cur.GetSpec().GetHolderIdentity() == e.cfg.Identity
 	e.observe(cur, now)
+	if restarted {
+		// Nothing of this process wrote it: an earlier run of this member
+		// did (or, if identities were not unique, another process now does).
+		e.log.Info("the lease names this identity from an earlier run of this member; taking it back at once (identities must be unique per member: two processes with one identity would both lead)")
+	}
 	if heldByOther(cur.GetSpec(), e.observedAt, e.cfg.Identity, e.cfg.LeaseDuration, now) {
 		return &heldError{holder: cur.GetSpec().GetHolderIdentity()}
 	}

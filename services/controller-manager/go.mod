@@ -3,7 +3,6 @@ module skiff.dev/services/controller-manager
 go 1.26.0
 
 require (
-	github.com/google/uuid v1.6.0
 	github.com/prometheus/client_golang v1.25.0
 	go.uber.org/zap v1.28.0
 	google.golang.org/grpc v1.85.0
@@ -26,6 +25,7 @@ require (
 	github.com/golang/protobuf v1.5.4 // indirect
 	github.com/google/btree v1.1.3 // indirect
 	github.com/google/go-cmp v0.7.0 // indirect
+	github.com/google/uuid v1.6.0 // indirect
 	github.com/gorilla/websocket v1.5.3 // indirect
 	github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus v1.1.0 // indirect
 	github.com/grpc-ecosystem/go-grpc-middleware/v2 v2.3.3 // indirect

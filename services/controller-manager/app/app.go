@@ -15,7 +15,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
 	"go.uber.org/zap"
 
 	"skiff.dev/internal/client"
@@ -128,7 +127,6 @@ Flags:
 	}
 	o := &Options{}
 	var controllers string
-	hostname, _ := os.Hostname()
 	o.API.AddFlags(fs, "127.0.0.1:6443")
 	fs.StringVar(&o.MetricsListen, "metrics-listen", "0.0.0.0:10257", "HTTP address for /metrics, /healthz and /readyz (empty disables)")
 	fs.StringVar(&o.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
@@ -141,7 +139,7 @@ Flags:
 	fs.BoolVar(&m.LeaderElect, "leader-elect", true, "run the controllers only while holding the leader Lease")
 	fs.StringVar(&m.LeaderElection.Lock.Namespace, "leader-elect-resource-namespace", "kube-system", "namespace of the leader Lease")
 	fs.StringVar(&m.LeaderElection.Lock.Name, "leader-elect-resource-name", "skiff-controller-manager", "name of the leader Lease")
-	fs.StringVar(&m.LeaderElection.Identity, "leader-elect-identity", hostname+"_"+uuid.NewString()[:8], "this candidate's identity in the Lease")
+	fs.StringVar(&m.LeaderElection.Identity, "leader-elect-identity", leaderelection.DefaultIdentity(), "this member's name in the Lease: unique among the candidates and the same after a restart, so that a restarted member takes its Lease back at once (default: the host name)")
 	fs.DurationVar(&m.LeaderElection.LeaseDuration, "leader-elect-lease-duration", leaderelection.DefaultLeaseDuration, "how long standbys wait after the Lease last changed before taking it over")
 	fs.DurationVar(&m.LeaderElection.RenewDeadline, "leader-elect-renew-deadline", leaderelection.DefaultRenewDeadline, "how long the leader keeps working without renewing before it stops")
 	fs.DurationVar(&m.LeaderElection.RetryPeriod, "leader-elect-retry-period", leaderelection.DefaultRetryPeriod, "interval between attempts to acquire or renew the Lease")

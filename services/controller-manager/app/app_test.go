@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"io"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -82,5 +84,33 @@ func TestParseFlags(t *testing.T) {
 		if !strings.Contains(help.String(), want) {
 			t.Errorf("--help output lacks %q", want)
 		}
+	}
+}
+
+// A restarted process is the same member: without --leader-elect-identity
+// it takes its host's name, so it finds the Lease its previous run held as
+// its own and leads at once instead of waiting the lease out.
+func TestLeaderElectIdentityIsStableAcrossRestarts(t *testing.T) {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		t.Fatalf("os.Hostname() = %q, %v", host, err)
+	}
+	first, err := ParseFlags(nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	restarted, err := ParseFlags(nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := first.Manager.LeaderElection.Identity, restarted.Manager.LeaderElection.Identity; a != host || b != host {
+		t.Errorf("default identities of two runs on host %q: %q and %q; want the host name both times", host, a, b)
+	}
+	given, err := ParseFlags([]string{"--leader-elect-identity", "cm-b"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id := given.Manager.LeaderElection.Identity; id != "cm-b" {
+		t.Errorf("--leader-elect-identity cm-b: identity %q", id)
 	}
 }

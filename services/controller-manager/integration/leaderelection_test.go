@@ -11,11 +11,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/zap/zaptest"
 	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"skiff.dev/internal/apierrors"
 	"skiff.dev/internal/client"
 	"skiff.dev/internal/leaderelection"
+	"skiff.dev/internal/workqueue"
 	coordinationv1 "skiff.dev/proto/coordination/v1"
+	metav1 "skiff.dev/proto/meta/v1"
 	"skiff.dev/services/apiserver/apiservertest"
 )
 
@@ -78,6 +82,7 @@ type electionGroup struct {
 	t        *testing.T
 	conn     grpc.ClientConnInterface
 	lock     leaderelection.LeaseLock
+	clock    workqueue.Clock // every candidate's; nil: the real clock
 	active   atomic.Int32
 	overlaps atomic.Int32
 }
@@ -107,6 +112,7 @@ func (g *electionGroup) start(id string) *candidate {
 		LeaseDuration: electionLeaseDuration,
 		RenewDeadline: electionRenewDeadline,
 		RetryPeriod:   electionRetryPeriod,
+		Clock:         g.clock,
 		Logger:        zaptest.NewLogger(g.t).Named(id),
 		Registerer:    c.reg,
 	}
@@ -293,5 +299,105 @@ func TestLeaderElectionStopWhileWaiting(t *testing.T) {
 	}
 	if l := g.lease(); l.GetSpec().GetHolderIdentity() != "leader" {
 		t.Errorf("lease holder = %q, want leader (untouched)", l.GetSpec().GetHolderIdentity())
+	}
+}
+
+// notLeading fails the test if c leads or Run returns within d.
+func (c *candidate) notLeading(t *testing.T, d time.Duration, why string) {
+	t.Helper()
+	select {
+	case <-c.leading:
+		t.Fatalf("%s leads: %s", c.id, why)
+	case err := <-c.result:
+		t.Fatalf("%s: Run returned %v: %s", c.id, err, why)
+	case <-time.After(d):
+	}
+}
+
+// waitTimers waits until the candidates on clk have armed n timers between
+// them: each has finished its attempt and waits for its next one.
+func waitTimers(t *testing.T, clk *workqueue.FakeClock, n int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := clk.BlockUntilWaiters(ctx, n); err != nil {
+		t.Fatalf("waiting for %d armed timers (%d armed): %v", n, clk.Waiters(), err)
+	}
+}
+
+// A member killed with SIGKILL leaves its Lease held, unreleased. Restarted
+// under the same identity (the host name by default), it takes the Lease
+// back at once, without a tick of the election clock, while a standby of
+// another identity waits the lease out.
+func TestLeaderElectionRestartedMemberTakesItsLeaseAtOnce(t *testing.T) {
+	s := apiservertest.Start(t)
+	clk := workqueue.NewFakeClock(time.Unix(1_800_000_000, 0))
+	g := &electionGroup{t: t, conn: s.Conn, clock: clk, lock: leaderelection.LeaseLock{Namespace: "kube-system", Name: "restart"}}
+
+	// What the killed run of member "cm-1" left: a Lease held for 15s,
+	// renewed just now.
+	now := timestamppb.New(clk.Now())
+	if _, err := client.Leases(s.Conn).Create(context.Background(), &coordinationv1.Lease{
+		Metadata: &metav1.ObjectMeta{Namespace: g.lock.Namespace, Name: g.lock.Name},
+		Spec: &coordinationv1.LeaseSpec{HolderIdentity: "cm-1", LeaseDurationSeconds: proto.Int32(15),
+			AcquireTime: now, RenewTime: now, LeaseTransitions: proto.Int32(2)},
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	standby := g.start("cm-2")
+	waitTimers(t, clk, 1) // its first attempt found the Lease held
+	standby.notLeading(t, 3*electionRetryPeriod, "the Lease is held by cm-1 and the clock has not moved")
+
+	restarted := g.start("cm-1")
+	restarted.waitLeading(t, 10*time.Second) // no clock step: at its first attempt
+	l := g.lease()
+	if l.GetSpec().GetHolderIdentity() != "cm-1" || l.GetSpec().GetLeaseTransitions() != 2 || !l.GetSpec().GetAcquireTime().AsTime().Equal(now.AsTime()) {
+		t.Errorf("lease spec = %v, want cm-1 renewing its own lease (acquireTime and transitions kept)", l.GetSpec())
+	}
+	if !l.GetSpec().GetRenewTime().AsTime().Equal(clk.Now()) || l.GetSpec().GetLeaseDurationSeconds() != 1 {
+		t.Errorf("lease spec = %v, want renewed at %v for this run's 1s", l.GetSpec(), clk.Now())
+	}
+
+	// The restarted leader renews; the standby still waits.
+	waitTimers(t, clk, 3) // the standby's retry, the leader's retry and renew deadline
+	clk.Step(electionRetryPeriod)
+	standby.notLeading(t, 3*electionRetryPeriod, "cm-1 renews its lease")
+	if n := g.overlaps.Load(); n != 0 {
+		t.Errorf("%d times two candidates led at once", n)
+	}
+}
+
+// A leader stopped gracefully (its context cancelled, as SIGTERM does)
+// releases the Lease: the standby takes it at its next retry, one
+// RetryPeriod on the election clock, not after the lease duration.
+func TestLeaderElectionReleaseHandsOverWithinOneRetry(t *testing.T) {
+	s := apiservertest.Start(t)
+	clk := workqueue.NewFakeClock(time.Unix(1_800_000_000, 0))
+	g := &electionGroup{t: t, conn: s.Conn, clock: clk, lock: leaderelection.LeaseLock{Namespace: "kube-system", Name: "release"}}
+	leader := g.start("leader")
+	leader.waitLeading(t, 10*time.Second)
+	standby := g.start("standby")
+	waitTimers(t, clk, 3) // the leader's retry and renew deadline, the standby's retry
+
+	start := clk.Now()
+	leader.cancel()
+	if err := leader.waitResult(t, 5*time.Second); err != nil {
+		t.Fatalf("leader's Run after cancel = %v, want nil", err)
+	}
+	if l := g.lease(); l.GetSpec().GetHolderIdentity() != "" || l.GetSpec().GetLeaseDurationSeconds() != 1 {
+		t.Fatalf("lease spec after a graceful stop = %v, want released (no holder, 1s)", l.GetSpec())
+	}
+	waitTimers(t, clk, 1) // only the standby's retry is left
+	clk.Step(electionRetryPeriod)
+	standby.waitLeading(t, 10*time.Second)
+	if took := clk.Now().Sub(start); took >= electionLeaseDuration {
+		t.Errorf("the standby took over %v after the release on the election clock, want one retry (%v)", took, electionRetryPeriod)
+	}
+	if l := g.lease(); l.GetSpec().GetHolderIdentity() != "standby" || l.GetSpec().GetLeaseTransitions() != 1 {
+		t.Errorf("lease spec = %v, want holder standby after 1 transition", l.GetSpec())
+	}
+	if n := g.overlaps.Load(); n != 0 {
+		t.Errorf("%d times two candidates led at once", n)
 	}
 }

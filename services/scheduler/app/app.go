@@ -12,7 +12,6 @@ import (
 	"io"
 	"os"
 
-	"github.com/google/uuid"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 
@@ -73,7 +72,6 @@ Flags:
 		fs.PrintDefaults()
 	}
 	o := &Options{}
-	hostname, _ := os.Hostname()
 	o.API.AddFlags(fs, "127.0.0.1:6443")
 	fs.StringVar(&o.ConfigFile, "config", "", "the scheduler policy file (KubeSchedulerConfiguration YAML); empty for the defaults")
 	fs.StringVar(&o.MetricsListen, "metrics-listen", "0.0.0.0:10259", "HTTP address for /metrics, /healthz and /readyz (empty disables)")
@@ -82,7 +80,7 @@ Flags:
 	fs.BoolVar(&o.LeaderElect, "leader-elect", true, "schedule only while holding the leader Lease")
 	fs.StringVar(&le.Lock.Namespace, "leader-elect-resource-namespace", "kube-system", "namespace of the leader Lease")
 	fs.StringVar(&le.Lock.Name, "leader-elect-resource-name", "skiff-scheduler", "name of the leader Lease")
-	fs.StringVar(&le.Identity, "leader-elect-identity", hostname+"_"+uuid.NewString()[:8], "this candidate's identity in the Lease")
+	fs.StringVar(&le.Identity, "leader-elect-identity", leaderelection.DefaultIdentity(), "this member's name in the Lease: unique among the candidates and the same after a restart, so that a restarted member takes its Lease back at once (default: the host name)")
 	fs.DurationVar(&le.LeaseDuration, "leader-elect-lease-duration", leaderelection.DefaultLeaseDuration, "how long standbys wait after the Lease last changed before taking it over")
 	fs.DurationVar(&le.RenewDeadline, "leader-elect-renew-deadline", leaderelection.DefaultRenewDeadline, "how long the leader keeps scheduling without renewing before it stops")
 	fs.DurationVar(&le.RetryPeriod, "leader-elect-retry-period", leaderelection.DefaultRetryPeriod, "interval between attempts to acquire or renew the Lease")

@@ -95,6 +95,34 @@ leaderElection:
 	}
 }
 
+// A restarted scheduler is the same member: without --leader-elect-identity
+// it takes its host's name, so it finds the Lease its previous run held as
+// its own and schedules at once instead of waiting the lease out.
+func TestLeaderElectIdentityIsStableAcrossRestarts(t *testing.T) {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		t.Fatalf("os.Hostname() = %q, %v", host, err)
+	}
+	first, err := ParseFlags(nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	restarted, err := ParseFlags(nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := first.LeaderElection.Identity, restarted.LeaderElection.Identity; a != host || b != host {
+		t.Errorf("default identities of two runs on host %q: %q and %q; want the host name both times", host, a, b)
+	}
+	given, err := ParseFlags([]string{"--leader-elect-identity", "sched-b"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id := given.LeaderElection.Identity; id != "sched-b" {
+		t.Errorf("--leader-elect-identity sched-b: identity %q", id)
+	}
+}
+
 // bindCounter records the binds of each pod through one scheduler's
 // connection: the nodes of those that succeeded, and how many ended with
 // the caller's context cancelled (whose outcome the caller cannot know).
