@@ -79,6 +79,8 @@ func (s *Server) wireAuthn() (server.Authenticator, error) {
 		return nil
 	}})
 	return authn.New(authn.Config{
+		ClientCAs:         m.ClientCAs,
+		Logger:            s.log,
 		Tokens:            tokens,
 		ServiceAccountKey: &m.ServiceAccountKey.PublicKey,
 		Issuer:            o.ServiceAccountIssuer,

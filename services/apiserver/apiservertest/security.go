@@ -46,15 +46,31 @@ func newSecurity(addr string, o authn.Options, dataDir string) (*Security, error
 }
 
 // IssueClient returns a client certificate and key (PEM) for user name
-// in groups, signed by the server's CA.
+// in groups, signed by the server's CA, valid for a day.
 func (s *Security) IssueClient(name string, groups ...string) (certPEM, keyPEM []byte, err error) {
-	return s.CA.Issue(pki.Request{CommonName: name, Organizations: groups, Client: true, Validity: 24 * time.Hour}, time.Now())
+	return s.IssueClientFor(24*time.Hour, name, groups...)
+}
+
+// IssueClientFor is IssueClient valid from now for ttl (negative: it was
+// valid for -ttl and expired -ttl ago).
+func (s *Security) IssueClientFor(ttl time.Duration, name string, groups ...string) (certPEM, keyPEM []byte, err error) {
+	now := time.Now()
+	if ttl < 0 {
+		now, ttl = now.Add(2*ttl), -ttl
+	}
+	return s.CA.Issue(pki.Request{CommonName: name, Organizations: groups, Client: true, Validity: ttl}, now)
 }
 
 // Config is the client config of user name in groups, with the
 // certificate in memory.
 func (s *Security) Config(name string, groups ...string) (client.Config, error) {
-	certPEM, keyPEM, err := s.IssueClient(name, groups...)
+	return s.ConfigFor(24*time.Hour, name, groups...)
+}
+
+// ConfigFor is Config with a certificate valid from now for ttl
+// (negative: already expired, as IssueClientFor).
+func (s *Security) ConfigFor(ttl time.Duration, name string, groups ...string) (client.Config, error) {
+	certPEM, keyPEM, err := s.IssueClientFor(ttl, name, groups...)
 	if err != nil {
 		return client.Config{}, err
 	}

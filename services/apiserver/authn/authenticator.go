@@ -3,9 +3,11 @@ package authn
 import (
 	"context"
 	"crypto/ecdsa"
+	"crypto/x509"
 	"strings"
 	"time"
 
+	"go.uber.org/zap"
 	"google.golang.org/grpc/metadata"
 
 	"skiff.dev/internal/apierrors"
@@ -15,6 +17,9 @@ import (
 
 // Config is what the authenticator checks credentials against.
 type Config struct {
+	// ClientCAs verify client certificates (nil: a client certificate is
+	// refused, unless the TLS stack verified it).
+	ClientCAs *x509.CertPool
 	// Tokens are the static bearer tokens (nil: none).
 	Tokens StaticTokens
 	// ServiceAccountKey verifies service-account tokens (nil: none are
@@ -28,6 +33,9 @@ type Config struct {
 	Anonymous bool
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
+	// Logger logs, once per connection, a client certificate refused for
+	// its dates (nil: no logs).
+	Logger *zap.Logger
 }
 
 // Authenticator says who sent a request, trying in order: the verified
@@ -51,7 +59,7 @@ var AnonymousUser = &user.Info{Name: user.Anonymous, Groups: []string{user.AllUn
 
 // New returns the authenticator of cfg.
 func New(cfg Config) *Authenticator {
-	a := &Authenticator{tokens: cfg.Tokens, anonymous: cfg.Anonymous, now: cfg.Now}
+	a := &Authenticator{certs: certUsers{roots: cfg.ClientCAs, log: cfg.Logger}, tokens: cfg.Tokens, anonymous: cfg.Anonymous, now: cfg.Now}
 	if a.now == nil {
 		a.now = time.Now
 	}

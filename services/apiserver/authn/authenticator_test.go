@@ -6,6 +6,7 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/tls"
+	"crypto/x509"
 	"net"
 	"os"
 	"path/filepath"
@@ -140,7 +141,7 @@ func TestAuthenticatorOverTLS(t *testing.T) {
 		return clock
 	}
 	h := newHarness(t, func(m *Material) Config {
-		return Config{Tokens: tokens, ServiceAccountKey: &m.ServiceAccountKey.PublicKey, Now: now,
+		return Config{ClientCAs: m.ClientCAs, Tokens: tokens, ServiceAccountKey: &m.ServiceAccountKey.PublicKey, Now: now,
 			ServiceAccounts: func(_ context.Context, ns, name string) (string, bool, error) {
 				saMu.Lock()
 				defer saMu.Unlock()
@@ -250,13 +251,94 @@ func TestAuthenticatorOverTLS(t *testing.T) {
 		_, err = h.call(t, nil, "eyJhbGciOiJub25lIn0."+strings.Split(rest, ".")[0]+".")
 		wantRefused(t, err, "", "")
 	})
-	t.Run("expired client certificate", func(t *testing.T) {
+	t.Run("client certificate that expires while in use", func(t *testing.T) {
 		cert := issue(t, h.m.CA, "dave", nil, time.Hour, start)
 		clock = start.Add(2 * time.Hour)
 		defer func() { clock = time.Time{} }()
 		_, err := h.call(t, cert, "")
 		wantRefused(t, err, `client certificate of "dave" expired`, "")
 	})
+	// Certificates whose dates are wrong at the handshake pass it, so that
+	// the client is told why its calls are refused.
+	t.Run("expired client certificate", func(t *testing.T) {
+		cert := issue(t, h.m.CA, "dave", nil, time.Hour, start.Add(-2*time.Hour))
+		_, err := h.call(t, cert, "t0ken-alice")
+		wantRefused(t, err, `client certificate of "dave" expired at `+cert.Leaf.NotAfter.UTC().Format(time.RFC3339), "")
+	})
+	t.Run("client certificate not valid yet", func(t *testing.T) {
+		cert := issue(t, h.m.CA, "dave", nil, time.Hour, start.Add(time.Hour))
+		_, err := h.call(t, cert, "")
+		wantRefused(t, err, `client certificate of "dave" is not valid before `+cert.Leaf.NotBefore.UTC().Format(time.RFC3339), "")
+	})
+	t.Run("expired certificate of another CA: refused at the handshake", func(t *testing.T) {
+		other, _, err := pki.InitCA(t.TempDir(), start)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = h.call(t, issue(t, other, "mallory", []string{user.Masters}, time.Hour, start.Add(-2*time.Hour)), "")
+		if code := status.Code(err); code != codes.Unavailable {
+			t.Fatalf("error %v, want the handshake refused (Unavailable)", err)
+		}
+	})
+}
+
+// TestVerifyClientChain: the handshake's check of client certificates
+// lets through wrong dates of the leaf only.
+func TestVerifyClientChain(t *testing.T) {
+	now := time.Now()
+	dir := t.TempDir()
+	ca, _, err := pki.InitCA(filepath.Join(dir, "ca"), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _, err := pki.InitCA(filepath.Join(dir, "other"), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A CA that expired an hour ago, and its certificate issued while it
+	// was valid.
+	oldCA, _, err := pki.InitCA(filepath.Join(dir, "old"), now.Add(-pki.CAValidity-time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf := func(ca *pki.CA, r pki.Request, issued time.Time) []*x509.Certificate {
+		c, k, err := ca.Issue(r, issued)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pair, err := tls.X509KeyPair(c, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return []*x509.Certificate{pair.Leaf}
+	}
+	client := pki.Request{CommonName: "erin", Client: true, Validity: time.Hour}
+	for _, tc := range []struct {
+		name    string
+		roots   *x509.CertPool
+		certs   []*x509.Certificate
+		wantErr string
+	}{
+		{"no certificate", ca.Pool(), nil, ""},
+		{"valid", ca.Pool(), leaf(ca, client, now), ""},
+		{"expired", ca.Pool(), leaf(ca, client, now.Add(-2*time.Hour)), ""},
+		{"not valid yet", ca.Pool(), leaf(ca, client, now.Add(time.Hour)), ""},
+		{"another CA", ca.Pool(), leaf(other, client, now), "unknown authority"},
+		{"another CA, expired", ca.Pool(), leaf(other, client, now.Add(-2*time.Hour)), "unknown authority"},
+		{"server usage only", ca.Pool(), leaf(ca, pki.Request{CommonName: "erin", Server: true}, now), "usage"},
+		{"the CA expired", oldCA.Pool(), leaf(oldCA, client, now.Add(-pki.CAValidity-time.Hour)), "issuing CA is not valid"},
+		{"no client CA", nil, leaf(ca, client, now), "no client CA"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := verifyClientChain(tc.roots, tc.certs, now)
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Fatalf("error %v, want one saying %q", err, tc.wantErr)
+			}
+		})
+	}
 }
 
 func TestAnonymous(t *testing.T) {

@@ -37,9 +37,11 @@ func BenchmarkAuthenticateCertificate(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	// As Material.ServerTLS leaves it: the chain checked by
+	// VerifyConnection, not in VerifiedChains.
 	ctx := peer.NewContext(context.Background(), &peer.Peer{AuthInfo: credentials.TLSInfo{
-		State: tls.ConnectionState{VerifiedChains: [][]*x509.Certificate{{pair.Leaf}}}}})
-	a := New(Config{})
+		State: tls.ConnectionState{PeerCertificates: []*x509.Certificate{pair.Leaf}}}})
+	a := New(Config{ClientCAs: m.ClientCAs})
 	b.ReportAllocs()
 	for b.Loop() {
 		if u, err := a.Authenticate(ctx, nil); err != nil || u.Name != "alice" {

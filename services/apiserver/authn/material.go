@@ -149,14 +149,22 @@ func (m *Material) ServingNames() []string {
 }
 
 // ServerTLS is the serving configuration: TLS 1.3, the serving
-// certificate, and client certificates verified against the client CAs
-// when given (a bearer token is the alternative).
+// certificate, and client certificates, when given (a bearer token is the
+// alternative), verified against the client CAs but for the leaf's
+// validity dates (verifyClientChain): a certificate of another CA fails
+// the handshake, while an expired one gets through to the authenticator,
+// which refuses each call saying when it expired.
 func (m *Material) ServerTLS() *tls.Config {
 	return &tls.Config{
 		MinVersion:   tls.VersionTLS13,
 		Certificates: []tls.Certificate{m.Serving},
-		ClientAuth:   tls.VerifyClientCertIfGiven,
-		ClientCAs:    m.ClientCAs,
+		// Asks for a certificate, and sends the CAs' names; the check is
+		// VerifyConnection's (resumed sessions included).
+		ClientAuth: tls.RequestClientCert,
+		ClientCAs:  m.ClientCAs,
+		VerifyConnection: func(cs tls.ConnectionState) error {
+			return verifyClientChain(m.ClientCAs, cs.PeerCertificates, time.Now())
+		},
 	}
 }
 

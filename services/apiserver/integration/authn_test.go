@@ -4,6 +4,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -167,4 +170,41 @@ func TestAnonymousAuth(t *testing.T) {
 		t.Fatalf("anonymous with --anonymous-auth: %v", err)
 	}
 	wantUnauthenticated(t, getCM(t, s.ConnWithToken(t, "bad")), "not known")
+}
+
+// TestExpiredClientCertificate: a certificate of the cluster CA that has
+// expired still passes the TLS handshake, so the client learns why it is
+// refused: every call is Unauthenticated with the user and the expiry, and
+// the apiserver logs it (subject and expiry) once. Without this the
+// handshake refused the certificate and the client saw a broken pipe.
+func TestExpiredClientCertificate(t *testing.T) {
+	core, logs := observer.New(zap.InfoLevel)
+	s := apiservertest.Start(t, apiservertest.Secure(), apiservertest.WithConfig(func(c *apiserver.Config) {
+		c.Logger = zap.New(core)
+	}))
+	cfg, err := s.ConfigFor(-time.Hour, "erin", "dev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pair, err := tls.X509KeyPair(cfg.CertData, cfg.KeyData)
+	if err != nil {
+		t.Fatal(err)
+	}
+	expiry := pair.Leaf.NotAfter.UTC().Format(time.RFC3339)
+	conn, err := client.Dial(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for range 2 { // the same connection: refused each time, logged once
+		wantUnauthenticated(t, getCM(t, conn), `the client certificate of "erin" expired at `+expiry)
+	}
+	found := logs.FilterField(zap.String("subject", pair.Leaf.Subject.String()))
+	if found.Len() != 1 {
+		t.Fatalf("%d log entries name the certificate's subject %q, want 1; all entries: %v", found.Len(), pair.Leaf.Subject, logs.All())
+	}
+	entry := found.All()[0]
+	if entry.Level < zap.InfoLevel || !strings.Contains(entry.Message, "expired") || entry.ContextMap()["notAfter"] != expiry {
+		t.Fatalf("log entry %s %q %v, want one saying the certificate expired, with notAfter %s", entry.Level, entry.Message, entry.ContextMap(), expiry)
+	}
 }
