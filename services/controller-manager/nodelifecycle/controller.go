@@ -55,6 +55,7 @@ type Controller struct {
 	log        *zap.Logger
 	clock      workqueue.Clock
 	beats      *heartbeats
+	seen       *podsSeen
 	m          *metrics
 	runner     *controller.Controller
 }
@@ -83,6 +84,7 @@ func New(mc *manager.Context, o Options) *Controller {
 		log:        parts.Logger,
 		clock:      parts.Clock,
 		beats:      newHeartbeats(),
+		seen:       newPodsSeen(),
 		m:          newMetrics(mc.Registerer),
 	}
 	c.runner = parts.Runner(Name, o.Workers, c)
@@ -144,6 +146,7 @@ func (c *Controller) Reconcile(ctx context.Context, key string) (controller.Resu
 	node, ok := c.nodes.Store().Get(key)
 	if !ok {
 		c.beats.forget(key)
+		c.seen.forget(key)
 		return controller.Result{}, nil
 	}
 	lease, _ := c.leases.Store().GetByName(NodeLeaseNamespace, key)
@@ -173,11 +176,14 @@ func (c *Controller) Reconcile(ctx context.Context, key string) (controller.Resu
 	}
 	agentGone := a.State == StateUnreachable || (a.State == StateNotReady && hasTaintKey(a.Taints, TaintNodeOutOfService))
 	if a.State == StateReady && len(noExecute) == 0 {
+		c.seen.forget(key)
 		return requeueAt(next, now), nil // nothing to do for the pods
 	}
 
 	var errs []error
-	for _, pod := range c.pods.Store().ByIndex(informer.IndexNodeName, key) {
+	pods := c.pods.Store().ByIndex(informer.IndexNodeName, key)
+	seen := c.seen.observe(key, pods, now)
+	for _, pod := range pods {
 		if a.State != StateReady {
 			written, err := c.markNotReady(ctx, pod, now)
 			if err != nil {
@@ -185,7 +191,7 @@ func (c *Controller) Reconcile(ctx context.Context, key string) (controller.Resu
 			}
 			pod = written
 		}
-		d := DecidePod(pod, noExecute, agentGone, now, c.opts.DefaultTolerationSeconds)
+		d := DecidePod(pod, seen[pod.GetMetadata().GetUid()], noExecute, agentGone, now, c.opts.DefaultTolerationSeconds)
 		switch d.Action {
 		case Evict:
 			if err := c.evict(ctx, pod, log); err != nil {

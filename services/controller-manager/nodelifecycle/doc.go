@@ -22,10 +22,16 @@
 //	              posts Ready=False) are added with effects NoSchedule and
 //	              NoExecute through Update, and removed when the node is well
 //	              again; the pods of a node that is not Ready get Ready=False
+//	podseen.go    when the controller first saw each pod on the node while
+//	              the node carried NoExecute taints (in memory only)
 //	eviction.go   EvictionTime: from a pod's tolerations, the node's NoExecute
 //	              taints (the controller's and any other, as Kubernetes' taint
-//	              manager; their timeAdded) and the default toleration, when
-//	              the pod must go: now, at a time, or never
+//	              manager) and the default toleration, when the pod must go:
+//	              now, at a time, or never. tolerationSeconds count from when
+//	              the pod was first seen there, or from the taint's timeAdded
+//	              if later: a pod bound to a node tainted long ago (a
+//	              replacement pinned to it by spec.nodeName) gets its full
+//	              toleration, not none
 //	controller.go deletes the pods whose time came (uid precondition), and
 //	              force-deletes (grace period 0) pods already terminating on an
 //	              unreachable node once their deletion deadline passed, as
@@ -36,6 +42,12 @@
 // a deletion deadline) as RequeueAfter. A Lease renewed again, a node
 // recovering or a pod's toleration changing is simply seen by the next
 // reconcile, which then does not evict.
+//
+// What the controller remembers by its own clock (heartbeats, when it first
+// saw each pod on a tainted node) is lost when it stops, as in Kubernetes: a
+// controller that starts, or takes over leadership, gives every node a full
+// grace period and every pod on a tainted node its full toleration again,
+// counted from then. Evictions come later after a restart, never earlier.
 //
 // The package does not write Leases, does not post node status for agents
 // (Ready=True is the agent's to write: when the Lease is fresh again the

@@ -37,23 +37,28 @@ func Tolerates(tol *corev1.Toleration, taint *corev1.Taint) bool {
 
 // EvictionTime says when a pod with tolerations must leave a node carrying
 // taints: evict=false means never; otherwise at (at or before now: at once).
+// seen is when the controller first saw the pod on the node while the node
+// carried NoExecute taints (not after now).
 //
 // Only NoExecute taints count. For each, the pod's first toleration that
 // tolerates it decides, as in Kubernetes' taint manager: without
 // tolerationSeconds the taint is tolerated for ever; with it, the pod may
-// stay until the taint's timeAdded plus that many seconds (0 or less: none).
-// A taint no toleration tolerates evicts at once, except the unreachable and
-// not-ready taints, which are tolerated for defaultSeconds (the default
-// toleration Kubernetes' admission gives every pod). The pod goes at the
-// earliest of its taints' times. A taint without timeAdded counts from now.
-func EvictionTime(tolerations []*corev1.Toleration, taints []*corev1.Taint, now time.Time, defaultSeconds int64) (at time.Time, evict bool) {
+// stay that many seconds (0 or less: none) counted from seen, or from the
+// taint's timeAdded if that is later. Counting from seen, as Kubernetes
+// does, gives a pod bound to a node tainted long ago (a replacement pinned
+// to it by spec.nodeName) its full toleration instead of none. A taint no
+// toleration tolerates evicts at once, except the unreachable and not-ready
+// taints, which are tolerated for defaultSeconds (the default toleration
+// Kubernetes' admission gives every pod). The pod goes at the earliest of
+// its taints' times.
+func EvictionTime(tolerations []*corev1.Toleration, taints []*corev1.Taint, seen, now time.Time, defaultSeconds int64) (at time.Time, evict bool) {
 	for _, taint := range taints {
 		if taint.GetEffect() != EffectNoExecute {
 			continue
 		}
-		since := now
-		if taint.GetTimeAdded() != nil {
-			since = taint.GetTimeAdded().AsTime()
+		since := seen
+		if added := taint.GetTimeAdded(); added != nil && added.AsTime().After(since) {
+			since = added.AsTime()
 		}
 		var seconds int64
 		if tol := firstToleration(tolerations, taint); tol != nil {
@@ -117,13 +122,13 @@ type PodDecision struct {
 	RecheckAt time.Time
 }
 
-// DecidePod decides about one pod bound to a node carrying taints.
-// agentGone says the node's agent will not finish graceful deletes (the
+// DecidePod decides about one pod bound to a node carrying taints, first
+// seen there by the controller at seen (see EvictionTime). agentGone says the node's agent will not finish graceful deletes (the
 // node is unreachable, or out of service): a pod already terminating there
 // is force-deleted once its deletionTimestamp (the end of its grace period)
 // has passed. Other terminating pods are left to their agent; the others are
 // evicted when EvictionTime says so.
-func DecidePod(pod *corev1.Pod, taints []*corev1.Taint, agentGone bool, now time.Time, defaultSeconds int64) PodDecision {
+func DecidePod(pod *corev1.Pod, seen time.Time, taints []*corev1.Taint, agentGone bool, now time.Time, defaultSeconds int64) PodDecision {
 	if dt := pod.GetMetadata().GetDeletionTimestamp(); dt != nil {
 		if !agentGone {
 			return PodDecision{Action: Keep}
@@ -134,7 +139,7 @@ func DecidePod(pod *corev1.Pod, taints []*corev1.Taint, agentGone bool, now time
 		}
 		return PodDecision{Action: ForceDelete}
 	}
-	at, evict := EvictionTime(pod.GetSpec().GetTolerations(), taints, now, defaultSeconds)
+	at, evict := EvictionTime(pod.GetSpec().GetTolerations(), taints, seen, now, defaultSeconds)
 	switch {
 	case !evict:
 		return PodDecision{Action: Keep}

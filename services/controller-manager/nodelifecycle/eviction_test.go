@@ -56,6 +56,7 @@ func TestEvictionTime(t *testing.T) {
 		name   string
 		tols   []*corev1.Toleration
 		taints []*corev1.Taint
+		seen   int // when the pod was first seen on the node (at(seen)): by default before every taint
 		evict  bool
 		at     time.Time
 	}{
@@ -120,14 +121,37 @@ func TestEvictionTime(t *testing.T) {
 			evict: true, at: at(110),
 		},
 		{
-			name: "a taint without timeAdded counts from now", taints: taints(unreachNE),
+			name: "a taint without timeAdded counts from when the pod was seen", taints: taints(unreachNE), seen: 90,
 			tols:  []*corev1.Toleration{tol(TaintNodeUnreachable, "Exists", "", "NoExecute", 5)},
+			evict: true, at: at(95),
+		},
+		{
+			name: "a pod seen after the taint was added: its toleration counts from when it was seen", taints: unreachable, seen: 100,
+			tols:  []*corev1.Toleration{tol(TaintNodeUnreachable, "Exists", "", "NoExecute", 300)},
+			evict: true, at: at(400),
+		},
+		{
+			name: "a pod seen after the taint, without toleration: the default from when it was seen", taints: unreachable, seen: 100,
+			evict: true, at: at(100 + def),
+		},
+		{
+			name: "a pod seen before the taint was added: from the taint's timeAdded", taints: taints(unreachNE + "@95"), seen: 50,
+			tols:  []*corev1.Toleration{tol(TaintNodeUnreachable, "Exists", "", "NoExecute", 10)},
 			evict: true, at: at(105),
+		},
+		{
+			name: "a pod seen after the taint, tolerating 0 s: at once", taints: unreachable, seen: 100,
+			tols:  []*corev1.Toleration{tol(TaintNodeUnreachable, "Exists", "", "NoExecute", 0)},
+			evict: true, at: now,
+		},
+		{
+			name: "a pod seen after the taint, not tolerating it: at once", taints: taints("gpu:NoExecute@10"), seen: 100,
+			evict: true, at: now,
 		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			gotAt, evict := EvictionTime(tc.tols, tc.taints, now, def)
+			gotAt, evict := EvictionTime(tc.tols, tc.taints, at(tc.seen), now, def)
 			if evict != tc.evict || (evict && !gotAt.Equal(tc.at)) {
 				t.Errorf("EvictionTime = %v, %v; want %v, %v", gotAt, evict, tc.at, tc.evict)
 			}
@@ -154,6 +178,7 @@ func TestDecidePod(t *testing.T) {
 		name      string
 		pod       *corev1.Pod
 		taints    []*corev1.Taint
+		seen      int // when the pod was first seen on the node (at(seen)): by default before every taint
 		agentGone bool
 		want      PodDecision
 	}{
@@ -167,6 +192,11 @@ func TestDecidePod(t *testing.T) {
 			name: "default toleration over: evict",
 			pod:  pod(nil, nil), taints: taints(unreachNE + "@95"), agentGone: true,
 			want: PodDecision{Action: Evict},
+		},
+		{
+			name: "taint older than the toleration, pod seen after it: keep until its own toleration ends",
+			pod:  pod(nil, nil), taints: taints(unreachNE + "@0"), seen: 98, agentGone: true,
+			want: PodDecision{Action: Keep, RecheckAt: at(103)},
 		},
 		{
 			name: "due exactly now: evict",
@@ -202,7 +232,7 @@ func TestDecidePod(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			// The pure function's default of 5 s keeps the times readable.
-			if got := DecidePod(tc.pod, tc.taints, tc.agentGone, now, 5); got != tc.want {
+			if got := DecidePod(tc.pod, at(tc.seen), tc.taints, tc.agentGone, now, 5); got != tc.want {
 				t.Errorf("DecidePod = %+v, want %+v", got, tc.want)
 			}
 		})
