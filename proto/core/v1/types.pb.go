@@ -2943,7 +2943,8 @@ func (x *PodIP) GetIp() string {
 
 type PodCondition struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Type is PodScheduled, Initialized, ContainersReady or Ready.
+	// Type is PodScheduled, PodReadyToStartContainers, Initialized,
+	// ContainersReady or Ready.
 	Type               string                 `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
 	Status             string                 `protobuf:"bytes,2,opt,name=status,proto3" json:"status,omitempty"`
 	LastProbeTime      *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=last_probe_time,json=lastProbeTime,proto3" json:"last_probe_time,omitempty"`

@@ -113,6 +113,13 @@ func computeStatus(in statusInput) *corev1.PodStatus {
 	}
 	finished := st.Phase == "Succeeded" || st.Phase == "Failed"
 	conds := []*corev1.PodCondition{{Type: "PodScheduled", Status: "True"}}
+	// PodReadyToStartContainers (Kubernetes' name since 1.29, was
+	// PodHasNetwork): the pod's sandbox exists and has its network.
+	if s := rt.newestSandbox(); s != nil && s.Ready {
+		conds = append(conds, &corev1.PodCondition{Type: podReadyToStartContainers, Status: "True"})
+	} else {
+		conds = append(conds, &corev1.PodCondition{Type: podReadyToStartContainers, Status: "False"})
+	}
 	if initDone {
 		conds = append(conds, &corev1.PodCondition{Type: "Initialized", Status: "True"})
 	} else {
@@ -156,7 +163,11 @@ func computeStatus(in statusInput) *corev1.PodStatus {
 // ownedCondition are the types of the pod conditions the agent computes.
 // The others (DisruptionTarget, a readiness gate's) belong to whoever
 // wrote them.
-var ownedCondition = map[string]bool{"PodScheduled": true, "Initialized": true, "ContainersReady": true, "Ready": true}
+var ownedCondition = map[string]bool{"PodScheduled": true, podReadyToStartContainers: true, "Initialized": true, "ContainersReady": true, "Ready": true}
+
+// podReadyToStartContainers is the condition type saying the pod's sandbox
+// is ready (skiffctl describe's "Sandbox ready").
+const podReadyToStartContainers = "PodReadyToStartContainers"
 
 // withOthers returns st with the conditions the agent does not own as
 // they are in api (the pod's status in the API), after its own.

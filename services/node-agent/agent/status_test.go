@@ -50,13 +50,13 @@ func TestComputeStatus(t *testing.T) {
 	}{
 		{name: "nothing yet: Pending, ContainerCreating", pod: specPod("Always"),
 			rt: func(p *corev1.Pod) *podRuntime { return runtimeOf(p, nil) }, phase: "Pending",
-			conds: map[string]string{"PodScheduled": "True", "Initialized": "True", "ContainersReady": "False", "Ready": "False"},
+			conds: map[string]string{"PodScheduled": "True", "PodReadyToStartContainers": "False", "Initialized": "True", "ContainersReady": "False", "Ready": "False"},
 			a:     cwant{state: "waiting:ContainerCreating"}, b: cwant{state: "waiting:ContainerCreating"}},
 		{name: "all running: Running and Ready", pod: specPod("Always"),
 			rt: func(p *corev1.Pod) *podRuntime {
 				return runtimeOf(p, []*sandboxInfo{readySB("s1", 0)}, run("a1", "s1", "a", 0), run("b1", "s1", "b", 0))
 			}, phase: "Running", podIP: "10.0.0.2",
-			conds: map[string]string{"Initialized": "True", "ContainersReady": "True", "Ready": "True"},
+			conds: map[string]string{"PodReadyToStartContainers": "True", "Initialized": "True", "ContainersReady": "True", "Ready": "True"},
 			a:     cwant{state: "running", ready: true}, b: cwant{state: "running", ready: true}},
 		{name: "one waiting on its image: Pending", pod: specPod("Always"),
 			rt: func(p *corev1.Pod) *podRuntime {
@@ -93,7 +93,7 @@ func TestComputeStatus(t *testing.T) {
 		{name: "Never, one failed: Failed, PodCompleted", pod: specPod("Never"),
 			rt: func(p *corev1.Pod) *podRuntime {
 				return runtimeOf(p, []*sandboxInfo{deadSB("s1", 0)}, end("a1", "s1", "a", 0, 0), end("b1", "s1", "b", 7, 0))
-			}, phase: "Failed", conds: map[string]string{"Ready": "False"},
+			}, phase: "Failed", conds: map[string]string{"PodReadyToStartContainers": "False", "Ready": "False"},
 			a: cwant{state: "terminated:0"}, b: cwant{state: "terminated:7"}},
 		{name: "OnFailure, all succeeded: Succeeded", pod: specPod("OnFailure"),
 			rt: func(p *corev1.Pod) *podRuntime {
@@ -103,7 +103,7 @@ func TestComputeStatus(t *testing.T) {
 		{name: "init running: Pending, PodInitializing", pod: specPod("Always", "i1"),
 			rt: func(p *corev1.Pod) *podRuntime {
 				return runtimeOf(p, []*sandboxInfo{readySB("s1", 0)}, run("i1a", "s1", "i1", 0))
-			}, phase: "Pending", podIP: "10.0.0.2", conds: map[string]string{"Initialized": "False"},
+			}, phase: "Pending", podIP: "10.0.0.2", conds: map[string]string{"PodReadyToStartContainers": "True", "Initialized": "False"},
 			a: cwant{state: "waiting:PodInitializing"}, b: cwant{state: "waiting:PodInitializing"}},
 		{name: "init failed under Never: Failed", pod: specPod("Never", "i1"),
 			rt: func(p *corev1.Pod) *podRuntime {
