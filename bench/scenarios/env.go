@@ -63,6 +63,10 @@ type Config struct {
 	MemoryObjects   int
 	MemoryLists     int
 	MemoryListLimit int
+	// LeaderLeaseDuration is the leader scenario's
+	// --leader-elect-lease-duration (the renew deadline and retry period
+	// follow in Kubernetes' ratios, 10/15 and 2/15 of it).
+	LeaderLeaseDuration time.Duration
 }
 
 // DefaultConfig is the configuration of `make bench`.
@@ -95,6 +99,8 @@ func DefaultConfig() Config {
 		MemoryObjects:   65000,
 		MemoryLists:     50,
 		MemoryListLimit: 10000,
+		// Kubernetes' default, as skiff-controller-manager's.
+		LeaderLeaseDuration: 15 * time.Second,
 	}
 }
 

@@ -2,19 +2,15 @@ package scenarios
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"google.golang.org/grpc"
@@ -57,16 +53,25 @@ func runMemory(ctx context.Context, env *Env, rs *Results) error {
 	}
 	defer os.RemoveAll(dir)
 	env.logf("memory: building %s", apiserverPkg)
-	bin := filepath.Join(dir, "skiff-apiserver")
-	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, apiserverPkg).CombinedOutput(); err != nil {
-		return fmt.Errorf("building %s (the go command is needed): %w\n%s", apiserverPkg, err, bytes.TrimSpace(out))
+	bin, err := buildProgram(ctx, dir, apiserverPkg)
+	if err != nil {
+		return err
 	}
-	p, err := startProcess(ctx, bin, "--insecure", "--data-dir", filepath.Join(dir, "data"),
+	p, err := startProcess(bin, "--insecure", "--data-dir", filepath.Join(dir, "data"),
 		"--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0")
 	if err != nil {
 		return err
 	}
 	defer p.stop()
+	_, serving, err := p.waitLog(ctx, "apiserver serving", time.Minute)
+	if err != nil {
+		return err
+	}
+	var addrs struct{ GRPC, Metrics string }
+	if err := json.Unmarshal(serving, &addrs); err != nil {
+		return fmt.Errorf("the apiserver's \"apiserver serving\" line: %w", err)
+	}
+	p.addr, p.metrics = addrs.GRPC, addrs.Metrics
 	env.logf("memory: apiserver pid %d on %s", p.cmd.Process.Pid, p.addr)
 
 	// A list of 10,000 1 KiB objects is some 11 MB: past gRPC's default
@@ -134,74 +139,6 @@ func runMemory(ctx context.Context, env *Env, rs *Results) error {
 }
 
 func mib[N int64 | float64](n N) float64 { return float64(n) / (1 << 20) }
-
-// process is a skiff-apiserver the scenario runs.
-type process struct {
-	cmd     *exec.Cmd
-	addr    string // gRPC
-	metrics string // HTTP /metrics
-	logs    chan struct{}
-}
-
-// startProcess runs bin and waits for its "apiserver serving" log line.
-func startProcess(ctx context.Context, bin string, args ...string) (*process, error) {
-	cmd := exec.Command(bin, args...)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting %s: %w", bin, err)
-	}
-	p := &process{cmd: cmd, logs: make(chan struct{})}
-	type serving struct{ grpc, metrics string }
-	found := make(chan serving, 1)
-	var head strings.Builder // the lines up to serving, for an error
-	go func() {
-		defer close(p.logs)
-		lines := bufio.NewScanner(stderr)
-		lines.Buffer(nil, 1<<20)
-		serve := found
-		for lines.Scan() {
-			if serve == nil {
-				continue // drain: the process must never block on its stderr
-			}
-			head.WriteString(lines.Text() + "\n")
-			var entry struct{ Msg, GRPC, Metrics string }
-			if json.Unmarshal(lines.Bytes(), &entry) == nil && entry.Msg == "apiserver serving" {
-				serve <- serving{entry.GRPC, entry.Metrics}
-				serve = nil
-			}
-		}
-		_, _ = io.Copy(io.Discard, stderr)
-	}()
-	select {
-	case s := <-found:
-		p.addr, p.metrics = s.grpc, s.metrics
-		return p, nil
-	case <-p.logs:
-		p.stop()
-		return nil, fmt.Errorf("%s exited before serving:\n%s", bin, head.String())
-	case <-ctx.Done():
-		p.stop()
-		return nil, ctx.Err()
-	case <-time.After(time.Minute):
-		p.stop()
-		return nil, fmt.Errorf("%s did not log \"apiserver serving\" within a minute", bin)
-	}
-}
-
-// stop ends the process (SIGTERM, then SIGKILL after 20 s) and waits.
-func (p *process) stop() {
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.logs:
-	case <-time.After(20 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.logs
-	}
-	_ = p.cmd.Wait()
-}
 
 // rss is the process's resident memory now, in bytes.
 func (p *process) rss() (int64, error) { return p.status("VmRSS") }

@@ -35,7 +35,7 @@ func TestSelect(t *testing.T) {
 		prefix string
 		want   []string
 	}{
-		{"empty selects all", "", []string{"watch.fanout", "write", "api.get", "api.list", "scheduler", "node", "controllers.rs", "fairness", "memory"}},
+		{"empty selects all", "", []string{"watch.fanout", "write", "api.get", "api.list", "scheduler", "node", "leader", "controllers.rs", "fairness", "memory"}},
 		{"scheduler alone", "scheduler", []string{"scheduler"}},
 		{"controllers measure their API denominator themselves", "controllers", []string{"controllers.rs"}},
 		{"api runs the writes with their etcd denominator", "api", []string{"write", "api.get", "api.list"}},
@@ -44,6 +44,7 @@ func TestSelect(t *testing.T) {
 		{"one figure", "api.get_p99", []string{"api.get"}},
 		{"the ratio figure", "api.create_vs", []string{"write"}},
 		{"memory alone", "memory", []string{"memory"}},
+		{"leader alone", "leader", []string{"leader"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -143,6 +144,8 @@ func TestScenarios(t *testing.T) {
 			MemoryObjects:   100,
 			MemoryLists:     3,
 			MemoryListLimit: 40,
+			// The least lease: the standby's takeover waits it out.
+			LeaderLeaseDuration: time.Second,
 		},
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -192,6 +195,7 @@ func TestScenarios(t *testing.T) {
 		"controllers.rs_10k_pods_per_s", "controllers.api_create_per_s", "scheduler.pods_per_s", "scheduler.create_to_bound_p99_ms", "controllers.create_vs_api_ratio", "controllers.rs_10k_all_ready_s",
 		"fairness.victim_p99_ratio", "fairness.victim_p99_alone_ms", "fairness.victim_p99_flood_ms", "fairness.flooder_served_per_s",
 		"memory.apiserver_rss_vs_db_ratio",
+		"leader.failover_ms", "leader.standby_failover_ms", "leader.release_failover_ms",
 	}
 	for _, name := range positive {
 		if bench[name] <= 0 {
