@@ -250,3 +250,18 @@ func IsServiceUnavailable(err error) bool { return ReasonForError(err) == Reason
 func IsTooManyRequests(err error) bool    { return ReasonForError(err) == ReasonTooManyRequests }
 func IsUnauthorized(err error) bool       { return ReasonForError(err) == ReasonUnauthorized }
 func IsForbidden(err error) bool          { return ReasonForError(err) == ReasonForbidden }
+
+// MayHaveHappened reports whether a write that returned err may have been
+// carried out all the same: the answer was lost (the connection broke, the
+// deadline passed, the server failed or went away mid-call), as opposed
+// to a refusal, which says the write was not made. It is false for nil.
+func MayHaveHappened(err error) bool {
+	if err == nil {
+		return false
+	}
+	switch ReasonForError(err) {
+	case ReasonTimeout, ReasonServiceUnavailable, ReasonInternalError, ReasonUnknown:
+		return true
+	}
+	return false
+}

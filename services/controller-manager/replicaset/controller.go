@@ -59,6 +59,10 @@ type Controller struct {
 	// warm holds the uids of ReplicaSets whose last creations all
 	// succeeded: their next creations skip the slow start's ramp.
 	warm sync.Map
+	// verified holds the uids of ReplicaSets whose cache was found to
+	// hold every pod they have (see unseenPods); the others are checked
+	// before they get more pods.
+	verified sync.Map
 }
 
 type cachedSelector struct {

@@ -42,7 +42,13 @@
 //     creations made but not seen yet by the pods informer (expectations;
 //     trusted for 5 minutes); deletions wait until every creation and
 //     deletion made has been seen. A lagging informer therefore never
-//     causes extra pods. A ReplicaSet being deleted neither creates nor
+//     causes extra pods. Before a ReplicaSet's first creation after the
+//     controller started (the previous leader's last creations may reach
+//     the API after the informer listed) and after a creation that failed
+//     without a definite answer (apierrors.MayHaveHappened: the pod may
+//     exist), a consistent List of its pods must find none the sync did
+//     not count; until then it waits for their events (unseenPods). A
+//     ReplicaSet being deleted neither creates nor
 //     deletes pods. Creations run in a burst after the sync (burst.go),
 //     and a failure of theirs is reported by the next sync;
 //  4. the status (replicas, fullyLabeledReplicas, readyReplicas,

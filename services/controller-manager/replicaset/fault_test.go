@@ -79,7 +79,7 @@ func TestFailures(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			rs := testRS(tc.replicas, 0)
-			api := &fakeAPI{fail: tc.fail}
+			api := &fakeAPI{fail: tc.fail, pods: tc.pods}
 			rec := &fakeRecorder{}
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
@@ -138,10 +138,11 @@ func repeat(s string, n int) []string {
 	return out
 }
 
-// fakeAPI answers the pod creates and deletes and the status writes of one
+// fakeAPI answers the pod creates, deletes and Lists and the status writes of one
 // sync; anything else is an error.
 type fakeAPI struct {
 	fail func(call int, name string) error
+	pods []*corev1.Pod // what a List of pods answers
 
 	mu     sync.Mutex
 	calls  int
@@ -166,6 +167,9 @@ func (f *fakeAPI) Invoke(_ context.Context, method string, args, reply any, _ ..
 			return err
 		}
 		return proto.UnmarshalOptions{DiscardUnknown: true}.Unmarshal(b, reply.(proto.Message))
+	case "/skiff.core.v1.Pods/List":
+		reply.(*corev1.PodList).Items = f.pods
+		return nil
 	case "/skiff.core.v1.Pods/Delete":
 		f.calls++
 		req := args.(*metav1.DeleteRequest)

@@ -34,6 +34,7 @@ func (c *Controller) updateReplicaSet(old, cur *appsv1.ReplicaSet) {
 		c.expectations.Delete(keyOf(old))
 		c.bursts.forget(keyOf(old))
 		c.selectors.Delete(old.GetMetadata().GetUid())
+		c.verified.Delete(old.GetMetadata().GetUid())
 	}
 	c.queue.Enqueue(keyOf(cur))
 }
@@ -44,6 +45,7 @@ func (c *Controller) deleteReplicaSet(rs *appsv1.ReplicaSet) {
 	c.bursts.forget(key)
 	c.selectors.Delete(rs.GetMetadata().GetUid())
 	c.warm.Delete(rs.GetMetadata().GetUid())
+	c.verified.Delete(rs.GetMetadata().GetUid())
 	c.queue.Enqueue(key)
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -67,7 +68,7 @@ func (c *Controller) Reconcile(ctx context.Context, key string) (controller.Resu
 		// anything more is tried.
 		failure = &manageError{reason: "FailedCreate", err: fmt.Errorf("create pods: %w", err)}
 	} else if !deleting && rs.GetMetadata().GetDeletionTimestamp() == nil {
-		failure = c.manageReplicas(ctx, key, rs, owned, inFlight)
+		failure = c.manageReplicas(ctx, key, rs, sel, owned, inFlight)
 	} else if ce := c.log.Check(zap.DebugLevel, "waiting for the cache"); ce != nil && deleting {
 		adds, dels := c.expectations.Pending(key)
 		ce.Write(zap.String("replicaset", key), zap.Int("creations", adds), zap.Int("deletions", dels))
@@ -119,18 +120,72 @@ func (c *Controller) candidates(rs *appsv1.ReplicaSet, sel labels.Selector) []*c
 // manageReplicas creates or deletes pods, at most BurstReplicas, to bring
 // the active pods plus the creations in flight (made, not yet observed) to
 // spec.replicas. Deletions wait until every creation has been observed, so
-// that the pods to delete are ranked among all of them. It returns the
-// failure of deletions, if any; creations report theirs at a later sync.
-func (c *Controller) manageReplicas(ctx context.Context, key string, rs *appsv1.ReplicaSet, pods []*corev1.Pod, inFlight int) *manageError {
+// that the pods to delete are ranked among all of them; creations wait
+// until the cache shows every pod the ReplicaSet has (see verified). It
+// returns the failure of deletions or of that check, if any; creations
+// report theirs at a later sync.
+func (c *Controller) manageReplicas(ctx context.Context, key string, rs *appsv1.ReplicaSet, sel labels.Selector, pods []*corev1.Pod, inFlight int) *manageError {
 	want := int(rs.GetSpec().GetReplicas())
 	diff := len(pods) + inFlight - want
 	switch {
 	case diff < 0:
+		unseen, err := c.unseenPods(ctx, rs, sel, pods)
+		if err != nil {
+			return &manageError{reason: "FailedCreate", err: fmt.Errorf("listing pods before creating more: %w", err)}
+		}
+		if unseen > 0 {
+			// Their events are on the way: each wakes the ReplicaSet.
+			c.log.Info("waiting for pods that exist to reach the cache before creating more",
+				zap.String("replicaset", key), zap.Int("unseen", unseen))
+			c.queue.EnqueueAfter(key, unseenRecheck)
+			return nil
+		}
 		c.createPods(ctx, key, rs, min(-diff, c.opts.BurstReplicas))
 	case diff > 0 && inFlight == 0:
 		return c.deletePods(ctx, key, rs, podsToDelete(pods, min(diff, c.opts.BurstReplicas)))
 	}
 	return nil
+}
+
+// unseenRecheck is when a ReplicaSet waiting for pods to reach the cache is
+// synced again if no event of theirs woke it before.
+const unseenRecheck = time.Second
+
+// unseenPods returns how many active pods the ReplicaSet could own exist in
+// the API but not among counted (its pods in the cache, as this sync
+// counted them), for a ReplicaSet not verified yet (0 otherwise). Every ReplicaSet starts unverified, as the controller does
+// after taking the lead (the previous leader's last creations may reach the
+// API after the informer's list), and becomes so again after a creation
+// failed without a definite answer (the pod may exist). A consistent List
+// of its pods finds them; once the cache has them all, the ReplicaSet is
+// verified and its expectations account for the rest.
+func (c *Controller) unseenPods(ctx context.Context, rs *appsv1.ReplicaSet, sel labels.Selector, counted []*corev1.Pod) (int, error) {
+	m := rs.GetMetadata()
+	if _, ok := c.verified.Load(m.GetUid()); ok {
+		return 0, nil
+	}
+	list, err := c.podClient.List(ctx, &metav1.ListOptions{Namespace: m.GetNamespace(), LabelSelector: sel.String()})
+	if err != nil {
+		return 0, err
+	}
+	seen := make(map[string]struct{}, len(counted))
+	for _, p := range counted {
+		seen[p.GetMetadata().GetUid()] = struct{}{}
+	}
+	unseen := 0
+	for _, p := range list.GetItems() {
+		pm := p.GetMetadata()
+		if ref := controllerutil.ControllerOf(pm); !controllerutil.IsPodActive(p) || ref != nil && ref.GetUid() != m.GetUid() {
+			continue
+		}
+		if _, ok := seen[pm.GetUid()]; !ok {
+			unseen++
+		}
+	}
+	if unseen == 0 {
+		c.verified.Store(m.GetUid(), struct{}{})
+	}
+	return unseen, nil
 }
 
 // createPods starts a burst of n creations from rs's template (see
@@ -153,6 +208,9 @@ func (c *Controller) createPods(ctx context.Context, key string, rs *appsv1.Repl
 		// Only the name is needed (for the event): the rest of the
 		// answer, a whole pod, is not decoded.
 		meta, err := c.podClient.CreateForMeta(ctx, tmpl.pod())
+		if apierrors.MayHaveHappened(err) {
+			c.verified.Delete(uid) // the pod may exist: look before creating more
+		}
 		if err != nil {
 			if ctx.Err() == nil { // not the controller stopping
 				c.rec.Eventf(rs, events.EventTypeWarning, "FailedCreate", "Error creating: %v", err)

@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"skiff.dev/internal/client"
@@ -37,6 +40,8 @@ type clusterOpts struct {
 	noRun   bool                   // do not run the controller: the test calls Reconcile
 	lagPods time.Duration          // the controller's pods informer lags this much
 	ctrl    Options                // the controller's options
+	// conn, when set, wraps the controller's connection to the apiserver.
+	conn func(grpc.ClientConnInterface) grpc.ClientConnInterface
 }
 
 func start(t *testing.T, o clusterOpts) *cluster {
@@ -47,7 +52,13 @@ func start(t *testing.T, o clusterOpts) *cluster {
 		pods := informer.New(laggingSource{informer.FromClient(client.Pods(env.Conn)), o.lagPods}, informer.Options{})
 		managertest.Watch(env, pods)
 		env.Go(pods.Run)
-		c.ctrl = newController(env.Manager, o.ctrl, pods, c.rss)
+		mc := env.Manager
+		if o.conn != nil {
+			wrapped := *env.Manager
+			wrapped.Conn = o.conn(env.Conn)
+			mc = &wrapped
+		}
+		c.ctrl = newController(mc, o.ctrl, pods, c.rss)
 	} else {
 		c.ctrl = New(env.Manager, o.ctrl)
 	}
@@ -434,10 +445,24 @@ func TestNoExtraPodsWhileTheInformerLags(t *testing.T) {
 
 func noExtraPods(t *testing.T, want int, o Options) {
 	c := start(t, clusterOpts{lagPods: 500 * time.Millisecond, ctrl: o})
-	// Count every pod ever created, from a watch started before anything.
+	created := c.countCreations()
+	rs := c.create(newRS("web", 0, 0))
+	c.awaitReplicas(rs, 0, 0)
+	c.scale("web", int32(want))
+	c.awaitSettled(rs, want)
+	if n := created(); n != want {
+		t.Errorf("%d pods created in all, want %d", n, want)
+	}
+}
+
+// countCreations counts every pod created from now on, from a watch; the
+// function it returns waits until the watch has seen every pod the API
+// lists now and returns the count.
+func (c *cluster) countCreations() func() int {
+	c.T.Helper()
 	w, err := client.Pods(c.Conn).Watch(c.Ctx, &metav1.ListOptions{Namespace: "default"})
 	if err != nil {
-		t.Fatal(err)
+		c.T.Fatal(err)
 	}
 	var mu sync.Mutex
 	added, maxRV := 0, int64(0)
@@ -457,11 +482,35 @@ func noExtraPods(t *testing.T, want int, o Options) {
 			mu.Unlock()
 		}
 	}()
-	defer w.Stop()
+	c.T.Cleanup(w.Stop)
+	return func() int {
+		c.T.Helper()
+		l, err := client.Pods(c.Conn).List(c.Ctx, &metav1.ListOptions{Namespace: "default"})
+		if err != nil {
+			c.T.Fatal(err)
+		}
+		var last int64
+		for _, p := range l.Items {
+			var rv int64
+			fmt.Sscan(p.Metadata.ResourceVersion, &rv)
+			last = max(last, rv)
+		}
+		c.Await(patience, "the watch to reach the last pod", func() (bool, string) {
+			mu.Lock()
+			defer mu.Unlock()
+			return maxRV >= last, managertest.Explain("at %d, want %d", maxRV, last)
+		})
+		mu.Lock()
+		defer mu.Unlock()
+		return added
+	}
+}
 
-	rs := c.create(newRS("web", 0, 0))
-	c.awaitReplicas(rs, 0, 0)
-	c.scale("web", int32(want))
+// awaitSettled waits until the controller's (lagging) cache holds want
+// active pods of rs, its status says so and nothing is expected, and then
+// checks that the API has want pods.
+func (c *cluster) awaitSettled(rs *appsv1.ReplicaSet, want int) {
+	c.T.Helper()
 	c.Await(patience, "the pods in the lagging cache and the status", func() (bool, string) {
 		n := 0
 		for _, p := range c.ctrl.pods.Store().ByOwner(rs.Metadata.Uid) {
@@ -469,33 +518,83 @@ func noExtraPods(t *testing.T, want int, o Options) {
 				n++
 			}
 		}
-		st := c.status("web")
-		return n == want && int(st.GetReplicas()) == want && c.ctrl.expectations.Satisfied("default/web"),
+		st := c.status(rs.GetMetadata().GetName())
+		key := "default/" + rs.GetMetadata().GetName()
+		return n == want && int(st.GetReplicas()) == want && c.ctrl.expectations.Satisfied(key),
 			managertest.Explain("%d pods cached, status %v", n, st)
 	})
 	l, err := client.Pods(c.Conn).List(c.Ctx, &metav1.ListOptions{Namespace: "default"})
 	if err != nil {
-		t.Fatal(err)
+		c.T.Fatal(err)
 	}
 	if len(l.Items) != want {
-		t.Fatalf("%d pods, want %d", len(l.Items), want)
+		c.T.Fatalf("%d pods, want %d", len(l.Items), want)
 	}
-	var last int64
-	for _, p := range l.Items {
-		var rv int64
-		fmt.Sscan(p.Metadata.ResourceVersion, &rv)
-		last = max(last, rv)
-	}
-	c.Await(patience, "the watch to reach the last pod", func() (bool, string) {
-		mu.Lock()
-		defer mu.Unlock()
-		return maxRV >= last, managertest.Explain("at %d, want %d", maxRV, last)
+}
+
+// TestNoPodsForPodsOnTheirWayToTheCache: the pods a ReplicaSet has but
+// its controller's cache does not show yet are counted before it scales up.
+// They are the previous leader's creations, landed after the new
+// controller's informer listed, or a creation whose call failed after the
+// apiserver wrote the pod (the apiserver died before it answered). Before,
+// the controller created a pod for each.
+func TestNoPodsForPodsOnTheirWayToTheCache(t *testing.T) {
+	t.Run("created by the previous leader", func(t *testing.T) {
+		c := start(t, clusterOpts{lagPods: 500 * time.Millisecond, noRun: true})
+		created := c.countCreations()
+		rs := c.create(newRS("web", 5, 0))
+		for i := range 5 {
+			p := proto.Clone(rs.GetSpec().GetTemplate()).(*corev1.PodTemplateSpec)
+			pod := &corev1.Pod{Metadata: p.GetMetadata(), Spec: p.GetSpec()}
+			pod.Metadata.Namespace, pod.Metadata.Name = "default", fmt.Sprintf("web-old-%d", i)
+			pod.Metadata.OwnerReferences = []*metav1.OwnerReference{{
+				ApiVersion: "apps/v1", Kind: "ReplicaSet", Name: "web", Uid: rs.GetMetadata().GetUid(), Controller: proto.Bool(true),
+			}}
+			if _, err := client.Pods(c.Conn).Create(c.Ctx, pod); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c.GoErr(c.ctrl.Run)
+		c.awaitSettled(rs, 5)
+		if n := created(); n != 5 {
+			t.Errorf("%d pods created in all, want the previous leader's 5", n)
+		}
 	})
-	mu.Lock()
-	defer mu.Unlock()
-	if added != want {
-		t.Errorf("%d pods created in all, want %d", added, want)
+	t.Run("a creation that failed after the pod was written", func(t *testing.T) {
+		c := start(t, clusterOpts{lagPods: 500 * time.Millisecond, conn: func(conn grpc.ClientConnInterface) grpc.ClientConnInterface {
+			return &failAfterCall{ClientConnInterface: conn, method: "/skiff.core.v1.Pods/Create", call: 2}
+		}})
+		created := c.countCreations()
+		rs := c.create(newRS("web", 5, 0))
+		c.awaitSettled(rs, 5)
+		if n := created(); n != 5 {
+			t.Errorf("%d pods created in all, want 5", n)
+		}
+	})
+}
+
+// failAfterCall makes the call-th call of method, and answers it with
+// Unavailable, as a connection lost with the apiserver before its answer.
+type failAfterCall struct {
+	grpc.ClientConnInterface
+	method string
+	call   int
+
+	mu sync.Mutex
+	n  int
+}
+
+func (f *failAfterCall) Invoke(ctx context.Context, method string, args, reply any, opts ...grpc.CallOption) error {
+	err := f.ClientConnInterface.Invoke(ctx, method, args, reply, opts...)
+	if method != f.method {
+		return err
 	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.n++; f.n == f.call && err == nil {
+		return status.Error(codes.Unavailable, "connection lost before the answer")
+	}
+	return err
 }
 
 // laggingSource delays every watch event of a Source by lag.
