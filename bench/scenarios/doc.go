@@ -1,9 +1,11 @@
 // Package scenarios holds skiff-bench's measurements of the control plane:
 // one file per family of figures (etcd.go: the raw etcd limit; api.go:
 // create, get and list through the gRPC API; watch.go: fan-out of events to
-// many watchers), the registry that selects them by figure-name prefix
-// (registry.go), the closed-loop load that drives them (load.go), the
-// latency histogram (histogram.go) and the report (report.go).
+// many watchers; leader.go: how long the controllers stand still when the
+// controller-manager's leader dies), the registry that selects them by
+// figure-name prefix (registry.go), the closed-loop load that drives them
+// (load.go), the latency histogram (histogram.go) and the report
+// (report.go).
 //
 // A run is: Select the scenarios for a prefix, build an Env around one
 // running apiserver and the etcd it stores in, Run them in order (a scenario
@@ -15,5 +17,8 @@
 //
 // It owns no server: the caller starts and stops the apiserver (the command
 // in cmd/skiff-bench uses apiservertest with real fsync); only fairness.go
-// starts one of its own, with TLS, authentication and flow control.
+// starts one of its own, with TLS, authentication and flow control, and
+// memory.go a skiff-apiserver process. Programs run as processes of their
+// own (memory.go's apiserver, leader.go's controller-managers) are built
+// and run by process.go.
 package scenarios

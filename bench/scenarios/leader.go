@@ -60,7 +60,7 @@ func runLeader(ctx context.Context, env *Env, rs *Results) error {
 		return fmt.Errorf("LeaderLeaseDuration: %v, must be at least 1s", lease)
 	}
 	// Kubernetes' ratios: 15s, 10s, 2s.
-	renew, retry := lease*2/3, lease*2/15
+	renew, retry := (lease * 2 / 3).Round(time.Millisecond), (lease * 2 / 15).Round(time.Millisecond)
 	// Long enough for a process to start and for a lease to run out.
 	timeout := 2*lease + 30*time.Second
 
@@ -99,22 +99,19 @@ func runLeader(ctx context.Context, env *Env, rs *Results) error {
 		return fmt.Errorf("creating namespace %s: %w", leaderNamespace, err)
 	}
 
-	// The observer: when the namespace first held n pods.
+	// The observer: when the namespace first held n pods. The informer
+	// calls its handlers one at a time.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
 	var pods moments
-	var mu sync.Mutex
 	names := map[string]bool{}
 	obs := informer.New(informer.FromClient(client.Pods(conn)), informer.Options{ListOptions: &metav1.ListOptions{Namespace: leaderNamespace}})
 	obs.AddHandler(informer.Handler[*corev1.Pod]{OnAdd: func(p *corev1.Pod) {
-		mu.Lock()
 		names[p.GetMetadata().GetName()] = true
-		n := len(names)
-		mu.Unlock()
-		pods.mark(strconv.Itoa(n), nil)
+		pods.mark(strconv.Itoa(len(names)), nil)
 	}})
 	obsDone := make(chan struct{})
 	wg.Go(func() { defer close(obsDone); obs.Run(ctx) })
