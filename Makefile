@@ -8,7 +8,9 @@ TOOLS := $(CURDIR)/.tools
 STATICCHECK_VERSION := v0.8.2
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.1.0-dev)
 COMMIT ?= $(shell git rev-parse --short HEAD 2>/dev/null)
-LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
+# The version every binary reports (skiffctl version, the apiserver's
+# discovery and --version): see internal/version.
+LDFLAGS := -s -w -X skiff.dev/internal/version.gitVersion=$(VERSION) -X skiff.dev/internal/version.gitCommit=$(COMMIT)
 # Every package of every module in go.work.
 PKGS := skiff.dev/...
 SCENARIO ?=

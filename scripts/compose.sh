@@ -30,7 +30,8 @@ API_PORT=${SKIFF_API_PORT:-6443}
 REGISTRY_PORT=${SKIFF_REGISTRY_PORT:-5000}
 GO=${GO:-go}
 VERSION=${VERSION:-$(git -C "$ROOT" describe --tags --always --dirty 2>/dev/null || echo v0.1.0-dev)}
-LDFLAGS="-s -w -X main.version=$VERSION -X main.commit=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || true)"
+# The version every binary reports (as the Makefile's LDFLAGS; see internal/version).
+LDFLAGS="-s -w -X skiff.dev/internal/version.gitVersion=$VERSION -X skiff.dev/internal/version.gitCommit=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || true)"
 
 # The workload images: the pause image (the sandbox image) and the demo
 # server in two versions (rolling updates). name|ref|package|version

@@ -28,6 +28,7 @@ import (
 
 	"skiff.dev/internal/client"
 	"skiff.dev/internal/object"
+	"skiff.dev/internal/version"
 	discoveryv1 "skiff.dev/proto/discovery/v1"
 	"skiff.dev/services/apiserver/admission"
 	"skiff.dev/services/apiserver/audit"
@@ -78,7 +79,8 @@ type Config struct {
 	Logger            *zap.Logger
 	// Registry receives every metric; nil makes a private one.
 	Registry *prometheus.Registry
-	// GitVersion is reported by discovery.
+	// GitVersion and GitCommit are reported by discovery (empty: the
+	// build's, internal/version).
 	GitVersion string
 	GitCommit  string
 	// Now is the clock (tests inject one).
@@ -129,7 +131,8 @@ func (c *Config) Defaults() {
 		c.Now = time.Now
 	}
 	if c.GitVersion == "" {
-		c.GitVersion = "v0.0.0-dev"
+		v := version.Get()
+		c.GitVersion, c.GitCommit = v.GitVersion, v.GitCommit
 	}
 }
 

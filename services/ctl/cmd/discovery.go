@@ -2,43 +2,26 @@ package cmd
 
 import (
 	"fmt"
-	"runtime"
-	"runtime/debug"
 	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"skiff.dev/internal/apierrors"
+	"skiff.dev/internal/version"
 	discoveryv1 "skiff.dev/proto/discovery/v1"
 	"skiff.dev/services/ctl/kinds"
 	"skiff.dev/services/ctl/manifest"
 	"skiff.dev/services/ctl/printers"
 )
 
-// Version is skiffctl's version; release builds set it with
-// -ldflags "-X skiff.dev/services/ctl/cmd.Version=v1.2.3".
-var Version = ""
-
-// clientVersion is Version, else the module version of the build.
+// clientVersion is skiffctl's version (internal/version), shaped as
+// kubectl's clientVersion.
 func clientVersion() map[string]any {
-	v, commit := Version, ""
-	if info, ok := debug.ReadBuildInfo(); ok {
-		if v == "" && info.Main.Version != "" && info.Main.Version != "(devel)" {
-			v = info.Main.Version
-		}
-		for _, s := range info.Settings {
-			if s.Key == "vcs.revision" {
-				commit = s.Value
-			}
-		}
-	}
-	if v == "" {
-		v = "v0.0.0-dev"
-	}
-	out := map[string]any{"gitVersion": v, "goVersion": runtime.Version(), "platform": runtime.GOOS + "/" + runtime.GOARCH}
-	if commit != "" {
-		out["gitCommit"] = commit
+	v := version.Get()
+	out := map[string]any{"gitVersion": v.GitVersion, "goVersion": v.GoVersion, "platform": v.Platform}
+	if v.GitCommit != "" {
+		out["gitCommit"] = v.GitCommit
 	}
 	return out
 }

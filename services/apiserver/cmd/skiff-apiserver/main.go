@@ -15,13 +15,8 @@ import (
 	"go.uber.org/zap"
 
 	"skiff.dev/internal/logging"
+	"skiff.dev/internal/version"
 	"skiff.dev/services/apiserver/apiserver"
-)
-
-// Set at build time with -ldflags "-X main.version=... -X main.commit=...".
-var (
-	version = "v0.1.0-dev"
-	commit  = ""
 )
 
 func main() {
@@ -111,7 +106,8 @@ Flags:
 		return fmt.Errorf("unexpected arguments %q (see --help)", fs.Args())
 	}
 	if showVersion {
-		fmt.Println("skiff-apiserver", version, commit)
+		v := version.Get()
+		fmt.Println("skiff-apiserver", v.GitVersion, v.GitCommit)
 		return nil
 	}
 	if cfg.WatchBatchInterval == 0 {
@@ -127,7 +123,6 @@ Flags:
 	defer func() { _ = log.Sync() }()
 	log.Info("runtime", zap.Int("gogc", apiserver.TuneRuntime(gcPercent)))
 	cfg.Logger = log
-	cfg.GitVersion, cfg.GitCommit = version, commit
 	if !cfg.Authn.Enabled {
 		fmt.Fprintln(os.Stderr, insecureWarning)
 		log.Warn("INSECURE: plain-text gRPC and no authentication (--insecure): every client acts as system:unsecured, a member of system:masters")

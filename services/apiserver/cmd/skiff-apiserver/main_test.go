@@ -18,14 +18,22 @@ import (
 
 	"skiff.dev/internal/client"
 	corev1 "skiff.dev/proto/core/v1"
+	discoveryv1 "skiff.dev/proto/discovery/v1"
 	metav1 "skiff.dev/proto/meta/v1"
 	"skiff.dev/services/apiserver/authn/pki"
+)
+
+// The version the test binary is built with, as make build sets it.
+const (
+	testVersion = "v9.8.7-test"
+	testCommit  = "0123abc"
 )
 
 func buildBinary(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "skiff-apiserver")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	ldflags := "-X skiff.dev/internal/version.gitVersion=" + testVersion + " -X skiff.dev/internal/version.gitCommit=" + testCommit
+	out, err := exec.Command("go", "build", "-ldflags", ldflags, "-o", bin, ".").CombinedOutput()
 	if err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
@@ -41,7 +49,7 @@ func TestFlagsAndErrors(t *testing.T) {
 		want     string
 	}{
 		{"help", []string{"--help"}, true, "--etcd-servers"},
-		{"version", []string{"--version"}, true, "skiff-apiserver"},
+		{"version", []string{"--version"}, true, "skiff-apiserver " + testVersion + " " + testCommit},
 		{"unknown flag", []string{"--nope"}, false, "flag provided but not defined: -nope"},
 		{"bad log level", []string{"--log-level", "loud"}, false, `--log-level "loud": must be debug, info, warn or error`},
 		{"stray argument", []string{"extra"}, false, "unexpected arguments"},
@@ -158,6 +166,9 @@ func TestServeAndGracefulShutdown(t *testing.T) {
 		resp, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{})
 		if err != nil || resp.Status != healthpb.HealthCheckResponse_SERVING {
 			t.Fatalf("health: %v %v", resp, err)
+		}
+		if v, err := discoveryv1.NewDiscoveryClient(conn).Version(ctx, &discoveryv1.VersionRequest{}); err != nil || v.GetGitVersion() != testVersion || v.GetGitCommit() != testCommit {
+			t.Fatalf("Discovery Version: %v %v, want %s %s (the build's)", v, err, testVersion, testCommit)
 		}
 		cms := client.ConfigMaps(conn)
 		if run == 0 {
