@@ -16,6 +16,7 @@
 # Environment: SKIFF_API_PORT (6443), SKIFF_REGISTRY_PORT (5000),
 # SKIFF_PROMETHEUS_PORT (9090), SKIFF_GRAFANA_PORT (3000) on 127.0.0.1;
 # SKIFF_GRAFANA=1 starts Grafana too; SKIFF_UP_TIMEOUT (300 s);
+# SKIFF_PROGRESS_INTERVAL (10 s: how often a long build says where it is);
 # COMPOSE_PROJECT_NAME (skiff); SKIFFCONFIG (~/.skiff/config).
 set -euo pipefail
 
@@ -46,7 +47,69 @@ NODES=(node1 node2)
 
 log() { printf '%s\n' "$*" >&2; }
 die() { log "compose.sh: $*"; exit 1; }
-step() { printf '==> %s\n' "$*" >&2; }
+# step: a heading, with the time since this command started.
+step() { printf '==> [%d:%02d] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*" >&2; }
+
+# ---------------------------------------------------------------- progress
+# A cold build downloads Go modules and Debian packages for minutes: each
+# long step runs as a job whose output goes to a log file, and wait_jobs
+# says when each job ends, and meanwhile, every SKIFF_PROGRESS_INTERVAL
+# seconds, what is still running and the last line of its output (the
+# "go: downloading ..." or docker build step it is at).
+PROGRESS_INTERVAL=${SKIFF_PROGRESS_INTERVAL:-10}
+LOGS=$BUILD/logs
+JOBS=()           # NAME|PID of the jobs started, not waited for
+declare -A JOB_T0 # NAME -> SECONDS at its start
+
+# job NAME CMD...: runs CMD in the background, its output in $LOGS.
+job() {
+  local name=$1
+  shift
+  mkdir -p "$LOGS"
+  log "   $name ..."
+  "$@" >"$(job_log "$name")" 2>&1 &
+  JOBS+=("$name|$!")
+  JOB_T0[$name]=$SECONDS
+}
+
+job_log() { printf '%s/%s.log' "$LOGS" "${1//[^A-Za-z0-9._-]/_}"; }
+
+# last_line FILE: its last non-empty line, progress bars' carriage returns
+# cut, at most 100 characters.
+last_line() {
+  tr '\r' '\n' <"$1" 2>/dev/null | awk 'NF {l = $0} END {print substr(l, 1, 100)}'
+}
+
+# wait_jobs: waits for every job; a failed job's output is shown, and then
+# the script fails.
+wait_jobs() {
+  local j name pid running failed=() next=$((SECONDS + PROGRESS_INTERVAL))
+  while [ ${#JOBS[@]} -gt 0 ]; do
+    running=()
+    for j in "${JOBS[@]}"; do
+      name=${j%|*} pid=${j##*|}
+      if kill -0 "$pid" 2>/dev/null; then
+        running+=("$j")
+      elif wait "$pid"; then
+        log "   $name: done in $((SECONDS - JOB_T0[$name])) s"
+      else
+        log "   $name: FAILED after $((SECONDS - JOB_T0[$name])) s; its output ($(job_log "$name")):"
+        sed 's/^/   | /' "$(job_log "$name")" >&2
+        failed+=("$name")
+      fi
+    done
+    JOBS=("${running[@]}")
+    if [ ${#JOBS[@]} -gt 0 ] && [ $SECONDS -ge $next ]; then
+      for j in "${JOBS[@]}"; do
+        name=${j%|*}
+        log "   ... $name ($((SECONDS - JOB_T0[$name])) s): $(last_line "$(job_log "$name")")"
+      done
+      next=$((SECONDS + PROGRESS_INTERVAL))
+    fi
+    [ ${#JOBS[@]} -eq 0 ] || sleep 1
+  done
+  [ ${#failed[@]} -eq 0 ] || die "failed: ${failed[*]} (output above)"
+}
 
 # ---------------------------------------------------------------- compose
 COMPOSE=()
@@ -85,8 +148,12 @@ container() {
 }
 
 # ---------------------------------------------------------------- build
-gobuild() { # gobuild OUT PACKAGE [extra ldflags]
-  CGO_ENABLED=0 "$GO" build -C "$ROOT" -trimpath -ldflags "$LDFLAGS ${3:-}" -o "$1" "$2"
+gobuild() { # gobuild OUT PACKAGE [extra ldflags]: a job named "go build OUT's name"
+  job "go build $(basename "$1")" env CGO_ENABLED=0 "$GO" build -C "$ROOT" -trimpath -ldflags "$LDFLAGS ${3:-}" -o "$1" "$2"
+}
+
+build_probe() {
+  cd "$DIR/probe" && GOWORK=off CGO_ENABLED=0 "$GO" build -trimpath -ldflags "-s -w" -o "$BUILD/control-plane/bin/skiff-probe" .
 }
 
 has_node_agent() { compgen -G "$ROOT/services/node-agent/cmd/skiff-node-agent/*.go" >/dev/null; }
@@ -95,50 +162,51 @@ build_binaries() {
   step "binaries (go build, static)"
   command -v "$GO" >/dev/null || die "Go is missing: install Go 1.26 or newer (https://go.dev/dl/)"
   mkdir -p "$BUILD/control-plane/bin" "$BUILD/node/bin" "$BUILD/node/images" "$ROOT/bin"
-  local b pids=() failed=0
+  local b
   for b in "${CONTROL_PLANE[@]}"; do
-    gobuild "$BUILD/control-plane/bin/$b" "./services/${b#skiff-}/cmd/$b" & pids+=($!)
+    gobuild "$BUILD/control-plane/bin/$b" "./services/${b#skiff-}/cmd/$b"
   done
   # skiff-probe: the healthcheck of the FROM-scratch images, a module of its
   # own (standard library only) outside the workspace.
-  (cd "$DIR/probe" && GOWORK=off CGO_ENABLED=0 "$GO" build -trimpath -ldflags "-s -w" -o "$BUILD/control-plane/bin/skiff-probe" .) & pids+=($!)
+  job "go build skiff-probe" build_probe
   if has_node_agent; then
-    gobuild "$BUILD/node/bin/skiff-node-agent" ./services/node-agent/cmd/skiff-node-agent & pids+=($!)
+    gobuild "$BUILD/node/bin/skiff-node-agent" ./services/node-agent/cmd/skiff-node-agent
   else
     rm -f "$BUILD/node/bin/skiff-node-agent"
     log "   (no services/node-agent/cmd/skiff-node-agent yet: the node image runs containerd only)"
   fi
   if [ -d "$ROOT/services/ctl/cmd/skiffctl" ]; then
-    gobuild "$ROOT/bin/skiffctl" ./services/ctl/cmd/skiffctl & pids+=($!)
+    gobuild "$ROOT/bin/skiffctl" ./services/ctl/cmd/skiffctl
   fi
   local w name ref pkg ver
   for w in "${WORKLOADS[@]}"; do
     IFS='|' read -r name ref pkg ver <<<"$w"
     mkdir -p "$BUILD/workloads/$name/tmp"
-    CGO_ENABLED=0 "$GO" build -C "$ROOT" -trimpath -ldflags "-s -w -X main.version=$ver" \
-      -o "$BUILD/workloads/$name/$(basename "$pkg")" "$pkg" & pids+=($!)
+    job "go build $name" env CGO_ENABLED=0 "$GO" build -C "$ROOT" -trimpath -ldflags "-s -w -X main.version=$ver" \
+      -o "$BUILD/workloads/$name/$(basename "$pkg")" "$pkg"
   done
-  for b in "${pids[@]}"; do wait "$b" || failed=1; done
-  [ $failed = 0 ] || die "go build failed"
+  wait_jobs
   cp "$BUILD/control-plane/bin/skiff-probe" "$BUILD/node/bin/skiff-probe"
   # The pki service (node image, which has a shell) issues the credentials.
   cp "$BUILD/control-plane/bin/skiff-apiserver" "$BUILD/node/bin/skiff-apiserver"
 }
 
-# image TAG CONTEXT [docker build args...]: builds, says whether it changed.
+# image TAG CONTEXT [docker build args...]: builds (a job: its progress
+# shown as it goes, BuildKit's in plain text), says whether it changed.
 image() {
   local tag=$1 ctx=$2 before after
   shift 2
   before=$(docker image inspect -f '{{.Id}}' "$tag" 2>/dev/null || true)
-  docker build -q -t "$tag" "$@" "$ctx" >/dev/null 2>"$BUILD/docker-build.log" || {
-    cat "$BUILD/docker-build.log" >&2; die "docker build $tag failed"; }
+  job "docker build $tag" env BUILDKIT_PROGRESS=plain docker build -t "$tag" "$@" "$ctx"
+  wait_jobs
   after=$(docker image inspect -f '{{.Id}}' "$tag")
-  if [ "$before" = "$after" ]; then log "   $tag: up to date"; else log "   $tag: built (${after:7:12})"; fi
+  if [ "$before" = "$after" ]; then log "   $tag: up to date"; else log "   $tag: new image ${after:7:12}"; fi
 }
 
 build_images() {
   step "base image $BASE_IMAGE"
-  "$DIR/base-image.sh" "$BASE_IMAGE"
+  job "base image $BASE_IMAGE" "$DIR/base-image.sh" "$BASE_IMAGE"
+  wait_jobs
   step "images"
   local w name ref pkg ver bin
   for w in "${WORKLOADS[@]}"; do
@@ -161,6 +229,7 @@ EOF
     id=$(docker image inspect -f '{{.Id}}' "$ref")
     local tar=$BUILD/node/images/$name.tar idfile=$BUILD/workloads/$name.id
     if [ "$(cat "$idfile" 2>/dev/null)" != "$id" ] || [ ! -f "$tar" ]; then
+      log "   docker save $ref -> node image's images/$name.tar"
       docker save -o "$tar" "$ref"
       echo "$id" >"$idfile"
     fi

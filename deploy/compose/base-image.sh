@@ -14,7 +14,7 @@ if docker image inspect "$image" >/dev/null 2>&1; then
   exit 0
 fi
 echo "base image $image: pulling" >&2
-if timeout 120 docker pull "$image" >/dev/null 2>&1; then
+if timeout 120 docker pull "$image" >&2; then
   exit 0
 fi
 echo "base image $image: cannot be pulled, building it with debootstrap (about a minute)" >&2
@@ -31,9 +31,7 @@ fi
 
 dir=$(mktemp -d /tmp/skiff-debootstrap.XXXXXX)
 trap '"${sudo[@]}" rm -rf "$dir"' EXIT
-"${sudo[@]}" debootstrap --variant=minbase bookworm "$dir" "$mirror" >"$dir.log" 2>&1 || {
-  tail -20 "$dir.log" >&2; rm -f "$dir.log"; exit 1; }
-rm -f "$dir.log"
+"${sudo[@]}" debootstrap --variant=minbase bookworm "$dir" "$mirror" >&2
 # As the real slim image: no apt lists or caches, and the same sources.
 printf 'deb %s bookworm main\ndeb %s bookworm-updates main\ndeb http://deb.debian.org/debian-security bookworm-security main\n' \
   "$mirror" "$mirror" | "${sudo[@]}" tee "$dir/etc/apt/sources.list" >/dev/null
