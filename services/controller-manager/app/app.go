@@ -26,6 +26,7 @@ import (
 	"skiff.dev/services/controller-manager/namespace"
 	"skiff.dev/services/controller-manager/nodeipam"
 	"skiff.dev/services/controller-manager/nodelifecycle"
+	"skiff.dev/services/controller-manager/podgc"
 	"skiff.dev/services/controller-manager/replicaset"
 	"skiff.dev/services/controller-manager/resourcequota"
 )
@@ -67,12 +68,19 @@ func Builders() map[string]manager.Builder {
 		resourcequota.Name: func(mc *manager.Context, cfg *manager.Config) manager.Controller {
 			return resourcequota.New(mc, resourcequota.Options{Workers: cfg.Workers[resourcequota.Name], SyncPeriod: cfg.ResourceQuotaSyncPeriod})
 		},
+		podgc.Name: func(mc *manager.Context, cfg *manager.Config) manager.Controller {
+			threshold := cfg.TerminatedPodGCThreshold
+			if threshold == 0 {
+				threshold = -1 // the flag's 0 is "no limit"; the Options' 0 is "the default"
+			}
+			return podgc.New(mc, podgc.Options{TerminatedPodThreshold: threshold})
+		},
 	}
 }
 
 // Defaults are the controllers "*" stands for: all of them.
 func Defaults() []string {
-	return []string{replicaset.Name, deployment.Name, garbagecollector.Name, nodelifecycle.Name, nodeipam.Name, namespace.Name, resourcequota.Name}
+	return []string{replicaset.Name, deployment.Name, garbagecollector.Name, nodelifecycle.Name, nodeipam.Name, namespace.Name, resourcequota.Name, podgc.Name}
 }
 
 // Options are the program's settings, from flags.
@@ -109,8 +117,10 @@ through ReplicaSets to Pods, the garbage collector deletes what lost its
 owner, the node lifecycle controller taints and evicts nodes whose Lease
 stops, and the node IPAM controller gives every Node a pod subnet
 (spec.podCIDR) cut from --cluster-cidr, the namespace controller deletes
-what is in a deleted namespace, and the resourcequota controller keeps
-ResourceQuota usage true. With --leader-elect only one of several copies works at a time.
+what is in a deleted namespace, the resourcequota controller keeps
+ResourceQuota usage true, and the pod garbage collector (podgc) deletes the
+pods of deleted nodes and terminated pods beyond
+--terminated-pod-gc-threshold. With --leader-elect only one of several copies works at a time.
 Metrics on --metrics-listen at /metrics; /healthz and /readyz beside them.
 
 It reaches the apiserver at --server over TLS, verified with --tls-ca-file,
@@ -148,6 +158,7 @@ Flags:
 	fs.StringVar(&m.ClusterCIDR, "cluster-cidr", nodeipam.DefaultClusterCIDR, "the pods' address range, cut by the nodeipam controller into one subnet per Node (spec.podCIDR); the node agents' --cluster-cidr must match")
 	fs.IntVar(&m.NodeCIDRMaskSize, "node-cidr-mask-size", nodeipam.DefaultNodeCIDRMaskSize, "prefix length of each Node's pod subnet (24: 254 pod addresses per node, 256 nodes in a /16)")
 	fs.DurationVar(&m.ResourceQuotaSyncPeriod, "resource-quota-sync-period", resourcequota.DefaultSyncPeriod, "recompute every ResourceQuota's status.used this often (also after deletes of pods, configmaps, replicasets and deployments)")
+	fs.IntVar(&m.TerminatedPodGCThreshold, "terminated-pod-gc-threshold", podgc.DefaultTerminatedPodThreshold, "terminated pods (Succeeded or Failed) that may exist before the pod garbage collector deletes the oldest (0: no limit)")
 	fs.DurationVar(&m.Resync, "resync-period", 0, "replay every cached object to the controllers at this period (0: never)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -170,6 +181,9 @@ Flags:
 	}
 	if m.ResourceQuotaSyncPeriod <= 0 {
 		return nil, fmt.Errorf("--resource-quota-sync-period: %v, must be positive", m.ResourceQuotaSyncPeriod)
+	}
+	if m.TerminatedPodGCThreshold < 0 {
+		return nil, fmt.Errorf("--terminated-pod-gc-threshold: %d, must be 0 (no limit) or more", m.TerminatedPodGCThreshold)
 	}
 	if m.DefaultTolerationSeconds < 0 {
 		return nil, fmt.Errorf("--default-toleration-seconds: %d, must be 0 or more", m.DefaultTolerationSeconds)

@@ -20,11 +20,11 @@ func TestChooseControllers(t *testing.T) {
 		want    []string
 		wantErr string
 	}{
-		{"default is all", nil, []string{"deployment", "garbagecollector", "namespace", "nodeipam", "nodelifecycle", "replicaset", "resourcequota"}, ""},
-		{"star minus one", []string{"*", "-nodelifecycle"}, []string{"deployment", "garbagecollector", "namespace", "nodeipam", "replicaset", "resourcequota"}, ""},
+		{"default is all", nil, []string{"deployment", "garbagecollector", "namespace", "nodeipam", "nodelifecycle", "podgc", "replicaset", "resourcequota"}, ""},
+		{"star minus one", []string{"*", "-nodelifecycle"}, []string{"deployment", "garbagecollector", "namespace", "nodeipam", "podgc", "replicaset", "resourcequota"}, ""},
 		{"named only", []string{"replicaset"}, []string{"replicaset"}, ""},
 		{"unknown names are listed", []string{"replicaset", "jobs", "-cron"}, nil, "unknown controller(s) jobs, cron"},
-		{"nothing left", []string{"*", "-deployment", "-replicaset", "-garbagecollector", "-nodelifecycle", "-nodeipam", "-namespace", "-resourcequota"}, nil, "no controller left"},
+		{"nothing left", []string{"*", "-deployment", "-replicaset", "-garbagecollector", "-nodelifecycle", "-nodeipam", "-namespace", "-resourcequota", "-podgc"}, nil, "no controller left"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -50,6 +50,9 @@ func TestParseFlags(t *testing.T) {
 	if !slices.Equal(o.Manager.Controllers, []string{"replicaset", "deployment"}) || o.Manager.Workers["replicaset"] != 8 || o.Manager.LeaderElect {
 		t.Errorf("parsed %+v", o.Manager)
 	}
+	if o.Manager.TerminatedPodGCThreshold != 12500 {
+		t.Errorf("--terminated-pod-gc-threshold default %d, want Kubernetes' 12500", o.Manager.TerminatedPodGCThreshold)
+	}
 	if o.Manager.ClusterCIDR != "10.244.0.0/16" || o.Manager.NodeCIDRMaskSize != 24 {
 		t.Errorf("node IPAM defaults: --cluster-cidr %q --node-cidr-mask-size %d", o.Manager.ClusterCIDR, o.Manager.NodeCIDRMaskSize)
 	}
@@ -63,6 +66,7 @@ func TestParseFlags(t *testing.T) {
 		{[]string{"--concurrent-gc-syncs", "-1"}, "--concurrent-gc-syncs: -1"},
 		{[]string{"--node-monitor-grace-period", "0s"}, "--node-monitor-grace-period"},
 		{[]string{"--default-toleration-seconds", "-5"}, "--default-toleration-seconds"},
+		{[]string{"--terminated-pod-gc-threshold", "-1"}, "--terminated-pod-gc-threshold: -1, must be 0 (no limit) or more"},
 		{[]string{"--resource-quota-sync-period", "0s"}, "--resource-quota-sync-period: 0s, must be positive"},
 		{[]string{"--cluster-cidr", "10.244.0.0"}, `--cluster-cidr "10.244.0.0": not a CIDR`},
 		{[]string{"--cluster-cidr", "10.244.1.0/16"}, "did you mean 10.244.0.0/16?"},

@@ -53,6 +53,7 @@ type Config struct {
 	ClusterCIDR              string        // "": nodeipam's default
 	NodeCIDRMaskSize         int           // 0: nodeipam's default
 	ResourceQuotaSyncPeriod  time.Duration // 0: resourcequota's default
+	TerminatedPodGCThreshold int           // 0: podgc never deletes terminated pods
 
 	// Resync replays every cached object to the controllers at this period.
 	Resync time.Duration

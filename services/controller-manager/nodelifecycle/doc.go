@@ -52,5 +52,5 @@
 // The package does not write Leases, does not post node status for agents
 // (Ready=True is the agent's to write: when the Lease is fresh again the
 // controller only removes its taints), and does not delete pods bound to
-// nodes that no longer exist (pod garbage collection).
+// nodes that no longer exist (package podgc does).
 package nodelifecycle

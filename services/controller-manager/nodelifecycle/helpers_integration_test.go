@@ -195,25 +195,8 @@ func eventReasons(env *managertest.Env, kind, namespace, name string) map[string
 }
 
 // counter returns the value of a counter of env's registry with the given
-// label value ("" for none).
+// label value.
 func counter(t *testing.T, env *managertest.Env, name, label, value string) float64 {
 	t.Helper()
-	mfs, err := env.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sum float64
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, lp := range m.GetLabel() {
-				if lp.GetName() == label && lp.GetValue() == value {
-					sum += m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return sum
+	return env.Metric(name, label, value)
 }

@@ -7,11 +7,13 @@ package managertest
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 	"google.golang.org/grpc"
@@ -173,6 +175,35 @@ func (e *Env) EventReasons(kind, namespace, name string) map[string]string {
 		}
 	}
 	return out
+}
+
+// Metric sums the values of the counters and gauges named name in env's
+// registry whose labels include every name/value pair of labels ("ns",
+// "default", "reason", "orphaned"...): with no labels, every series.
+func (e *Env) Metric(name string, labels ...string) float64 {
+	e.T.Helper()
+	mfs, err := e.Registry.Gather()
+	if err != nil {
+		e.T.Fatalf("gather metrics: %v", err)
+	}
+	var sum float64
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range mf.GetMetric() {
+			for i := 0; i+1 < len(labels); i += 2 {
+				if !slices.ContainsFunc(m.GetLabel(), func(lp *dto.LabelPair) bool {
+					return lp.GetName() == labels[i] && lp.GetValue() == labels[i+1]
+				}) {
+					continue series
+				}
+			}
+			sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+		}
+	}
+	return sum
 }
 
 // Explain formats a reason for Await.
