@@ -70,8 +70,10 @@ func served(s *Server, k *scheme.Kind) {
 	s.routes.Add(k.Service, k.GVK.Group, k.Resource, k.Namespaced)
 }
 
-// install registers every kind and its gRPC service on g.
-func (s *Server) install(g *grpc.Server) {
+// install registers every kind and its gRPC service on srv, their Lists
+// sent as the endpoints encode them (server.EncodedLists).
+func (s *Server) install(srv *grpc.Server) {
+	g := server.EncodedLists(srv)
 	// core/v1 Namespaces
 	nsKind := kind[*corev1.Namespace](coreV1, "Namespace", "namespaces", "namespace", "skiff.core.v1.Namespaces", false,
 		[]string{"ns"}, []string{"status"}, "status.phase")

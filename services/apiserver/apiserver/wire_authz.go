@@ -44,5 +44,5 @@ func (p registryPods) ListPods(ctx context.Context, o *metav1.ListOptions) ([]*c
 	if err != nil {
 		return nil, err
 	}
-	return l.Items, nil
+	return l.Objects()
 }

@@ -117,7 +117,12 @@ func (l *Log) Audit(ri *server.RequestInfo, req, resp any, err error) {
 		e.req, _ = req.(proto.Message)
 	}
 	if l.level.atLeast(LevelRequestResponse) {
-		e.resp, _ = resp.(proto.Message)
+		switch r := resp.(type) {
+		case proto.Message:
+			e.resp = r
+		case server.Encoded: // a List, decoded for the log only
+			e.resp, _ = r.Message()
+		}
 	}
 	if e.name == "" && err == nil {
 		if obj, ok := resp.(object.Object); ok {

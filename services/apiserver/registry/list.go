@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"skiff.dev/internal/apierrors"
@@ -16,10 +17,23 @@ import (
 	"skiff.dev/services/apiserver/watchcache"
 )
 
-// ListResult is a List's answer: storage objects and the list metadata.
+// ListResult is a List's answer: the listed objects' entries (shared with
+// the watch cache: never modify them) and the list metadata.
 type ListResult[T object.Object] struct {
-	Items []T
-	Meta  *metav1.ListMeta
+	Entries []*watchcache.Entry[T]
+	Meta    *metav1.ListMeta
+}
+
+// Objects decodes the entries into objects the caller owns.
+func (l *ListResult[T]) Objects() ([]T, error) {
+	items := make([]T, len(l.Entries))
+	for i, e := range l.Entries {
+		var err error
+		if items[i], err = e.Object(); err != nil {
+			return nil, apierrors.NewInternal(err)
+		}
+	}
+	return items, nil
 }
 
 // Predicate builds the selector predicate of a List or Watch.
@@ -51,6 +65,17 @@ func (r *Registry[T]) prefix(namespace string) (string, error) {
 	return r.store.NamespacePrefix(namespace), nil
 }
 
+// CountObjects is how many objects a List of namespace ("" for all, or a
+// cluster-scoped kind) would read, from the watch cache, counted up to
+// upTo: flow control's estimate of the List's work.
+func (r *Registry[T]) CountObjects(namespace string, upTo int) (int, error) {
+	prefix, err := r.prefix(namespace)
+	if err != nil {
+		return 0, err
+	}
+	return r.cache.CountPrefix(prefix, upTo), nil
+}
+
 // continueToken is the opaque continue of a paged list.
 type continueToken struct {
 	Rev    int64  `json:"rv"`
@@ -78,8 +103,11 @@ func decodeContinue(s, prefix string) (continueToken, error) {
 	return t, nil
 }
 
-// List answers from the watch cache, or from etcd for paged lists (limit or
-// continue), which stay consistent at the first page's revision.
+// List answers from the watch cache: a whole list from its current state,
+// the pages of a paged list (limit or continue) from a snapshot at the
+// first page's revision, which stays consistent across pages. A page whose
+// revision the cache no longer has (its snapshot was dropped, or the
+// token is another apiserver's) is read from etcd at that revision.
 func (r *Registry[T]) List(ctx context.Context, opts *metav1.ListOptions) (*ListResult[T], error) {
 	prefix, err := r.prefix(opts.GetNamespace())
 	if err != nil {
@@ -99,28 +127,39 @@ func (r *Registry[T]) List(ctx context.Context, opts *metav1.ListOptions) (*List
 	if opts.GetLimit() > 0 || opts.GetContinue() != "" {
 		return r.listPaged(ctx, prefix, pred, opts, rv)
 	}
-	switch opts.GetResourceVersion() {
+	if err := r.waitFresh(ctx, opts.GetResourceVersion(), rv); err != nil {
+		return nil, err
+	}
+	entries, rev := r.cache.List(prefix, pred)
+	return &ListResult[T]{Entries: entries, Meta: listMeta(rev, "", prefix)}, nil
+}
+
+// waitFresh waits until the cache may answer a list at resourceVersion
+// (rv parsed): "0" as soon as it has loaded, "" once it has what etcd has
+// now (a consistent read), N once it has revision N.
+func (r *Registry[T]) waitFresh(ctx context.Context, resourceVersion string, rv int64) error {
+	var err error
+	switch resourceVersion {
 	case "0":
 		err = r.cache.WaitReady(ctx)
 	case "":
-		// Consistent: what etcd has now, served once the cache has it.
 		if rv, err = r.store.CurrentRevision(ctx); err == nil {
 			err = r.cache.WaitFresh(ctx, rv)
 		}
 	default:
 		err = r.cache.WaitFresh(ctx, rv)
 	}
-	if err != nil {
-		return nil, err
+	return err
+}
+
+// listMeta is the metadata of a list at revision rev whose next page
+// starts at key next ("" for none).
+func listMeta(rev int64, next, prefix string) *metav1.ListMeta {
+	meta := &metav1.ListMeta{ResourceVersion: strconv.FormatInt(rev, 10)}
+	if next != "" {
+		meta.Continue = encodeContinue(continueToken{Rev: rev, Start: next, Prefix: prefix})
 	}
-	entries, rev := r.cache.List(prefix, pred)
-	items := make([]T, len(entries))
-	for i, e := range entries {
-		if items[i], err = e.Object(); err != nil {
-			return nil, apierrors.NewInternal(err)
-		}
-	}
-	return &ListResult[T]{Items: items, Meta: &metav1.ListMeta{ResourceVersion: fmt.Sprint(rev)}}, nil
+	return meta
 }
 
 func (r *Registry[T]) listPaged(ctx context.Context, prefix string, pred watchcache.Predicate[T], opts *metav1.ListOptions, rv int64) (*ListResult[T], error) {
@@ -134,24 +173,54 @@ func (r *Registry[T]) listPaged(ctx context.Context, prefix string, pred watchca
 	} else if opts.GetResourceVersion() != "" && opts.GetResourceVersion() != "0" {
 		rev = rv // an exact revision was asked for
 	}
-	var keep func(T) bool
-	if pred != nil {
-		keep = func(obj T) bool {
-			return pred(watchcache.ObjectEntry(obj, r.cache.Codec()))
+	var snap watchcache.Snapshot[T]
+	if rev == 0 {
+		// A first page of the current state.
+		if err := r.waitFresh(ctx, opts.GetResourceVersion(), rv); err != nil {
+			return nil, err
 		}
+		snap = r.cache.Snapshot()
+	} else if s, ok := r.cache.SnapshotAt(rev); ok {
+		// As etcd would, refuse a revision it has compacted.
+		if err := r.cache.CheckNotCompacted(ctx, rev); err != nil {
+			return nil, r.pageError(err, opts, rev)
+		}
+		snap = s
+	} else {
+		return r.listFromEtcd(ctx, prefix, start, rev, pred, opts)
 	}
-	page, err := r.store.List(ctx, prefix, start, rev, opts.GetLimit(), keep)
-	if apierrors.IsExpired(err) && opts.GetContinue() != "" {
-		return nil, apierrors.NewExpired(fmt.Sprintf("The provided continue parameter is too old to display a consistent list result (revision %d was compacted). List again without continue.", rev))
-	}
+	entries, next := snap.Page(prefix, start, opts.GetLimit(), pred)
+	return &ListResult[T]{Entries: entries, Meta: listMeta(snap.Rev, next, prefix)}, nil
+}
+
+// listFromEtcd reads a page at revision rev from etcd, as it is stored:
+// no object is decoded (predicates read what they need of the entries).
+func (r *Registry[T]) listFromEtcd(ctx context.Context, prefix, start string, rev int64, pred watchcache.Predicate[T], opts *metav1.ListOptions) (*ListResult[T], error) {
+	var entries []*watchcache.Entry[T]
+	page, err := r.store.List(ctx, prefix, start, rev, opts.GetLimit(), func(key string, value []byte, modRev int64) (bool, error) {
+		e, err := r.cache.NewEntry(key, value, modRev)
+		if err != nil {
+			return false, apierrors.NewInternal(err)
+		}
+		if pred != nil && !pred(e) {
+			return false, nil
+		}
+		entries = append(entries, e)
+		return true, nil
+	})
 	if err != nil {
-		return nil, err
+		return nil, r.pageError(err, opts, rev)
 	}
-	meta := &metav1.ListMeta{ResourceVersion: fmt.Sprint(page.Revision)}
-	if page.NextKey != "" {
-		meta.Continue = encodeContinue(continueToken{Rev: page.Revision, Start: page.NextKey, Prefix: prefix})
+	return &ListResult[T]{Entries: entries, Meta: listMeta(page.Revision, page.NextKey, prefix)}, nil
+}
+
+// pageError is err of a paged list at revision rev; a continue whose
+// revision was compacted says what to do.
+func (r *Registry[T]) pageError(err error, opts *metav1.ListOptions, rev int64) error {
+	if apierrors.IsExpired(err) && opts.GetContinue() != "" {
+		return apierrors.NewExpired(fmt.Sprintf("The provided continue parameter is too old to display a consistent list result (revision %d was compacted). List again without continue.", rev))
 	}
-	return &ListResult[T]{Items: page.Items, Meta: meta}, nil
+	return err
 }
 
 // Watch starts a watch on the cache. resourceVersion "" or "0" starts with

@@ -1,9 +1,12 @@
 package server
 
 import (
+	"bytes"
+
 	"google.golang.org/grpc/encoding"
 	protocodec "google.golang.org/grpc/encoding/proto"
 	"google.golang.org/grpc/mem"
+	"google.golang.org/protobuf/proto"
 )
 
 // rawBatch is an encoded message made of several shared pieces (watch
@@ -11,21 +14,59 @@ import (
 // are, without copying them together. The pieces must never change.
 type rawBatch [][]byte
 
-// codec is the standard protobuf codec plus rawBatch pass-through.
+// encodedList is a List response encoded by the endpoint from pieces it
+// shares with the watch cache (Endpoint.ListEncoded); the codec sends
+// them as they are. The pieces must never change.
+type encodedList struct {
+	pieces  [][]byte
+	newList func() proto.Message
+}
+
+// Encoded is a response its handler encoded (a List: see
+// Endpoint.ListEncoded). Message decodes it, for the rare reader that
+// needs it as a message: an audit log that records response bodies.
+type Encoded interface {
+	Message() (proto.Message, error)
+}
+
+// Message decodes the list into a new list message.
+func (l *encodedList) Message() (proto.Message, error) {
+	m := l.newList()
+	return m, l.unmarshal(m)
+}
+
+func (l *encodedList) unmarshal(m proto.Message) error {
+	return proto.Unmarshal(bytes.Join(l.pieces, nil), m)
+}
+
+// codec is the standard protobuf codec plus rawBatch and encodedList
+// pass-through.
 type codec struct{ proto encoding.CodecV2 }
 
 // NewCodec returns the codec the apiserver forces on its gRPC server.
 func NewCodec() encoding.CodecV2 { return codec{proto: encoding.GetCodecV2(protocodec.Name)} }
 
 func (c codec) Marshal(v any) (mem.BufferSlice, error) {
-	if raw, ok := v.(rawBatch); ok {
-		out := make(mem.BufferSlice, len(raw))
-		for i, b := range raw {
-			out[i] = mem.SliceBuffer(b)
-		}
-		return out, nil
+	switch v := v.(type) {
+	case rawBatch:
+		return buffers(v), nil
+	case *encodedList:
+		return buffers(v.pieces), nil
 	}
 	return c.proto.Marshal(v)
+}
+
+// buffers views pieces as buffers without copying them, in two
+// allocations whatever their number (each SliceBuffer put in a Buffer
+// interface by value would be allocated on its own).
+func buffers(pieces [][]byte) mem.BufferSlice {
+	views := make([]mem.SliceBuffer, len(pieces))
+	out := make(mem.BufferSlice, len(pieces))
+	for i, b := range pieces {
+		views[i] = b
+		out[i] = &views[i]
+	}
+	return out
 }
 
 func (c codec) Unmarshal(data mem.BufferSlice, v any) error { return c.proto.Unmarshal(data, v) }

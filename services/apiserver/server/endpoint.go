@@ -129,13 +129,30 @@ func (ep *Endpoint[E, S, L, W]) Delete(ctx context.Context, req *metav1.DeleteRe
 	return ep.out(ep.reg.Delete(ctx, req))
 }
 
-// List fills the kind's list message (fields 1-4: apiVersion, kind,
-// metadata, items) through reflection, so no per-kind code is needed.
+// List answers with the kind's list message, decoded from ListEncoded's
+// (the served List is ListEncoded: see EncodedLists).
 func (ep *Endpoint[E, S, L, W]) List(ctx context.Context, opts *metav1.ListOptions) (L, error) {
-	var zero L
+	list := ep.newList()
+	enc, err := ep.ListEncoded(ctx, opts)
+	if err == nil {
+		err = enc.unmarshal(list)
+	}
+	if err != nil {
+		var zero L
+		return zero, err
+	}
+	return list, nil
+}
+
+// ListEncoded answers a List with the list message's encoding, assembled
+// from the objects' encodings the registry found (the watch cache's own,
+// for the storage version) without decoding, copying or re-encoding them:
+// the list's fields 1-3 (apiVersion, kind, metadata), then for each object
+// the tag and length of a field 4 (items) record, and the object's bytes.
+func (ep *Endpoint[E, S, L, W]) ListEncoded(ctx context.Context, opts *metav1.ListOptions) (*encodedList, error) {
 	res, err := ep.reg.List(ctx, opts)
 	if err != nil {
-		return zero, err
+		return nil, err
 	}
 	list := ep.newList()
 	r := list.ProtoReflect()
@@ -144,15 +161,41 @@ func (ep *Endpoint[E, S, L, W]) List(ctx context.Context, opts *metav1.ListOptio
 	r.Set(fds.ByNumber(1), protoreflect.ValueOfString(k.GVK.GroupVersion.String()))
 	r.Set(fds.ByNumber(2), protoreflect.ValueOfString(k.GVK.Kind+"List"))
 	r.Set(fds.ByNumber(3), protoreflect.ValueOfMessage(res.Meta.ProtoReflect()))
-	items := r.Mutable(fds.ByNumber(4)).List()
-	for _, s := range res.Items {
-		e, err := ep.ver.FromStorage(s)
-		if err != nil {
-			return zero, err
-		}
-		items.Append(protoreflect.ValueOfMessage(e.ProtoReflect()))
+	head, err := proto.Marshal(list)
+	if err != nil {
+		return nil, apierrors.NewInternal(err)
 	}
-	return list, nil
+	n := len(res.Entries)
+	pieces := make([][]byte, 1, 1+2*n)
+	pieces[0] = head
+	// Every record's tag and length, in one buffer: 1 byte of tag and at
+	// most 3 of length for objects up to storage.MaxObjectBytes.
+	tags := make([]byte, 0, 4*n)
+	for _, e := range res.Entries {
+		b, err := ep.item(e)
+		if err != nil {
+			return nil, err
+		}
+		at := len(tags)
+		tags = protowire.AppendTag(tags, 4, protowire.BytesType)
+		tags = protowire.AppendVarint(tags, uint64(len(b)))
+		pieces = append(pieces, tags[at:len(tags):len(tags)], b)
+	}
+	return &encodedList{pieces: pieces, newList: func() proto.Message { return ep.newList() }}, nil
+}
+
+// item is an entry's encoding at the endpoint's version: the cached bytes
+// at the storage version, else a conversion made for this list only (a
+// list does not leave a second encoding of every object in the cache).
+func (ep *Endpoint[E, S, L, W]) item(e *watchcache.Entry[S]) ([]byte, error) {
+	if ep.ver.Slot == 0 {
+		return e.Raw, nil
+	}
+	s, err := e.Object()
+	if err != nil {
+		return nil, apierrors.NewInternal(err)
+	}
+	return ep.encode(s)
 }
 
 // Watch streams events. Each message carries the events of one batch the

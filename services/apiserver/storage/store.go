@@ -395,19 +395,19 @@ func (s *Store[T]) Delete(ctx context.Context, key, name string, cached T, check
 	}
 }
 
-// ListPage is one page of a List read from etcd.
-type ListPage[T any] struct {
-	Items    []T
+// ListPage is where a List read from etcd ended.
+type ListPage struct {
 	Revision int64  // the revision the whole list is consistent at
 	NextKey  string // where the next page starts; "" when done
 }
 
-// List reads objects under prefix starting at startKey, at revision rev
-// (0 = now), keeping those pred accepts, until limit are kept (0 = all).
-// Every page of one listing uses the same revision, so paging across writes
-// is consistent.
-func (s *Store[T]) List(ctx context.Context, prefix, startKey string, rev, limit int64, pred func(T) bool) (ListPage[T], error) {
-	var page ListPage[T]
+// List reads the values under prefix from startKey on, at revision rev
+// (0 = now), and passes each to keep until keep has said yes limit times
+// (0 = no limit). Every page of one listing uses the same revision, so
+// paging across writes is consistent. keep may retain key but not value:
+// value is etcd's, and may be reused once keep returns.
+func (s *Store[T]) List(ctx context.Context, prefix, startKey string, rev, limit int64, keep func(key string, value []byte, modRev int64) (bool, error)) (ListPage, error) {
+	var page ListPage
 	if startKey == "" {
 		startKey = prefix
 	}
@@ -415,19 +415,17 @@ func (s *Store[T]) List(ctx context.Context, prefix, startKey string, rev, limit
 	if limit > 0 && limit < batch {
 		batch = limit + 1 // one more tells whether there is a next page
 	}
+	var kept int64
 	var err error
 	page.Revision, page.NextKey, err = s.pages(ctx, prefix, startKey, rev, batch, func(kv *mvccpb.KeyValue) (bool, error) {
-		if limit > 0 && int64(len(page.Items)) == limit {
+		if limit > 0 && kept == limit {
 			return true, nil // kv starts the next page
 		}
-		obj, err := s.Decode(kv.Value, kv.ModRevision)
-		if err != nil {
-			return false, apierrors.NewInternal(err)
+		ok, err := keep(string(kv.Key), kv.Value, kv.ModRevision)
+		if ok {
+			kept++
 		}
-		if pred == nil || pred(obj) {
-			page.Items = append(page.Items, obj)
-		}
-		return false, nil
+		return false, err
 	})
 	if err != nil {
 		page.NextKey = ""

@@ -61,8 +61,6 @@ type Entry[T object.Object] struct {
 	Raw []byte
 
 	codec  *Codec[T]
-	obj    T    // set only for entries made from an object (paged lists)
-	hasObj bool // obj is set
 	labels atomic.Pointer[map[string]string]
 	fields atomic.Pointer[map[string]string]
 	more   atomic.Pointer[encodings]
@@ -74,26 +72,13 @@ type encodings struct {
 	framed [MaxVersions][Bookmark]atomic.Pointer[[]byte]
 }
 
-// ObjectEntry returns an entry for an object that is not in the cache (a
-// paged list from etcd), for predicates to judge.
-func ObjectEntry[T object.Object](obj T, codec *Codec[T]) *Entry[T] {
-	meta := obj.GetMetadata()
-	return &Entry[T]{Namespace: meta.GetNamespace(), Name: meta.GetName(), obj: obj, hasObj: true, codec: codec}
-}
-
 // Object decodes the entry into a new object the caller owns.
 func (e *Entry[T]) Object() (T, error) {
-	if e.hasObj {
-		return e.obj, nil
-	}
 	return e.codec.Decode(e.Raw)
 }
 
 // Labels are the object's labels, decoded once from its metadata.
 func (e *Entry[T]) Labels() map[string]string {
-	if e.hasObj {
-		return e.obj.GetMetadata().GetLabels()
-	}
 	if p := e.labels.Load(); p != nil {
 		return *p
 	}
@@ -116,15 +101,11 @@ func (e *Entry[T]) Fields() map[string]string {
 	}
 	var m map[string]string
 	if e.codec != nil && e.codec.Fields != nil {
-		obj, err := e.obj, error(nil)
-		switch {
-		case e.hasObj:
-		case e.codec.DecodeFields != nil:
-			obj, err = e.codec.DecodeFields(e.Raw)
-		default:
-			obj, err = e.codec.Decode(e.Raw)
+		decode := e.codec.DecodeFields
+		if decode == nil {
+			decode = e.codec.Decode
 		}
-		if err == nil {
+		if obj, err := decode(e.Raw); err == nil {
 			m = e.codec.Fields(obj)
 		}
 	}
@@ -219,8 +200,11 @@ type Config[T object.Object] struct {
 	// cache publishes to its watchers (see batch.go); 0 publishes every
 	// etcd watch response at once.
 	BatchInterval time.Duration
-	Logger        *zap.Logger
-	Metrics       *Metrics
+	// Now is the clock of the snapshots' idle time (snapshot.go); nil:
+	// time.Now.
+	Now     func() time.Time
+	Logger  *zap.Logger
+	Metrics *Metrics
 }
 
 // Cache is the watch cache of one resource.
@@ -239,8 +223,13 @@ type Cache[T object.Object] struct {
 	// progressRev is the revision of the last progress notification:
 	// watchers that asked for bookmarks send one when they pass it.
 	progressRev int64
-	rev         int64         // the revision the cache reflects
-	fresh       chan struct{} // closed and replaced whenever rev advances
+	rev         int64 // the revision the cache reflects
+	// lastChange is the revision of the tree's last change (an event, or
+	// the list that filled it): the tree is the state of every revision
+	// from lastChange to rev.
+	lastChange int64
+	snaps      []*snapshot[T] // recent states for paged lists (snapshot.go)
+	fresh      chan struct{}  // closed and replaced whenever rev advances
 	// Watchers read the window up to sealed (see batch.go); published is
 	// closed and replaced when a batch is sealed or a bookmark is due.
 	sealed      uint64
@@ -279,6 +268,9 @@ func New[T object.Object](cfg Config[T]) *Cache[T] {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
 	if m := cfg.Metrics; m != nil {
 		// Every resource's series exists from the start, at zero.
@@ -390,6 +382,7 @@ func (c *Cache[T]) initialize(ctx context.Context) (int64, error) {
 	c.sealed = c.next
 	c.batches, c.nbatches = [recentBatches]*batch{}, 0
 	c.startRev = rev
+	c.lastChange = rev
 	c.advance(rev)
 	select {
 	case <-c.ready:
@@ -399,16 +392,26 @@ func (c *Cache[T]) initialize(ctx context.Context) (int64, error) {
 	return rev, nil
 }
 
-// newEntry makes the entry of a stored value at revision rev, or logs and
-// returns nil for a value skiff did not write.
-func (c *Cache[T]) newEntry(key string, value []byte, rev int64) *Entry[T] {
+// NewEntry makes the entry of the value etcd stores under key at revision
+// rev (the cache's own, or a paged list's read from etcd); value is copied.
+func (c *Cache[T]) NewEntry(key string, value []byte, rev int64) (*Entry[T], error) {
 	raw, err := c.cfg.Store.Raw(value, rev)
+	if err != nil {
+		return nil, err
+	}
+	ns, name := c.cfg.Store.SplitKey(key)
+	return &Entry[T]{Key: key, Namespace: ns, Name: name, Rev: rev, Raw: raw, codec: c.codec}, nil
+}
+
+// newEntry is NewEntry for the cache's own state: it logs and returns nil
+// for a value skiff did not write.
+func (c *Cache[T]) newEntry(key string, value []byte, rev int64) *Entry[T] {
+	e, err := c.NewEntry(key, value, rev)
 	if err != nil {
 		c.log.Error("skipping an object etcd holds that is not skiff's", zap.String("key", key), zap.Error(err))
 		return nil
 	}
-	ns, name := c.cfg.Store.SplitKey(key)
-	return &Entry[T]{Key: key, Namespace: ns, Name: name, Rev: rev, Raw: raw, codec: c.codec}
+	return e
 }
 
 // watch follows etcd from rev+1 until the watch fails or ctx ends.
@@ -486,8 +489,12 @@ func (c *Cache[T]) apply(evs []*mvccpb.Event, headerRev int64) {
 			e = &Event[T]{Type: Deleted, Rev: cur.Rev, Cur: cur, Prev: prev}
 		}
 		c.push(e)
+		c.lastChange = e.Rev
 	}
 	c.advance(headerRev)
+	if len(c.snaps) > 0 {
+		c.dropSnapshots(c.cfg.Now())
+	}
 	c.sealSoon()
 }
 
@@ -625,10 +632,11 @@ func (c *Cache[T]) List(prefix string, pred Predicate[T]) ([]*Entry[T], int64) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	var out []*Entry[T]
-	c.ascendPrefix(prefix, func(e *Entry[T]) {
+	c.ascendPrefix(prefix, func(e *Entry[T]) bool {
 		if pred == nil || pred(e) {
 			out = append(out, e)
 		}
+		return true
 	})
 	return out, c.rev
 }
@@ -640,10 +648,23 @@ func (c *Cache[T]) Count() int {
 	return c.tree.Len()
 }
 
-func (c *Cache[T]) ascendPrefix(prefix string, fn func(*Entry[T])) {
-	end := clientv3.GetPrefixRangeEnd(prefix)
-	c.tree.AscendRange(&Entry[T]{Key: prefix}, &Entry[T]{Key: end}, func(e *Entry[T]) bool {
-		fn(e)
-		return true
+// CountPrefix is how many objects the cache holds under prefix, counted
+// up to upTo (at least one): what a List there would read, for flow
+// control's estimate of its work, at a bounded cost.
+func (c *Cache[T]) CountPrefix(prefix string, upTo int) int {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	n := 0
+	c.ascendPrefix(prefix, func(*Entry[T]) bool {
+		n++
+		return n < upTo
 	})
+	return n
+}
+
+// ascendPrefix calls fn on the entries under prefix in key order, until
+// fn returns false.
+func (c *Cache[T]) ascendPrefix(prefix string, fn func(*Entry[T]) bool) {
+	end := clientv3.GetPrefixRangeEnd(prefix)
+	c.tree.AscendRange(&Entry[T]{Key: prefix}, &Entry[T]{Key: end}, fn)
 }

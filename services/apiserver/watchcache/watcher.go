@@ -235,7 +235,7 @@ func (c *Cache[T]) Watch(ctx context.Context, rev int64, prefix string, pred Pre
 		if err := c.WaitFresh(ctx, rev); err != nil {
 			return nil, err
 		}
-		if err := c.checkNotCompacted(ctx, rev); err != nil {
+		if err := c.CheckNotCompacted(ctx, rev); err != nil {
 			return nil, err
 		}
 	}
@@ -246,10 +246,11 @@ func (c *Cache[T]) Watch(ctx context.Context, rev int64, prefix string, pred Pre
 	}
 	w.bookmark = c.progressRev
 	if rev == 0 {
-		c.ascendPrefix(prefix, func(e *Entry[T]) {
+		c.ascendPrefix(prefix, func(e *Entry[T]) bool {
 			if pred == nil || pred(e) {
 				w.Initial = append(w.Initial, Delivery[T]{Type: Added, Event: &Event[T]{Type: Added, Rev: e.Rev, Cur: e}})
 			}
+			return true
 		})
 		w.cursor = c.next
 	} else {
@@ -269,14 +270,15 @@ func (c *Cache[T]) Watch(ctx context.Context, rev int64, prefix string, pred Pre
 	return w, nil
 }
 
-// checkNotCompacted asks etcd whether rev is still available, so that a
-// watch from a compacted revision fails even while the window holds it.
-func (c *Cache[T]) checkNotCompacted(ctx context.Context, rev int64) error {
+// CheckNotCompacted asks etcd whether rev is still available (Expired when
+// not), so that a watch from a compacted revision fails even while the
+// window holds it, and a list continued at one even while a snapshot does.
+func (c *Cache[T]) CheckNotCompacted(ctx context.Context, rev int64) error {
 	if rev < c.compacted.Load() {
 		return c.expired(rev)
 	}
 	if rev >= c.Revision() {
-		return nil // nothing to replay
+		return nil // the cache's revision or later: not compacted
 	}
 	_, err := c.cfg.Store.Client().Get(ctx, c.cfg.Store.Prefix(), clientv3.WithRev(rev), clientv3.WithCountOnly(), clientv3.WithLimit(1))
 	if err == nil {
