@@ -26,6 +26,10 @@
 // DisruptionTarget=True, reason DeletionByPodGC, "PodGC: node no longer
 // exists" (the node agent leaves conditions it does not own alone).
 //
+// A pod that is finished and was deleted with grace period 0 already is
+// left out (a finalizer holds it; a force delete can do no more), and does
+// not count against the threshold.
+//
 // The pass is level-based: what it failed to delete it finds again on the
 // next one. It does not evict pods from nodes that exist (package
 // nodelifecycle does, and force-deletes the terminating pods of an

@@ -31,13 +31,15 @@ type Plan struct {
 
 // Decide computes a pass's Plan from every pod and a lookup of the node
 // cache. threshold is how many terminated pods (phase Succeeded or Failed)
-// may stay; 0 or less: any number.
+// may stay; 0 or less: any number. Pods a force delete can do nothing more
+// for (finished and deleted with grace period 0 already: a finalizer holds
+// them) are left out, and not counted against the threshold.
 func Decide(pods []*corev1.Pod, nodeCached func(name string) bool, threshold int) Plan {
 	p := Plan{Orphaned: map[string][]*corev1.Pod{}}
 	var terminated []*corev1.Pod
 	if threshold > 0 {
 		for _, pod := range pods {
-			if quota.Terminal(pod) {
+			if quota.Terminal(pod) && !settled(pod) {
 				terminated = append(terminated, pod)
 			}
 		}
@@ -52,7 +54,7 @@ func Decide(pods []*corev1.Pod, nodeCached func(name string) bool, threshold int
 		}
 	}
 	for _, pod := range pods {
-		if doomed[pod] {
+		if doomed[pod] || settled(pod) {
 			continue
 		}
 		switch node := pod.GetSpec().GetNodeName(); {
@@ -87,4 +89,11 @@ func collectFirst(a, b *corev1.Pod) int {
 // evicted reports whether the pod's agent evicted it (node pressure).
 func evicted(p *corev1.Pod) bool {
 	return p.GetStatus().GetPhase() == "Failed" && p.GetStatus().GetReason() == "Evicted"
+}
+
+// settled reports whether the pod is finished and was deleted with grace
+// period 0: only the finalizers still on it keep it.
+func settled(p *corev1.Pod) bool {
+	m := p.GetMetadata()
+	return quota.Terminal(p) && m.GetDeletionTimestamp() != nil && m.DeletionGracePeriodSeconds != nil && m.GetDeletionGracePeriodSeconds() == 0
 }

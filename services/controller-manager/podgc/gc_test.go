@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	corev1 "skiff.dev/proto/core/v1"
@@ -27,6 +28,13 @@ func pod(name, node, phase string, created int, deleting bool) *corev1.Pod {
 	if deleting {
 		p.Metadata.DeletionTimestamp = timestamppb.New(at(created + 1))
 	}
+	return p
+}
+
+// held is p deleted with grace period 0, kept by a finalizer.
+func held(p *corev1.Pod) *corev1.Pod {
+	p.Metadata.DeletionGracePeriodSeconds = proto.Int64(0)
+	p.Metadata.Finalizers = []string{"example.com/hold"}
 	return p
 }
 
@@ -99,6 +107,15 @@ func TestDecide(t *testing.T) {
 				pod("unbound", "", "Failed", 1, true),
 			},
 			threshold: 1, terminated: []string{"old-orphan", "unbound"}, orphaned: map[string][]string{"gone": {"new-orphan"}}, unscheduled: []string{},
+		},
+		{
+			name: "pods a finalizer holds after a force delete: left alone, not counted",
+			pods: []*corev1.Pod{
+				held(pod("held-orphan", "gone", "Failed", 0, true)), held(pod("held-unbound", "", "Failed", 0, true)),
+				held(pod("held-old", "n1", "Succeeded", 0, true)), pod("done", "n1", "Succeeded", 5, false),
+				pod("orphan-graceful", "gone", "Failed", 0, true),
+			},
+			threshold: 1, terminated: []string{"orphan-graceful"}, orphaned: map[string][]string{}, unscheduled: []string{},
 		},
 	}
 	for _, tc := range tests {

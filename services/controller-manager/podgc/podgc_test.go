@@ -243,11 +243,15 @@ func TestUnscheduledTerminatingPod(t *testing.T) {
 	}
 	createPod(t, env, "pending", "", "")
 
-	startOnFakeClock(t, env, podgc.Options{})
-	env.Await(patience, "pod held set Failed", func() (bool, string) {
+	clock := startOnFakeClock(t, env, podgc.Options{})
+	env.Await(patience, "pod held set Failed and deleted with grace period 0", func() (bool, string) {
 		held, _ := env.Pods().Store().GetByName("default", "held")
-		return held.GetStatus().GetPhase() == "Failed", managertest.Explain("phase %q", held.GetStatus().GetPhase())
+		return held.GetStatus().GetPhase() == "Failed" && held.GetMetadata().DeletionGracePeriodSeconds != nil && held.GetMetadata().GetDeletionGracePeriodSeconds() == 0,
+			managertest.Explain("phase %q, deletionGracePeriodSeconds %v", held.GetStatus().GetPhase(), held.GetMetadata().DeletionGracePeriodSeconds)
 	})
+	// The next pass has nothing more to do for it.
+	clock.Step(podgc.CheckPeriod)
+	waitArmed(t, env, clock)
 	if got := env.Metric("pod_gc_collector_force_delete_pods_total", "reason", "unscheduled"); got != 1 {
 		t.Errorf("unscheduled pods force-deleted = %v, want 1", got)
 	}
