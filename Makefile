@@ -15,8 +15,9 @@ LDFLAGS := -s -w -X skiff.dev/internal/version.gitVersion=$(VERSION) -X skiff.de
 PKGS := skiff.dev/...
 SCENARIO ?=
 TEST_FLAGS ?=
+CHAOS_FLAGS ?=
 
-.PHONY: help build test test-short proto lint bench up down e2e clean check-go
+.PHONY: help build test test-short proto lint bench chaos up down e2e clean check-go
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -51,6 +52,9 @@ lint: check-go ## go vet and staticcheck over every module
 
 bench: check-go ## run the benchmarks (SCENARIO=<prefix> to choose: api, etcd, watch)
 	$(GO) run ./bench/cmd/skiff-bench -scenario "$(SCENARIO)"
+
+chaos: check-go ## the chaos suite: the real binaries on simulated nodes, SIGKILLs, a paused and a lost node, compaction, invariants every 100 ms (CHAOS_FLAGS=-short: CI's short form; -runs 3)
+	$(GO) run ./bench/cmd/skiff-chaos $(CHAOS_FLAGS)
 
 up: check-go ## start the whole cluster with docker compose (deploy/compose), wait until it is healthy, write the skiffctl config
 	./scripts/compose.sh up

@@ -20,5 +20,5 @@
 // starts one of its own, with TLS, authentication and flow control, and
 // memory.go a skiff-apiserver process. Programs run as processes of their
 // own (memory.go's apiserver, leader.go's controller-managers) are built
-// and run by process.go.
+// and run by bench/proc (as the chaos suite's are).
 package scenarios

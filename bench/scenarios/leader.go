@@ -11,6 +11,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"skiff.dev/bench/proc"
 	"skiff.dev/internal/apierrors"
 	"skiff.dev/internal/client"
 	"skiff.dev/internal/informer"
@@ -70,7 +71,7 @@ func runLeader(ctx context.Context, env *Env, rs *Results) error {
 	}
 	defer os.RemoveAll(dir)
 	env.logf("leader: building %s", controllerManagerPkg)
-	bin, err := buildProgram(ctx, dir, controllerManagerPkg)
+	bin, err := proc.Build(ctx, dir, controllerManagerPkg)
 	if err != nil {
 		return err
 	}
@@ -106,12 +107,12 @@ func runLeader(ctx context.Context, env *Env, rs *Results) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
-	var pods moments
+	var pods proc.Moments
 	names := map[string]bool{}
 	obs := informer.New(informer.FromClient(client.Pods(conn)), informer.Options{ListOptions: &metav1.ListOptions{Namespace: leaderNamespace}})
 	obs.AddHandler(informer.Handler[*corev1.Pod]{OnAdd: func(p *corev1.Pod) {
 		names[p.GetMetadata().GetName()] = true
-		pods.mark(strconv.Itoa(len(names)), nil)
+		pods.Mark(strconv.Itoa(len(names)), nil)
 	}})
 	obsDone := make(chan struct{})
 	wg.Go(func() { defer close(obsDone); obs.Run(ctx) })
@@ -119,7 +120,7 @@ func runLeader(ctx context.Context, env *Env, rs *Results) error {
 		return ctx.Err()
 	}
 	waitPods := func(n int) (time.Time, error) {
-		at, _, err := pods.wait(ctx, strconv.Itoa(n), timeout, obsDone)
+		at, _, err := pods.Wait(ctx, strconv.Itoa(n), timeout, obsDone)
 		if err != nil {
 			return at, fmt.Errorf("waiting for the ReplicaSet's pod %d: %w", n, err)
 		}
@@ -146,20 +147,20 @@ func runLeader(ctx context.Context, env *Env, rs *Results) error {
 			return err
 		})
 	}
-	var procs []*process
+	var procs []*proc.Process
 	defer func() {
 		for _, p := range procs {
-			p.stop() // at once for those already gone
+			p.Stop() // at once for those already gone
 		}
 	}()
-	start := func(wait string, extra ...string) (*process, error) {
-		p, err := startProcess(bin, append(args[:len(args):len(args)], extra...)...)
+	start := func(wait string, extra ...string) (*proc.Process, error) {
+		p, err := proc.Start(nil, bin, append(args[:len(args):len(args)], extra...)...)
 		if err != nil {
 			return nil, err
 		}
 		procs = append(procs, p)
 		if wait != "" {
-			if _, _, err := p.waitLog(ctx, wait, timeout); err != nil {
+			if _, _, err := p.WaitLog(ctx, wait, timeout); err != nil {
 				return nil, err
 			}
 		}
@@ -168,7 +169,7 @@ func runLeader(ctx context.Context, env *Env, rs *Results) error {
 	// handover stops the leader (stop: SIGKILL or SIGTERM), scales the
 	// ReplicaSet, and returns how long until successor logged that it
 	// leads, and until the scale's pod was seen.
-	handover := func(stop func(), successor *process, what string) (led, acted time.Duration, err error) {
+	handover := func(stop func(), successor *proc.Process, what string) (led, acted time.Duration, err error) {
 		t0 := time.Now()
 		stop()
 		if err := scaleUp(); err != nil {
@@ -179,7 +180,7 @@ func runLeader(ctx context.Context, env *Env, rs *Results) error {
 				return 0, 0, err
 			}
 		}
-		leadAt, _, err := successor.waitLog(ctx, "became leader", timeout)
+		leadAt, _, err := successor.WaitLog(ctx, "became leader", timeout)
 		if err != nil {
 			return 0, 0, fmt.Errorf("%s: %w", what, err)
 		}
@@ -198,7 +199,7 @@ func runLeader(ctx context.Context, env *Env, rs *Results) error {
 	if _, err := waitPods(1); err != nil {
 		return err
 	}
-	led, acted, err := handover(first.kill, nil, "the restarted leader")
+	led, acted, err := handover(first.Kill, nil, "the restarted leader")
 	if err != nil {
 		return err
 	}
@@ -211,7 +212,7 @@ func runLeader(ctx context.Context, env *Env, rs *Results) error {
 	if err != nil {
 		return err
 	}
-	led, acted, err = handover(restarted.kill, standby, "the standby")
+	led, acted, err = handover(restarted.Kill, standby, "the standby")
 	if err != nil {
 		return err
 	}
@@ -223,7 +224,7 @@ func runLeader(ctx context.Context, env *Env, rs *Results) error {
 	if err != nil {
 		return err
 	}
-	led, acted, err = handover(standby.stop, second, "the member standing by")
+	led, acted, err = handover(standby.Stop, second, "the member standing by")
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 
 	"google.golang.org/grpc"
 
+	"skiff.dev/bench/proc"
 	"skiff.dev/internal/client"
 	corev1 "skiff.dev/proto/core/v1"
 	metav1 "skiff.dev/proto/meta/v1"
@@ -53,17 +54,17 @@ func runMemory(ctx context.Context, env *Env, rs *Results) error {
 	}
 	defer os.RemoveAll(dir)
 	env.logf("memory: building %s", apiserverPkg)
-	bin, err := buildProgram(ctx, dir, apiserverPkg)
+	bin, err := proc.Build(ctx, dir, apiserverPkg)
 	if err != nil {
 		return err
 	}
-	p, err := startProcess(bin, "--insecure", "--data-dir", filepath.Join(dir, "data"),
+	p, err := proc.Start(nil, bin, "--insecure", "--data-dir", filepath.Join(dir, "data"),
 		"--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0")
 	if err != nil {
 		return err
 	}
-	defer p.stop()
-	_, serving, err := p.waitLog(ctx, "apiserver serving", time.Minute)
+	defer p.Stop()
+	_, serving, err := p.WaitLog(ctx, "apiserver serving", time.Minute)
 	if err != nil {
 		return err
 	}
@@ -71,12 +72,11 @@ func runMemory(ctx context.Context, env *Env, rs *Results) error {
 	if err := json.Unmarshal(serving, &addrs); err != nil {
 		return fmt.Errorf("the apiserver's \"apiserver serving\" line: %w", err)
 	}
-	p.addr, p.metrics = addrs.GRPC, addrs.Metrics
-	env.logf("memory: apiserver pid %d on %s", p.cmd.Process.Pid, p.addr)
+	env.logf("memory: apiserver pid %d on %s", p.Pid(), addrs.GRPC)
 
 	// A list of 10,000 1 KiB objects is some 11 MB: past gRPC's default
 	// 4 MB a client receives.
-	conn, err := client.Dial(client.Config{Server: p.addr, Insecure: true},
+	conn, err := client.Dial(client.Config{Server: addrs.GRPC, Insecure: true},
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(256<<20)))
 	if err != nil {
 		return err
@@ -92,7 +92,7 @@ func runMemory(ctx context.Context, env *Env, rs *Results) error {
 		return err
 	}
 	created := time.Since(start)
-	rssCreated, err := p.rss()
+	rssCreated, err := p.Status("VmRSS")
 	if err != nil {
 		return err
 	}
@@ -117,15 +117,15 @@ func runMemory(ctx context.Context, env *Env, rs *Results) error {
 		}
 	}
 	listed := time.Since(start)
-	rssListed, err := p.rss()
+	rssListed, err := p.Status("VmRSS")
 	if err != nil {
 		return err
 	}
-	peak, err := p.status("VmHWM")
+	peak, err := p.Status("VmHWM")
 	if err != nil {
 		return err
 	}
-	db, err := p.metric("etcd_mvcc_db_total_size_in_bytes")
+	db, err := metric(addrs.Metrics, "etcd_mvcc_db_total_size_in_bytes")
 	if err != nil {
 		return err
 	}
@@ -140,30 +140,9 @@ func runMemory(ctx context.Context, env *Env, rs *Results) error {
 
 func mib[N int64 | float64](n N) float64 { return float64(n) / (1 << 20) }
 
-// rss is the process's resident memory now, in bytes.
-func (p *process) rss() (int64, error) { return p.status("VmRSS") }
-
-// status reads a "<field>: <n> kB" line of /proc/<pid>/status, in bytes.
-func (p *process) status(field string) (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
-	if err != nil {
-		return 0, fmt.Errorf("the apiserver's memory (Linux /proc needed): %w", err)
-	}
-	for line := range strings.Lines(string(b)) {
-		if rest, ok := strings.CutPrefix(line, field+":"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			if err != nil {
-				return 0, fmt.Errorf("/proc/%d/status %s: %w", p.cmd.Process.Pid, strings.TrimSpace(line), err)
-			}
-			return kb << 10, nil
-		}
-	}
-	return 0, fmt.Errorf("/proc/%d/status has no %s", p.cmd.Process.Pid, field)
-}
-
-// metric reads the value of an unlabelled metric from the process's /metrics.
-func (p *process) metric(name string) (float64, error) {
-	resp, err := http.Get("http://" + p.metrics + "/metrics")
+// metric reads the value of an unlabelled metric from the /metrics at addr.
+func metric(addr, name string) (float64, error) {
+	resp, err := http.Get("http://" + addr + "/metrics")
 	if err != nil {
 		return 0, err
 	}

@@ -349,7 +349,7 @@ func (s *Server) Run(ctx context.Context) error {
 		}()
 	}
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
-	s.log.Info("apiserver serving", zap.String("grpc", s.Addr()), zap.String("metrics", s.MetricsAddr()), zap.Int("kinds", len(s.scheme.Kinds())))
+	s.log.Info("apiserver serving", zap.String("grpc", s.Addr()), zap.String("metrics", s.MetricsAddr()), zap.String("etcd", s.EtcdEndpoint()), zap.Int("kinds", len(s.scheme.Kinds())))
 
 	var err error
 	select {
