@@ -76,6 +76,7 @@ Flags:
 	var etcdServers, logLevel string
 	var showVersion bool
 	var gcPercent int
+	var memoryLimit string
 	fs.StringVar(&cfg.DataDir, "data-dir", "/var/lib/skiff", "directory of the embedded etcd's data")
 	fs.StringVar(&etcdServers, "etcd-servers", "", "comma-separated client URLs of an external etcd cluster (instead of the embedded one)")
 	fs.DurationVar(&cfg.EtcdDialTimeout, "etcd-dial-timeout", 10*time.Second, "how long to wait for an external etcd to answer at start")
@@ -90,6 +91,7 @@ Flags:
 	fs.IntVar(&cfg.WatcherBuffer, "watcher-buffer", 1000, "events a watcher may lag behind before it is cut off")
 	fs.DurationVar(&cfg.WatchBatchInterval, "watch-batch-interval", apiserver.DefaultWatchBatchInterval, "least time between two batches of events the watch caches publish (the first event after a quiet spell goes at once); a watcher sends a batch as one message, encoded once for every watcher of the same namespace and version without a selector (0: every event at once)")
 	fs.IntVar(&gcPercent, "gc-percent", apiserver.DefaultGCPercent, "Go GC target percentage (GOGC); the GOGC environment variable wins when set")
+	fs.StringVar(&memoryLimit, "memory-limit", "", "soft memory limit of the Go runtime (GOMEMLIMIT), a size such as 2Gi: the garbage collector works harder as the heap nears it and returns freed memory to the system; empty: GOMEMLIMIT when set, else 90% of the container's (cgroup's) memory limit when there is one; 0: none")
 	fs.BoolVar(&showVersion, "version", false, "print the version and exit")
 	cfg.Authn.AddFlags(fs)
 	cfg.Authz.AddFlags(fs)
@@ -121,7 +123,13 @@ Flags:
 		return err
 	}
 	defer func() { _ = log.Sync() }()
-	log.Info("runtime", zap.Int("gogc", apiserver.TuneRuntime(gcPercent)))
+	memLimit, err := apiserver.ParseMemoryLimit(memoryLimit)
+	if err != nil {
+		return err
+	}
+	gogc := apiserver.TuneRuntime(gcPercent)
+	memLimit, memSource := apiserver.TuneMemory(memLimit, os.DirFS("/"))
+	log.Info("runtime", zap.Int("gogc", gogc), zap.Int64("memoryLimitBytes", memLimit), zap.String("memoryLimitFrom", memSource))
 	cfg.Logger = log
 	if !cfg.Authn.Enabled {
 		fmt.Fprintln(os.Stderr, insecureWarning)

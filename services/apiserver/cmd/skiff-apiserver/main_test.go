@@ -52,6 +52,7 @@ func TestFlagsAndErrors(t *testing.T) {
 		{"version", []string{"--version"}, true, "skiff-apiserver " + testVersion + " " + testCommit},
 		{"unknown flag", []string{"--nope"}, false, "flag provided but not defined: -nope"},
 		{"bad log level", []string{"--log-level", "loud"}, false, `--log-level "loud": must be debug, info, warn or error`},
+		{"bad memory limit", []string{"--memory-limit", "lots"}, false, `--memory-limit "lots": invalid quantity`},
 		{"stray argument", []string{"extra"}, false, "unexpected arguments"},
 		{"certs help", []string{"certs", "--help"}, true, "issue a certificate signed by the CA"},
 		{"certs without a command", []string{"certs"}, false, "certs: a command is required"},
