@@ -6,9 +6,9 @@ require (
 	github.com/google/go-cmp v0.7.0
 	github.com/spf13/cobra v1.10.2
 	go.uber.org/zap v1.28.0
+	go.yaml.in/yaml/v3 v3.0.6
 	google.golang.org/grpc v1.85.0
 	google.golang.org/protobuf v1.36.12
-	gopkg.in/yaml.v3 v3.0.1
 	skiff.dev/internal v0.0.0
 	skiff.dev/proto v0.0.0
 	skiff.dev/services/apiserver v0.0.0

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // kubernetesPlugins are kube-scheduler plugins Skiff does not have. A file
