@@ -12,8 +12,11 @@ package nodev1
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	durationpb "google.golang.org/protobuf/types/known/durationpb"
+	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	v1 "skiff.dev/proto/core/v1"
+	sync "sync"
 	unsafe "unsafe"
 )
 
@@ -24,26 +27,418 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// UsageRequest selects the pods whose usage is wanted.
+type UsageRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Namespace restricts the pods to one namespace; empty: every namespace.
+	Namespace string `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	// Name restricts the pods to one (needs namespace).
+	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// NodeOnly: only the node's usage, no pods.
+	NodeOnly      bool `protobuf:"varint,3,opt,name=node_only,json=nodeOnly,proto3" json:"node_only,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UsageRequest) Reset() {
+	*x = UsageRequest{}
+	mi := &file_skiff_node_v1_node_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UsageRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UsageRequest) ProtoMessage() {}
+
+func (x *UsageRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_node_v1_node_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UsageRequest.ProtoReflect.Descriptor instead.
+func (*UsageRequest) Descriptor() ([]byte, []int) {
+	return file_skiff_node_v1_node_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *UsageRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *UsageRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *UsageRequest) GetNodeOnly() bool {
+	if x != nil {
+		return x.NodeOnly
+	}
+	return false
+}
+
+// ResourceUsage is what a node, pod or container uses.
+type ResourceUsage struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// NanoCores is the CPU used, in billionths of a core, averaged over the
+	// window: the growth of the runtime's cumulative usageCoreNanoSeconds
+	// between two samples divided by the time between them (or the
+	// runtime's usageNanoCores when it reports no cumulative figure).
+	NanoCores uint64 `protobuf:"varint,1,opt,name=nano_cores,json=nanoCores,proto3" json:"nano_cores,omitempty"`
+	// WorkingSetBytes is the memory in use that the kernel cannot simply
+	// drop (usage minus inactive file pages): what the kubelet evicts on
+	// and kubectl top shows.
+	WorkingSetBytes uint64 `protobuf:"varint,2,opt,name=working_set_bytes,json=workingSetBytes,proto3" json:"working_set_bytes,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *ResourceUsage) Reset() {
+	*x = ResourceUsage{}
+	mi := &file_skiff_node_v1_node_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResourceUsage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResourceUsage) ProtoMessage() {}
+
+func (x *ResourceUsage) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_node_v1_node_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResourceUsage.ProtoReflect.Descriptor instead.
+func (*ResourceUsage) Descriptor() ([]byte, []int) {
+	return file_skiff_node_v1_node_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ResourceUsage) GetNanoCores() uint64 {
+	if x != nil {
+		return x.NanoCores
+	}
+	return 0
+}
+
+func (x *ResourceUsage) GetWorkingSetBytes() uint64 {
+	if x != nil {
+		return x.WorkingSetBytes
+	}
+	return 0
+}
+
+// ContainerUsage is one running container's usage.
+type ContainerUsage struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Usage         *ResourceUsage         `protobuf:"bytes,2,opt,name=usage,proto3" json:"usage,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ContainerUsage) Reset() {
+	*x = ContainerUsage{}
+	mi := &file_skiff_node_v1_node_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ContainerUsage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ContainerUsage) ProtoMessage() {}
+
+func (x *ContainerUsage) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_node_v1_node_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ContainerUsage.ProtoReflect.Descriptor instead.
+func (*ContainerUsage) Descriptor() ([]byte, []int) {
+	return file_skiff_node_v1_node_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ContainerUsage) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ContainerUsage) GetUsage() *ResourceUsage {
+	if x != nil {
+		return x.Usage
+	}
+	return nil
+}
+
+// PodUsage is one pod's running containers' usage.
+type PodUsage struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Namespace string                 `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	Name      string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	Uid       string                 `protobuf:"bytes,3,opt,name=uid,proto3" json:"uid,omitempty"`
+	// Timestamp is when the later of the two samples was taken; window is
+	// the time between the samples.
+	Timestamp     *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=timestamp,proto3" json:"timestamp,omitempty"`
+	Window        *durationpb.Duration   `protobuf:"bytes,5,opt,name=window,proto3" json:"window,omitempty"`
+	Containers    []*ContainerUsage      `protobuf:"bytes,6,rep,name=containers,proto3" json:"containers,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PodUsage) Reset() {
+	*x = PodUsage{}
+	mi := &file_skiff_node_v1_node_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PodUsage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PodUsage) ProtoMessage() {}
+
+func (x *PodUsage) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_node_v1_node_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PodUsage.ProtoReflect.Descriptor instead.
+func (*PodUsage) Descriptor() ([]byte, []int) {
+	return file_skiff_node_v1_node_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *PodUsage) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *PodUsage) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *PodUsage) GetUid() string {
+	if x != nil {
+		return x.Uid
+	}
+	return ""
+}
+
+func (x *PodUsage) GetTimestamp() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Timestamp
+	}
+	return nil
+}
+
+func (x *PodUsage) GetWindow() *durationpb.Duration {
+	if x != nil {
+		return x.Window
+	}
+	return nil
+}
+
+func (x *PodUsage) GetContainers() []*ContainerUsage {
+	if x != nil {
+		return x.Containers
+	}
+	return nil
+}
+
+// UsageResponse is the node's usage and its pods'.
+type UsageResponse struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Timestamp *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=timestamp,proto3" json:"timestamp,omitempty"`
+	Window    *durationpb.Duration   `protobuf:"bytes,2,opt,name=window,proto3" json:"window,omitempty"`
+	// Node is the whole machine's usage (its root cgroup, or /proc), pods
+	// and system daemons together.
+	Node *ResourceUsage `protobuf:"bytes,3,opt,name=node,proto3" json:"node,omitempty"`
+	// Pods are sorted by namespace and name.
+	Pods          []*PodUsage `protobuf:"bytes,4,rep,name=pods,proto3" json:"pods,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UsageResponse) Reset() {
+	*x = UsageResponse{}
+	mi := &file_skiff_node_v1_node_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UsageResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UsageResponse) ProtoMessage() {}
+
+func (x *UsageResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_node_v1_node_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UsageResponse.ProtoReflect.Descriptor instead.
+func (*UsageResponse) Descriptor() ([]byte, []int) {
+	return file_skiff_node_v1_node_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *UsageResponse) GetTimestamp() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Timestamp
+	}
+	return nil
+}
+
+func (x *UsageResponse) GetWindow() *durationpb.Duration {
+	if x != nil {
+		return x.Window
+	}
+	return nil
+}
+
+func (x *UsageResponse) GetNode() *ResourceUsage {
+	if x != nil {
+		return x.Node
+	}
+	return nil
+}
+
+func (x *UsageResponse) GetPods() []*PodUsage {
+	if x != nil {
+		return x.Pods
+	}
+	return nil
+}
+
 var File_skiff_node_v1_node_proto protoreflect.FileDescriptor
 
 const file_skiff_node_v1_node_proto_rawDesc = "" +
 	"\n" +
-	"\x18skiff/node/v1/node.proto\x12\rskiff.node.v1\x1a\x19skiff/core/v1/types.proto2L\n" +
+	"\x18skiff/node/v1/node.proto\x12\rskiff.node.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x19skiff/core/v1/types.proto\"]\n" +
+	"\fUsageRequest\x12\x1c\n" +
+	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1b\n" +
+	"\tnode_only\x18\x03 \x01(\bR\bnodeOnly\"Z\n" +
+	"\rResourceUsage\x12\x1d\n" +
+	"\n" +
+	"nano_cores\x18\x01 \x01(\x04R\tnanoCores\x12*\n" +
+	"\x11working_set_bytes\x18\x02 \x01(\x04R\x0fworkingSetBytes\"X\n" +
+	"\x0eContainerUsage\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x122\n" +
+	"\x05usage\x18\x02 \x01(\v2\x1c.skiff.node.v1.ResourceUsageR\x05usage\"\xfa\x01\n" +
+	"\bPodUsage\x12\x1c\n" +
+	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x10\n" +
+	"\x03uid\x18\x03 \x01(\tR\x03uid\x128\n" +
+	"\ttimestamp\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\ttimestamp\x121\n" +
+	"\x06window\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\x06window\x12=\n" +
+	"\n" +
+	"containers\x18\x06 \x03(\v2\x1d.skiff.node.v1.ContainerUsageR\n" +
+	"containers\"\xdb\x01\n" +
+	"\rUsageResponse\x128\n" +
+	"\ttimestamp\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\ttimestamp\x121\n" +
+	"\x06window\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x06window\x120\n" +
+	"\x04node\x18\x03 \x01(\v2\x1c.skiff.node.v1.ResourceUsageR\x04node\x12+\n" +
+	"\x04pods\x18\x04 \x03(\v2\x17.skiff.node.v1.PodUsageR\x04pods2\x90\x01\n" +
 	"\tNodeAgent\x12?\n" +
-	"\x04Logs\x12\x1c.skiff.core.v1.PodLogOptions\x1a\x17.skiff.core.v1.LogChunk0\x01B Z\x1eskiff.dev/proto/node/v1;nodev1b\x06proto3"
+	"\x04Logs\x12\x1c.skiff.core.v1.PodLogOptions\x1a\x17.skiff.core.v1.LogChunk0\x01\x12B\n" +
+	"\x05Usage\x12\x1b.skiff.node.v1.UsageRequest\x1a\x1c.skiff.node.v1.UsageResponseB Z\x1eskiff.dev/proto/node/v1;nodev1b\x06proto3"
 
+var (
+	file_skiff_node_v1_node_proto_rawDescOnce sync.Once
+	file_skiff_node_v1_node_proto_rawDescData []byte
+)
+
+func file_skiff_node_v1_node_proto_rawDescGZIP() []byte {
+	file_skiff_node_v1_node_proto_rawDescOnce.Do(func() {
+		file_skiff_node_v1_node_proto_rawDescData = protoimpl.X.CompressGZIP(unsafe.Slice(unsafe.StringData(file_skiff_node_v1_node_proto_rawDesc), len(file_skiff_node_v1_node_proto_rawDesc)))
+	})
+	return file_skiff_node_v1_node_proto_rawDescData
+}
+
+var file_skiff_node_v1_node_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
 var file_skiff_node_v1_node_proto_goTypes = []any{
-	(*v1.PodLogOptions)(nil), // 0: skiff.core.v1.PodLogOptions
-	(*v1.LogChunk)(nil),      // 1: skiff.core.v1.LogChunk
+	(*UsageRequest)(nil),          // 0: skiff.node.v1.UsageRequest
+	(*ResourceUsage)(nil),         // 1: skiff.node.v1.ResourceUsage
+	(*ContainerUsage)(nil),        // 2: skiff.node.v1.ContainerUsage
+	(*PodUsage)(nil),              // 3: skiff.node.v1.PodUsage
+	(*UsageResponse)(nil),         // 4: skiff.node.v1.UsageResponse
+	(*timestamppb.Timestamp)(nil), // 5: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 6: google.protobuf.Duration
+	(*v1.PodLogOptions)(nil),      // 7: skiff.core.v1.PodLogOptions
+	(*v1.LogChunk)(nil),           // 8: skiff.core.v1.LogChunk
 }
 var file_skiff_node_v1_node_proto_depIdxs = []int32{
-	0, // 0: skiff.node.v1.NodeAgent.Logs:input_type -> skiff.core.v1.PodLogOptions
-	1, // 1: skiff.node.v1.NodeAgent.Logs:output_type -> skiff.core.v1.LogChunk
-	1, // [1:2] is the sub-list for method output_type
-	0, // [0:1] is the sub-list for method input_type
-	0, // [0:0] is the sub-list for extension type_name
-	0, // [0:0] is the sub-list for extension extendee
-	0, // [0:0] is the sub-list for field type_name
+	1,  // 0: skiff.node.v1.ContainerUsage.usage:type_name -> skiff.node.v1.ResourceUsage
+	5,  // 1: skiff.node.v1.PodUsage.timestamp:type_name -> google.protobuf.Timestamp
+	6,  // 2: skiff.node.v1.PodUsage.window:type_name -> google.protobuf.Duration
+	2,  // 3: skiff.node.v1.PodUsage.containers:type_name -> skiff.node.v1.ContainerUsage
+	5,  // 4: skiff.node.v1.UsageResponse.timestamp:type_name -> google.protobuf.Timestamp
+	6,  // 5: skiff.node.v1.UsageResponse.window:type_name -> google.protobuf.Duration
+	1,  // 6: skiff.node.v1.UsageResponse.node:type_name -> skiff.node.v1.ResourceUsage
+	3,  // 7: skiff.node.v1.UsageResponse.pods:type_name -> skiff.node.v1.PodUsage
+	7,  // 8: skiff.node.v1.NodeAgent.Logs:input_type -> skiff.core.v1.PodLogOptions
+	0,  // 9: skiff.node.v1.NodeAgent.Usage:input_type -> skiff.node.v1.UsageRequest
+	8,  // 10: skiff.node.v1.NodeAgent.Logs:output_type -> skiff.core.v1.LogChunk
+	4,  // 11: skiff.node.v1.NodeAgent.Usage:output_type -> skiff.node.v1.UsageResponse
+	10, // [10:12] is the sub-list for method output_type
+	8,  // [8:10] is the sub-list for method input_type
+	8,  // [8:8] is the sub-list for extension type_name
+	8,  // [8:8] is the sub-list for extension extendee
+	0,  // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_skiff_node_v1_node_proto_init() }
@@ -57,12 +452,13 @@ func file_skiff_node_v1_node_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_skiff_node_v1_node_proto_rawDesc), len(file_skiff_node_v1_node_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   0,
+			NumMessages:   5,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
 		GoTypes:           file_skiff_node_v1_node_proto_goTypes,
 		DependencyIndexes: file_skiff_node_v1_node_proto_depIdxs,
+		MessageInfos:      file_skiff_node_v1_node_proto_msgTypes,
 	}.Build()
 	File_skiff_node_v1_node_proto = out.File
 	file_skiff_node_v1_node_proto_goTypes = nil

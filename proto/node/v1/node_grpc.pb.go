@@ -23,7 +23,8 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	NodeAgent_Logs_FullMethodName = "/skiff.node.v1.NodeAgent/Logs"
+	NodeAgent_Logs_FullMethodName  = "/skiff.node.v1.NodeAgent/Logs"
+	NodeAgent_Usage_FullMethodName = "/skiff.node.v1.NodeAgent/Usage"
 )
 
 // NodeAgentClient is the client API for NodeAgent service.
@@ -35,6 +36,12 @@ const (
 type NodeAgentClient interface {
 	// Logs streams a container's log from the node's runtime.
 	Logs(ctx context.Context, in *v1.PodLogOptions, opts ...grpc.CallOption) (grpc.ServerStreamingClient[v1.LogChunk], error)
+	// Usage returns the current CPU and memory usage of the node and of its
+	// running pods, from the container runtime's stats (CRI
+	// ListPodSandboxStats and ListContainerStats): what metrics-server reads
+	// from each kubelet, served to clients by the apiserver's
+	// skiff.metrics.v1beta1 services (skiffctl top).
+	Usage(ctx context.Context, in *UsageRequest, opts ...grpc.CallOption) (*UsageResponse, error)
 }
 
 type nodeAgentClient struct {
@@ -64,6 +71,16 @@ func (c *nodeAgentClient) Logs(ctx context.Context, in *v1.PodLogOptions, opts .
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type NodeAgent_LogsClient = grpc.ServerStreamingClient[v1.LogChunk]
 
+func (c *nodeAgentClient) Usage(ctx context.Context, in *UsageRequest, opts ...grpc.CallOption) (*UsageResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UsageResponse)
+	err := c.cc.Invoke(ctx, NodeAgent_Usage_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // NodeAgentServer is the server API for NodeAgent service.
 // All implementations should embed UnimplementedNodeAgentServer
 // for forward compatibility.
@@ -73,6 +90,12 @@ type NodeAgent_LogsClient = grpc.ServerStreamingClient[v1.LogChunk]
 type NodeAgentServer interface {
 	// Logs streams a container's log from the node's runtime.
 	Logs(*v1.PodLogOptions, grpc.ServerStreamingServer[v1.LogChunk]) error
+	// Usage returns the current CPU and memory usage of the node and of its
+	// running pods, from the container runtime's stats (CRI
+	// ListPodSandboxStats and ListContainerStats): what metrics-server reads
+	// from each kubelet, served to clients by the apiserver's
+	// skiff.metrics.v1beta1 services (skiffctl top).
+	Usage(context.Context, *UsageRequest) (*UsageResponse, error)
 }
 
 // UnimplementedNodeAgentServer should be embedded to have
@@ -84,6 +107,9 @@ type UnimplementedNodeAgentServer struct{}
 
 func (UnimplementedNodeAgentServer) Logs(*v1.PodLogOptions, grpc.ServerStreamingServer[v1.LogChunk]) error {
 	return status.Error(codes.Unimplemented, "method Logs not implemented")
+}
+func (UnimplementedNodeAgentServer) Usage(context.Context, *UsageRequest) (*UsageResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Usage not implemented")
 }
 func (UnimplementedNodeAgentServer) testEmbeddedByValue() {}
 
@@ -116,13 +142,36 @@ func _NodeAgent_Logs_Handler(srv interface{}, stream grpc.ServerStream) error {
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type NodeAgent_LogsServer = grpc.ServerStreamingServer[v1.LogChunk]
 
+func _NodeAgent_Usage_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UsageRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(NodeAgentServer).Usage(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: NodeAgent_Usage_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(NodeAgentServer).Usage(ctx, req.(*UsageRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // NodeAgent_ServiceDesc is the grpc.ServiceDesc for NodeAgent service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
 var NodeAgent_ServiceDesc = grpc.ServiceDesc{
 	ServiceName: "skiff.node.v1.NodeAgent",
 	HandlerType: (*NodeAgentServer)(nil),
-	Methods:     []grpc.MethodDesc{},
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "Usage",
+			Handler:    _NodeAgent_Usage_Handler,
+		},
+	},
 	Streams: []grpc.StreamDesc{
 		{
 			StreamName:    "Logs",
