@@ -199,6 +199,25 @@ func (c *Client) ContainerStatus(ctx context.Context, id string) (*runtimeapi.Co
 	})
 }
 
+// ListContainerStats returns the stats (CPU, memory) of the containers
+// that match filter (nil: all); containerd gives an exited container's
+// without CPU and memory.
+func (c *Client) ListContainerStats(ctx context.Context, filter *runtimeapi.ContainerStatsFilter) ([]*runtimeapi.ContainerStats, error) {
+	return call(ctx, c, "list_container_stats", 0, func(ctx context.Context) ([]*runtimeapi.ContainerStats, error) {
+		r, err := c.rt.ListContainerStats(ctx, &runtimeapi.ListContainerStatsRequest{Filter: filter})
+		return r.GetStats(), err
+	})
+}
+
+// ListPodSandboxStats returns the stats of the (ready) sandboxes that
+// match filter (nil: all): their pod cgroup's CPU and memory.
+func (c *Client) ListPodSandboxStats(ctx context.Context, filter *runtimeapi.PodSandboxStatsFilter) ([]*runtimeapi.PodSandboxStats, error) {
+	return call(ctx, c, "list_podsandbox_stats", 0, func(ctx context.Context) ([]*runtimeapi.PodSandboxStats, error) {
+		r, err := c.rt.ListPodSandboxStats(ctx, &runtimeapi.ListPodSandboxStatsRequest{Filter: filter})
+		return r.GetStats(), err
+	})
+}
+
 // ExecSync runs cmd in a container and waits for it (at most timeout).
 func (c *Client) ExecSync(ctx context.Context, id string, cmd []string, timeout time.Duration) (*runtimeapi.ExecSyncResponse, error) {
 	return call(ctx, c, "exec_sync", timeout, func(ctx context.Context) (*runtimeapi.ExecSyncResponse, error) {

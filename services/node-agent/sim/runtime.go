@@ -40,6 +40,10 @@ type Options struct {
 	// "v0.1.0").
 	RuntimeName    string
 	RuntimeVersion string
+	// Usage is what each running container uses (default DefaultUsage):
+	// the stats RPCs report it (stats.go). It is called with the runtime
+	// locked: it must not call the runtime.
+	Usage func(Container) Usage
 }
 
 // Runtime is the in-memory runtime. Its methods are safe for concurrent use.
@@ -64,6 +68,7 @@ type Runtime struct {
 	calls      map[string]int
 	onStart    func(Container) (exit bool, code int32)
 	exec       func(c Container, cmd []string) ExecResult
+	usage      func(Container) Usage
 	changed    chan struct{} // closed and replaced on every state change
 }
 
@@ -90,6 +95,9 @@ type container struct {
 	reason     string
 	message    string
 	logPath    string // absolute; "" when the agent gave none
+	// cpuNanos is the CPU time used up to cpuAt (stats.go).
+	cpuNanos uint64
+	cpuAt    time.Time
 }
 
 // New returns a runtime; serve it with Start or Serve.
@@ -105,6 +113,9 @@ func New(o Options) (*Runtime, error) {
 	}
 	if o.RuntimeVersion == "" {
 		o.RuntimeVersion = "v0.1.0"
+	}
+	if o.Usage == nil {
+		o.Usage = DefaultUsage
 	}
 	prefix, err := netip.ParsePrefix(o.Subnet)
 	if err != nil || !prefix.Addr().Is4() {
@@ -128,6 +139,7 @@ func New(o Options) (*Runtime, error) {
 		faults:  map[string]*fault{},
 		latency: map[string]time.Duration{},
 		calls:   map[string]int{},
+		usage:   o.Usage,
 		changed: make(chan struct{}),
 	}
 	for _, img := range o.Images {
@@ -431,6 +443,7 @@ func (r *Runtime) StartContainer(_ context.Context, req *runtimeapi.StartContain
 	}
 	c.state = runtimeapi.ContainerState_CONTAINER_RUNNING
 	c.startedAt = r.clock.Now()
+	c.cpuAt = c.startedAt
 	onStart := r.onStart
 	snap := r.snapshotLocked(c)
 	r.notifyLocked()
@@ -461,8 +474,11 @@ func (r *Runtime) exitLocked(c *container, code int32, reason string) {
 			reason = "Error"
 		}
 	}
-	c.state = runtimeapi.ContainerState_CONTAINER_EXITED
 	c.finishedAt = r.clock.Now()
+	if c.state == runtimeapi.ContainerState_CONTAINER_RUNNING {
+		r.accrueLocked(c, c.finishedAt)
+	}
+	c.state = runtimeapi.ContainerState_CONTAINER_EXITED
 	c.exitCode = code
 	c.reason = reason
 	r.notifyLocked()

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"skiff.dev/internal/workqueue"
 	"skiff.dev/services/node-agent/cri"
 	"skiff.dev/services/node-agent/sim"
 )
@@ -305,5 +306,96 @@ func TestNormalizeImage(t *testing.T) {
 		if got := sim.NormalizeImage(in); got != want {
 			t.Errorf("NormalizeImage(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// The stats RPCs report a steady CPU rate and working set per running
+// container, on the runtime's clock: a container's usageCoreNanoSeconds
+// grows by its NanoCores per second, an exited one's stops growing and
+// loses its CPU and memory figures, and a sandbox's are its containers'
+// sum.
+func TestStats(t *testing.T) {
+	clock := workqueue.NewFakeClock(time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC))
+	s, rt, _ := start(t, sim.Options{Clock: clock, Images: []string{"demo:v1"}, Usage: func(c sim.Container) sim.Usage {
+		if c.Name == "big" {
+			return sim.Usage{NanoCores: 250_000_000, WorkingSetBytes: 64 << 20}
+		}
+		return sim.DefaultUsage(c)
+	}})
+	ctx := context.Background()
+	sbCfg := sandboxConfig("web", "u1", "")
+	sb, err := rt.RunPodSandbox(ctx, sbCfg, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]string{}
+	for _, name := range []string{"big", "small"} {
+		id, err := rt.CreateContainer(ctx, sb, containerConfig(name, "demo:v1"), sbCfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rt.StartContainer(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		ids[name] = id
+	}
+	type fig struct{ cpu, mem uint64 }
+	read := func() (map[string]fig, fig) {
+		t.Helper()
+		cs, err := rt.ListContainerStats(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]fig{}
+		for _, st := range cs {
+			if st.GetCpu().GetTimestamp() != 0 && st.GetCpu().GetTimestamp() != clock.Now().UnixNano() {
+				t.Errorf("%s: cpu timestamp %d, want the runtime's clock %d", st.GetAttributes().GetMetadata().GetName(), st.GetCpu().GetTimestamp(), clock.Now().UnixNano())
+			}
+			got[st.GetAttributes().GetMetadata().GetName()] = fig{st.GetCpu().GetUsageCoreNanoSeconds().GetValue(), st.GetMemory().GetWorkingSetBytes().GetValue()}
+		}
+		ps, err := rt.ListPodSandboxStats(ctx, nil)
+		if err != nil || len(ps) != 1 || ps[0].GetAttributes().GetMetadata().GetUid() != "u1" || len(ps[0].GetLinux().GetContainers()) != 2 {
+			t.Fatalf("ListPodSandboxStats = %v, %v; want the one sandbox with its two containers", ps, err)
+		}
+		l := ps[0].GetLinux()
+		return got, fig{l.GetCpu().GetUsageCoreNanoSeconds().GetValue(), l.GetMemory().GetWorkingSetBytes().GetValue()}
+	}
+	steps := []struct {
+		name       string
+		do         func()
+		containers map[string]fig
+		pod        fig
+	}{
+		{"at start", func() {}, map[string]fig{"big": {0, 64 << 20}, "small": {0, 8 << 20}}, fig{0, 72 << 20}},
+		{"2s later", func() { clock.Step(2 * time.Second) },
+			map[string]fig{"big": {500_000_000, 64 << 20}, "small": {10_000_000, 8 << 20}}, fig{510_000_000, 72 << 20}},
+		{"small exits, 1s later", func() {
+			if err := s.Exit(ids["small"], 0); err != nil {
+				t.Fatal(err)
+			}
+			clock.Step(time.Second)
+		}, map[string]fig{"big": {750_000_000, 64 << 20}, "small": {0, 0}}, fig{760_000_000, 64 << 20}},
+		{"big doubles its rate, 1s later", func() {
+			s.SetUsage(func(sim.Container) sim.Usage { return sim.Usage{NanoCores: 500_000_000, WorkingSetBytes: 1 << 20} })
+			clock.Step(time.Second)
+		}, map[string]fig{"big": {1_250_000_000, 1 << 20}, "small": {0, 0}}, fig{1_260_000_000, 1 << 20}},
+	}
+	for _, step := range steps {
+		step.do()
+		got, pod := read()
+		for name, want := range step.containers {
+			if got[name] != want {
+				t.Errorf("%s: container %s: cpu %d ns, memory %d; want %d, %d", step.name, name, got[name].cpu, got[name].mem, want.cpu, want.mem)
+			}
+		}
+		if pod != step.pod {
+			t.Errorf("%s: sandbox: cpu %d ns, memory %d; want %d, %d", step.name, pod.cpu, pod.mem, step.pod.cpu, step.pod.mem)
+		}
+	}
+	if err := rt.StopPodSandbox(ctx, sb); err != nil {
+		t.Fatal(err)
+	}
+	if ps, err := rt.ListPodSandboxStats(ctx, nil); err != nil || len(ps) != 0 {
+		t.Errorf("ListPodSandboxStats after the sandbox stopped = %v, %v; want none", ps, err)
 	}
 }
