@@ -15,11 +15,11 @@
 //	            (sandbox log directory + container log path), in the CRI
 //	            log format, and written only through WriteLog
 //	stats.go    CPU and memory (ListContainerStats, ListPodSandboxStats and
-	            their single forms): each running container uses
-	            Options.Usage (DefaultUsage: 5m, 8 MiB) on the runtime's
-	            clock, an exited one reports no CPU or memory, a ready
-	            sandbox reports its containers' sum
-	image.go    images: PullImage succeeds at once for any image unless it
+//	            their single forms): each running container uses
+//	            Options.Usage (DefaultUsage: 5m, 8 MiB) on the runtime's
+//	            clock, an exited one reports no CPU or memory, a ready
+//	            sandbox reports its containers' sum
+//	image.go    images: PullImage succeeds at once for any image unless it
 //	            was declared missing (then it fails as containerd does on a
 //	            registry 404); CreateContainer refuses an image not pulled
 //	control.go  the test's handle: make a container exit with a code, fail

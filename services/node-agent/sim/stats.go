@@ -171,7 +171,9 @@ func (r *Runtime) ListPodSandboxStats(_ context.Context, req *runtimeapi.ListPod
 	defer r.mu.Unlock()
 	now := r.clock.Now()
 	sbs := slices.Collect(maps.Values(r.sandboxes))
-	slices.SortFunc(sbs, func(a, b *sandbox) int { return compareCreated(a.createdAt.UnixNano(), b.createdAt.UnixNano(), a.id, b.id) })
+	slices.SortFunc(sbs, func(a, b *sandbox) int {
+		return compareCreated(a.createdAt.UnixNano(), b.createdAt.UnixNano(), a.id, b.id)
+	})
 	out := &runtimeapi.ListPodSandboxStatsResponse{}
 	for _, s := range sbs {
 		if s.state != runtimeapi.PodSandboxState_SANDBOX_READY || (f.GetId() != "" && f.GetId() != s.id) || !matches(s.cfg.GetLabels(), f.GetLabelSelector()) {
