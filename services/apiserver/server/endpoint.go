@@ -154,6 +154,11 @@ func (ep *Endpoint[E, S, L, W]) ListEncoded(ctx context.Context, opts *metav1.Li
 	if err != nil {
 		return nil, err
 	}
+	return ep.encodeList(res)
+}
+
+// encodeList assembles a list's encoding (see ListEncoded).
+func (ep *Endpoint[E, S, L, W]) encodeList(res *registry.ListResult[S]) (*encodedList, error) {
 	list := ep.newList()
 	r := list.ProtoReflect()
 	fds := r.Descriptor().Fields()

@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -9,6 +10,9 @@ import (
 	"skiff.dev/internal/client"
 	corev1 "skiff.dev/proto/core/v1"
 	metav1 "skiff.dev/proto/meta/v1"
+	"skiff.dev/services/apiserver/registry"
+	"skiff.dev/services/apiserver/scheme"
+	"skiff.dev/services/apiserver/storage"
 	"skiff.dev/services/apiserver/watchcache"
 )
 
@@ -83,6 +87,105 @@ func TestMessagesPackWithinTheCaps(t *testing.T) {
 			want := fmt.Sprint([]string{"ADDED cm-0", "MODIFIED cm-1", "ADDED cm-2", "MODIFIED cm-3", "ADDED cm-4", "MODIFIED cm-5", "ADDED cm-6", "MODIFIED cm-7", "ADDED cm-8", "MODIFIED cm-9"})
 			if fmt.Sprint(got) != want {
 				t.Fatalf("events %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+// TestEncodedListsDecodeAsListsOfObjects: a list assembled from the
+// entries' encodings decodes to exactly the list message the endpoint
+// built before from decoded objects (apiVersion, kind, metadata with
+// resourceVersion and continue, every item with every field and its
+// resourceVersion), at the storage version and at a converted one; the
+// codec sends the pieces as one message.
+func TestEncodedListsDecodeAsListsOfObjects(t *testing.T) {
+	newCM := func() *corev1.ConfigMap { return &corev1.ConfigMap{} }
+	store := storage.New(nil, storage.ClientWatcher{}, "", "configmaps", newCM, nil)
+	cache := watchcache.New(watchcache.Config[*corev1.ConfigMap]{Store: store})
+	kind := &scheme.Kind{GVK: scheme.GroupVersionKind{GroupVersion: scheme.GroupVersion{Version: "v1"}, Kind: "ConfigMap"}}
+	var entries []*watchcache.Entry[*corev1.ConfigMap]
+	for i := range 5 {
+		obj := &corev1.ConfigMap{
+			Metadata: &metav1.ObjectMeta{Name: fmt.Sprintf("cm-%d", i), Namespace: "ns", Uid: fmt.Sprint("uid-", i),
+				Labels: map[string]string{"app": "web"}, Annotations: map[string]string{"n": fmt.Sprint(i)}},
+			Data:       map[string]string{"k": strings.Repeat("v", 100*i)},
+			BinaryData: map[string][]byte{"b": {byte(i)}},
+		}
+		stored, err := storage.Encode(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := cache.NewEntry(store.Key("ns", obj.Metadata.Name), stored, int64(100+i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries = append(entries, e)
+	}
+	converted := Version[*corev1.ConfigMap, *corev1.ConfigMap]{Slot: 1, Kind: kind,
+		FromStorage: func(s *corev1.ConfigMap) (*corev1.ConfigMap, error) {
+			e := proto.Clone(s).(*corev1.ConfigMap)
+			e.Metadata.Annotations["converted"] = "yes"
+			return e, nil
+		}}
+	for _, tc := range []struct {
+		name    string
+		ver     Version[*corev1.ConfigMap, *corev1.ConfigMap]
+		entries []*watchcache.Entry[*corev1.ConfigMap]
+		meta    *metav1.ListMeta
+	}{
+		{"storage version", StorageVersion[*corev1.ConfigMap](kind), entries, &metav1.ListMeta{ResourceVersion: "104"}},
+		{"a page with continue", StorageVersion[*corev1.ConfigMap](kind), entries[:2], &metav1.ListMeta{ResourceVersion: "104", Continue: "token"}},
+		{"converted version", converted, entries, &metav1.ListMeta{ResourceVersion: "104"}},
+		{"empty", StorageVersion[*corev1.ConfigMap](kind), nil, &metav1.ListMeta{ResourceVersion: "7"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ep := NewEndpoint[*corev1.ConfigMap, *corev1.ConfigMap, *corev1.ConfigMapList, corev1.ConfigMapWatchResponse](nil, tc.ver, newCM,
+				func() *corev1.ConfigMapList { return &corev1.ConfigMapList{} })
+			res := &registry.ListResult[*corev1.ConfigMap]{Entries: tc.entries, Meta: tc.meta}
+			enc, err := ep.encodeList(res)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The list as the endpoint built it before: decoded objects,
+			// converted, in a list message.
+			want := &corev1.ConfigMapList{ApiVersion: "v1", Kind: "ConfigMapList", Metadata: tc.meta}
+			objs, err := res.Objects()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, o := range objs {
+				e, err := tc.ver.FromStorage(o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want.Items = append(want.Items, e)
+			}
+			for i, o := range want.Items {
+				if rv := o.Metadata.ResourceVersion; rv != fmt.Sprint(100+i) {
+					t.Fatalf("item %d at resourceVersion %q", i, rv)
+				}
+			}
+			msg, err := enc.Message()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !proto.Equal(msg, want) {
+				t.Fatalf("encoded list decodes as\n%v\nwant\n%v", msg, want)
+			}
+			sent, err := NewCodec().Marshal(enc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got corev1.ConfigMapList
+			if err := proto.Unmarshal(sent.Materialize(), &got); err != nil || !proto.Equal(&got, want) {
+				t.Fatalf("the codec's message decodes as %v (%v), want %v", &got, err, want)
+			}
+			if tc.ver.Slot == 0 {
+				for i, e := range tc.entries {
+					if piece := enc.pieces[2+2*i]; &piece[0] != &e.Raw[0] {
+						t.Errorf("item %d is a copy of the cached encoding, not the cached encoding", i)
+					}
+				}
 			}
 		})
 	}
