@@ -164,9 +164,17 @@ func byAge(a, b rsState) int {
 // newRSReplicas is the size of the new ReplicaSet in the next step of a
 // rolling update: up to replicas, without the total going above
 // replicas+maxSurge (Kubernetes' NewRSNewReplicas). all includes newRS.
+// Unlike Kubernetes, which sums the ReplicaSets' sizes, a ReplicaSet
+// counts for the pods its controller last counted when they are more than
+// its size: an old ReplicaSet just scaled down still has its pods until its
+// controller has deleted them, and growing the new one meanwhile would
+// make more than replicas+maxSurge pods.
 func newRSReplicas(b bounds, newRS rsState, all []rsState) int32 {
 	maxTotal := b.Replicas + b.MaxSurge
-	current := sumReplicas(all)
+	var current int32
+	for _, r := range all {
+		current += max(r.Replicas, r.Current)
+	}
 	if current >= maxTotal {
 		return newRS.Replicas
 	}

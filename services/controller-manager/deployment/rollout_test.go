@@ -26,6 +26,12 @@ func rs(name string, age int, spec, available int32) rsState {
 	return rsState{Name: name, Created: t0.Add(time.Duration(age) * time.Minute), Replicas: spec, Current: spec, Ready: available, Available: available, Desired: -1, MaxReplicas: -1}
 }
 
+// withCurrent sets the pods r's controller counted (status.replicas).
+func withCurrent(r rsState, current int32) rsState {
+	r.Current = current
+	return r
+}
+
 func TestResolveFenceposts(t *testing.T) {
 	for _, tc := range []struct {
 		name                      string
@@ -110,6 +116,12 @@ func TestPlanRolling(t *testing.T) {
 			name: "an old pod gone lets the new ReplicaSet grow", replicas: 3, surge: num(1), unavailable: num(0),
 			newRS: rs("new", 9, 1, 1), old: []rsState{rs("v1", 1, 2, 3)},
 			want: []string{"new 1->2"},
+		},
+		{
+			// Its pods above its size still exist until its controller
+			// deletes them: growing now would exceed replicas+maxSurge.
+			name: "an old pod scaled away but not deleted yet holds the new ReplicaSet back", replicas: 3, surge: num(1), unavailable: num(0),
+			newRS: rs("new", 9, 1, 1), old: []rsState{withCurrent(rs("v1", 1, 2, 3), 3)},
 		},
 		{
 			name: "an old status counting pods above its size does not count them", replicas: 3, surge: num(1), unavailable: num(0),
