@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -23,6 +24,8 @@ import (
 type embeddedEtcd struct {
 	etcd      *embed.Etcd
 	clientURL string
+	// closing tells etcd's log core that the shutdown began (etcdLogCore).
+	closing *atomic.Bool
 }
 
 // freeLoopbackURL reserves a free loopback port for etcd's listeners.
@@ -70,7 +73,9 @@ func (s *Server) connectEtcd() error {
 	cfg.Dir = filepath.Join(s.cfg.DataDir, "etcd")
 	cfg.Logger = "zap"
 	cfg.LogLevel = "warn"
-	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(s.log.Named("etcd").WithOptions(zap.IncreaseLevel(zapcore.WarnLevel)))
+	closing := new(atomic.Bool)
+	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(s.log.Named("etcd").WithOptions(zap.IncreaseLevel(zapcore.WarnLevel),
+		zap.WrapCore(func(c zapcore.Core) zapcore.Core { return etcdLogCore{Core: c, closing: closing} })))
 	cfg.QuotaBackendBytes = s.cfg.QuotaBackendBytes
 	cfg.UnsafeNoFsync = s.cfg.EtcdUnsafeNoFsync
 	cfg.MaxRequestBytes = 2 << 20
@@ -103,13 +108,15 @@ func (s *Server) connectEtcd() error {
 	select {
 	case <-e.Server.ReadyNotify():
 	case err := <-e.Err():
+		closing.Store(true)
 		e.Close()
 		return fmt.Errorf("embedded etcd failed: %w", err)
 	case <-time.After(60 * time.Second):
+		closing.Store(true)
 		e.Close()
 		return fmt.Errorf("embedded etcd in %s did not become ready within 60s", cfg.Dir)
 	}
-	s.etcd = &embeddedEtcd{etcd: e, clientURL: clientURL.String()}
+	s.etcd = &embeddedEtcd{etcd: e, clientURL: clientURL.String(), closing: closing}
 	// In-process client: direct calls into the etcd server, no sockets.
 	s.client = v3client.New(e.Server)
 	// Maintenance (status, defragmentation) goes through etcd's real gRPC
@@ -120,6 +127,7 @@ func (s *Server) connectEtcd() error {
 		DialTimeout: 10 * time.Second,
 		Logger:      s.log.Named("etcd-client").WithOptions(zap.IncreaseLevel(zapcore.WarnLevel)),
 	}); err != nil {
+		closing.Store(true)
 		e.Close()
 		return fmt.Errorf("connecting to the embedded etcd: %w", err)
 	}
@@ -135,6 +143,7 @@ func (s *Server) closeEtcd() {
 		s.client.Close()
 	}
 	if s.etcd != nil {
+		s.etcd.closing.Store(true)
 		s.etcd.etcd.Close()
 	}
 }
