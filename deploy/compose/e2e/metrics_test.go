@@ -27,7 +27,10 @@ var metricsEndpoints = []struct{ service, url string }{
 }
 
 // lintMetrics runs `promtool check metrics` (in the Prometheus container)
-// over the service's /metrics and returns its complaints.
+// over the service's /metrics and returns its complaints. The embedded
+// etcd's metrics are exempt: the apiserver serves them under etcd's own
+// names, which etcd's dashboards query, though a few break promtool's
+// conventions (gauges named *_total, counters without it).
 func (c *cluster) lintMetrics(service, metricsURL string) (string, error) {
 	body, err := c.docker("exec", c.container(service), "skiff-probe", "-body", "-timeout", "10s", metricsURL)
 	if err != nil {
@@ -38,10 +41,20 @@ func (c *cluster) lintMetrics(service, metricsURL string) (string, error) {
 	cmd := exec.CommandContext(ctx, "docker", "exec", "-i", c.container("prometheus"), "promtool", "check", "metrics")
 	cmd.Stdin = strings.NewReader(body)
 	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return strings.TrimSpace(string(out)), fmt.Errorf("promtool check metrics: %w", err)
+	if err == nil {
+		return "", nil
 	}
-	return "", nil
+	// One complaint a line: "<metric name> <problem>".
+	var problems []string
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if !strings.HasPrefix(line, "etcd_") {
+			problems = append(problems, line)
+		}
+	}
+	if len(problems) == 0 {
+		return "", nil
+	}
+	return strings.Join(problems, "\n"), fmt.Errorf("promtool check metrics: %w", err)
 }
 
 // dashboardExprs returns every query of the Grafana dashboards, by

@@ -267,7 +267,7 @@ func New(cfg Config) (*Server, error) {
 		}
 		mux := http.NewServeMux()
 		// Ours, plus the default registry: Go runtime, process, and the embedded etcd's own metrics.
-		mux.Handle("/metrics", promhttp.HandlerFor(prometheus.Gatherers{reg, promNames{prometheus.DefaultGatherer}}, promhttp.HandlerOpts{}))
+		mux.Handle("/metrics", promhttp.HandlerFor(prometheus.Gatherers{reg, etcdMetrics{prometheus.DefaultGatherer}}, promhttp.HandlerOpts{}))
 		mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 			if resp, _ := s.health.Check(r.Context(), &healthpb.HealthCheckRequest{}); resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
 				http.Error(w, "not ready", http.StatusServiceUnavailable)
