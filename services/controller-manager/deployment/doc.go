@@ -19,7 +19,9 @@
 //  4. scaling: a changed spec.replicas resizes the ReplicaSets, in
 //     proportion during a rolling update;
 //  5. rollout: one step of RollingUpdate (new ReplicaSet up within
-//     maxSurge, old ones down within maxUnavailable) or Recreate (old ones
+//     maxSurge, an old ReplicaSet counting for the pods it still has while
+//     they are more than its size, so that the pods never exceed
+//     replicas+maxSurge; old ones down within maxUnavailable) or Recreate (old ones
 //     to 0, wait for their pods to go, new one up), then old ReplicaSets
 //     beyond revisionHistoryLimit are deleted;
 //  6. status: counts from the ReplicaSets, conditions Available and
