@@ -222,6 +222,7 @@ func New(cfg Config) (*Server, error) {
 	s.maint = newMaintenanceMetrics(reg)
 
 	chain := server.NewChain(s.routes, server.NewMetrics(reg), s.log)
+	grpcMetrics := server.NewGRPCMetrics(reg)
 	serverCreds, loopbackCreds, err := s.wireTLS()
 	if err != nil {
 		s.closeEtcd()
@@ -234,8 +235,8 @@ func New(cfg Config) (*Server, error) {
 	s.grpc = grpc.NewServer(
 		grpc.Creds(serverCreds),
 		grpc.ForceServerCodecV2(server.NewCodec()),
-		grpc.ChainUnaryInterceptor(chain.Unary),
-		grpc.ChainStreamInterceptor(chain.Stream),
+		grpc.ChainUnaryInterceptor(grpcMetrics.UnaryServerInterceptor(), chain.Unary),
+		grpc.ChainStreamInterceptor(grpcMetrics.StreamServerInterceptor(), chain.Stream),
 		grpc.MaxRecvMsgSize(storage.MaxObjectBytes+(512<<10)),
 		// Reused handler goroutines keep their grown stacks: no stack
 		// copying per request (a new goroutine per call when all are busy).

@@ -1,13 +1,18 @@
 package integration
 
 import (
+	"fmt"
 	"net/http"
+	"sort"
+	"strings"
 	"testing"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"skiff.dev/internal/apierrors"
+	"skiff.dev/internal/client"
 	"skiff.dev/services/apiserver/apiservertest"
 )
 
@@ -28,6 +33,42 @@ func scrape(t *testing.T, s *apiservertest.Server) map[string]*dto.MetricFamily 
 		t.Fatalf("parsing /metrics: %v", err)
 	}
 	return mfs
+}
+
+func labelsOf(m *dto.Metric) map[string]string {
+	l := map[string]string{}
+	for _, p := range m.GetLabel() {
+		l[p.GetName()] = p.GetValue()
+	}
+	return l
+}
+
+// series returns the label sets of a family's series whose labels include want.
+func series(mf *dto.MetricFamily, want map[string]string) []map[string]string {
+	var out []map[string]string
+	for _, m := range mf.GetMetric() {
+		l := labelsOf(m)
+		ok := true
+		for k, v := range want {
+			if got, has := l[k]; !has || got != v {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func describe(mf *dto.MetricFamily) string {
+	var lines []string
+	for _, m := range mf.GetMetric() {
+		lines = append(lines, fmt.Sprint(labelsOf(m)))
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "\n")
 }
 
 // The embedded etcd's metrics keep the names etcd gives them, so etcd's
@@ -64,6 +105,43 @@ func TestEtcdMetricsKeepUpstreamNames(t *testing.T) {
 	for _, renamed := range []string{"etcd_server_proposals_committed", "etcd_server_health_failures_total"} {
 		if _, ok := mfs[renamed]; ok {
 			t.Errorf("/metrics has %s, a name etcd does not use", renamed)
+		}
+	}
+}
+
+// Skiff's own gRPC API has the grpc_server_* metrics of go-grpc-middleware
+// (as etcd's and most Go gRPC servers'), by service, method, type and code.
+func TestGRPCServerMetrics(t *testing.T) {
+	s := apiservertest.Start(t)
+	ctx := testContext(t)
+	if _, err := client.ConfigMaps(s.Conn).Get(ctx, "default", "missing"); !apierrors.IsNotFound(err) {
+		t.Fatalf("get: %v, want NotFound", err)
+	}
+	mfs := scrape(t, s)
+	method := map[string]string{"grpc_service": "skiff.core.v1.ConfigMaps", "grpc_method": "Get", "grpc_type": "unary"}
+	for _, name := range []string{"grpc_server_started_total", "grpc_server_handled_total", "grpc_server_handling_seconds"} {
+		mf := mfs[name]
+		if mf == nil {
+			t.Errorf("/metrics lacks %s", name)
+			continue
+		}
+		want := method
+		if name == "grpc_server_handled_total" {
+			want = map[string]string{"grpc_code": "NotFound"}
+			for k, v := range method {
+				want[k] = v
+			}
+		}
+		if got := series(mf, want); len(got) != 1 {
+			t.Errorf("%s: %d series with %v, want 1; it has:\n%s", name, len(got), want, describe(mf))
+		}
+		// The embedded etcd's gRPC server is not the API: its series would
+		// only count the apiserver's maintenance calls (status, defrag).
+		for _, m := range mf.GetMetric() {
+			if svc := labelsOf(m)["grpc_service"]; strings.HasPrefix(svc, "etcdserverpb.") {
+				t.Errorf("%s has a series of etcd's gRPC server: %v", name, labelsOf(m))
+				break
+			}
 		}
 	}
 }

@@ -147,6 +147,9 @@ type Metrics struct {
 	longRunning *prometheus.GaugeVec
 }
 
+// requestBuckets are the latency buckets of requests: 0.5 ms to 30 s.
+var requestBuckets = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}
+
 // NewMetrics registers the request metrics on reg.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
@@ -157,7 +160,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "apiserver_request_duration_seconds",
 			Help:    "Request latency by resource, subresource, verb and gRPC code (watches excluded).",
-			Buckets: []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30},
+			Buckets: requestBuckets,
 		}, []string{"resource", "subresource", "verb", "code"}),
 		longRunning: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "apiserver_longrunning_requests",
