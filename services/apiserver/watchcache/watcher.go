@@ -235,8 +235,10 @@ func (c *Cache[T]) Watch(ctx context.Context, rev int64, prefix string, pred Pre
 		if err := c.WaitFresh(ctx, rev); err != nil {
 			return nil, err
 		}
-		if err := c.CheckNotCompacted(ctx, rev); err != nil {
-			return nil, err
+		if rev < c.Revision() { // else there is nothing to replay
+			if err := c.CheckNotCompacted(ctx, rev); err != nil {
+				return nil, err
+			}
 		}
 	}
 	c.mu.Lock()
@@ -272,13 +274,11 @@ func (c *Cache[T]) Watch(ctx context.Context, rev int64, prefix string, pred Pre
 
 // CheckNotCompacted asks etcd whether rev is still available (Expired when
 // not), so that a watch from a compacted revision fails even while the
-// window holds it, and a list continued at one even while a snapshot does.
+// window holds it, and a list continued at one even while a snapshot does
+// (and even while the cache has not heard of the writes after rev yet).
 func (c *Cache[T]) CheckNotCompacted(ctx context.Context, rev int64) error {
 	if rev < c.compacted.Load() {
 		return c.expired(rev)
-	}
-	if rev >= c.Revision() {
-		return nil // the cache's revision or later: not compacted
 	}
 	_, err := c.cfg.Store.Client().Get(ctx, c.cfg.Store.Prefix(), clientv3.WithRev(rev), clientv3.WithCountOnly(), clientv3.WithLimit(1))
 	if err == nil {
