@@ -265,10 +265,13 @@ func TestSlowWatcherIsCutOffWhileFastOneKeepsUp(t *testing.T) {
 	}
 	// The slow watcher gets what was in flight, then the cut-off status.
 	var err2 error
-	got := 0
+	got, lastRV := 0, ""
 	for err2 == nil {
-		_, err2 = slow.Next()
-		got++
+		var ev client.Event[*corev1.ConfigMap]
+		if ev, err2 = slow.Next(); err2 == nil {
+			got++
+			lastRV = ev.Object.GetMetadata().GetResourceVersion()
+		}
 	}
 	if !apierrors.IsServiceUnavailable(err2) || !strings.Contains(err2.Error(), "too slow") {
 		t.Fatalf("slow watcher: want ServiceUnavailable 'too slow' after %d events, got %v", got, err2)
@@ -278,6 +281,26 @@ func TestSlowWatcherIsCutOffWhileFastOneKeepsUp(t *testing.T) {
 	}
 	if n := metricSum(t, s, "apiserver_terminated_watchers_total"); n < 1 {
 		t.Fatalf("apiserver_terminated_watchers_total = %v, want >= 1", n)
+	}
+	// As the status says, it watches again from the last resourceVersion
+	// it received, and gets the rest, more than its 64 events of lag: what
+	// a watch starts with is not lag.
+	if lastRV == "" {
+		lastRV = "1"
+	}
+	resumed, err := client.ConfigMaps(slowConn).Watch(ctx, &metav1.ListOptions{Namespace: "slow", ResourceVersion: lastRV})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resumed.Stop()
+	for i := got; i < writes; i++ {
+		ev, err := resumed.Next()
+		if err != nil {
+			t.Fatalf("the watch resumed from resourceVersion %s after %d of %d events: %v", lastRV, i, writes, err)
+		}
+		if name := ev.Object.GetMetadata().GetName(); name != fmt.Sprint("o", i) {
+			t.Fatalf("the resumed watch's event %d is %s, want o%d", i, name, i)
+		}
 	}
 }
 

@@ -11,10 +11,11 @@
 // the window from its own cursor, filtering with its predicate, and never
 // blocks the cache; a watcher too far behind is cut off with a
 // ServiceUnavailable status and resumes from the last resourceVersion it
-// saw (the events a watch starts with are not lag). Watchers without a predicate share each batch's encoded messages
-// (batch.go). Lists at "any recent" revision are served from the
-// store; a consistent list first asks etcd for its current revision and
-// waits until the cache has caught up to it. The pages of a paged list
+// saw (the events a watch starts with are not lag). Watchers without a
+// predicate share each batch's encoded messages (batch.go). Lists at "any
+// recent" revision are served from the store; a consistent list first
+// asks etcd for its current revision and waits until the cache has caught
+// up to it. The pages of a paged list
 // read a copy-on-write snapshot of the store taken for the first page
 // (snapshot.go), so they stay at its revision while the cache moves on.
 //

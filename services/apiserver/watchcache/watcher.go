@@ -18,13 +18,17 @@ import (
 // its predicate, so an event costs the cache the same however many watchers
 // there are, and watchers filter in parallel on their own goroutines. A
 // watcher more than the cache's WatcherBuffer events behind (or overtaken
-// by the window) is cut off.
+// by the window) is cut off. What a watch from a revision starts with (the
+// window's events after it, up to the watch's start) is not lag: a client
+// cut off resumes from the last resourceVersion it received, which is
+// always further behind than the buffer.
 type Watcher[T object.Object] struct {
 	cache     *Cache[T]
 	prefix    string
 	pred      Predicate[T]
 	bookmarks bool
 	cursor    uint64 // number of the next window event to read
+	start     uint64 // the window's next event number when the watch started
 	bookmark  int64  // the last progress revision sent as a bookmark
 	done      chan struct{}
 	err       error
@@ -73,6 +77,10 @@ func (w *Watcher[T]) deliverable(e *Event[T]) (EventType, bool) {
 	return Modified, false
 }
 
+// lag is how many events the watcher is behind the cache, not counting
+// those it started with (see Watcher). Callers hold c.mu.
+func (w *Watcher[T]) lag() uint64 { return w.cache.next - max(w.cursor, w.start) }
+
 // Next returns what the watcher sends next, from the sealed batches after
 // its cursor: messages shared with the other watchers of its prefix and
 // version (with share, for a watcher without a predicate that is at a
@@ -91,7 +99,7 @@ func (w *Watcher[T]) Next(ctx context.Context, wait bool, dst []Delivery[T], max
 			return msgs, dst, w.err
 		default:
 		}
-		if lag := c.next - w.cursor; w.cursor < c.first || lag > uint64(c.cfg.WatcherBuffer) {
+		if lag := w.lag(); w.cursor < c.first || lag > uint64(c.cfg.WatcherBuffer) {
 			c.mu.RUnlock()
 			return msgs, dst, w.tooSlow(lag)
 		}
@@ -247,6 +255,7 @@ func (c *Cache[T]) Watch(ctx context.Context, rev int64, prefix string, pred Pre
 		return nil, apierrors.NewServiceUnavailable("apiserver is shutting down")
 	}
 	w.bookmark = c.progressRev
+	w.start = c.next
 	if rev == 0 {
 		c.ascendPrefix(prefix, func(e *Entry[T]) bool {
 			if pred == nil || pred(e) {
@@ -279,6 +288,9 @@ func (c *Cache[T]) Watch(ctx context.Context, rev int64, prefix string, pred Pre
 func (c *Cache[T]) CheckNotCompacted(ctx context.Context, rev int64) error {
 	if rev < c.compacted.Load() {
 		return c.expired(rev)
+	}
+	if rev >= c.Revision() {
+		return nil
 	}
 	_, err := c.cfg.Store.Client().Get(ctx, c.cfg.Store.Prefix(), clientv3.WithRev(rev), clientv3.WithCountOnly(), clientv3.WithLimit(1))
 	if err == nil {
