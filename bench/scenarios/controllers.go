@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 
+	"skiff.dev/internal/apierrors"
 	"skiff.dev/internal/client"
 	"skiff.dev/internal/events"
 	"skiff.dev/internal/informer"
@@ -169,7 +171,11 @@ func runControllers(ctx context.Context, env *Env, rs *Results) error {
 	}
 
 	perS := float64(n) / createElapsed.Seconds()
-	rs.Add(figRSPodsPerS, perS, fmt.Sprintf("%d pods created in %.1fs, from the scale to the last ADDED event of a watch", n, createElapsed.Seconds()))
+	watchNote := ""
+	if r := created.resumed.Load(); r > 0 {
+		watchNote = fmt.Sprintf(" (cut off as too slow and resumed %d times)", r)
+	}
+	rs.Add(figRSPodsPerS, perS, fmt.Sprintf("%d pods created in %.1fs, from the scale to the last ADDED event of a watch%s", n, createElapsed.Seconds(), watchNote))
 	rs.Add(figRSPodCPU, float64(cpu.Microseconds())/float64(n), "process CPU (apiserver + etcd + controller + observer) / pods, until all were created")
 	rs.Add(figRSReadyS, readyElapsed.Seconds(), fmt.Sprintf("from the scale until the ReplicaSet reported %d ready (the node marks them once all exist)", n))
 	rs.Add(figRSAPIRate, api.perSecond(), fmt.Sprintf("%d clients as api.create (1 KiB ConfigMaps), one %v round before the ramp and one after all were ready", env.Config.Clients, window))
@@ -219,19 +225,33 @@ func benchReplicaSet() *appsv1.ReplicaSet {
 	}
 }
 
-// addedCounter counts the ADDED events of a pods watch.
+// addedCounter counts the ADDED events of a pods watch. When the server
+// cuts the watch off as too slow (ServiceUnavailable: a busy machine), it
+// watches again from the last resourceVersion it received, as the error
+// tells a client to, so that no event is missed or counted twice.
 type addedCounter struct {
-	n      atomic.Int64
-	all    chan struct{} // closed at the want-th
-	failed chan error
+	n       atomic.Int64
+	all     chan struct{} // closed at the want-th
+	allRV   string        // the resourceVersion of the want-th event; set before all is closed
+	resumed atomic.Int64  // watches started again after a cut-off
+	failed  chan error
 }
 
 func countAdded(ctx context.Context, conn *grpc.ClientConn, want int) *addedCounter {
 	c := &addedCounter{all: make(chan struct{}), failed: make(chan error, 1)}
-	stream, err := corev1.NewPodsClient(conn).Watch(ctx, &metav1.ListOptions{Namespace: controllersNamespace}, client.RawWatch())
-	if err == nil {
-		_, err = stream.Header()
+	// The newest resourceVersion received. From "" the watch starts with
+	// the pods that exist as ADDED events (in the order of their names, not
+	// of their resourceVersions); so does a watch started again before any
+	// event arrived.
+	var rv []byte
+	watch := func() (grpc.ClientStream, error) {
+		stream, err := corev1.NewPodsClient(conn).Watch(ctx, &metav1.ListOptions{Namespace: controllersNamespace, ResourceVersion: string(rv)}, client.RawWatch())
+		if err == nil {
+			_, err = stream.Header()
+		}
+		return stream, err
 	}
+	stream, err := watch()
 	if err != nil {
 		c.failed <- err
 		return c
@@ -240,18 +260,50 @@ func countAdded(ctx context.Context, conn *grpc.ClientConn, want int) *addedCoun
 		var resp []byte
 		for {
 			if err := stream.RecvMsg(&resp); err != nil {
-				if ctx.Err() == nil {
-					c.failed <- err
+				if ctx.Err() != nil {
+					return
 				}
-				return
+				if !apierrors.IsServiceUnavailable(err) {
+					c.failed <- err
+					return
+				}
+				c.resumed.Add(1)
+				if stream, err = watch(); err != nil {
+					if ctx.Err() == nil {
+						c.failed <- err
+					}
+					return
+				}
+				continue
 			}
-			_ = client.WatchEvents(resp, func(typ string, _ []byte) error {
+			err := client.WatchEvents(resp, func(typ string, object []byte) error {
+				v, err := resourceVersionOf(object)
+				if err != nil {
+					return err
+				}
+				if newerRV(v, rv) {
+					rv = append(rv[:0], v...)
+				}
 				if typ == "ADDED" && c.n.Add(1) == int64(want) {
+					c.allRV = string(v)
 					close(c.all)
 				}
 				return nil
 			})
+			if err != nil {
+				c.failed <- err
+				return
+			}
 		}
 	}()
 	return c
+}
+
+// newerRV says whether resourceVersion a is after b: decimal etcd
+// revisions, without leading zeros ("" is before every one).
+func newerRV(a, b []byte) bool {
+	if len(a) != len(b) {
+		return len(a) > len(b)
+	}
+	return bytes.Compare(a, b) > 0
 }

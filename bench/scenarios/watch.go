@@ -93,13 +93,20 @@ func (w *watcher) receive(clock watchClock) {
 	}
 }
 
-// nameOf reads metadata.name (field 3, then 1) of an encoded object
-// without decoding the rest. As protobuf requires, every occurrence of the
-// metadata field counts (the server appends one carrying the
-// resourceVersion); the last name wins. The name is returned as a slice of
+// nameOf reads metadata.name of an encoded object (metadataField).
+func nameOf(object []byte) ([]byte, error) { return metadataField(object, 1) }
+
+// resourceVersionOf reads metadata.resourceVersion of an encoded object
+// (metadataField).
+func resourceVersionOf(object []byte) ([]byte, error) { return metadataField(object, 5) }
+
+// metadataField reads the string field num of metadata (field 3) of an
+// encoded object without decoding the rest. As protobuf requires, every
+// occurrence of the metadata field counts (the server appends one carrying
+// the resourceVersion); the last value wins. It is returned as a slice of
 // object.
-func nameOf(object []byte) ([]byte, error) {
-	var name []byte
+func metadataField(object []byte, num protowire.Number) ([]byte, error) {
+	var value []byte
 	for len(object) > 0 {
 		meta, rest, isMeta, err := nextField(object, 3)
 		if err != nil {
@@ -107,16 +114,16 @@ func nameOf(object []byte) ([]byte, error) {
 		}
 		object = rest
 		for isMeta && len(meta) > 0 {
-			b, r, isName, err := nextField(meta, 1)
+			b, r, isField, err := nextField(meta, num)
 			if err != nil {
 				return nil, err
 			}
-			if meta = r; isName {
-				name = b
+			if meta = r; isField {
+				value = b
 			}
 		}
 	}
-	return name, nil
+	return value, nil
 }
 
 // nextField reads the first field of msg: when it is length-delimited

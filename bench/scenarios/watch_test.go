@@ -45,6 +45,9 @@ func TestNameOf(t *testing.T) {
 			t.Errorf("%s: nameOf = %q, %v; want %q", tc.name, got, err, tc.want)
 		}
 	}
+	if rv, err := resourceVersionOf(withRename); err != nil || string(rv) != "7" {
+		t.Errorf("resourceVersionOf = %q, %v; want 7 (from the metadata the server appends)", rv, err)
+	}
 	if _, err := nameOf(obj[:len(obj)-1]); err == nil {
 		t.Error("nameOf(truncated object) succeeded, want an error")
 	}
