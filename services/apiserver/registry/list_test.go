@@ -262,4 +262,25 @@ func TestPagesStayAtTheFirstPagesRevision(t *testing.T) {
 	if !apierrors.IsExpired(err) || !strings.Contains(err.Error(), "continue parameter is too old") {
 		t.Fatalf("continue at a compacted revision: %v, want Expired", err)
 	}
+	// The same while the cache is still at the listing's revision: a
+	// write elsewhere in etcd moved etcd's revision, and etcd compacted
+	// up to it.
+	third, err = c.reg.List(ctx, &metav1.ListOptions{Namespace: "p", Limit: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	put, err := c.store.Client().Put(ctx, "/elsewhere", "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.store.Client().Compact(ctx, put.Header.Revision); err != nil {
+		t.Fatal(err)
+	}
+	if rev := c.cache.Revision(); fmt.Sprint(rev) != third.Meta.ResourceVersion {
+		t.Fatalf("the cache moved to revision %d: it heard of a write to another prefix", rev)
+	}
+	_, err = c.reg.List(ctx, &metav1.ListOptions{Namespace: "p", Limit: 2, Continue: third.Meta.Continue})
+	if !apierrors.IsExpired(err) {
+		t.Fatalf("continue at a compacted revision the cache is still at: %v, want Expired", err)
+	}
 }

@@ -289,9 +289,6 @@ func (c *Cache[T]) CheckNotCompacted(ctx context.Context, rev int64) error {
 	if rev < c.compacted.Load() {
 		return c.expired(rev)
 	}
-	if rev >= c.Revision() {
-		return nil
-	}
 	_, err := c.cfg.Store.Client().Get(ctx, c.cfg.Store.Prefix(), clientv3.WithRev(rev), clientv3.WithCountOnly(), clientv3.WithLimit(1))
 	if err == nil {
 		return nil
