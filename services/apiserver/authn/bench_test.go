@@ -70,3 +70,25 @@ func BenchmarkAuthenticateServiceAccountToken(b *testing.B) {
 func pkiClient(cn string, groups ...string) pki.Request {
 	return pki.Request{CommonName: cn, Organizations: groups, Client: true}
 }
+
+// BenchmarkVerifyClientChain is what the handshake's check of a client
+// certificate costs, and again the first request of each connection.
+func BenchmarkVerifyClientChain(b *testing.B) {
+	m := benchMaterial(b)
+	c, k, err := m.CA.Issue(pkiClient("alice", "dev"), time.Now())
+	if err != nil {
+		b.Fatal(err)
+	}
+	pair, err := tls.X509KeyPair(c, k)
+	if err != nil {
+		b.Fatal(err)
+	}
+	certs := []*x509.Certificate{pair.Leaf}
+	now := time.Now()
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := verifyClientChain(m.ClientCAs, certs, now); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
