@@ -160,6 +160,9 @@ type Server struct {
 	metrics     *http.Server
 	metricsL    net.Listener
 	maint       *maintenanceMetrics
+	// objects counts what a List of each kind would read (flow control's
+	// work estimate), by API group and resource; written by install only.
+	objects map[groupResource]func(namespace string, upTo int) (int, error)
 
 	tls           *authn.Material // nil with authentication off (wireTLS loads it)
 	loopbackToken string
@@ -199,6 +202,10 @@ func newRegistry[S object.Object](s *Server, strategy *registry.Strategy[S], new
 	s.caches = append(s.caches, cache)
 	s.counts = append(s.counts, func() (string, int) { return k.Resource, cache.Count() })
 	reg := registry.New(strategy, store, cache, s.now)
+	if s.objects == nil {
+		s.objects = map[groupResource]func(string, int) (int, error){}
+	}
+	s.objects[groupResource{k.GVK.Group, k.Resource}] = reg.CountObjects
 	s.admissionTargets = append(s.admissionTargets, reg.SetAdmission)
 	return reg
 }

@@ -30,7 +30,8 @@ type Limiter struct {
 	series  [numSchemas][numKinds]*series // nil: that kind is not limited
 	exempt  prometheus.Counter
 	maxWait time.Duration
-	rates   *userRates // nil: no per-user rate
+	rates   *userRates    // nil: no per-user rate
+	objects ObjectCounter // nil: every request takes one seat
 }
 
 var _ server.Limiter = (*Limiter)(nil)
@@ -38,8 +39,9 @@ var _ server.Limiter = (*Limiter)(nil)
 func noRelease() {}
 
 // New builds the limiter of o, registering its metrics on reg; it returns
-// nil when o sets no limit.
-func New(o Options, reg prometheus.Registerer) (*Limiter, error) {
+// nil when o sets no limit. objects counts what a List would read, for
+// its work estimate (nil: every request takes one seat).
+func New(o Options, objects ObjectCounter, reg prometheus.Registerer) (*Limiter, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
@@ -55,6 +57,7 @@ func New(o Options, reg prometheus.Registerer) (*Limiter, error) {
 	l := &Limiter{
 		maxWait: o.MaxWait,
 		rates:   rates,
+		objects: objects,
 		exempt:  m.dispatched.WithLabelValues(schemas[exempt].level, schemas[exempt].name, kindNames[readOnly]),
 	}
 	limits := [numKinds]int{readOnly: o.MaxRequestsInflight, mutating: o.MaxMutatingRequestsInflight}
@@ -75,9 +78,11 @@ func New(o Options, reg prometheus.Registerer) (*Limiter, error) {
 	return l, nil
 }
 
-// Acquire waits for a seat for the request and returns its release, or
-// refuses it with TooManyRequests (ResourceExhausted with a retry hint).
-// With a seat free it takes one short lock and allocates nothing.
+// Acquire waits for the request's seats (one, or more for a List of many
+// objects: estimate.go) and returns their release, or refuses the request
+// with TooManyRequests (ResourceExhausted with a retry hint). With its
+// seats free it takes one short lock and allocates nothing (a List also
+// counts its objects in the watch cache).
 func (l *Limiter) Acquire(ctx context.Context, ri *server.RequestInfo) (func(), error) {
 	sc := classify(ri.User)
 	if sc == exempt {
@@ -100,9 +105,11 @@ func (l *Limiter) Acquire(ctx context.Context, ri *server.RequestInfo) (func(), 
 	if s == nil {
 		return noRelease, nil
 	}
-	f, res, queued, waited := s.seats.acquire(ctx, name, s, l.maxWait)
+	width := s.seats.width(l.estimate(ri))
+	s.estimatedSeats.Observe(float64(width))
+	release, res, queued, waited := s.seats.acquire(ctx, name, s, width, l.maxWait)
 	if res == dispatched {
-		return f.release, nil
+		return release, nil
 	}
 	s.rejected[res].Inc()
 	if res == cancelled {
@@ -112,7 +119,11 @@ func (l *Limiter) Acquire(ctx context.Context, ri *server.RequestInfo) (func(), 
 	if res == queueFull {
 		why = fmt.Sprintf("%d of its %s requests already wait for a seat of priority level %s", queued, s.kind, s.level)
 	} else {
-		why = fmt.Sprintf("it waited %v for a %s seat of priority level %s", waited.Round(time.Millisecond), s.kind, s.level)
+		seats := "a " + s.kind + " seat"
+		if width > 1 {
+			seats = fmt.Sprintf("%d %s seats", width, s.kind)
+		}
+		why = fmt.Sprintf("it waited %v for %s of priority level %s", waited.Round(time.Millisecond), seats, s.level)
 	}
 	_ = grpc.SetTrailer(ctx, metadata.Pairs(RetryAfterTrailer, strconv.Itoa(RetryAfterSeconds)))
 	return noRelease, apierrors.NewTooManyRequests(

@@ -29,12 +29,18 @@ func request(name, verb string, groups ...string) *server.RequestInfo {
 	return &server.RequestInfo{Resource: "configmaps", Verb: verb, User: &user.Info{Name: name, Groups: groups, Authenticator: "token"}}
 }
 
-// newTestLimiter is a limiter with one seat of each kind per level and a
-// hook that reports every queued request on the returned channel.
+// newTestLimiter is a limiter of o where every request takes one seat,
+// with a hook that reports every queued request on the returned channel.
 func newTestLimiter(t *testing.T, o Options) (*Limiter, *prometheus.Registry, chan struct{}) {
 	t.Helper()
+	return newCountingLimiter(t, o, nil)
+}
+
+// newCountingLimiter is newTestLimiter with Lists estimated from objects.
+func newCountingLimiter(t *testing.T, o Options, objects ObjectCounter) (*Limiter, *prometheus.Registry, chan struct{}) {
+	t.Helper()
 	reg := prometheus.NewRegistry()
-	l, err := New(o, reg)
+	l, err := New(o, objects, reg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,12 +82,12 @@ func waitQueued(t *testing.T, queued <-chan struct{}, n int) {
 }
 
 func TestZeroOptionsIsOff(t *testing.T) {
-	l, err := New(Options{}, prometheus.NewRegistry())
+	l, err := New(Options{}, nil, prometheus.NewRegistry())
 	if err != nil || l != nil {
 		t.Fatalf("New(zero) = %v, %v; want nil, nil", l, err)
 	}
 	for _, o := range []Options{{MaxRequestsInflight: -1}, {MaxMutatingRequestsInflight: -2}, {MaxRequestsInflight: 1, QueueLength: -1}, {MaxRequestsInflight: 1, MaxWait: -time.Second}} {
-		if _, err := New(o, nil); err == nil || !strings.Contains(err.Error(), "--") {
+		if _, err := New(o, nil, nil); err == nil || !strings.Contains(err.Error(), "--") {
 			t.Errorf("New(%+v) = %v, want an error naming the flag", o, err)
 		}
 	}
@@ -332,11 +338,13 @@ func TestSystemLevelHasItsOwnSeats(t *testing.T) {
 }
 
 // TestNoLeakedSeatsUnderStress runs many users' requests with random
-// cancellations and time-outs: never more executing than seats, and
-// every seat and queue place is given back.
+// cancellations and time-outs, Lists of two seats among them: never more
+// seats taken than there are, and every seat and queue place is given
+// back.
 func TestNoLeakedSeatsUnderStress(t *testing.T) {
 	const limit = 3
-	l, _, _ := newTestLimiter(t, Options{MaxRequestsInflight: limit, MaxMutatingRequestsInflight: limit, QueueLength: 4, MaxWait: 5 * time.Millisecond})
+	counts := &configMapCounts{byNamespace: map[string]int{"": 150}} // a List: 2 seats
+	l, _, _ := newCountingLimiter(t, Options{MaxRequestsInflight: limit, MaxMutatingRequestsInflight: limit, QueueLength: 4, MaxWait: 5 * time.Millisecond}, counts.count)
 	var executing [numKinds]atomic.Int32
 	var ok, refused, gaveUp atomic.Int64
 	var wg sync.WaitGroup
@@ -355,14 +363,17 @@ func TestNoLeakedSeatsUnderStress(t *testing.T) {
 				release, err := l.Acquire(ctx, ri)
 				switch {
 				case err == nil:
-					k := kindOf(verb)
-					if n := executing[k].Add(1); n > limit {
-						t.Errorf("%d %s requests executing, limit %d", n, kindNames[k], limit)
+					k, seats := kindOf(verb), int32(1)
+					if verb == "list" {
+						seats = 2
+					}
+					if n := executing[k].Add(seats); n > limit {
+						t.Errorf("%d %s seats taken, limit %d", n, kindNames[k], limit)
 					}
 					if r.IntN(2) == 0 {
 						time.Sleep(time.Duration(r.IntN(200)) * time.Microsecond) // the request's work
 					}
-					executing[k].Add(-1)
+					executing[k].Add(-seats)
 					release()
 					ok.Add(1)
 				case apierrors.IsTooManyRequests(err):
@@ -393,9 +404,9 @@ func assertIdle(t *testing.T, l *Limiter) {
 			if s == nil {
 				continue
 			}
-			executing, waiting, ring := s.seats.state()
-			if executing != 0 || waiting != 0 || ring != 0 {
-				t.Errorf("%s %s: %d seats still taken, %d requests queued, %d flows in the ring", schemas[sc].name, kindNames[k], executing, waiting, ring)
+			executing, waiting, ring, blocked := s.seats.state()
+			if executing != 0 || waiting != 0 || ring != 0 || blocked {
+				t.Errorf("%s %s: %d seats still taken, %d requests queued, %d flows in the ring, blocked %v", schemas[sc].name, kindNames[k], executing, waiting, ring, blocked)
 			}
 			s.seats.mu.Lock()
 			for _, f := range s.seats.flows {
@@ -406,6 +417,9 @@ func assertIdle(t *testing.T, l *Limiter) {
 			s.seats.mu.Unlock()
 			if v := testutil.ToFloat64(s.executing); v != 0 {
 				t.Errorf("%s %s: executing gauge %v", schemas[sc].name, kindNames[k], v)
+			}
+			if v := testutil.ToFloat64(s.executingSeats); v != 0 {
+				t.Errorf("%s %s: executing seats gauge %v", schemas[sc].name, kindNames[k], v)
 			}
 			if v := testutil.ToFloat64(s.inQueue); v != 0 {
 				t.Errorf("%s %s: in-queue gauge %v", schemas[sc].name, kindNames[k], v)
@@ -464,7 +478,7 @@ func TestIdleFlowsAreBounded(t *testing.T) {
 
 // BenchmarkAcquire is the hot path: a seat is free.
 func BenchmarkAcquire(b *testing.B) {
-	l, err := New(Options{MaxRequestsInflight: 400, MaxMutatingRequestsInflight: 200}, prometheus.NewRegistry())
+	l, err := New(Options{MaxRequestsInflight: 400, MaxMutatingRequestsInflight: 200}, nil, prometheus.NewRegistry())
 	if err != nil {
 		b.Fatal(err)
 	}

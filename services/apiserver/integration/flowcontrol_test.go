@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -253,4 +254,178 @@ func metricValue(t *testing.T, s *apiservertest.Server, name string, want map[st
 		}
 	}
 	return sum
+}
+
+// TestFairnessFloodOfLargeLists is issue 16's flood, scaled down, against
+// the command's default flow control: user flooder Lists 500 of 1,000
+// ConfigMaps (1 KiB each) with 64 goroutines while user victim Lists its
+// own namespace of 10, one call at a time, alone and during the flood, in
+// alternating rounds on the same server. The flooder reads its answers'
+// bytes without decoding them: a client elsewhere would not spend this
+// process's CPU on them.
+//
+// The flood queues (with 400 read seats of one seat each it never did:
+// 64 Lists ran at once, and the victim's p99 rose 270 times without
+// -race, 370 times with it); the flooder holds at most three quarters of
+// the seats, a List of 500 taking five; the victim is never refused. Its
+// latencies are logged, not held to a bound: on a shared 2-core machine,
+// under -race, they move with whatever else runs, and most of a List's
+// cost (sending 500 KiB over TLS) comes after its seats are given back.
+func TestFairnessFloodOfLargeLists(t *testing.T) {
+	defaults := flowcontrol.DefaultOptions()
+	s := apiservertest.Start(t, apiservertest.Secure(), apiservertest.WithConfig(func(c *apiserver.Config) { c.FlowControl = defaults }))
+	const (
+		floodObjects = 1000
+		floodLimit   = 500
+		flooders     = 64
+		victimCalls  = 300 // per round, at most
+		roundTime    = 3 * time.Second
+		rounds       = 3
+	)
+	flowCap := defaults.MaxRequestsInflight - (defaults.MaxRequestsInflight+3)/4
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	admin := client.ConfigMaps(s.Conn)
+	data := strings.Repeat("x", 1024)
+	var fill sync.WaitGroup
+	for w := range 8 {
+		fill.Add(1)
+		go func() {
+			defer fill.Done()
+			for i := w; i < floodObjects; i += 8 {
+				if _, err := admin.Create(ctx, &corev1.ConfigMap{Metadata: &metav1.ObjectMeta{Namespace: "flood", Name: fmt.Sprintf("cm-%04d", i)}, Data: map[string]string{"data": data}}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	fill.Wait()
+	for i := range 10 {
+		if _, err := admin.Create(ctx, &corev1.ConfigMap{Metadata: &metav1.ObjectMeta{Namespace: "victim", Name: fmt.Sprintf("cm-%02d", i)}, Data: map[string]string{"data": data}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if t.Failed() {
+		return
+	}
+
+	// The victim's refusals are counted under the client's retries.
+	var victimRefusals atomic.Int64
+	victimCfg, err := s.Security.Config("victim")
+	if err != nil {
+		t.Fatal(err)
+	}
+	victimConn, err := client.Dial(victimCfg, grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		err := invoker(ctx, method, req, reply, cc, opts...)
+		if status.Code(err) == codes.ResourceExhausted {
+			victimRefusals.Add(1)
+		}
+		return err
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer victimConn.Close()
+	victim := client.ConfigMaps(victimConn)
+	flooder := s.ConnAs(t, "flooder")
+	// A round is victimCalls Lists, or fewer if they take longer than
+	// roundTime (before the fix, under -race).
+	victimRound := func() []time.Duration {
+		var lat []time.Duration
+		for end := time.Now().Add(roundTime); len(lat) < victimCalls && time.Now().Before(end); {
+			start := time.Now()
+			list, err := victim.List(ctx, &metav1.ListOptions{Namespace: "victim"})
+			if err != nil || len(list.GetItems()) != 10 {
+				t.Fatalf("victim's List %d: %d items, %v", len(lat), len(list.GetItems()), err)
+			}
+			lat = append(lat, time.Since(start))
+		}
+		return lat
+	}
+	readSeats := map[string]string{"priority_level": "workload", "request_kind": "readOnly"}
+	var (
+		alone, flooded            []time.Duration
+		floodLists, floodRefusals atomic.Int64
+		maxSeats, maxQueued       float64
+	)
+	for range rounds {
+		alone = append(alone, victimRound()...)
+
+		floodCtx, stopFlood := context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		started := make(chan struct{}, flooders)
+		for range flooders {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				var raw []byte
+				for first := true; floodCtx.Err() == nil; first = false {
+					err := flooder.Invoke(floodCtx, "/skiff.core.v1.ConfigMaps/List", &metav1.ListOptions{Namespace: "flood", Limit: floodLimit}, &raw, client.RawWatch())
+					switch {
+					case err == nil && len(raw) > floodLimit*len(data):
+						floodLists.Add(1)
+					case floodCtx.Err() != nil:
+					case apierrors.IsTooManyRequests(err):
+						floodRefusals.Add(1)
+					default:
+						t.Errorf("flooder's List: %d bytes, %v", len(raw), err)
+						return
+					}
+					if first {
+						started <- struct{}{}
+					}
+				}
+			}()
+		}
+		for range flooders { // every flooder has had an answer: the flood is on
+			select {
+			case <-started:
+			case <-ctx.Done():
+				t.Fatal("the flood did not start")
+			}
+		}
+		victimDone := make(chan []time.Duration)
+		go func() { victimDone <- victimRound() }()
+		// Meanwhile, the seats and queues as the metrics show them.
+		for watching := true; watching; {
+			select {
+			case lat := <-victimDone:
+				flooded = append(flooded, lat...)
+				watching = false
+			case <-time.After(10 * time.Millisecond):
+			}
+			maxSeats = max(maxSeats, metricValue(t, s, "apiserver_flowcontrol_current_executing_seats", readSeats))
+			maxQueued = max(maxQueued, metricValue(t, s, "apiserver_flowcontrol_current_inqueue_requests", readSeats))
+		}
+		stopFlood()
+		wg.Wait()
+	}
+	quantile := func(lat []time.Duration, q float64) time.Duration {
+		slices.Sort(lat)
+		return lat[int(float64(len(lat)-1)*q)]
+	}
+	mean := func(lat []time.Duration) time.Duration {
+		var sum time.Duration
+		for _, d := range lat {
+			sum += d
+		}
+		return sum / time.Duration(len(lat))
+	}
+	meanAlone, meanFlood := mean(alone), mean(flooded)
+	t.Logf("victim's List alone: mean %v, p50 %v, p99 %v over %d calls; during the flood: mean %v, p50 %v, p99 %v over %d calls (p99 ratio %.2f); %d refusals",
+		meanAlone, quantile(alone, 0.5), quantile(alone, 0.99), len(alone), meanFlood, quantile(flooded, 0.5), quantile(flooded, 0.99), len(flooded),
+		float64(quantile(flooded, 0.99))/float64(quantile(alone, 0.99)), victimRefusals.Load())
+	t.Logf("flooder: %d Lists of %d served, %d refused; at most %v read-only seats taken (of %d) and %v requests queued",
+		floodLists.Load(), floodLimit, floodRefusals.Load(), maxSeats, defaults.MaxRequestsInflight, maxQueued)
+	if maxQueued == 0 {
+		t.Errorf("%d concurrent Lists of %d objects never queued for the %d read-only seats", flooders, floodLimit, defaults.MaxRequestsInflight)
+	}
+	// The victim's one List at a time takes one seat more.
+	if maxSeats > float64(flowCap+1) {
+		t.Errorf("%v read-only seats taken during the flood: the flooder's are at most %d of %d", maxSeats, flowCap, defaults.MaxRequestsInflight)
+	}
+	if n := victimRefusals.Load(); n > 0 {
+		t.Errorf("the victim's Lists were refused %d times during the flood", n)
+	}
 }
