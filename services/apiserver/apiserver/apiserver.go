@@ -28,6 +28,7 @@ import (
 
 	"skiff.dev/internal/client"
 	"skiff.dev/internal/object"
+	"skiff.dev/internal/tracing"
 	"skiff.dev/internal/version"
 	discoveryv1 "skiff.dev/proto/discovery/v1"
 	"skiff.dev/services/apiserver/admission"
@@ -96,6 +97,9 @@ type Config struct {
 	Admission   admission.Options
 	FlowControl flowcontrol.Options
 	Audit       audit.Options
+	// Tracing exports spans of the API's calls and of the apiserver's own
+	// (to etcd, to node agents); the zero value is off.
+	Tracing tracing.Options
 }
 
 // DefaultWatchBatchInterval bounds the latency batching adds to a watch.
@@ -164,6 +168,8 @@ type Server struct {
 	// work estimate), by API group and resource; written by install only.
 	objects map[groupResource]func(namespace string, upTo int) (int, error)
 
+	tracing *tracing.Tracing // nil: off
+
 	tls           *authn.Material // nil with authentication off (wireTLS loads it)
 	loopbackToken string
 	loopbackLis   *bufconn.Listener
@@ -213,12 +219,26 @@ func newRegistry[S object.Object](s *Server, strategy *registry.Strategy[S], new
 // New starts etcd (or connects to it) and builds the server. Call Run.
 func New(cfg Config) (*Server, error) {
 	cfg.Defaults()
+	tr, err := tracing.New(context.Background(), cfg.Tracing, ServiceName, cfg.Logger)
+	if err != nil {
+		return nil, err
+	}
+	s, err := newServer(cfg, tr)
+	if err != nil {
+		_ = tr.Shutdown(context.Background())
+		return nil, err
+	}
+	return s, nil
+}
+
+func newServer(cfg Config, tr *tracing.Tracing) (*Server, error) {
 	s := &Server{
-		cfg:    cfg,
-		log:    cfg.Logger,
-		now:    cfg.Now,
-		scheme: scheme.New(),
-		routes: server.Routes{},
+		cfg:     cfg,
+		log:     cfg.Logger,
+		now:     cfg.Now,
+		scheme:  scheme.New(),
+		routes:  server.Routes{},
+		tracing: tr,
 	}
 	reg := cfg.Registry
 	if err := s.connectEtcd(); err != nil {
@@ -239,20 +259,22 @@ func New(cfg Config) (*Server, error) {
 		s.closeEtcd()
 		return nil, err
 	}
-	s.grpc = grpc.NewServer(
+	opts := []grpc.ServerOption{
 		grpc.Creds(serverCreds),
 		grpc.ForceServerCodecV2(server.NewCodec()),
 		grpc.ChainUnaryInterceptor(grpcMetrics.UnaryServerInterceptor(), chain.Unary),
 		grpc.ChainStreamInterceptor(grpcMetrics.StreamServerInterceptor(), chain.Stream),
-		grpc.MaxRecvMsgSize(storage.MaxObjectBytes+(512<<10)),
+		grpc.MaxRecvMsgSize(storage.MaxObjectBytes + (512 << 10)),
 		// Reused handler goroutines keep their grown stacks: no stack
 		// copying per request (a new goroutine per call when all are busy).
 		grpc.NumStreamWorkers(128),
 		grpc.InitialWindowSize(client.StreamWindowBytes), grpc.InitialConnWindowSize(client.ConnWindowBytes),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
-	)
+	}
+	s.grpc = grpc.NewServer(append(opts, s.tracing.ServerOptions()...)...)
 	s.install(s.grpc)
+	s.logs.dial = s.tracing.DialOptions()
 	if err := s.wireSecurity(chain); err != nil {
 		s.closeEtcd()
 		return nil, err
@@ -317,6 +339,7 @@ func (s *Server) Scheme() *scheme.Scheme { return s.scheme }
 // NOT_SERVING, watches end with a clean status, in-flight calls finish, and
 // etcd is closed last.
 func (s *Server) Run(ctx context.Context) error {
+	defer s.shutdownTracing() // last: the spans of the shutdown too
 	runCtx, stopCaches := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	for _, c := range s.caches {

@@ -50,6 +50,7 @@ func (s *Server) connectEtcd() error {
 		client, err := clientv3.New(clientv3.Config{
 			Endpoints:   s.cfg.EtcdServers,
 			DialTimeout: s.cfg.EtcdDialTimeout,
+			DialOptions: s.tracing.DialOptions(),
 			Logger:      s.log.Named("etcd-client").WithOptions(zap.IncreaseLevel(zapcore.WarnLevel)),
 		})
 		if err != nil {
@@ -117,19 +118,27 @@ func (s *Server) connectEtcd() error {
 		return fmt.Errorf("embedded etcd in %s did not become ready within 60s", cfg.Dir)
 	}
 	s.etcd = &embeddedEtcd{etcd: e, clientURL: clientURL.String(), closing: closing}
-	// In-process client: direct calls into the etcd server, no sockets.
-	s.client = v3client.New(e.Server)
 	// Maintenance (status, defragmentation) goes through etcd's real gRPC
 	// server: the in-process adapter does not support it.
 	var err error
 	if s.maintClient, err = clientv3.New(clientv3.Config{
 		Endpoints:   []string{clientURL.String()},
 		DialTimeout: 10 * time.Second,
+		DialOptions: s.tracing.DialOptions(),
 		Logger:      s.log.Named("etcd-client").WithOptions(zap.IncreaseLevel(zapcore.WarnLevel)),
 	}); err != nil {
 		closing.Store(true)
 		e.Close()
 		return fmt.Errorf("connecting to the embedded etcd: %w", err)
+	}
+	if s.tracing != nil {
+		// Traced, the storage's calls go through etcd's gRPC server too:
+		// the in-process adapter has no gRPC call to make a span of (a
+		// loopback round trip more per call, with tracing on only).
+		s.client = s.maintClient
+	} else {
+		// In-process client: direct calls into the etcd server, no sockets.
+		s.client = v3client.New(e.Server)
 	}
 	s.watcher = storage.MVCCWatcher{KV: e.Server.Watchable()}
 	return nil

@@ -31,6 +31,8 @@ type logProxy struct {
 	// certificate must name their Node and be signed by the cluster CA,
 	// and the apiserver shows its client certificate. nil: plain text.
 	tls *tls.Config
+	// dial are more options of the connections to agents (tracing).
+	dial []grpc.DialOption
 
 	mu    sync.Mutex
 	conns map[string]*grpc.ClientConn // by node name and address
@@ -162,7 +164,7 @@ func (l *logProxy) conn(nodeName, addr string) (*grpc.ClientConn, error) {
 		tc.ServerName = nodeName
 		creds = credentials.NewTLS(tc)
 	}
-	c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds))
+	c, err := grpc.NewClient(addr, append([]grpc.DialOption{grpc.WithTransportCredentials(creds)}, l.dial...)...)
 	if err != nil {
 		return nil, err
 	}

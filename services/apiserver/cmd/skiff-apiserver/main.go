@@ -98,6 +98,7 @@ Flags:
 	cfg.Admission.AddFlags(fs)
 	cfg.FlowControl.AddFlags(fs)
 	cfg.Audit.AddFlags(fs)
+	cfg.Tracing.AddFlags(fs, 0)
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			return nil
