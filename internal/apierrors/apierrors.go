@@ -20,6 +20,7 @@
 //	Unauthorized           UNAUTHENTICATED     401
 //	Forbidden              PERMISSION_DENIED   403
 //	InternalError          INTERNAL            500
+//	(the client went away) CANCELLED           499  nginx's; HTTPStatusCode
 package apierrors
 
 import (
@@ -228,6 +229,32 @@ func FromError(err error) *StatusError {
 		reason = ReasonUnknown
 	}
 	return &StatusError{Status: &metav1.Status{Status: "Failure", Message: st.Message(), Reason: string(reason)}}
+}
+
+// StatusClientClosedRequest is the HTTP status of a request the client
+// gave up (nginx's 499: no standard status says it).
+const StatusClientClosedRequest = 499
+
+// HTTPStatusCode is the HTTP status Kubernetes would answer err with, by
+// the table above: 200 for nil (a create's 201 is the caller's to say),
+// the Status detail's code, else the code's reason's (a status without
+// detail, from grpc-go or another server), StatusClientClosedRequest when
+// the client went away, 500 for anything else.
+func HTTPStatusCode(err error) int {
+	if err == nil {
+		return 200
+	}
+	if errors.Is(err, context.Canceled) || status.Code(err) == codes.Canceled {
+		return StatusClientClosedRequest
+	}
+	se := FromError(err)
+	if code := se.Status.GetCode(); code != 0 {
+		return int(code)
+	}
+	if e, ok := reasonTable[se.Reason()]; ok {
+		return int(e.http)
+	}
+	return 500
 }
 
 // ReasonForError returns the reason of err, or ReasonUnknown.

@@ -1,14 +1,10 @@
 package audit
 
 import (
-	"context"
-	"errors"
 	"strconv"
 	"time"
 	"unicode/utf8"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
@@ -69,7 +65,7 @@ func appendEvent(b []byte, level Level, e *entry) []byte {
 		b = appendField(b, "subresource", ri.Subresource)
 		b = append(b, '}')
 	}
-	b = appendStatus(b, ri.Verb, e.err)
+	b = appendStatus(b, ri, e.err)
 	if e.req != nil && level.atLeast(LevelRequest) {
 		b = append(b, `,"requestObject":`...)
 		b = appendMessage(b, e.req)
@@ -86,30 +82,21 @@ func appendEvent(b []byte, level Level, e *entry) []byte {
 }
 
 // appendStatus is the responseStatus: the HTTP code Kubernetes would have
-// answered (apierrors' table), Success or Failure, and the error's message
-// and reason.
-func appendStatus(b []byte, verb string, err error) []byte {
+// answered (RequestInfo.ResponseCode), Success or Failure, and the error's
+// message and reason.
+func appendStatus(b []byte, ri *server.RequestInfo, err error) []byte {
 	b = append(b, `,"responseStatus":{"code":`...)
+	b = strconv.AppendInt(b, int64(ri.ResponseCode(err)), 10)
 	if err == nil {
-		code := 200
-		if verb == "create" {
-			code = 201
-		}
-		b = strconv.AppendInt(b, int64(code), 10)
 		return append(b, `,"status":"Success"}`...)
 	}
-	if status.Code(err) == codes.Canceled || errors.Is(err, context.Canceled) {
-		// The client went away (nginx's 499: no HTTP status says it).
-		b = append(b, `499,"status":"Failure","message":`...)
+	if apierrors.HTTPStatusCode(err) == apierrors.StatusClientClosedRequest {
+		// The client went away: no Status to tell.
+		b = append(b, `,"status":"Failure","message":`...)
 		b = appendString(b, err.Error())
 		return append(b, '}')
 	}
 	se := apierrors.FromError(err)
-	code := int64(se.Status.GetCode())
-	if code == 0 {
-		code = 500
-	}
-	b = strconv.AppendInt(b, code, 10)
 	b = append(b, `,"status":"Failure","message":`...)
 	b = appendString(b, se.Status.GetMessage())
 	b = appendField(b, "reason", se.Status.GetReason())

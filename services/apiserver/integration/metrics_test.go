@@ -13,6 +13,8 @@ import (
 
 	"skiff.dev/internal/apierrors"
 	"skiff.dev/internal/client"
+	corev1 "skiff.dev/proto/core/v1"
+	metav1 "skiff.dev/proto/meta/v1"
 	"skiff.dev/services/apiserver/apiservertest"
 )
 
@@ -105,6 +107,97 @@ func TestEtcdMetricsKeepUpstreamNames(t *testing.T) {
 	for _, renamed := range []string{"etcd_server_proposals_committed", "etcd_server_health_failures_total"} {
 		if _, ok := mfs[renamed]; ok {
 			t.Errorf("/metrics has %s, a name etcd does not use", renamed)
+		}
+	}
+}
+
+// apiserver_request_total and apiserver_request_duration_seconds carry
+// Kubernetes' labels, with Kubernetes' values, after real requests.
+func TestRequestMetricsKubernetesLabels(t *testing.T) {
+	s := apiservertest.Start(t)
+	ctx := testContext(t)
+	cms := client.ConfigMaps(s.Conn)
+	if _, err := cms.Create(ctx, &corev1.ConfigMap{Metadata: meta("default", "one")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cms.Create(ctx, &corev1.ConfigMap{Metadata: meta("default", "one")}); !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("second create: %v, want AlreadyExists", err)
+	}
+	if _, err := cms.Create(ctx, &corev1.ConfigMap{Metadata: meta("default", "Not_A_Name")}); !apierrors.IsInvalid(err) {
+		t.Fatalf("create of a bad name: %v, want Invalid", err)
+	}
+	if _, err := cms.Get(ctx, "default", "missing"); !apierrors.IsNotFound(err) {
+		t.Fatalf("get: %v, want NotFound", err)
+	}
+	cm, err := cms.Get(ctx, "default", "one")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm.Data = map[string]string{"k": "v"}
+	if _, err := cms.Update(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cms.List(ctx, &metav1.ListOptions{Namespace: "default"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cms.List(ctx, &metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.DeploymentsV1beta1(s.Conn).Get(ctx, "default", "missing"); !apierrors.IsNotFound(err) {
+		t.Fatalf("get apps/v1beta1 deployment: %v, want NotFound", err)
+	}
+	if _, err := client.Nodes(s.Conn).Get(ctx, "", "missing"); !apierrors.IsNotFound(err) {
+		t.Fatalf("get node: %v, want NotFound", err)
+	}
+	if _, err := cms.Delete(ctx, &metav1.DeleteRequest{Namespace: "default", Name: "one"}); err != nil {
+		t.Fatal(err)
+	}
+
+	mfs := scrape(t, s)
+	total, duration := mfs["apiserver_request_total"], mfs["apiserver_request_duration_seconds"]
+	if total == nil || duration == nil {
+		t.Fatalf("/metrics lacks apiserver_request_total or apiserver_request_duration_seconds")
+	}
+	if total.GetType() != dto.MetricType_COUNTER || duration.GetType() != dto.MetricType_HISTOGRAM {
+		t.Fatalf("types: %v and %v, want a counter and a histogram", total.GetType(), duration.GetType())
+	}
+	core := func(verb, code, resource, scope string) map[string]string {
+		l := map[string]string{"verb": verb, "group": "", "version": "v1", "resource": resource,
+			"subresource": "", "scope": scope, "component": "apiserver"}
+		if code != "" {
+			l["code"] = code
+		}
+		return l
+	}
+	for _, c := range []struct {
+		name string
+		want map[string]string
+	}{
+		{"create", core("POST", "201", "configmaps", "resource")},
+		{"create of an existing name", core("POST", "409", "configmaps", "resource")},
+		{"create of an invalid object", core("POST", "422", "configmaps", "resource")},
+		{"get of a missing object", core("GET", "404", "configmaps", "resource")},
+		{"get", core("GET", "200", "configmaps", "resource")},
+		{"update", core("PUT", "200", "configmaps", "resource")},
+		{"list in a namespace", core("LIST", "200", "configmaps", "namespace")},
+		{"list across namespaces", core("LIST", "200", "configmaps", "cluster")},
+		{"delete", core("DELETE", "200", "configmaps", "resource")},
+		{"get of a cluster-scoped object", core("GET", "404", "nodes", "resource")},
+		{"apps/v1beta1", map[string]string{"verb": "GET", "code": "404", "group": "apps", "version": "v1beta1",
+			"resource": "deployments", "subresource": "", "scope": "resource", "component": "apiserver"}},
+	} {
+		got := series(total, c.want)
+		if len(got) != 1 {
+			t.Errorf("%s: apiserver_request_total has %d series with %v, want 1; it has:\n%s", c.name, len(got), c.want, describe(total))
+			continue
+		}
+		if len(got[0]) != len(c.want) {
+			t.Errorf("%s: apiserver_request_total labels %v, want exactly %v", c.name, got[0], c.want)
+		}
+		delete(c.want, "code") // Kubernetes' histogram has no code label
+		got = series(duration, c.want)
+		if len(got) != 1 || len(got[0]) != len(c.want) {
+			t.Errorf("%s: apiserver_request_duration_seconds series %v, want one labelled exactly %v", c.name, got, c.want)
 		}
 	}
 }

@@ -5,6 +5,9 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -59,6 +62,16 @@ type RequestInfo struct {
 // health or reflection).
 func (ri *RequestInfo) IsResource() bool { return ri.Resource != "" }
 
+// ResponseCode is the HTTP status Kubernetes would have answered the
+// request with, err its result: 201 for a create that succeeded, else
+// apierrors.HTTPStatusCode (200, 404, 409, 422, 429, 499...).
+func (ri *RequestInfo) ResponseCode(err error) int {
+	if err == nil && ri.Verb == "create" {
+		return http.StatusCreated
+	}
+	return apierrors.HTTPStatusCode(err)
+}
+
 // Authenticator says who sent a request. An error (or a nil user) refuses
 // it as Unauthenticated.
 type Authenticator interface {
@@ -104,29 +117,38 @@ func RequestInfoFrom(ctx context.Context) (*RequestInfo, bool) {
 
 // route maps a gRPC method to its resource and verb.
 type route struct {
-	group, resource, subresource, verb string
-	namespaced                         bool
+	group, version, resource, subresource string
+	verb                                  string // the authorization verb: create, get, list...
+	// metricVerb is the verb of apiserver_request_*, as Kubernetes'
+	// (k8s.io/apiserver/pkg/endpoints/metrics) reports the REST call the
+	// method stands for: POST, GET, LIST, PUT, DELETE, WATCH, CONNECT
+	// (the log subresource). "" for non-resource methods.
+	metricVerb string
+	namespaced bool
 }
 
 // Routes knows every method of every resource service.
 type Routes map[string]route
 
-// Add records the methods of one resource service.
+// Add records the methods of one resource service. The service's name
+// ends in its version and kinds, "skiff.apps.v1beta1.Deployments".
 func (rs Routes) Add(service, group, resource string, namespaced bool) {
+	version := service[:max(strings.LastIndexByte(service, '.'), 0)]
+	version = version[strings.LastIndexByte(version, '.')+1:]
 	for method, r := range map[string]route{
-		"Create":       {resource: resource, verb: "create"},
-		"Get":          {resource: resource, verb: "get"},
-		"List":         {resource: resource, verb: "list"},
-		"Update":       {resource: resource, verb: "update"},
-		"UpdateStatus": {resource: resource, subresource: "status", verb: "update"},
-		"Delete":       {resource: resource, verb: "delete"},
-		"Watch":        {resource: resource, verb: "watch"},
-		"Bind":         {resource: resource, subresource: "binding", verb: "create"},
-		"GetScale":     {resource: resource, subresource: "scale", verb: "get"},
-		"UpdateScale":  {resource: resource, subresource: "scale", verb: "update"},
-		"Logs":         {resource: resource, subresource: "log", verb: "get"},
+		"Create":       {resource: resource, verb: "create", metricVerb: "POST"},
+		"Get":          {resource: resource, verb: "get", metricVerb: "GET"},
+		"List":         {resource: resource, verb: "list", metricVerb: "LIST"},
+		"Update":       {resource: resource, verb: "update", metricVerb: "PUT"},
+		"UpdateStatus": {resource: resource, subresource: "status", verb: "update", metricVerb: "PUT"},
+		"Delete":       {resource: resource, verb: "delete", metricVerb: "DELETE"},
+		"Watch":        {resource: resource, verb: "watch", metricVerb: "WATCH"},
+		"Bind":         {resource: resource, subresource: "binding", verb: "create", metricVerb: "POST"},
+		"GetScale":     {resource: resource, subresource: "scale", verb: "get", metricVerb: "GET"},
+		"UpdateScale":  {resource: resource, subresource: "scale", verb: "update", metricVerb: "PUT"},
+		"Logs":         {resource: resource, subresource: "log", verb: "get", metricVerb: "CONNECT"},
 	} {
-		r.group, r.namespaced = group, namespaced
+		r.group, r.version, r.namespaced = group, version, namespaced
 		rs["/"+service+"/"+method] = r
 	}
 }
@@ -140,12 +162,23 @@ func (rs Routes) info(fullMethod string) route {
 	return route{resource: "", subresource: svc, verb: strings.ToLower(method)}
 }
 
-// Metrics of the request chain.
+// Metrics of the request chain. apiserver_request_total and
+// apiserver_request_duration_seconds have the labels of Kubernetes' (and
+// its values), which kubernetes-mixin's dashboards, SLO rules and alerts
+// query: verb, group, version, resource, subresource, scope, component,
+// and the total's code, the HTTP status the request would have had
+// (apierrors.HTTPStatusCode). A non-resource call (discovery, health,
+// reflection) has its method as subresource, as Kubernetes has the path of
+// /healthz; its verb is GET, or CONNECT for a stream.
 type Metrics struct {
 	requests    *prometheus.CounterVec
 	duration    *prometheus.HistogramVec
 	longRunning *prometheus.GaugeVec
 }
+
+// requestLabels are Kubernetes' labels of apiserver_request_* (but for
+// dry_run: dry runs are the client's).
+var requestLabels = []string{"verb", "group", "version", "resource", "subresource", "scope", "component"}
 
 // requestBuckets are the latency buckets of requests: 0.5 ms to 30 s.
 var requestBuckets = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}
@@ -155,13 +188,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "apiserver_request_total",
-			Help: "Requests by resource, subresource, verb and gRPC code.",
-		}, []string{"resource", "subresource", "verb", "code"}),
+			Help: "Counter of apiserver requests broken out for each verb, API resource, scope, component, and HTTP response code.",
+		}, append(requestLabels[:len(requestLabels):len(requestLabels)], "code")),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "apiserver_request_duration_seconds",
-			Help:    "Request latency by resource, subresource, verb and gRPC code (watches excluded).",
+			Help:    "Response latency distribution in seconds for each verb, API resource, scope and component (long-running requests, watches and logs, excluded).",
 			Buckets: requestBuckets,
-		}, []string{"resource", "subresource", "verb", "code"}),
+		}, requestLabels),
 		longRunning: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "apiserver_longrunning_requests",
 			Help: "Open long-running requests (watches) by resource.",
@@ -241,13 +274,22 @@ func toStatus(err error) error {
 	return apierrors.FromError(err).GRPCStatus().Err()
 }
 
-func (c *Chain) finish(ri *RequestInfo, fullMethod string, start time.Time, err error, longRunning bool) {
+// finish records a finished request. answered: a stream that answered
+// (its header or a message) before it ended; the client ending it then is
+// its normal end, a 200 as in Kubernetes (whose status is written when a
+// watch starts).
+func (c *Chain) finish(ri *RequestInfo, fullMethod string, start time.Time, err error, longRunning, answered bool) {
 	code := status.Code(err)
 	if c.Metrics != nil {
-		series := c.stats(ri, fullMethod).forCode(c.Metrics, code)
-		series.requests.Inc()
+		httpCode := ri.ResponseCode(err)
+		if answered && code == codes.Canceled {
+			httpCode = http.StatusOK
+		}
+		st := c.stats(ri, fullMethod, longRunning)
+		scope := ri.scope()
+		st.requests(c.Metrics, scope, httpCode).Inc()
 		if !longRunning {
-			series.duration.Observe(time.Since(start).Seconds())
+			st.duration(c.Metrics, scope).Observe(time.Since(start).Seconds())
 		}
 	}
 	if code == codes.Internal || code == codes.Unknown {
@@ -258,39 +300,98 @@ func (c *Chain) finish(ri *RequestInfo, fullMethod string, start time.Time, err 
 	}
 }
 
-// methodStats holds one method's metric series, resolved once per code
-// instead of hashing label values on every request.
+// scope is the scope label of apiserver_request_*, as Kubernetes': resource
+// for a named object and for a create, namespace for a list or watch in
+// one namespace, cluster for one across namespaces or of a cluster-scoped
+// kind, "" for a non-resource call.
+func (ri *RequestInfo) scope() requestScope {
+	switch {
+	case !ri.IsResource():
+		return scopeNone
+	case ri.Name != "" || ri.Verb == "create":
+		return scopeResource
+	case ri.Namespace != "":
+		return scopeNamespace
+	default:
+		return scopeCluster
+	}
+}
+
+type requestScope uint8
+
+const (
+	scopeNone requestScope = iota
+	scopeCluster
+	scopeNamespace
+	scopeResource
+	numScopes
+)
+
+var scopeNames = [numScopes]string{"", "cluster", "namespace", "resource"}
+
+// seriesCodes are the HTTP codes whose series a method keeps resolved;
+// others (none the chain makes) are looked up on each request.
+var seriesCodes = [...]int{200, 201, 400, 401, 403, 404, 405, 409, 410, 413, 422, 429, 499, 500, 503, 504}
+
+func seriesCode(code int) int {
+	for i, c := range seriesCodes {
+		if c == code {
+			return i
+		}
+	}
+	return -1
+}
+
+// methodStats holds one method's metric series, resolved once per scope
+// and code instead of hashing label values on every request.
 type methodStats struct {
-	ri    RequestInfo
-	codes [codes.Unauthenticated + 1]atomic.Pointer[codeSeries]
+	labels    []string // requestLabels' values, scope ""
+	durations [numScopes]atomic.Pointer[prometheus.Observer]
+	requestsC [numScopes][len(seriesCodes)]atomic.Pointer[prometheus.Counter]
 }
 
-type codeSeries struct {
-	requests prometheus.Counter
-	duration prometheus.Observer
+func (st *methodStats) values(scope requestScope) []string {
+	l := slices.Clone(st.labels)
+	l[5] = scopeNames[scope]
+	return l
 }
 
-func (st *methodStats) forCode(m *Metrics, code codes.Code) *codeSeries {
-	resolve := func() *codeSeries {
-		labels := []string{st.ri.Resource, st.ri.Subresource, st.ri.Verb, code.String()}
-		return &codeSeries{requests: m.requests.WithLabelValues(labels...), duration: m.duration.WithLabelValues(labels...)}
+func (st *methodStats) requests(m *Metrics, scope requestScope, code int) prometheus.Counter {
+	i := seriesCode(code)
+	if i >= 0 {
+		if p := st.requestsC[scope][i].Load(); p != nil {
+			return *p
+		}
 	}
-	if int(code) >= len(st.codes) {
-		return resolve()
+	c := m.requests.WithLabelValues(append(st.values(scope), strconv.Itoa(code))...)
+	if i >= 0 {
+		st.requestsC[scope][i].Store(&c)
 	}
-	if p := st.codes[code].Load(); p != nil {
-		return p
-	}
-	cs := resolve()
-	st.codes[code].Store(cs)
-	return cs
+	return c
 }
 
-func (c *Chain) stats(ri *RequestInfo, fullMethod string) *methodStats {
+func (st *methodStats) duration(m *Metrics, scope requestScope) prometheus.Observer {
+	if p := st.durations[scope].Load(); p != nil {
+		return *p
+	}
+	o := m.duration.WithLabelValues(st.values(scope)...)
+	st.durations[scope].Store(&o)
+	return o
+}
+
+func (c *Chain) stats(ri *RequestInfo, fullMethod string, stream bool) *methodStats {
 	if st, ok := c.byMethod.Load(fullMethod); ok {
 		return st.(*methodStats)
 	}
-	st := &methodStats{ri: *ri}
+	r := c.Routes.info(fullMethod)
+	verb, subresource := r.metricVerb, r.subresource
+	if !ri.IsResource() {
+		verb, subresource = "GET", fullMethod
+		if stream {
+			verb = "CONNECT"
+		}
+	}
+	st := &methodStats{labels: []string{verb, r.group, r.version, r.resource, subresource, "", "apiserver"}}
 	actual, _ := c.byMethod.LoadOrStore(fullMethod, st)
 	return actual.(*methodStats)
 }
@@ -350,7 +451,7 @@ func (c *Chain) Unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, 
 	}
 	resp, err := c.serveUnary(ctx, ri, req, handler)
 	err = toStatus(err)
-	c.finish(ri, info.FullMethod, ri.Start, err, false)
+	c.finish(ri, info.FullMethod, ri.Start, err, false, false)
 	if c.Auditor != nil {
 		c.Auditor.Audit(ri, sent, resp, err)
 	}
@@ -380,6 +481,8 @@ type wrappedStream struct {
 	ri      *RequestInfo
 	first   any // the first message, for audit
 	release func()
+	// answered: the handler sent its header or a message.
+	answered bool
 }
 
 func (w *wrappedStream) Context() context.Context { return w.ctx }
@@ -408,11 +511,13 @@ func (w *wrappedStream) established() {
 }
 
 func (w *wrappedStream) SendHeader(md metadata.MD) error {
+	w.answered = true
 	w.established()
 	return w.ServerStream.SendHeader(md)
 }
 
 func (w *wrappedStream) SendMsg(m any) error {
+	w.answered = true
 	w.established()
 	return w.ServerStream.SendMsg(m)
 }
@@ -436,7 +541,7 @@ func (c *Chain) Stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInf
 		ws.established()
 	}
 	err = toStatus(err)
-	c.finish(ri, info.FullMethod, ri.Start, err, true)
+	c.finish(ri, info.FullMethod, ri.Start, err, true, ws.answered)
 	if c.Auditor != nil {
 		c.Auditor.Audit(ri, ws.first, nil, err)
 	}
