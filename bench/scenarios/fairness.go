@@ -86,7 +86,7 @@ type fairServer struct {
 	dir string
 }
 
-func startFairServer(env *Env) (*fairServer, error) {
+func startFairServer(env *Env, fc flowcontrol.Options) (*fairServer, error) {
 	dir, err := os.MkdirTemp("", "skiff-bench-fairness-")
 	if err != nil {
 		return nil, err
@@ -95,14 +95,14 @@ func startFairServer(env *Env) (*fairServer, error) {
 		DataDir:     dir,
 		Listen:      "127.0.0.1:0",
 		Logger:      zap.NewNop(),
-		FlowControl: fairnessFlowControl,
+		FlowControl: fc,
 		Authn:       authn.Options{Enabled: true},
 	})
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("starting the fairness apiserver: %w", err)
 	}
-	env.logf("fairness: apiserver %s with TLS, authentication and flow control", srv.Addr())
+	env.logf("fairness: apiserver %s with TLS, authentication and flow control (%d read-only, %d mutating seats)", srv.Addr(), fc.MaxRequestsInflight, fc.MaxMutatingRequestsInflight)
 	return &fairServer{srv: srv, dir: dir}, nil
 }
 
@@ -124,7 +124,7 @@ func (f *fairServer) dialAs(name string, opts ...grpc.DialOption) (*grpc.ClientC
 func runFairness(ctx context.Context, env *Env, rs *Results) error {
 	cfg := env.Config
 	window := cfg.Duration / 2 // each of the two windows
-	f, err := startFairServer(env)
+	f, err := startFairServer(env, fairnessFlowControl)
 	if err != nil {
 		return err
 	}
@@ -159,7 +159,7 @@ func runFairness(ctx context.Context, env *Env, rs *Results) error {
 		},
 	}
 
-	fl, err := newFlooder(f, string(data))
+	fl, err := newFlooder(f, fairFlooders, mixedFlood(string(data)))
 	if err != nil {
 		return err
 	}
@@ -204,11 +204,12 @@ func runFairness(ctx context.Context, env *Env, rs *Results) error {
 	return nil
 }
 
-// flooder is the second user: fairFlooders goroutines calling back to
-// back, started and stopped for each flood window.
+// flooder is the second user: goroutines calling back to back, started
+// and stopped for each flood window.
 type flooder struct {
 	conns   []*grpc.ClientConn
-	data    string
+	callers int
+	call    floodCall
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	started time.Time
@@ -220,8 +221,30 @@ type flooder struct {
 	round   int
 }
 
-func newFlooder(f *fairServer, data string) (*flooder, error) {
-	fl := &flooder{data: data}
+// floodCall is one call of caller g of the flooder, the seq-th of the
+// caller in flood window round.
+type floodCall func(ctx context.Context, conn *grpc.ClientConn, round, g, seq int) error
+
+// mixedFlood is the fairness scenario's flood: of every 10 calls, 7 Gets,
+// 2 Lists selecting none of fairObjects, 1 Create of data.
+func mixedFlood(data string) floodCall {
+	return func(ctx context.Context, conn *grpc.ClientConn, round, g, seq int) error {
+		cms := corev1.NewConfigMapsClient(conn)
+		var err error
+		switch seq % 10 {
+		case 0:
+			_, err = cms.Create(ctx, configMap(fairWritesNS, fmt.Sprintf("f-%d-%03d-%09d", round, g, seq), data))
+		case 1, 2:
+			_, err = cms.List(ctx, &metav1.ListOptions{Namespace: fairFloodNS, LabelSelector: "absent"})
+		default:
+			_, err = cms.Get(ctx, &metav1.GetRequest{Namespace: fairFloodNS, Name: objectName("o-", seq%fairObjects)})
+		}
+		return err
+	}
+}
+
+func newFlooder(f *fairServer, callers int, call floodCall) (*flooder, error) {
+	fl := &flooder{callers: callers, call: call}
 	// The flooder uses Skiff's Go client as every component does: it waits
 	// the retry hint of a refusal; the inner interceptor counts refusals.
 	count := grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
@@ -249,21 +272,13 @@ func (fl *flooder) start(ctx context.Context) {
 	ctx, fl.cancel = context.WithCancel(ctx)
 	fl.started = time.Now()
 	fl.round++
-	for g := range fairFlooders {
-		cms := corev1.NewConfigMapsClient(fl.conns[g%len(fl.conns)])
+	for g := range fl.callers {
+		conn, round := fl.conns[g%len(fl.conns)], fl.round
 		fl.wg.Add(1)
 		go func() {
 			defer fl.wg.Done()
 			for seq := 0; ctx.Err() == nil; seq++ {
-				var err error
-				switch seq % 10 {
-				case 0:
-					_, err = cms.Create(ctx, configMap(fairWritesNS, fmt.Sprintf("f-%d-%03d-%09d", fl.round, g, seq), fl.data))
-				case 1, 2:
-					_, err = cms.List(ctx, &metav1.ListOptions{Namespace: fairFloodNS, LabelSelector: "absent"})
-				default:
-					_, err = cms.Get(ctx, &metav1.GetRequest{Namespace: fairFloodNS, Name: objectName("o-", seq%fairObjects)})
-				}
+				err := fl.call(ctx, conn, round, g, seq)
 				switch {
 				case err == nil:
 					fl.served.Add(1)

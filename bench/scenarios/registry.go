@@ -79,6 +79,7 @@ func All() []*Scenario {
 		leaderScenario(),
 		controllersScenario(),
 		fairnessScenario(),
+		fairnessFloodScenario(),
 		memoryScenario(),
 	}
 }

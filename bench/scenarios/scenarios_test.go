@@ -35,7 +35,7 @@ func TestSelect(t *testing.T) {
 		prefix string
 		want   []string
 	}{
-		{"empty selects all", "", []string{"watch.fanout", "write", "api.get", "api.list", "scheduler", "node", "leader", "controllers.rs", "fairness", "memory"}},
+		{"empty selects all", "", []string{"watch.fanout", "write", "api.get", "api.list", "scheduler", "node", "leader", "controllers.rs", "fairness", "fairness.flood", "memory"}},
 		{"scheduler alone", "scheduler", []string{"scheduler"}},
 		{"controllers measure their API denominator themselves", "controllers", []string{"controllers.rs"}},
 		{"api runs the writes with their etcd denominator", "api", []string{"write", "api.get", "api.list"}},
@@ -194,6 +194,7 @@ func TestScenarios(t *testing.T) {
 		"api.create_vs_etcd_ratio", "api.get_p99_ms", "api.list_1000_p99_ms", "watch.write_per_s",
 		"controllers.rs_10k_pods_per_s", "controllers.api_create_per_s", "scheduler.pods_per_s", "scheduler.create_to_bound_p99_ms", "controllers.create_vs_api_ratio", "controllers.rs_10k_all_ready_s",
 		"fairness.victim_p99_ratio", "fairness.victim_p99_alone_ms", "fairness.victim_p99_flood_ms", "fairness.flooder_served_per_s",
+		"fairness.flood_victim_p99_ratio", "fairness.flood_victim_p99_alone_ms", "fairness.flood_victim_p99_flood_ms", "fairness.flood_lists_per_s",
 		"memory.apiserver_rss_vs_db_ratio",
 		"leader.failover_ms", "leader.standby_failover_ms", "leader.release_failover_ms",
 	}
