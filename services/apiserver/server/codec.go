@@ -1,8 +1,6 @@
 package server
 
 import (
-	"bytes"
-
 	"google.golang.org/grpc/encoding"
 	protocodec "google.golang.org/grpc/encoding/proto"
 	"google.golang.org/grpc/mem"
@@ -18,7 +16,7 @@ type rawBatch [][]byte
 // shares with the watch cache (Endpoint.ListEncoded); the codec sends
 // them as they are. The pieces must never change.
 type encodedList struct {
-	pieces  [][]byte
+	pieces  []mem.SliceBuffer // each sent in place (see buffers)
 	newList func() proto.Message
 }
 
@@ -36,7 +34,17 @@ func (l *encodedList) Message() (proto.Message, error) {
 }
 
 func (l *encodedList) unmarshal(m proto.Message) error {
-	return proto.Unmarshal(bytes.Join(l.pieces, nil), m)
+	return proto.Unmarshal(l.buffers().Materialize(), m)
+}
+
+// buffers is the list as buffers that point at its pieces: one
+// allocation, however many pieces.
+func (l *encodedList) buffers() mem.BufferSlice {
+	out := make(mem.BufferSlice, len(l.pieces))
+	for i := range l.pieces {
+		out[i] = &l.pieces[i]
+	}
+	return out
 }
 
 // codec is the standard protobuf codec plus rawBatch and encodedList
@@ -51,7 +59,7 @@ func (c codec) Marshal(v any) (mem.BufferSlice, error) {
 	case rawBatch:
 		return buffers(v), nil
 	case *encodedList:
-		return buffers(v.pieces), nil
+		return v.buffers(), nil
 	}
 	return c.proto.Marshal(v)
 }

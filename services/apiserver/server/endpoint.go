@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -171,7 +172,7 @@ func (ep *Endpoint[E, S, L, W]) encodeList(res *registry.ListResult[S]) (*encode
 		return nil, apierrors.NewInternal(err)
 	}
 	n := len(res.Entries)
-	pieces := make([][]byte, 1, 1+2*n)
+	pieces := make([]mem.SliceBuffer, 1, 1+2*n)
 	pieces[0] = head
 	// Every record's tag and length, in one buffer: 1 byte of tag and at
 	// most 3 of length for objects up to storage.MaxObjectBytes.
