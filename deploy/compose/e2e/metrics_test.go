@@ -19,7 +19,7 @@ import (
 // metricsEndpoints are every component's /metrics, read from inside its
 // own container (skiff-probe -body).
 var metricsEndpoints = []struct{ service, url string }{
-	{"apiserver", "http://127.0.0.1:9090/metrics"},
+	{"apiserver", "http://127.0.0.1:6444/metrics"},
 	{"controller-manager", "http://127.0.0.1:10257/metrics"},
 	{"scheduler", "http://127.0.0.1:10259/metrics"},
 	{"node1", "http://127.0.0.1:10248/metrics"},

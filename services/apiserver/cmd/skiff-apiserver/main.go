@@ -81,7 +81,7 @@ Flags:
 	fs.StringVar(&etcdServers, "etcd-servers", "", "comma-separated client URLs of an external etcd cluster (instead of the embedded one)")
 	fs.DurationVar(&cfg.EtcdDialTimeout, "etcd-dial-timeout", 10*time.Second, "how long to wait for an external etcd to answer at start")
 	fs.StringVar(&cfg.Listen, "listen", "0.0.0.0:6443", "gRPC listen address")
-	fs.StringVar(&cfg.MetricsListen, "metrics-listen", "0.0.0.0:9090", "HTTP address for /metrics and /healthz (empty disables)")
+	fs.StringVar(&cfg.MetricsListen, "metrics-listen", "0.0.0.0:6444", "HTTP address for /metrics and /healthz (empty disables)")
 	fs.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.DurationVar(&cfg.CompactionInterval, "compaction-interval", 5*time.Minute, "compact etcd revisions older than one interval, every interval (0 disables)")
 	fs.Int64Var(&cfg.QuotaBackendBytes, "quota-backend-bytes", 8<<30, "embedded etcd backend size quota in bytes")

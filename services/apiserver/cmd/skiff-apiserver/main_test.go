@@ -49,6 +49,8 @@ func TestFlagsAndErrors(t *testing.T) {
 		want     string
 	}{
 		{"help", []string{"--help"}, true, "--etcd-servers"},
+		// Not Prometheus' 9090: a Prometheus beside the apiserver is common.
+		{"metrics port", []string{"--help"}, true, `HTTP address for /metrics and /healthz (empty disables) (default "0.0.0.0:6444")`},
 		{"version", []string{"--version"}, true, "skiff-apiserver " + testVersion + " " + testCommit},
 		{"unknown flag", []string{"--nope"}, false, "flag provided but not defined: -nope"},
 		{"bad log level", []string{"--log-level", "loud"}, false, `--log-level "loud": must be debug, info, warn or error`},
