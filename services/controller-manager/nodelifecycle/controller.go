@@ -147,11 +147,13 @@ func (c *Controller) Reconcile(ctx context.Context, key string) (controller.Resu
 	if !ok {
 		c.beats.forget(key)
 		c.seen.forget(key)
+		c.m.zones.forget(key)
 		return controller.Result{}, nil
 	}
 	lease, _ := c.leases.Store().GetByName(NodeLeaseNamespace, key)
 	heartbeat := c.beats.heartbeat(node, lease, now)
 	a := Assess(node, heartbeat, now, c.opts.GracePeriod)
+	c.m.zones.observe(key, zoneKey(node), a.State != StateReady)
 	log := c.log.With(zap.String("node", key))
 
 	if err := c.syncNode(ctx, node, a, log); err != nil {

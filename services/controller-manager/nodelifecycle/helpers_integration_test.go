@@ -2,6 +2,7 @@ package nodelifecycle_test
 
 import (
 	"context"
+	"maps"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -199,4 +200,51 @@ func eventReasons(env *managertest.Env, kind, namespace, name string) map[string
 func counter(t *testing.T, env *managertest.Env, name, label, value string) float64 {
 	t.Helper()
 	return env.Metric(name, label, value)
+}
+
+// labelNode adds labels to the node's.
+func labelNode(t *testing.T, env *managertest.Env, name string, labels map[string]string) {
+	t.Helper()
+	nodes := client.Nodes(env.Conn)
+	err := client.RetryOnConflict(env.Ctx, client.DefaultRetry, func() error {
+		n, err := nodes.Get(env.Ctx, "", name)
+		if err != nil {
+			return err
+		}
+		if n.Metadata.Labels == nil {
+			n.Metadata.Labels = map[string]string{}
+		}
+		maps.Copy(n.Metadata.Labels, labels)
+		_, err = nodes.Update(env.Ctx, n)
+		return err
+	})
+	if err != nil {
+		t.Fatalf("label node %s: %v", name, err)
+	}
+}
+
+// unhealthyByZone returns node_collector_unhealthy_nodes_in_zone of env's
+// registry, by its zone label.
+func unhealthyByZone(t *testing.T, env *managertest.Env) map[string]float64 {
+	t.Helper()
+	mfs, err := env.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() != "node_collector_unhealthy_nodes_in_zone" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			zone := ""
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "zone" {
+					zone = l.GetValue()
+				}
+			}
+			out[zone] = m.GetGauge().GetValue()
+		}
+	}
+	return out
 }

@@ -1,11 +1,14 @@
 package nodelifecycle_test
 
 import (
+	"maps"
 	"testing"
 	"time"
 
 	"google.golang.org/protobuf/proto"
 
+	"skiff.dev/internal/client"
+	metav1 "skiff.dev/proto/meta/v1"
 	"skiff.dev/services/controller-manager/manager/managertest"
 	"skiff.dev/services/controller-manager/nodelifecycle"
 )
@@ -150,4 +153,32 @@ func TestNodeWithoutLease(t *testing.T) {
 		return noExecuteTaint(n, nodelifecycle.TaintNodeUnreachable) != nil && nodeCondition(n, "Ready").GetStatus() == "Unknown",
 			managertest.Explain("taints %v, conditions %v", n.GetSpec().GetTaints(), n.GetStatus().GetConditions())
 	})
+}
+
+// TestUnhealthyNodesInZone: node_collector_unhealthy_nodes_in_zone counts,
+// per zone (region and zone labels), the nodes the controller judges not
+// Ready, as Kubernetes' node lifecycle controller; a zone whose nodes are
+// all healthy shows 0, and a zone without nodes has no series.
+func TestUnhealthyNodesInZone(t *testing.T) {
+	env := start(t, nodelifecycle.Options{GracePeriod: time.Second})
+	a := startAgent(t, env, "node-a")
+	labelNode(t, env, "node-a", map[string]string{"topology.kubernetes.io/region": "r1", "topology.kubernetes.io/zone": "z1"})
+	startAgent(t, env, "node-b") // no zone labels: zone ""
+
+	awaitZones := func(what string, want map[string]float64) {
+		t.Helper()
+		env.Await(patience, what, func() (bool, string) {
+			got := unhealthyByZone(t, env)
+			return maps.Equal(got, want), managertest.Explain("node_collector_unhealthy_nodes_in_zone %v, want %v", got, want)
+		})
+	}
+	awaitZones("both zones healthy", map[string]float64{"r1:z1": 0, "": 0})
+	a.stop()
+	awaitZones("node-a's zone with one unhealthy node", map[string]float64{"r1:z1": 1, "": 0})
+	a.resume()
+	awaitZones("node-a healthy again", map[string]float64{"r1:z1": 0, "": 0})
+	if _, err := client.Nodes(env.Conn).Delete(env.Ctx, &metav1.DeleteRequest{Name: "node-a"}); err != nil {
+		t.Fatal(err)
+	}
+	awaitZones("node-a's zone gone with it", map[string]float64{"": 0})
 }
