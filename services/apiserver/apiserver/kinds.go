@@ -128,6 +128,7 @@ func (s *Server) install(srv *grpc.Server) {
 	corev1.RegisterNodesServer(g, nodeEP)
 	s.logs = newLogProxy(podEP.Registry(), nodeEP.Registry())
 	pods.logs = s.logs
+	s.installMetricsAPI(g)
 
 	// core/v1 Events
 	eventKind := kind[*corev1.Event](coreV1, "Event", "events", "event", "skiff.core.v1.Events", true,

@@ -45,6 +45,14 @@ var bootstrapPolicy = []bootstrapRole{
 			{read, "apps", "deployments deployments/scale deployments/status replicasets replicasets/scale replicasets/status"},
 		}},
 
+	// The resource metrics API (skiffctl top), as metrics-server's
+	// ClusterRole of the same name: aggregated into view, so into edit
+	// and admin too.
+	{name: "system:aggregated-metrics-reader", aggregateTo: "view",
+		rules: []r{
+			{read, "metrics.k8s.io", "pods nodes"},
+		}},
+
 	// Every authenticated user may discover the API and use reflection;
 	// everyone may ask the version (health checks pass without
 	// authorization anyway).

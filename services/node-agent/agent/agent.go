@@ -17,6 +17,7 @@ import (
 	"skiff.dev/internal/controller"
 	"skiff.dev/internal/events"
 	"skiff.dev/internal/informer"
+	"skiff.dev/internal/promutil"
 	"skiff.dev/internal/workqueue"
 	coordinationv1 "skiff.dev/proto/coordination/v1"
 	corev1 "skiff.dev/proto/core/v1"
@@ -35,6 +36,7 @@ type Agent struct {
 
 	rt         *cri.Client
 	obs        *observer
+	usage      *usageSampler // NodeAgent.Usage's samples
 	pods       *informer.Informer[*corev1.Pod]
 	podClient  *client.Resource[*corev1.Pod, *corev1.PodList]
 	nodes      *client.Resource[*corev1.Node, *corev1.NodeList]
@@ -110,6 +112,8 @@ func New(cfg Config) (*Agent, error) {
 	cms := client.ConfigMaps(cfg.API)
 	a.configMaps = func(ctx context.Context, ns, name string) (*corev1.ConfigMap, error) { return cms.Get(ctx, ns, name) }
 	a.obs = newObserver(a.rt)
+	a.usage = &usageSampler{read: a.readStats, clock: cfg.Clock, window: cfg.UsageWindow}
+	promutil.MustRegister(cfg.Registerer, newStatsCollector(a))
 	a.recorder = cfg.Recorder
 	if a.recorder == nil {
 		b, err := events.NewBroadcaster(events.Config{
@@ -170,9 +174,10 @@ func (a *Agent) seen(p *corev1.Pod) {
 	}
 }
 
-// RegisterServices adds the agent's gRPC service (NodeAgent: logs) to s.
+// RegisterServices adds the agent's gRPC service (NodeAgent: logs and
+// usage) to s.
 func (a *Agent) RegisterServices(s *grpc.Server) {
-	nodev1.RegisterNodeAgentServer(s, &logServer{a: a})
+	nodev1.RegisterNodeAgentServer(s, &nodeAgentServer{a: a})
 }
 
 // Ready is nil once the node is registered and the pods are listed.

@@ -34,6 +34,8 @@ const (
 	DefaultImagePullBackOff       = 10 * time.Second
 	DefaultImagePullBackOffMax    = 5 * time.Minute
 	DefaultLogFollowPoll          = 100 * time.Millisecond
+	DefaultStatsTimeout           = 5 * time.Second
+	DefaultUsageWindow            = time.Second
 )
 
 // NodeLeaseNamespace holds the Leases node agents renew, one per node.
@@ -116,6 +118,13 @@ type Config struct {
 	ImagePullBackOff, ImagePullBackOffMax time.Duration
 	// LogFollowPoll: how often a followed log file is read for more.
 	LogFollowPoll time.Duration
+	// StatsTimeout bounds the reading of the runtime's stats for a scrape
+	// of the usage metrics (container_cpu_usage_seconds_total...).
+	StatsTimeout time.Duration
+	// UsageWindow is the least time between the two samples of the CPU
+	// counters that NodeAgent.Usage's rates come from: a call waits for
+	// it unless the previous call's sample is old enough (up to a minute).
+	UsageWindow time.Duration
 
 	// Clock drives backoffs, requeue delays and timestamps (a
 	// workqueue.FakeClock in tests); the periodic loops (relist, lease,
@@ -129,6 +138,10 @@ type Config struct {
 	// ProbeDial dials for httpGet and tcpSocket probes (nil: net.Dialer).
 	// Tests with a simulated runtime map pod IPs to local servers with it.
 	ProbeDial func(ctx context.Context, network, addr string) (net.Conn, error)
+
+	// machineStats reads the machine's usage (readMachineStats; tests
+	// put in their own).
+	machineStats func() (machineSample, error)
 }
 
 func (c *Config) defaults() error {
@@ -153,6 +166,11 @@ func (c *Config) defaults() error {
 	setDefault(&c.ImagePullBackOff, DefaultImagePullBackOff)
 	setDefault(&c.ImagePullBackOffMax, DefaultImagePullBackOffMax)
 	setDefault(&c.LogFollowPoll, DefaultLogFollowPoll)
+	setDefault(&c.StatsTimeout, DefaultStatsTimeout)
+	setDefault(&c.UsageWindow, DefaultUsageWindow)
+	if c.machineStats == nil {
+		c.machineStats = readMachineStats
+	}
 	if c.CrashLoopBackOffMax < c.CrashLoopBackOff {
 		c.CrashLoopBackOffMax = c.CrashLoopBackOff
 	}

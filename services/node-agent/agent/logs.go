@@ -139,8 +139,9 @@ func tail(lines []logLine, n int64) []logLine {
 	return lines[int64(len(lines))-n:]
 }
 
-// logServer serves NodeAgent.Logs from the CRI log files.
-type logServer struct {
+// nodeAgentServer serves NodeAgent: Logs from the CRI log files (here),
+// Usage from the runtime's stats (usage.go).
+type nodeAgentServer struct {
 	nodev1.UnimplementedNodeAgentServer
 	a *Agent
 }
@@ -152,7 +153,7 @@ const maxChunk = 32 << 10
 // previous, the one before), the last tailLines lines, those newer than
 // sinceSeconds, with timestamps if asked, and with follow until the
 // container ends or the call is cancelled.
-func (s *logServer) Logs(o *corev1.PodLogOptions, stream grpc.ServerStreamingServer[corev1.LogChunk]) error {
+func (s *nodeAgentServer) Logs(o *corev1.PodLogOptions, stream grpc.ServerStreamingServer[corev1.LogChunk]) error {
 	a := s.a
 	ctx := stream.Context()
 	pod, ok := a.pods.Store().GetByName(o.GetNamespace(), o.GetName())

@@ -1,7 +1,10 @@
 package agent
 
 import (
+	"context"
+
 	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
 
 	"skiff.dev/internal/promutil"
 )
@@ -61,4 +64,83 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m.started = promutil.MustRegister(reg, m.started)
 	m.startErrors = promutil.MustRegister(reg, m.startErrors)
 	return m
+}
+
+// statsCollector serves the usage of the node and its pods with the
+// kubelet's names (its /metrics/resource and, for the pod cgroups with
+// container="", cAdvisor's /metrics/cadvisor), read from the runtime and
+// the machine at each scrape (bounded by Config.StatsTimeout), each
+// sample stamped with the time it was taken.
+type statsCollector struct {
+	a                             *Agent
+	containerCPU, containerMem    *prometheus.Desc
+	nodeCPU, nodeMem, scrapeError *prometheus.Desc
+}
+
+func newStatsCollector(a *Agent) *statsCollector {
+	labels := []string{"container", "pod", "namespace"}
+	return &statsCollector{
+		a: a,
+		containerCPU: prometheus.NewDesc("container_cpu_usage_seconds_total",
+			`Cumulative cpu time consumed by the container in core-seconds (container="": the pod's cgroup).`, labels, nil),
+		containerMem: prometheus.NewDesc("container_memory_working_set_bytes",
+			`Current working set of the container in bytes (container="": the pod's cgroup).`, labels, nil),
+		nodeCPU:     prometheus.NewDesc("node_cpu_usage_seconds_total", "Cumulative cpu time consumed by the node in core-seconds.", nil, nil),
+		nodeMem:     prometheus.NewDesc("node_memory_working_set_bytes", "Current working set of the node in bytes.", nil, nil),
+		scrapeError: prometheus.NewDesc("resource_scrape_error", "1 if there was an error while getting container metrics, 0 otherwise.", nil, nil),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.containerCPU, c.containerMem, c.nodeCPU, c.nodeMem, c.scrapeError} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), c.a.cfg.StatsTimeout)
+	defer cancel()
+	snap, err := c.a.readStats(ctx)
+	failed := err != nil
+	if err != nil {
+		c.a.log.Warn("reading the container runtime's stats for /metrics", zap.Error(err))
+		snap = &statsSnapshot{nodeErr: err}
+	}
+	if snap.nodeErr == nil {
+		ch <- prometheus.NewMetricWithTimestamp(snap.node.at, prometheus.MustNewConstMetric(c.nodeCPU, prometheus.CounterValue, float64(snap.node.coreNanos)/1e9))
+		ch <- prometheus.NewMetricWithTimestamp(snap.node.at, prometheus.MustNewConstMetric(c.nodeMem, prometheus.GaugeValue, float64(snap.node.workingSet)))
+	} else if !failed {
+		failed = true
+		c.a.log.Warn("reading the machine's usage for /metrics", zap.Error(snap.nodeErr))
+	}
+	// One series per pod name: of two pods of one name (a pod replaced
+	// while the old one stops) the one sampled last.
+	byName := map[string]*podStats{}
+	for _, p := range snap.pods {
+		key := p.namespace + "/" + p.name
+		if old, ok := byName[key]; !ok || p.cpu.at.After(old.cpu.at) {
+			byName[key] = p
+		}
+	}
+	emit := func(cpu cpuSample, mem memSample, labels ...string) {
+		if cpu.hasTotal {
+			ch <- prometheus.NewMetricWithTimestamp(cpu.at, prometheus.MustNewConstMetric(c.containerCPU, prometheus.CounterValue, float64(cpu.coreNanos)/1e9, labels...))
+		}
+		if mem.ok {
+			ch <- prometheus.NewMetricWithTimestamp(mem.at, prometheus.MustNewConstMetric(c.containerMem, prometheus.GaugeValue, float64(mem.workingSet), labels...))
+		}
+	}
+	for _, p := range byName {
+		emit(p.cpu, p.memory, "", p.name, p.namespace)
+		for name, cs := range p.containers {
+			emit(cs.cpu, cs.memory, name, p.name, p.namespace)
+		}
+	}
+	v := 0.0
+	if failed {
+		v = 1
+	}
+	ch <- prometheus.MustNewConstMetric(c.scrapeError, prometheus.GaugeValue, v)
 }

@@ -48,7 +48,9 @@ func (r *Runtime) SetUsage(fn func(Container) Usage) {
 // accrueLocked adds the CPU time a running container used from c.cpuAt
 // to now at its current rate.
 func (r *Runtime) accrueLocked(c *container, now time.Time) {
-	d := now.Sub(c.cpuAt)
+	// On the wall clock, as the timestamps the stats carry (not the
+	// monotonic one, which drifts from it by parts in 1e8).
+	d := time.Duration(now.UnixNano() - c.cpuAt.UnixNano())
 	if d <= 0 {
 		return
 	}
