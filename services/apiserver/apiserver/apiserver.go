@@ -27,6 +27,7 @@ import (
 	"google.golang.org/grpc/test/bufconn"
 
 	"skiff.dev/internal/client"
+	"skiff.dev/internal/grpcmetrics"
 	"skiff.dev/internal/object"
 	"skiff.dev/internal/tracing"
 	"skiff.dev/internal/version"
@@ -249,7 +250,7 @@ func newServer(cfg Config, tr *tracing.Tracing) (*Server, error) {
 	s.maint = newMaintenanceMetrics(reg)
 
 	chain := server.NewChain(s.routes, server.NewMetrics(reg), s.log)
-	grpcMetrics := server.NewGRPCMetrics(reg)
+	grpcMetrics := grpcmetrics.New(reg)
 	serverCreds, loopbackCreds, err := s.wireTLS()
 	if err != nil {
 		s.closeEtcd()

@@ -22,6 +22,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"skiff.dev/internal/apierrors"
+	"skiff.dev/internal/grpcmetrics"
 	"skiff.dev/services/apiserver/user"
 )
 
@@ -180,8 +181,9 @@ type Metrics struct {
 // dry_run: dry runs are the client's).
 var requestLabels = []string{"verb", "group", "version", "resource", "subresource", "scope", "component"}
 
-// requestBuckets are the latency buckets of requests: 0.5 ms to 30 s.
-var requestBuckets = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}
+// requestBuckets are the latency buckets of requests (0.5 ms to 30 s), as
+// the gRPC server's.
+var requestBuckets = grpcmetrics.Buckets
 
 // NewMetrics registers the request metrics on reg.
 func NewMetrics(reg prometheus.Registerer) *Metrics {

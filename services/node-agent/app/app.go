@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc"
 
 	"skiff.dev/internal/client"
+	"skiff.dev/internal/grpcmetrics"
 	"skiff.dev/internal/serving"
 	corev1 "skiff.dev/proto/core/v1"
 	"skiff.dev/services/node-agent/agent"
@@ -244,7 +245,8 @@ func Run(ctx context.Context, o *Options, log *zap.Logger, ready func(Addrs)) er
 	if err != nil {
 		return err
 	}
-	g := grpc.NewServer(serverOpts...)
+	// The metrics' interceptors first: refused calls count too.
+	g := grpc.NewServer(append(grpcmetrics.ServerOptions(grpcmetrics.New(reg)), serverOpts...)...)
 	a.RegisterServices(g)
 	served := make(chan error, 1)
 	go func() { served <- g.Serve(l) }()

@@ -204,6 +204,8 @@ func TestProgram(t *testing.T) {
 		"kubelet_running_pods 1",
 		`kubelet_running_containers{container_state="running"} 1`,
 		`kubelet_started_containers_total{container_type="container"} 1`,
+		// The log stream above, at the agent's NodeAgent service.
+		`grpc_server_started_total{grpc_method="Logs",grpc_service="skiff.node.v1.NodeAgent",grpc_type="server_stream"} 1`,
 	}
 	missing := func(metrics string) []string {
 		var out []string
