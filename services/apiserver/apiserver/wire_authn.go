@@ -81,6 +81,7 @@ func (s *Server) wireAuthn() (server.Authenticator, error) {
 	return authn.New(authn.Config{
 		ClientCAs:         m.ClientCAs,
 		Logger:            s.log,
+		Registerer:        s.cfg.Registry,
 		Tokens:            tokens,
 		ServiceAccountKey: &m.ServiceAccountKey.PublicKey,
 		Issuer:            o.ServiceAccountIssuer,

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"google.golang.org/grpc/metadata"
 
@@ -36,6 +37,8 @@ type Config struct {
 	// Logger logs, once per connection, a client certificate refused for
 	// its dates (nil: no logs).
 	Logger *zap.Logger
+	// Registerer gets the authenticator's metrics (nil: not registered).
+	Registerer prometheus.Registerer
 }
 
 // Authenticator says who sent a request, trying in order: the verified
@@ -59,7 +62,7 @@ var AnonymousUser = &user.Info{Name: user.Anonymous, Groups: []string{user.AllUn
 
 // New returns the authenticator of cfg.
 func New(cfg Config) *Authenticator {
-	a := &Authenticator{certs: certUsers{roots: cfg.ClientCAs, log: cfg.Logger}, tokens: cfg.Tokens, anonymous: cfg.Anonymous, now: cfg.Now}
+	a := &Authenticator{certs: certUsers{roots: cfg.ClientCAs, log: cfg.Logger, expiration: newCertExpiration(cfg.Registerer)}, tokens: cfg.Tokens, anonymous: cfg.Anonymous, now: cfg.Now}
 	if a.now == nil {
 		a.now = time.Now
 	}

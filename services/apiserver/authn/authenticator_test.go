@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
@@ -411,4 +413,70 @@ func TestMaterialKeptAcrossRestarts(t *testing.T) {
 	if m3.NodeAgentClient == nil || m3.NodeAgentClient.Leaf.Subject.CommonName != user.APIServer {
 		t.Fatalf("node agent client certificate %+v", m3.NodeAgentClient)
 	}
+}
+
+// TestClientCertificateExpirationMetric: every request with a client
+// certificate of the cluster CA observes the certificate's remaining
+// lifetime in apiserver_client_certificate_expiration_seconds (Kubernetes'
+// histogram and buckets); an expired one lands in the le="0" bucket; a
+// request with a token only observes nothing.
+func TestClientCertificateExpirationMetric(t *testing.T) {
+	now := time.Now().Truncate(time.Second)
+	reg := prometheus.NewRegistry()
+	h := newHarness(t, func(m *Material) Config {
+		return Config{ClientCAs: m.ClientCAs, Tokens: StaticTokens{"t0ken": {Name: "alice"}}, Registerer: reg, Now: func() time.Time { return now }}
+	})
+	threeDays := issue(t, h.m.CA, "carol", nil, 72*time.Hour, now)
+	expired := issue(t, h.m.CA, "dave", nil, time.Hour, now.Add(-2*time.Hour))
+	if _, err := h.call(t, threeDays, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.call(t, threeDays, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.call(t, expired, ""); status.Code(err) != codes.Unauthenticated {
+		t.Fatalf("expired certificate: %v, want Unauthenticated", err)
+	}
+	if _, err := h.call(t, nil, "t0ken"); err != nil {
+		t.Fatal(err)
+	}
+
+	hist := gatherHistogram(t, reg, "apiserver_client_certificate_expiration_seconds")
+	if hist == nil {
+		t.Fatal("apiserver_client_certificate_expiration_seconds is not registered")
+	}
+	if got := hist.GetSampleCount(); got != 3 {
+		t.Errorf("observations = %d, want 3 (two calls with carol's certificate, one with dave's)", got)
+	}
+	want := 2*(72*3600) - 3600.0 // seconds left: carol's twice, dave's (expired an hour ago)
+	if got := hist.GetSampleSum(); got != want {
+		t.Errorf("sum = %v, want %v", got, want)
+	}
+	wantBuckets := map[float64]uint64{0: 1, 172800: 1, 345600: 3, 31104000: 3}
+	var bounds []float64
+	for _, b := range hist.GetBucket() {
+		bounds = append(bounds, b.GetUpperBound())
+		if w, ok := wantBuckets[b.GetUpperBound()]; ok && b.GetCumulativeCount() != w {
+			t.Errorf("bucket le=%v: %d, want %d", b.GetUpperBound(), b.GetCumulativeCount(), w)
+		}
+	}
+	kubernetes := []float64{0, 1800, 3600, 7200, 21600, 43200, 86400, 172800, 345600, 604800, 2592000, 7776000, 15552000, 31104000}
+	if !slices.Equal(bounds, kubernetes) {
+		t.Errorf("buckets %v, want Kubernetes' %v", bounds, kubernetes)
+	}
+}
+
+// gatherHistogram returns the (unlabelled) histogram name of reg, or nil.
+func gatherHistogram(t *testing.T, reg prometheus.Gatherer, name string) *dto.Histogram {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
+			return mf.GetMetric()[0].GetHistogram()
+		}
+	}
+	return nil
 }

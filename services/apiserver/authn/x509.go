@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/peer"
@@ -87,8 +88,11 @@ func validAt(certs []*x509.Certificate, now time.Time) bool {
 type certUsers struct {
 	roots *x509.CertPool
 	log   *zap.Logger
-	cache sync.Map // *x509.Certificate -> *certUser
-	n     atomic.Int64
+	// expiration observes the remaining lifetime of the certificate of
+	// every request whose chain verified (expired or not).
+	expiration prometheus.Histogram
+	cache      sync.Map // *x509.Certificate -> *certUser
+	n          atomic.Int64
 }
 
 // maxCertUsers bounds the cache; past it, it starts over.
@@ -130,9 +134,11 @@ func (c *certUsers) authenticate(ctx context.Context, now time.Time) (u *user.In
 		return nil, false, nil
 	}
 	cu := c.lookup(certs, verified, now)
-	switch {
-	case cu.err != nil:
+	if cu.err != nil {
 		return nil, true, cu.err
+	}
+	c.expiration.Observe(cu.notAfter.Sub(now).Seconds())
+	switch {
 	case now.After(cu.notAfter):
 		c.logRefusal(cu, certs[0], remote, "a client certificate has expired: its requests are refused until it is renewed")
 		return nil, true, apierrors.NewUnauthorized(fmt.Sprintf("Unauthorized: the client certificate of %q expired at %s", cu.info.Name, cu.notAfter.UTC().Format(time.RFC3339)))

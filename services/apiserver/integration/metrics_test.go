@@ -238,3 +238,21 @@ func TestGRPCServerMetrics(t *testing.T) {
 		}
 	}
 }
+
+// TestClientCertificateExpirationMetric: with authentication on, the
+// apiserver's /metrics has Kubernetes' apiserver_client_certificate_expiration_seconds,
+// one observation per request made with a client certificate (the
+// KubeClientCertificateExpiration alert reads it).
+func TestClientCertificateExpirationMetric(t *testing.T) {
+	s := apiservertest.Start(t, apiservertest.Secure())
+	if err := getCM(t, s.Conn); err != nil {
+		t.Fatal(err)
+	}
+	mf, ok := scrape(t, s)["apiserver_client_certificate_expiration_seconds"]
+	if !ok || mf.GetType() != dto.MetricType_HISTOGRAM {
+		t.Fatalf("/metrics lacks the histogram apiserver_client_certificate_expiration_seconds: %v", mf)
+	}
+	if n := mf.GetMetric()[0].GetHistogram().GetSampleCount(); n == 0 {
+		t.Error("apiserver_client_certificate_expiration_seconds observed nothing after a request with a client certificate")
+	}
+}
