@@ -63,6 +63,8 @@ type Config struct {
 	MemoryObjects   int
 	MemoryLists     int
 	MemoryListLimit int
+	// MemoryLimit, when set, is that apiserver's --memory-limit.
+	MemoryLimit string
 	// LeaderLeaseDuration is the leader scenario's
 	// --leader-elect-lease-duration (the renew deadline and retry period
 	// follow in Kubernetes' ratios, 10/15 and 2/15 of it).

@@ -36,7 +36,7 @@ const (
 func memoryScenario() *Scenario {
 	return &Scenario{
 		Name: "memory",
-		Summary: "on a skiff-apiserver process of its own (--insecure, defaults otherwise), 65,000 ConfigMaps of 1 KiB created, then 50 Lists of 10,000 (limit 10000, following continue); " +
+		Summary: "on a skiff-apiserver process of its own (--insecure, -memory-limit's --memory-limit, defaults otherwise), 65,000 ConfigMaps of 1 KiB created, then 50 Lists of 10,000 (limit 10000, following continue); " +
 			"the process's RSS after them / the etcd database size",
 		Figures: []Figure{figMemRatio},
 		Run:     runMemory,
@@ -58,8 +58,11 @@ func runMemory(ctx context.Context, env *Env, rs *Results) error {
 	if err != nil {
 		return err
 	}
-	p, err := proc.Start(nil, bin, "--insecure", "--data-dir", filepath.Join(dir, "data"),
-		"--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0")
+	args := []string{"--insecure", "--data-dir", filepath.Join(dir, "data"), "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"}
+	if cfg.MemoryLimit != "" {
+		args = append(args, "--memory-limit", cfg.MemoryLimit)
+	}
+	p, err := proc.Start(nil, bin, args...)
 	if err != nil {
 		return err
 	}
@@ -72,7 +75,11 @@ func runMemory(ctx context.Context, env *Env, rs *Results) error {
 	if err := json.Unmarshal(serving, &addrs); err != nil {
 		return fmt.Errorf("the apiserver's \"apiserver serving\" line: %w", err)
 	}
-	env.logf("memory: apiserver pid %d on %s", p.Pid(), addrs.GRPC)
+	limit, err := memoryLimit(ctx, p)
+	if err != nil {
+		return err
+	}
+	env.logf("memory: apiserver pid %d on %s, memory limit %s", p.Pid(), addrs.GRPC, limit)
 
 	// A list of 10,000 1 KiB objects is some 11 MB: past gRPC's default
 	// 4 MB a client receives.
@@ -133,12 +140,34 @@ func runMemory(ctx context.Context, env *Env, rs *Results) error {
 		return fmt.Errorf("etcd_mvcc_db_total_size_in_bytes = %v", db)
 	}
 	rs.Add(figMemRatio, float64(rssListed)/db,
-		fmt.Sprintf("RSS %.0f MiB after the lists (%.0f MiB after the creates, peak %.0f MiB) / etcd db %.1f MiB; %d creates in %.1fs, %d lists (%d items) in %.1fs",
-			mib(rssListed), mib(rssCreated), mib(peak), db/(1<<20), cfg.MemoryObjects, created.Seconds(), cfg.MemoryLists, items, listed.Seconds()))
+		fmt.Sprintf("RSS %.0f MiB after the lists (%.0f MiB after the creates, peak %.0f MiB) / etcd db %.1f MiB; %d creates in %.1fs, %d lists (%d items) in %.1fs; memory limit %s",
+			mib(rssListed), mib(rssCreated), mib(peak), db/(1<<20), cfg.MemoryObjects, created.Seconds(), cfg.MemoryLists, items, listed.Seconds(), limit))
 	return nil
 }
 
 func mib[N int64 | float64](n N) float64 { return float64(n) / (1 << 20) }
+
+// memoryLimit is the memory limit the apiserver logged at start.
+func memoryLimit(ctx context.Context, p *proc.Process) (string, error) {
+	_, line, err := p.WaitLog(ctx, "runtime", time.Minute)
+	if err != nil {
+		return "", err
+	}
+	var rt struct {
+		MemoryLimitBytes int64
+		MemoryLimitFrom  string
+	}
+	if err := json.Unmarshal(line, &rt); err != nil || rt.MemoryLimitFrom == "" {
+		return "", fmt.Errorf("the apiserver's \"runtime\" line %s: no memoryLimitFrom (%v)", line, err)
+	}
+	switch {
+	case rt.MemoryLimitFrom == "none":
+		return "none", nil
+	case rt.MemoryLimitBytes == 0:
+		return "none (" + rt.MemoryLimitFrom + ")", nil
+	}
+	return fmt.Sprintf("%.0f MiB (%s)", mib(rt.MemoryLimitBytes), rt.MemoryLimitFrom), nil
+}
 
 // metric reads the value of an unlabelled metric from the /metrics at addr.
 func metric(addr, name string) (float64, error) {

@@ -77,6 +77,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.cfg.SchedPods, "sched-pods", o.cfg.SchedPods, "pods of the scheduler scenario")
 	fs.IntVar(&o.cfg.SchedClients, "sched-clients", o.cfg.SchedClients, "concurrent pod creators of the scheduler scenario")
 	fs.DurationVar(&o.cfg.SchedTimeout, "sched-timeout", o.cfg.SchedTimeout, "bound on the wait for the scheduler scenario's binds")
+	fs.StringVar(&o.cfg.MemoryLimit, "memory-limit", "", "--memory-limit of the memory scenario's apiserver process (default: none given: GOMEMLIMIT or the container's limit, if any, as skiff-apiserver takes by default)")
 	fs.StringVar(&o.dataDir, "data-dir", os.TempDir(), "parent of the temporary etcd data directory (put it on the disk to measure)")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a pprof CPU profile of the whole run to this file")
 	fs.StringVar(&o.memProfile, "memprofile", "", "write a pprof allocation profile of the whole run to this file")
