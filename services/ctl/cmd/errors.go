@@ -44,12 +44,14 @@ func (r *root) statusMessage(se *apierrors.StatusError) string {
 	msg := se.Status.GetMessage()
 	switch se.Reason() {
 	case apierrors.ReasonServiceUnavailable:
+		if se.Status.GetCode() != 0 {
+			break // the server's answer, which may quote a refused node agent
+		}
+		// A transport error: the server itself cannot be reached.
 		if strings.Contains(msg, "connection refused") {
 			return fmt.Sprintf("The connection to the server %s was refused - did you specify the right host or port?", r.server())
 		}
-		if se.Status.GetCode() == 0 { // a transport error, not the server's answer
-			return fmt.Sprintf("Unable to connect to the server %s: %s", r.server(), transportDetail(msg))
-		}
+		return fmt.Sprintf("Unable to connect to the server %s: %s", r.server(), transportDetail(msg))
 	case apierrors.ReasonUnauthorized:
 		if msg == "" {
 			msg = "Unauthorized"

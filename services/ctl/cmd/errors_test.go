@@ -1,7 +1,9 @@
 package cmd
 
 import (
+	"context"
 	"net"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -9,7 +11,9 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"skiff.dev/internal/apierrors"
+	"skiff.dev/internal/client"
 	"skiff.dev/internal/field"
+	corev1 "skiff.dev/proto/core/v1"
 	metav1 "skiff.dev/proto/meta/v1"
 )
 
@@ -107,4 +111,33 @@ func TestErrorMessages(t *testing.T) {
 
 func apiStatus(reason, msg string, code int32) *metav1.Status {
 	return &metav1.Status{Status: "Failure", Reason: reason, Message: msg, Code: code}
+}
+
+// The server's own ServiceUnavailable that quotes a refused connection
+// (to a node agent, for logs or top) is the server's answer, not a
+// refused connection to the server.
+func TestAgentRefusedIsTheServersAnswer(t *testing.T) {
+	c := newCLI(t)
+	ctx := context.Background()
+	node := c.ns + "-down"
+	port := closedAddr(t)
+	_, p, _ := strings.Cut(port, ":")
+	n, err := strconv.Atoi(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.Nodes(shared.Conn).Create(ctx, &corev1.Node{Metadata: &metav1.ObjectMeta{Name: node}, Status: &corev1.NodeStatus{
+		Addresses:       []*corev1.NodeAddress{{Type: "InternalIP", Address: "127.0.0.1"}},
+		DaemonEndpoints: &corev1.NodeDaemonEndpoints{KubeletEndpoint: &corev1.DaemonEndpoint{Port: int32(n)}},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.Pods(shared.Conn).Create(ctx, &corev1.Pod{Metadata: &metav1.ObjectMeta{Namespace: c.ns, Name: "lost"},
+		Spec: &corev1.PodSpec{NodeName: node, Containers: []*corev1.Container{{Name: "app", Image: "demo"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	got := c.fails("logs", "lost")
+	if want := `Error from server (ServiceUnavailable): node "` + node + `" agent: `; !strings.HasPrefix(got, want) || !strings.Contains(got, "connection refused") {
+		t.Errorf("logs of a pod whose agent refuses:\n%s\nwant it to start %q (and quote the refusal)", got, want)
+	}
 }
