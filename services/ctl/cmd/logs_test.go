@@ -17,7 +17,9 @@ import (
 
 // fakeAgent is a node agent's NodeAgent service (none exists yet) that
 // answers with the options it was asked for.
-type fakeAgent struct{ nodev1.UnimplementedNodeAgentServer }
+type fakeAgent struct {
+	nodev1.UnimplementedNodeAgentServer
+}
 
 func (fakeAgent) Logs(o *corev1.PodLogOptions, s grpc.ServerStreamingServer[corev1.LogChunk]) error {
 	for i := range 3 {

@@ -9,6 +9,7 @@ package cmd
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -23,6 +24,7 @@ import (
 
 	"skiff.dev/internal/apierrors"
 	"skiff.dev/internal/client"
+	"skiff.dev/internal/tracing"
 	"skiff.dev/services/ctl/config"
 	"skiff.dev/services/ctl/kinds"
 )
@@ -51,6 +53,7 @@ type globalFlags struct {
 	overrides      config.Overrides
 	verbosity      int
 	requestTimeout time.Duration
+	tracing        tracing.Options
 }
 
 // root holds one run's state: flags, then (lazily) the config, the
@@ -62,6 +65,7 @@ type root struct {
 
 	resolved *config.Resolved
 	conn     *grpc.ClientConn
+	tracing  *tracing.Tracing // with --tracing-endpoint, made by connect
 	mapper   *kinds.Mapper
 }
 
@@ -112,7 +116,7 @@ credentials and default namespace; --server, --token, --context and
 		SilenceUsage:  true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			r.log = newLogger(r.env.Err, r.flags.verbosity)
-			return nil
+			return r.flags.tracing.Validate()
 		},
 	}
 	f := c.PersistentFlags()
@@ -125,6 +129,11 @@ credentials and default namespace; --server, --token, --context and
 	f.StringVarP(&r.flags.overrides.Namespace, "namespace", "n", "", "the namespace of this request")
 	f.IntVarP(&r.flags.verbosity, "v", "v", 0, "log verbosity: 6 shows the gRPC calls, 8 also their bodies")
 	f.DurationVar(&r.flags.requestTimeout, "request-timeout", 0, "how long to wait for one request (0: no limit)")
+	// Unlike kubectl: a trace that starts at the command line, sampled
+	// unless told otherwise.
+	tfs := flag.NewFlagSet("tracing", flag.ContinueOnError)
+	r.flags.tracing.AddFlags(tfs, tracing.MaxSamplingRatePerMillion)
+	f.AddGoFlagSet(tfs)
 	c.AddGroup(&cobra.Group{ID: "basic", Title: "Basic Commands:"},
 		&cobra.Group{ID: "deploy", Title: "Deploy Commands:"},
 		&cobra.Group{ID: "cluster", Title: "Cluster Management Commands:"},
@@ -140,7 +149,7 @@ credentials and default namespace; --server, --token, --context and
 	}
 	add("basic", r.createCmd(), r.getCmd(), r.deleteCmd())
 	add("deploy", r.rolloutCmd(), r.scaleCmd())
-	add("cluster", r.cordonCmd(true), r.cordonCmd(false))
+	add("cluster", r.cordonCmd(true), r.cordonCmd(false), r.topCmd())
 	add("debug", r.describeCmd(), r.logsCmd())
 	add("advanced", r.applyCmd())
 	add("settings", r.labelCmd("label"), r.labelCmd("annotate"))
@@ -154,6 +163,7 @@ func (r *root) close() {
 	if r.conn != nil {
 		r.conn.Close()
 	}
+	r.tracing.Stop(r.log) // sends the command's spans
 }
 
 func (r *root) configPath() string {
@@ -200,11 +210,16 @@ func (r *root) connect() (*grpc.ClientConn, error) {
 	if err != nil {
 		return nil, err
 	}
+	if r.tracing == nil {
+		if r.tracing, err = tracing.New(context.Background(), r.flags.tracing, "skiffctl", r.log); err != nil {
+			return nil, err
+		}
+	}
 	conn, err := client.Dial(client.Config{
 		Server: res.Server, Insecure: !res.TLS,
 		CAData: res.CA, CertData: res.CertPEM, KeyData: res.KeyPEM, Token: res.Token,
 		ServerName: res.ServerName, InsecureSkipVerify: res.InsecureSkipVerify,
-	}, grpc.WithChainUnaryInterceptor(r.unaryInterceptor), grpc.WithChainStreamInterceptor(r.streamInterceptor))
+	}, append(r.tracing.DialOptions(), grpc.WithChainUnaryInterceptor(r.unaryInterceptor), grpc.WithChainStreamInterceptor(r.streamInterceptor))...)
 	if err != nil {
 		return nil, fmt.Errorf("server %q: %w", res.Server, err)
 	}
