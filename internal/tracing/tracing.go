@@ -9,7 +9,7 @@
 // Use:
 //
 //	tr, err := tracing.New(ctx, o.Tracing, "skiff-scheduler", log) // nil when the endpoint is empty
-//	defer tr.Shutdown(context.Background())                        // flushes what is left
+//	defer tr.Stop(log)                                              // sends what is left
 //	conn, err := client.Dial(cfg, tr.DialOptions()...)
 //	srv := grpc.NewServer(append(opts, tr.ServerOptions()...)...)
 //
@@ -24,6 +24,7 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"time"
 
 	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
 	"go.opentelemetry.io/otel"
@@ -158,4 +159,20 @@ func (t *Tracing) Shutdown(ctx context.Context) error {
 		return nil
 	}
 	return t.provider.Shutdown(ctx)
+}
+
+// StopTimeout bounds Stop: a collector away does not hold a program's exit.
+const StopTimeout = 5 * time.Second
+
+// Stop is Shutdown within StopTimeout at a program's end; a failure is
+// logged (the spans not sent are lost). Nothing when t is nil.
+func (t *Tracing) Stop(log *zap.Logger) {
+	if t == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), StopTimeout)
+	defer cancel()
+	if err := t.Shutdown(ctx); err != nil {
+		log.Warn("tracing: the last spans were not sent", zap.Error(err))
+	}
 }

@@ -340,7 +340,7 @@ func (s *Server) Scheme() *scheme.Scheme { return s.scheme }
 // NOT_SERVING, watches end with a clean status, in-flight calls finish, and
 // etcd is closed last.
 func (s *Server) Run(ctx context.Context) error {
-	defer s.shutdownTracing() // last: the spans of the shutdown too
+	defer s.tracing.Stop(s.log) // last: the spans of the shutdown too
 	runCtx, stopCaches := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	for _, c := range s.caches {

@@ -20,6 +20,7 @@ import (
 	"skiff.dev/internal/client"
 	"skiff.dev/internal/leaderelection"
 	"skiff.dev/internal/serving"
+	"skiff.dev/internal/tracing"
 	"skiff.dev/services/controller-manager/deployment"
 	"skiff.dev/services/controller-manager/garbagecollector"
 	"skiff.dev/services/controller-manager/manager"
@@ -89,6 +90,7 @@ type Options struct {
 	MetricsListen string        // "" disables /metrics, /healthz, /readyz
 	LogLevel      string
 	Manager       manager.Config
+	Tracing       tracing.Options // --tracing-*
 }
 
 // workersFlags maps --concurrent-<x>-syncs to controller names.
@@ -138,6 +140,7 @@ Flags:
 	o := &Options{}
 	var controllers string
 	o.API.AddFlags(fs, "127.0.0.1:6443")
+	o.Tracing.AddFlags(fs, 0)
 	fs.StringVar(&o.MetricsListen, "metrics-listen", "0.0.0.0:10257", "HTTP address for /metrics, /healthz and /readyz (empty disables)")
 	fs.StringVar(&o.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&controllers, "controllers", "*", "comma-separated controllers to run")
@@ -191,6 +194,9 @@ Flags:
 	if err := checkNodeIPAM(m.ClusterCIDR, m.NodeCIDRMaskSize); err != nil {
 		return nil, err
 	}
+	if err := o.Tracing.Validate(); err != nil {
+		return nil, err
+	}
 	return o, nil
 }
 
@@ -216,7 +222,12 @@ func Run(ctx context.Context, o *Options, log *zap.Logger, ready func(metricsAdd
 	o.Manager.Logger = log
 	o.Manager.Registerer = reg
 
-	conn, err := client.Dial(o.API)
+	tr, err := tracing.New(ctx, o.Tracing, "skiff-controller-manager", log)
+	if err != nil {
+		return err
+	}
+	defer tr.Stop(log)
+	conn, err := client.Dial(o.API, tr.DialOptions()...)
 	if err != nil {
 		return err
 	}

@@ -24,6 +24,7 @@ import (
 	"skiff.dev/internal/client"
 	"skiff.dev/internal/grpcmetrics"
 	"skiff.dev/internal/serving"
+	"skiff.dev/internal/tracing"
 	corev1 "skiff.dev/proto/core/v1"
 	"skiff.dev/services/node-agent/agent"
 	"skiff.dev/services/node-agent/cri"
@@ -67,6 +68,8 @@ type Options struct {
 	ImagePullBackOff       time.Duration
 	ImagePullBackOffMax    time.Duration
 
+	Tracing tracing.Options // --tracing-*
+
 	// DialOptions are added to the apiserver connection (tests).
 	DialOptions []grpc.DialOption
 }
@@ -104,6 +107,7 @@ Flags:
 	o := &Options{}
 	hostname, _ := os.Hostname()
 	o.API.AddFlags(fs, "127.0.0.1:6443")
+	o.Tracing.AddFlags(fs, 0)
 	o.Serving.AddFlags(fs)
 	fs.StringVar(&o.NodeName, "node-name", strings.ToLower(hostname), "the Node's name")
 	fs.StringVar(&o.RuntimeEndpoint, "container-runtime-endpoint", cri.DefaultEndpoint, "the CRI runtime's endpoint (unix:///path/to/socket)")
@@ -152,6 +156,9 @@ Flags:
 	}
 	if o.NodeName == "" {
 		return nil, errors.New("--node-name: required (the hostname is unknown)")
+	}
+	if err := o.Tracing.Validate(); err != nil {
+		return nil, err
 	}
 	p, err := netip.ParsePrefix(*clusterCIDR)
 	if err != nil {
@@ -215,7 +222,15 @@ func Run(ctx context.Context, o *Options, log *zap.Logger, ready func(Addrs)) er
 	if err != nil {
 		return err
 	}
-	conn, err := client.Dial(o.API, o.DialOptions...)
+	tr, err := tracing.New(ctx, o.Tracing, "skiff-node-agent", log)
+	if err != nil {
+		return err
+	}
+	defer tr.Stop(log)
+	// The NodeAgent service (logs, for the apiserver) and the apiserver
+	// connection make spans with tracing on.
+	serverOpts = append(serverOpts, tr.ServerOptions()...)
+	conn, err := client.Dial(o.API, append(tr.DialOptions(), o.DialOptions...)...)
 	if err != nil {
 		return err
 	}

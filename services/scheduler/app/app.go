@@ -18,6 +18,7 @@ import (
 	"skiff.dev/internal/client"
 	"skiff.dev/internal/leaderelection"
 	"skiff.dev/internal/serving"
+	"skiff.dev/internal/tracing"
 	"skiff.dev/services/scheduler/config"
 	"skiff.dev/services/scheduler/plugins"
 	"skiff.dev/services/scheduler/scheduler"
@@ -38,6 +39,9 @@ type Options struct {
 
 	// Policy, when set, is used instead of loading ConfigFile.
 	Policy *config.Configuration
+
+	Tracing tracing.Options // --tracing-*
+
 	// DialOptions are added to the apiserver connection (tests).
 	DialOptions []grpc.DialOption
 }
@@ -73,6 +77,7 @@ Flags:
 	}
 	o := &Options{}
 	o.API.AddFlags(fs, "127.0.0.1:6443")
+	o.Tracing.AddFlags(fs, 0)
 	fs.StringVar(&o.ConfigFile, "config", "", "the scheduler policy file (KubeSchedulerConfiguration YAML); empty for the defaults")
 	fs.StringVar(&o.MetricsListen, "metrics-listen", "0.0.0.0:10259", "HTTP address for /metrics, /healthz and /readyz (empty disables)")
 	fs.StringVar(&o.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
@@ -89,6 +94,9 @@ Flags:
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments %q (see --help)", fs.Args())
+	}
+	if err := o.Tracing.Validate(); err != nil {
+		return nil, err
 	}
 	o.set = map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
@@ -152,7 +160,12 @@ func Run(ctx context.Context, o *Options, log *zap.Logger, ready func(metricsAdd
 	}
 	reg := serving.NewRegistry()
 
-	conn, err := client.Dial(o.API, o.DialOptions...)
+	tr, err := tracing.New(ctx, o.Tracing, "skiff-scheduler", log)
+	if err != nil {
+		return err
+	}
+	defer tr.Stop(log)
+	conn, err := client.Dial(o.API, append(tr.DialOptions(), o.DialOptions...)...)
 	if err != nil {
 		return err
 	}
