@@ -149,7 +149,7 @@ credentials and default namespace; --server, --token, --context and
 	}
 	add("basic", r.createCmd(), r.getCmd(), r.deleteCmd())
 	add("deploy", r.rolloutCmd(), r.scaleCmd())
-	add("cluster", r.cordonCmd(true), r.cordonCmd(false))
+	add("cluster", r.cordonCmd(true), r.cordonCmd(false), r.topCmd())
 	add("debug", r.describeCmd(), r.logsCmd())
 	add("advanced", r.applyCmd())
 	add("settings", r.labelCmd("label"), r.labelCmd("annotate"))
