@@ -284,3 +284,51 @@ func TestPagesStayAtTheFirstPagesRevision(t *testing.T) {
 		t.Fatalf("continue at a compacted revision the cache is still at: %v, want Expired", err)
 	}
 }
+
+// TestCacheSnapshotsAreBounded: the watch cache's snapshots for paged
+// lists are the state at their revision whatever comes after, shared by
+// the listings of one revision, at most 16 (the least recently used goes)
+// and each gone a minute after its last use; a revision without one is
+// the caller's to read from etcd.
+func TestCacheSnapshotsAreBounded(t *testing.T) {
+	c := newConfigMaps(t)
+	page := func(s watchcache.Snapshot[*corev1.ConfigMap]) string {
+		entries, _ := s.Page(c.store.NamespacePrefix("s"), "", 0, nil)
+		var out []string
+		for _, e := range entries {
+			out = append(out, e.Name)
+		}
+		return fmt.Sprint(out)
+	}
+	c.create(t, "s", "a", nil)
+	first := c.cache.Snapshot()
+	if again := c.cache.Snapshot(); again.Rev != first.Rev || page(again) != "[a]" {
+		t.Fatalf("a second snapshot without a write in between: %d %s, want %d [a]", again.Rev, page(again), first.Rev)
+	}
+	revs := []int64{first.Rev}
+	for i := range 16 {
+		c.clock.Step(time.Second)
+		c.create(t, "s", fmt.Sprintf("b%02d", i), nil)
+		revs = append(revs, c.cache.Snapshot().Rev)
+	}
+	if got := page(first); got != "[a]" {
+		t.Fatalf("the first snapshot after 16 writes lists %s, want [a]", got)
+	}
+	// 17 snapshots were taken: the first, least recently used, is gone.
+	if _, ok := c.cache.SnapshotAt(revs[0]); ok {
+		t.Fatalf("revision %d still has its snapshot among 17", revs[0])
+	}
+	s, ok := c.cache.SnapshotAt(revs[1])
+	if !ok || page(s) != "[a b00]" {
+		t.Fatalf("revision %d: snapshot %v listing %s, want [a b00]", revs[1], ok, page(s))
+	}
+	// Unused for a minute, they all go; the current state is still
+	// there for the current revision.
+	c.clock.Step(time.Minute)
+	if _, ok := c.cache.SnapshotAt(revs[1]); ok {
+		t.Fatalf("revision %d has a snapshot a minute after its last use", revs[1])
+	}
+	if s, ok := c.cache.SnapshotAt(revs[16]); !ok || s.Rev != revs[16] {
+		t.Fatalf("the current revision %d: snapshot %v at %d", revs[16], ok, s.Rev)
+	}
+}
