@@ -2,9 +2,11 @@ package integration
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -12,10 +14,13 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
+	"skiff.dev/internal/await"
 	"skiff.dev/internal/client"
 	corev1 "skiff.dev/proto/core/v1"
 	metav1 "skiff.dev/proto/meta/v1"
+	"skiff.dev/services/apiserver/apiserver"
 	"skiff.dev/services/apiserver/apiservertest"
+	"skiff.dev/services/apiserver/audit"
 )
 
 // rawReplyCodec keeps a response's bytes as they arrive (requests are
@@ -175,4 +180,42 @@ func continueOf(reply []byte) string {
 		reply = reply[m:]
 	}
 	return ""
+}
+
+// TestAuditRecordsEncodedLists: at level RequestResponse the audit log
+// records a List's response, every item, though the List is sent as
+// encoded pieces and never exists as a message in the server otherwise.
+func TestAuditRecordsEncodedLists(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.log")
+	s := apiservertest.Start(t, apiservertest.Secure(), apiservertest.WithConfig(func(c *apiserver.Config) {
+		c.Audit = audit.Options{Path: path, Level: audit.LevelRequestResponse, OmitVerbs: []string{"create", "watch"}}
+	}))
+	ctx := testContext(t)
+	cms := client.ConfigMaps(s.ConnAs(t, "lister", "team-a"))
+	for _, name := range []string{"first", "second"} {
+		if _, err := cms.Create(ctx, &corev1.ConfigMap{Metadata: &metav1.ObjectMeta{Namespace: "default", Name: name}, Data: map[string]string{"k": name + "-data"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := cms.List(ctx, &metav1.ListOptions{Namespace: "default"}); err != nil {
+		t.Fatal(err)
+	}
+	var events []auditEvent
+	var sig await.Signal // nobody pokes: Until re-reads the file every await.Recheck
+	sig.Until(t, 10*time.Second, "the List's audit line", ctx.Done(), func() (bool, string) {
+		var err error
+		if events, err = auditLines(t, path, "lister"); err != nil {
+			return false, err.Error()
+		}
+		return len(events) > 0, fmt.Sprintf("%d lines of user lister", len(events))
+	})
+	e := events[0]
+	if e.Verb != "list" || len(events) != 1 {
+		t.Fatalf("audit lines %+v, want the list's alone", events)
+	}
+	for _, want := range []string{`"kind":"ConfigMapList"`, `"name":"first"`, `"k":"first-data"`, `"name":"second"`, `"k":"second-data"`} {
+		if !strings.Contains(string(e.ResponseObject), want) {
+			t.Errorf("the list's responseObject %s lacks %s", e.ResponseObject, want)
+		}
+	}
 }
