@@ -101,6 +101,9 @@ type Config struct {
 	// Tracing exports spans of the API's calls and of the apiserver's own
 	// (to etcd, to node agents); the zero value is off.
 	Tracing tracing.Options
+	// AccessLog logs an info line per request: user, verb, resource,
+	// namespace, name, code, duration (server.Chain.AccessLog).
+	AccessLog bool
 }
 
 // DefaultWatchBatchInterval bounds the latency batching adds to a watch.
@@ -250,6 +253,7 @@ func newServer(cfg Config, tr *tracing.Tracing) (*Server, error) {
 	s.maint = newMaintenanceMetrics(reg)
 
 	chain := server.NewChain(s.routes, server.NewMetrics(reg), s.log)
+	chain.AccessLog = cfg.AccessLog
 	grpcMetrics := grpcmetrics.New(reg)
 	serverCreds, loopbackCreds, err := s.wireTLS()
 	if err != nil {

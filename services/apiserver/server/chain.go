@@ -221,9 +221,12 @@ type Chain struct {
 	Limiter       Limiter
 	Authorizer    Authorizer
 	Auditor       Auditor
-	idBase        string
-	seq           atomic.Uint64
-	byMethod      sync.Map // full method -> *methodStats
+	// AccessLog writes an info line per finished request (accesslog.go).
+	AccessLog bool
+
+	idBase   string
+	seq      atomic.Uint64
+	byMethod sync.Map // full method -> *methodStats
 }
 
 // NewChain returns a chain.
@@ -282,11 +285,14 @@ func toStatus(err error) error {
 // watch starts).
 func (c *Chain) finish(ri *RequestInfo, fullMethod string, start time.Time, err error, longRunning, answered bool) {
 	code := status.Code(err)
+	httpCode := ri.ResponseCode(err)
+	if answered && code == codes.Canceled {
+		httpCode = http.StatusOK
+	}
+	if c.AccessLog {
+		c.accessLog(ri, code, httpCode, time.Since(start))
+	}
 	if c.Metrics != nil {
-		httpCode := ri.ResponseCode(err)
-		if answered && code == codes.Canceled {
-			httpCode = http.StatusOK
-		}
 		st := c.stats(ri, fullMethod, longRunning)
 		scope := ri.scope()
 		st.requests(c.Metrics, scope, httpCode).Inc()

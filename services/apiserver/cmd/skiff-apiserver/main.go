@@ -99,6 +99,7 @@ Flags:
 	cfg.FlowControl.AddFlags(fs)
 	cfg.Audit.AddFlags(fs)
 	cfg.Tracing.AddFlags(fs, 0)
+	fs.BoolVar(&cfg.AccessLog, "access-log", false, "log an info line per request: request id, user, verb, API group, resource, subresource, namespace, name, gRPC method, code (gRPC and HTTP) and duration; never request or response bodies; health checks are not logged")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			return nil
