@@ -145,6 +145,30 @@ func TestContainerd(t *testing.T) {
 		}
 	})
 
+	t.Run("containerd reports a running container's CPU and memory", func(t *testing.T) {
+		uid := e.untilRunning("web").GetMetadata().GetUid()
+		e.mu.Lock()
+		a := e.agent
+		e.mu.Unlock()
+		snap, err := a.readStats(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := snap.pods[uid]
+		if p == nil || p.containers["app"] == nil {
+			t.Fatalf("stats of web's app: none (pods %v)", snap.pods)
+		}
+		app := p.containers["app"]
+		if !app.cpu.hasTotal || app.cpu.coreNanos == 0 || app.memory.workingSet == 0 {
+			t.Errorf("web's app: cpu %+v, memory %+v; want a CPU time and a working set above zero", app.cpu, app.memory)
+		}
+		// containerd 1.6 has no stats for a sandbox without a cgroup
+		// parent (Config.CgroupRoot empty, as here): then none.
+		if snap.podsErr == nil && (!p.cpu.hasTotal || p.cpu.coreNanos < app.cpu.coreNanos || p.memory.workingSet == 0) {
+			t.Errorf("web's pod cgroup: cpu %+v, memory %+v; want at least its container's", p.cpu, p.memory)
+		}
+	})
+
 	t.Run("a readiness probe gates Ready", func(t *testing.T) {
 		// READY_AFTER=2s: /ready failed at first (above), then passes.
 		got := e.untilRunning("web")

@@ -115,6 +115,10 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 		failed = true
 		c.a.log.Warn("reading the machine's usage for /metrics", zap.Error(snap.nodeErr))
 	}
+	if snap.podsErr != nil {
+		// Not a scrape error: the containers' series are there.
+		c.a.log.Debug("no pod-level usage from the container runtime", zap.Error(snap.podsErr))
+	}
 	// One series per pod name: of two pods of one name (a pod replaced
 	// while the old one stops) the one sampled last.
 	byName := map[string]*podStats{}

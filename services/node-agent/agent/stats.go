@@ -67,6 +67,10 @@ type statsSnapshot struct {
 	node    machineSample
 	nodeErr error
 	pods    map[string]*podStats // by pod uid
+	// podsErr: the runtime gave no pod-level stats (containerd 1.6 fails
+	// ListPodSandboxStats for a sandbox without a cgroup parent); the
+	// containers' are there.
+	podsErr error
 }
 
 func cpuOf(u *runtimeapi.CpuUsage) cpuSample {
@@ -143,14 +147,18 @@ func parseStats(sandboxes []*runtimeapi.PodSandboxStats, containers []*runtimeap
 	return pods
 }
 
-// readStats reads the runtime's stats and the machine's. A runtime
-// without sandbox stats (Unimplemented) gives containers only; a failure
+// readStats reads the runtime's stats and the machine's. Only a failure
+// of ListContainerStats fails it: without sandbox stats (Unimplemented,
+// or an error kept in podsErr) it gives the containers' only; a failure
 // of the machine's files is kept in nodeErr.
 func (a *Agent) readStats(ctx context.Context) (*statsSnapshot, error) {
 	snap := &statsSnapshot{}
 	sbs, err := a.rt.ListPodSandboxStats(ctx, nil)
 	if err != nil && status.Code(err) != codes.Unimplemented {
-		return nil, fmt.Errorf("ListPodSandboxStats: %w", err)
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("ListPodSandboxStats: %w", err)
+		}
+		snap.podsErr = fmt.Errorf("ListPodSandboxStats: %w", err)
 	}
 	cs, err := a.rt.ListContainerStats(ctx, nil)
 	if err != nil {

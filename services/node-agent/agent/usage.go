@@ -66,16 +66,17 @@ func (s *usageSampler) pair(ctx context.Context) (prev, cur *statsSnapshot, err 
 }
 
 // cpuRate is the CPU rate between two samples of one counter: the growth
-// of the cumulative usage over the time between them; the runtime's own
-// rate when the counter cannot give one (absent, reset by a restart, no
-// time between). ok is false when neither can.
+// of the cumulative usage over the time between them. Only a runtime that
+// reports no counter has its own rate used (containerd 1.6 reports
+// usageNanoCores 0 beside a counter). ok is false when there is no rate:
+// no earlier sample, a counter reset (a restart), no time between.
 func cpuRate(prev, cur cpuSample) (nanoCores uint64, window time.Duration, ok bool) {
-	if prev.hasTotal && cur.hasTotal && cur.at.After(prev.at) && cur.coreNanos >= prev.coreNanos {
+	if !cur.hasTotal {
+		return cur.nanoCores, 0, cur.hasRate
+	}
+	if prev.hasTotal && cur.at.After(prev.at) && cur.coreNanos >= prev.coreNanos {
 		window = cur.at.Sub(prev.at)
 		return uint64(math.Round(float64(cur.coreNanos-prev.coreNanos) / window.Seconds())), window, true
-	}
-	if cur.hasRate {
-		return cur.nanoCores, 0, true
 	}
 	return 0, 0, false
 }

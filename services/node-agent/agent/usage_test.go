@@ -14,7 +14,9 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"skiff.dev/internal/workqueue"
@@ -92,7 +94,8 @@ func TestCPURate(t *testing.T) {
 		{"a quarter core over 2s", total(u0, 1e9), total(u0.Add(2*time.Second), 1.5e9), 250_000_000, 2 * time.Second, true},
 		{"idle", total(u0, 1e9), total(u0.Add(time.Second), 1e9), 0, time.Second, true},
 		{"no first sample, no rate", cpuSample{}, total(u0, 1e9), 0, 0, false},
-		{"no first sample, the runtime's rate", cpuSample{}, cpuSample{at: u0, coreNanos: 5, hasTotal: true, nanoCores: 42, hasRate: true}, 42, 0, true},
+		{"no first sample, a counter and a rate (containerd 1.6's 0)", cpuSample{}, cpuSample{at: u0, coreNanos: 5, hasTotal: true, hasRate: true}, 0, 0, false},
+		{"no counter, the runtime's rate", cpuSample{}, cpuSample{at: u0, nanoCores: 42, hasRate: true}, 42, 0, true},
 		{"counter reset (a restart)", total(u0, 5e9), total(u0.Add(time.Second), 1e9), 0, 0, false},
 		{"same timestamp", total(u0, 1e9), total(u0, 2e9), 0, 0, false},
 	}
@@ -211,6 +214,16 @@ func TestUsageMetricsAreReadOnScrape(t *testing.T) {
 	for k := range got {
 		if _, ok := want[k]; !ok {
 			t.Errorf("unexpected series %s = %+v", k, got[k])
+		}
+	}
+
+	// A runtime without pod-level stats (containerd 1.6 for sandboxes
+	// without a cgroup parent): the containers' series only.
+	e.sim.FailNext("ListPodSandboxStats", 1, status.Error(codes.Unknown, "failed to get cgroup metrics for sandbox: cgroupPath is empty"))
+	got = gather(t, e, usageMetrics...)
+	for k := range want {
+		if _, ok := got[k]; ok == strings.Contains(k, "{container=,") {
+			t.Errorf("without sandbox stats: %s present %v, want only the pod-level series gone", k, ok)
 		}
 	}
 
