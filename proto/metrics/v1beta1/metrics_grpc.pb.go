@@ -41,9 +41,10 @@ type PodsClient interface {
 	// has no running container on a node that answered.
 	Get(ctx context.Context, in *v1.GetRequest, opts ...grpc.CallOption) (*PodMetrics, error)
 	// List returns the metrics of the running pods of a namespace (empty:
-	// every namespace) that match label_selector; field_selector, limit and
-	// continue are not supported. Pods whose node does not answer are left
-	// out (the apiserver logs why).
+	// every namespace) that match label_selector and field_selector (the
+	// pods' fields); limit and continue are refused (BadRequest). Pods whose
+	// node does not answer are left out (the apiserver logs why); when no
+	// node answers, ServiceUnavailable.
 	List(ctx context.Context, in *v1.ListOptions, opts ...grpc.CallOption) (*PodMetricsList, error)
 }
 
@@ -85,9 +86,10 @@ type PodsServer interface {
 	// has no running container on a node that answered.
 	Get(context.Context, *v1.GetRequest) (*PodMetrics, error)
 	// List returns the metrics of the running pods of a namespace (empty:
-	// every namespace) that match label_selector; field_selector, limit and
-	// continue are not supported. Pods whose node does not answer are left
-	// out (the apiserver logs why).
+	// every namespace) that match label_selector and field_selector (the
+	// pods' fields); limit and continue are refused (BadRequest). Pods whose
+	// node does not answer are left out (the apiserver logs why); when no
+	// node answers, ServiceUnavailable.
 	List(context.Context, *v1.ListOptions) (*PodMetricsList, error)
 }
 
@@ -195,7 +197,8 @@ type NodesClient interface {
 	// ServiceUnavailable when its agent does not answer.
 	Get(ctx context.Context, in *v1.GetRequest, opts ...grpc.CallOption) (*NodeMetrics, error)
 	// List returns the metrics of the nodes that match label_selector and
-	// answer.
+	// field_selector and whose agent answers (ServiceUnavailable when none
+	// does); limit and continue are refused.
 	List(ctx context.Context, in *v1.ListOptions, opts ...grpc.CallOption) (*NodeMetricsList, error)
 }
 
@@ -237,7 +240,8 @@ type NodesServer interface {
 	// ServiceUnavailable when its agent does not answer.
 	Get(context.Context, *v1.GetRequest) (*NodeMetrics, error)
 	// List returns the metrics of the nodes that match label_selector and
-	// answer.
+	// field_selector and whose agent answers (ServiceUnavailable when none
+	// does); limit and continue are refused.
 	List(context.Context, *v1.ListOptions) (*NodeMetricsList, error)
 }
 

@@ -34,7 +34,7 @@ func (r *root) topCmd() *cobra.Command {
 		Long: `Display the resource (CPU/memory) usage of nodes or pods, from the
 resource metrics API (metrics.k8s.io/v1beta1) the apiserver serves by asking
 each node agent for the CRI's stats. CPU is averaged over a window of at
-least a second (the agents' --usage-window); memory is the working set.`,
+least a second (a first call waits for it); memory is the working set.`,
 	}
 	c.AddCommand(r.topPodCmd(), r.topNodeCmd())
 	return c

@@ -36,7 +36,13 @@
 //	                 httpGet, tcpSocket), one goroutine per probe
 //	logs.go          NodeAgent.Logs: reads the CRI log files (follow, tail,
 //	                 since, timestamps, previous)
-//	metrics.go       the kubelet_* metrics
+//	stats.go         the usage of the node and its pods, read afresh from
+//	                 the CRI's ListPodSandboxStats and ListContainerStats
+//	                 and the machine's cgroup or /proc (parseStats, pure)
+//	usage.go         NodeAgent.Usage: CPU rates over two samples at least
+//	                 UsageWindow apart (usageOf, pure), working sets
+//	metrics.go       the kubelet_* metrics, and the usage metrics
+//	                 (container_cpu_usage_seconds_total...) read on scrape
 //
 // Restart safety comes from reading everything from the runtime: a
 // restarted agent finds its pods' sandboxes and containers by their
