@@ -6,6 +6,12 @@ GO ?= go
 BIN := $(CURDIR)/bin
 TOOLS := $(CURDIR)/.tools
 STATICCHECK_VERSION := v0.8.2
+# promtool of Prometheus 3.16.0 (its Go module is v0.316.0), for the compose
+# Prometheus' rules: installed from the Go module proxy into a directory of
+# its version (its --version is empty when built by go install).
+PROMTOOL_VERSION := v0.316.0
+PROMTOOL := $(TOOLS)/promtool-$(PROMTOOL_VERSION)/promtool
+PROM_DIR := deploy/compose/prometheus
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.1.0-dev)
 COMMIT ?= $(shell git rev-parse --short HEAD 2>/dev/null)
 # The version every binary reports (skiffctl version, the apiserver's
@@ -17,7 +23,7 @@ SCENARIO ?=
 TEST_FLAGS ?=
 CHAOS_FLAGS ?=
 
-.PHONY: help build test test-short proto lint bench chaos up down e2e clean check-go
+.PHONY: help build test test-rules test-short proto lint bench chaos up down e2e clean check-go
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -34,8 +40,16 @@ build: check-go ## build every binary into bin/
 	  CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/$$(basename $$d) ./$$d || exit 1; \
 	done
 
-test: check-go ## run every test of every module, with the race detector
+test: check-go test-rules ## run every test of every module, with the race detector, and the rules' tests (test-rules)
 	$(GO) test -race -count=1 $(TEST_FLAGS) $(PKGS)
+
+test-rules: check-go $(PROMTOOL) ## check the compose Prometheus' recording and alerting rules, run their unit tests (promtool) and the e2e module's tests that need no cluster
+	$(PROMTOOL) check rules $(PROM_DIR)/rules/*.yml
+	$(PROMTOOL) test rules $(PROM_DIR)/tests/*.yml
+	GOWORK=off $(GO) -C deploy/compose/e2e test -count=1 -run '^(TestPromQLMetricNames|TestRuleFileAlerts|TestDashboardsDatasourceVariable)$$' .
+
+$(PROMTOOL): | check-go
+	GOBIN=$(dir $@) $(GO) install github.com/prometheus/prometheus/cmd/promtool@$(PROMTOOL_VERSION)
 
 test-short: check-go ## run the tests without the race detector, skipping the slow ones
 	$(GO) test -short -count=1 $(PKGS)

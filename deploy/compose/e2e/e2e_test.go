@@ -264,6 +264,26 @@ func TestCluster(t *testing.T) {
 		}
 		t.Logf("%d panels asked", len(exprs))
 	})
+	t.Run("every alert evaluates and every metric an alert names exists", func(t *testing.T) {
+		c.t = t
+		var active []string
+		c.eventually("the rules of ../prometheus/rules, as Prometheus runs them", 2*time.Minute, func() error {
+			problems, act, err := alertProblems()
+			if err != nil {
+				return err
+			}
+			active = act
+			if len(problems) > 0 {
+				return fmt.Errorf("%d problems:\n%s", len(problems), strings.Join(problems, "\n"))
+			}
+			return nil
+		})
+		// Logged, not failed: a young cluster may well have an alert
+		// pending (every alert has a "for"), and it says which to look at.
+		if len(active) > 0 {
+			t.Logf("alerts pending or firing: %s", strings.Join(active, ", "))
+		}
+	})
 	t.Run("promtool check metrics is clean for every component", func(t *testing.T) {
 		c.t = t
 		for _, m := range metricsEndpoints {
