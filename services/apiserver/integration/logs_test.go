@@ -20,7 +20,9 @@ import (
 
 // fakeAgent is a node agent's NodeAgent service that answers with the
 // options it was asked for, in three chunks.
-type fakeAgent struct{ nodev1.UnimplementedNodeAgentServer }
+type fakeAgent struct {
+	nodev1.UnimplementedNodeAgentServer
+}
 
 func (fakeAgent) Logs(o *corev1.PodLogOptions, s grpc.ServerStreamingServer[corev1.LogChunk]) error {
 	if o.GetContainer() == "missing" {
