@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -346,16 +345,6 @@ func (r *run) rolloutKilling(name string) func(context.Context) error {
 			Note: fmt.Sprintf("from the rollout's start; %s SIGKILLed mid-rollout and up again %.0f ms later", name, ms(down))})
 		return nil
 	}
-}
-
-// sortedKeys is for stable messages.
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // compaction compacts etcd at its current revision (the components'

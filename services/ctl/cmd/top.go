@@ -107,6 +107,7 @@ func checkSortBy(by string) error {
 // the server has none.
 func metricsError(err error) error {
 	if status.Code(err) == codes.Unimplemented {
+		//lint:ignore ST1005 kubectl's words, capital included
 		return errors.New("Metrics API not available")
 	}
 	return apierrors.FromError(err)
@@ -154,6 +155,7 @@ or whose node's agent does not answer, are not listed.`,
 			if len(args) == 1 {
 				pm, err := pods.Get(ctx, &metav1.GetRequest{Namespace: ns, Name: args[0]})
 				if apierrors.IsNotFound(err) && apierrors.FromError(err).Status.GetDetails().GetKind() == "pods.metrics.k8s.io" {
+					//lint:ignore ST1005 kubectl's words, capital included
 					return fmt.Errorf("Metrics not available for pod %s/%s", ns, args[0])
 				}
 				if err != nil {
