@@ -76,6 +76,10 @@ func runFairnessFlood(ctx context.Context, env *Env, rs *Results) error {
 	victimLoad := load{
 		clients:  1,
 		interval: fairVictimInterval,
+		// A window lasts until the victim has a few Lists in it, however
+		// slow the flood makes them (on a loaded machine under -race, the
+		// test's short windows could end with none).
+		minOps: int64(max(1, cfg.ListMinCalls/fairRounds)),
 		op: func(ctx context.Context, _, _ int) error {
 			list, err := victim.List(ctx, &metav1.ListOptions{Namespace: floodSmallNS})
 			if err == nil && len(list.GetItems()) != floodSmallCount {
