@@ -13,6 +13,7 @@ import (
 	"skiff.dev/internal/client"
 	corev1 "skiff.dev/proto/core/v1"
 	metav1 "skiff.dev/proto/meta/v1"
+	"skiff.dev/services/controller-manager/controllerutil"
 )
 
 // pauseAgent SIGSTOPs a node agent until the node lifecycle controller has
@@ -99,7 +100,7 @@ func (r *run) nodeAway(ctx context.Context) error {
 	err := r.samples.until(ctx, r.cfg.NodeGracePeriod+r.cfg.PinnedToleration+30*time.Second, func(s *snapshot) bool {
 		left := 0
 		for _, p := range s.pods {
-			if first[p.GetMetadata().GetUid()] && isActive(p) {
+			if first[p.GetMetadata().GetUid()] && controllerutil.IsPodActive(p) {
 				left++
 			}
 		}

@@ -6,6 +6,7 @@ import (
 
 	appsv1 "skiff.dev/proto/apps/v1"
 	corev1 "skiff.dev/proto/core/v1"
+	"skiff.dev/services/controller-manager/controllerutil"
 )
 
 // limits are the Deployment's bounds on its pods during a rollout.
@@ -46,11 +47,11 @@ func check(s sample, l limits) []string {
 		if controllers > 1 {
 			out = append(out, fmt.Sprintf("pod %s/%s has %d controller owners", m.GetNamespace(), m.GetName(), controllers))
 		}
-		if m.GetLabels()["app"] != l.app || !isActive(p) {
+		if m.GetLabels()["app"] != l.app || !controllerutil.IsPodActive(p) {
 			continue
 		}
 		active++
-		if isReady(p) {
+		if controllerutil.IsPodReady(p) {
 			ready++
 		}
 	}
@@ -75,24 +76,6 @@ func check(s sample, l limits) []string {
 	return out
 }
 
-// isActive: neither being deleted nor finished (the pods a ReplicaSet counts).
-func isActive(p *corev1.Pod) bool {
-	switch p.GetStatus().GetPhase() {
-	case "Succeeded", "Failed":
-		return false
-	}
-	return p.GetMetadata().GetDeletionTimestamp() == nil
-}
-
-func isReady(p *corev1.Pod) bool {
-	for _, c := range p.GetStatus().GetConditions() {
-		if c.GetType() == "Ready" {
-			return c.GetStatus() == "True"
-		}
-	}
-	return false
-}
-
 // converged says whether the Deployment and its pods are where they are
 // asked to be: every replica updated, ready and available for the current
 // generation, and exactly replicas active pods, all Ready.
@@ -101,9 +84,9 @@ func converged(d *appsv1.Deployment, pods []*corev1.Pod, app string) (bool, stri
 	st := d.GetStatus()
 	active, ready := 0, 0
 	for _, p := range pods {
-		if p.GetMetadata().GetLabels()["app"] == app && isActive(p) {
+		if p.GetMetadata().GetLabels()["app"] == app && controllerutil.IsPodActive(p) {
 			active++
-			if isReady(p) {
+			if controllerutil.IsPodReady(p) {
 				ready++
 			}
 		}
