@@ -85,12 +85,13 @@ func (r *Runtime) containerStatsLocked(c *container, now time.Time) *runtimeapi.
 	return st
 }
 
-// sandboxStatsLocked is a ready sandbox's stats: its containers' and,
-// as its cgroup's, their sum (the CPU time of the exited ones too).
-func (r *Runtime) sandboxStatsLocked(s *sandbox, now time.Time) *runtimeapi.PodSandboxStats {
+// sandboxStatsLocked is a ready sandbox's stats: its containers' (of
+// containers, the runtime's, oldest first) and, as its cgroup's, their
+// sum (the CPU time of the exited ones too).
+func (r *Runtime) sandboxStatsLocked(s *sandbox, containers []*container, now time.Time) *runtimeapi.PodSandboxStats {
 	var cpu, mem uint64
 	var cs []*runtimeapi.ContainerStats
-	for _, c := range r.sortedContainersLocked() {
+	for _, c := range containers {
 		if c.sandboxID != s.id {
 			continue
 		}
@@ -162,7 +163,7 @@ func (r *Runtime) PodSandboxStats(_ context.Context, req *runtimeapi.PodSandboxS
 	if s.state != runtimeapi.PodSandboxState_SANDBOX_READY {
 		return nil, fmt.Errorf("%w: failed to get pod sandbox stats since sandbox container %q is not in ready state", errUnavailable, s.id)
 	}
-	return &runtimeapi.PodSandboxStatsResponse{Stats: r.sandboxStatsLocked(s, r.clock.Now())}, nil
+	return &runtimeapi.PodSandboxStatsResponse{Stats: r.sandboxStatsLocked(s, r.sortedContainersLocked(), r.clock.Now())}, nil
 }
 
 // ListPodSandboxStats implements RuntimeService: the ready sandboxes that
@@ -176,12 +177,13 @@ func (r *Runtime) ListPodSandboxStats(_ context.Context, req *runtimeapi.ListPod
 	slices.SortFunc(sbs, func(a, b *sandbox) int {
 		return compareCreated(a.createdAt.UnixNano(), b.createdAt.UnixNano(), a.id, b.id)
 	})
+	containers := r.sortedContainersLocked() // once, not per sandbox
 	out := &runtimeapi.ListPodSandboxStatsResponse{}
 	for _, s := range sbs {
 		if s.state != runtimeapi.PodSandboxState_SANDBOX_READY || (f.GetId() != "" && f.GetId() != s.id) || !matches(s.cfg.GetLabels(), f.GetLabelSelector()) {
 			continue
 		}
-		out.Stats = append(out.Stats, r.sandboxStatsLocked(s, now))
+		out.Stats = append(out.Stats, r.sandboxStatsLocked(s, containers, now))
 	}
 	return out, nil
 }
