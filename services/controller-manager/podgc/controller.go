@@ -50,6 +50,13 @@ const (
 	MessageNodeGone           = "PodGC: node no longer exists"
 )
 
+// nodeGoneCondition is written on the pods of a deleted node (setCondition
+// copies it; it is never changed).
+var nodeGoneCondition = &corev1.PodCondition{
+	Type: ConditionDisruptionTarget, Status: "True",
+	Reason: ReasonDeletionByPodGC, Message: MessageNodeGone,
+}
+
 // passKey is the controller's one key: every pass looks at every pod.
 const passKey = "pods"
 
@@ -151,11 +158,7 @@ func (c *Controller) Reconcile(ctx context.Context, _ string) (controller.Result
 			continue
 		}
 		c.log.Info("deleting the pods of a node that no longer exists", zap.String("node", node), zap.Int("pods", len(plan.Orphaned[node])))
-		cond := &corev1.PodCondition{
-			Type: ConditionDisruptionTarget, Status: "True",
-			Reason: ReasonDeletionByPodGC, Message: MessageNodeGone,
-		}
-		c.deleteAll(ctx, plan.Orphaned[node], ReasonOrphaned, cond, now)
+		c.deleteAll(ctx, plan.Orphaned[node], ReasonOrphaned, nodeGoneCondition, now)
 	}
 	c.deleteAll(ctx, plan.Unscheduled, ReasonUnscheduled, nil, now)
 
