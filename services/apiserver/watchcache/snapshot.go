@@ -44,14 +44,7 @@ type Snapshot[T object.Object] struct {
 func (c *Cache[T]) Snapshot() Snapshot[T] {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	now := c.cfg.Now()
-	if n := len(c.snaps); n > 0 && c.snaps[n-1].from == c.lastChange {
-		// Nothing changed since the newest snapshot: it is also now's.
-		s := c.snaps[n-1]
-		s.to, s.used = c.rev, now
-		return Snapshot[T]{tree: s.tree, Rev: c.rev}
-	}
-	return Snapshot[T]{tree: c.snapshot(now).tree, Rev: c.rev}
+	return Snapshot[T]{tree: c.snapshot(c.cfg.Now()).tree, Rev: c.rev}
 }
 
 // SnapshotAt returns the state at revision rev when the cache has it: a
@@ -74,9 +67,16 @@ func (c *Cache[T]) SnapshotAt(rev int64) (Snapshot[T], bool) {
 	return Snapshot[T]{}, false
 }
 
-// snapshot clones the tree into a new snapshot of the current state.
-// Callers hold c.mu (cloning changes the tree's copy-on-write context).
+// snapshot returns a snapshot of the current state: the newest one when
+// nothing changed since it was taken (it is also now's), else a new clone
+// of the tree. Callers hold c.mu (cloning changes the tree's copy-on-write
+// context).
 func (c *Cache[T]) snapshot(now time.Time) *snapshot[T] {
+	if n := len(c.snaps); n > 0 && c.snaps[n-1].from == c.lastChange {
+		s := c.snaps[n-1]
+		s.to, s.used = c.rev, now
+		return s
+	}
 	c.dropSnapshots(now)
 	if len(c.snaps) == maxSnapshots {
 		lru := 0
