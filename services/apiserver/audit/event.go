@@ -86,11 +86,12 @@ func appendEvent(b []byte, level Level, e *entry) []byte {
 // message and reason.
 func appendStatus(b []byte, ri *server.RequestInfo, err error) []byte {
 	b = append(b, `,"responseStatus":{"code":`...)
-	b = strconv.AppendInt(b, int64(ri.ResponseCode(err)), 10)
+	code := ri.ResponseCode(err)
+	b = strconv.AppendInt(b, int64(code), 10)
 	if err == nil {
 		return append(b, `,"status":"Success"}`...)
 	}
-	if apierrors.HTTPStatusCode(err) == apierrors.StatusClientClosedRequest {
+	if code == apierrors.StatusClientClosedRequest {
 		// The client went away: no Status to tell.
 		b = append(b, `,"status":"Failure","message":`...)
 		b = appendString(b, err.Error())
