@@ -127,6 +127,14 @@ func (p *seats) dropIdle() {
 	p.idle = 0
 }
 
+// takeLocked gives width seats to a request of f (under mu).
+func (p *seats) takeLocked(f *flow, width int) {
+	p.executing += width
+	f.executing += width
+	f.series.executing.Inc()
+	f.series.executingSeats.Add(float64(width))
+}
+
 // release gives width of f's seats back and hands free seats to the
 // queues.
 func (p *seats) release(f *flow, width int) {
@@ -163,11 +171,8 @@ func (p *seats) dispatchLocked() {
 		f.waiters[0] = nil
 		f.waiters = f.waiters[1:]
 		p.waiting--
-		p.executing += w.width
-		f.executing += w.width
 		f.series.inQueue.Dec()
-		f.series.executing.Inc()
-		f.series.executingSeats.Add(float64(w.width))
+		p.takeLocked(f, w.width)
 		w.dispatched = true
 		close(w.ready)
 		p.unlink(f)
@@ -198,10 +203,7 @@ func (p *seats) acquire(ctx context.Context, name string, s *series, width int, 
 	p.mu.Lock()
 	f := p.flowLocked(name, s)
 	if !p.blocked && len(f.waiters) == 0 && p.fits(f, width) {
-		p.executing += width
-		f.executing += width
-		f.series.executing.Inc()
-		f.series.executingSeats.Add(float64(width))
+		p.takeLocked(f, width)
 		release = p.releaseLocked(f, width)
 		p.mu.Unlock()
 		f.series.admitted(0)
