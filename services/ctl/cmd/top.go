@@ -213,22 +213,25 @@ func (r *root) printPodUsage(items []*metricsv1beta1.PodMetrics, withNamespace, 
 		}
 	}
 	sortUsage(rows, sortBy, func(x row) usage { return x.u })
-	t := printers.Table{Header: []string{"NAME", "CPU(cores)", "MEMORY(bytes)"}}
-	if containers {
-		t.Header = append([]string{"POD"}, t.Header...)
+	// [NAMESPACE] NAME|POD [NAME] CPU MEMORY: the optional columns only
+	// with -A and --containers.
+	line := func(ns, pod, container string, figures ...string) []string {
+		var cells []string
+		if withNamespace {
+			cells = append(cells, ns)
+		}
+		cells = append(cells, pod)
+		if containers {
+			cells = append(cells, container)
+		}
+		return append(cells, figures...)
 	}
-	if withNamespace {
-		t.Header = append([]string{"NAMESPACE"}, t.Header...)
+	t := printers.Table{Header: line("NAMESPACE", "NAME", "", "CPU(cores)", "MEMORY(bytes)")}
+	if containers {
+		t.Header = line("NAMESPACE", "POD", "NAME", "CPU(cores)", "MEMORY(bytes)")
 	}
 	for _, x := range rows {
-		cells := append([]string{x.pod}, x.u.cells()...)
-		if containers {
-			cells = append([]string{x.pod, x.container}, x.u.cells()...)
-		}
-		if withNamespace {
-			cells = append([]string{x.ns}, cells...)
-		}
-		t.Rows = append(t.Rows, cells)
+		t.Rows = append(t.Rows, line(x.ns, x.pod, x.container, x.u.cells()...))
 	}
 	return printers.PrintTable(r.env.Out, t, noHeaders)
 }
