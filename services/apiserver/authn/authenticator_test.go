@@ -99,7 +99,7 @@ func (h *harness) call(t *testing.T, cert *tls.Certificate, token string) (*user
 	return h.last, nil
 }
 
-func issue(t *testing.T, ca *pki.CA, cn string, groups []string, validity time.Duration, now time.Time) *tls.Certificate {
+func issue(t testing.TB, ca *pki.CA, cn string, groups []string, validity time.Duration, now time.Time) *tls.Certificate {
 	t.Helper()
 	c, k, err := ca.Issue(pki.Request{CommonName: cn, Organizations: groups, Client: true, Validity: validity}, now)
 	if err != nil {
