@@ -272,3 +272,27 @@ func (s idleStream[T]) Next() (client.Event[T], error) {
 }
 
 func (s idleStream[T]) Stop() { s.cancel() }
+
+// A ReplicaSet replaced under its name (a new uid between two events)
+// leaves nothing of the old one behind, as a deleted one does.
+func TestReplacedReplicaSetIsForgotten(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	mc := &manager.Context{Conn: &fakeAPI{fail: func(int, string) error { return nil }}, Logger: zaptest.NewLogger(t)}
+	old := testRS(1, 0)
+	c := newController(mc, Options{}, runInformer(ctx, t, []*corev1.Pod{}), runInformer(ctx, t, []*appsv1.ReplicaSet{old}))
+	c.warm.Store(old.GetMetadata().GetUid(), struct{}{})
+	c.verified.Store(old.GetMetadata().GetUid(), struct{}{})
+	c.expectations.ExpectCreations("ns/web", 3)
+	cur := proto.Clone(old).(*appsv1.ReplicaSet)
+	cur.Metadata.Uid = "rs2"
+	c.updateReplicaSet(old, cur)
+	for name, m := range map[string]*sync.Map{"warm": &c.warm, "verified": &c.verified, "selectors": &c.selectors} {
+		if _, ok := m.Load(old.GetMetadata().GetUid()); ok {
+			t.Errorf("%s still holds the replaced ReplicaSet's uid", name)
+		}
+	}
+	if adds, _ := c.expectations.Pending("ns/web"); adds != 0 {
+		t.Errorf("%d creations still expected of the replaced ReplicaSet", adds)
+	}
+}

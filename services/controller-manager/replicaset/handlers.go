@@ -30,23 +30,26 @@ func (c *Controller) addReplicaSet(rs *appsv1.ReplicaSet) { c.queue.Enqueue(keyO
 func (c *Controller) updateReplicaSet(old, cur *appsv1.ReplicaSet) {
 	if old.GetMetadata().GetUid() != cur.GetMetadata().GetUid() {
 		// Deleted and created again under the same name between two
-		// events: the old one's expectations are void.
-		c.expectations.Delete(keyOf(old))
-		c.bursts.forget(keyOf(old))
-		c.selectors.Delete(old.GetMetadata().GetUid())
-		c.verified.Delete(old.GetMetadata().GetUid())
+		// events: what was known of the old one is void.
+		c.forget(old)
 	}
 	c.queue.Enqueue(keyOf(cur))
 }
 
 func (c *Controller) deleteReplicaSet(rs *appsv1.ReplicaSet) {
-	key := keyOf(rs)
+	c.forget(rs)
+	c.queue.Enqueue(keyOf(rs))
+}
+
+// forget drops everything the controller keeps of rs (gone, or replaced by
+// another ReplicaSet of its name).
+func (c *Controller) forget(rs *appsv1.ReplicaSet) {
+	key, uid := keyOf(rs), rs.GetMetadata().GetUid()
 	c.expectations.Delete(key)
 	c.bursts.forget(key)
-	c.selectors.Delete(rs.GetMetadata().GetUid())
-	c.warm.Delete(rs.GetMetadata().GetUid())
-	c.verified.Delete(rs.GetMetadata().GetUid())
-	c.queue.Enqueue(key)
+	c.selectors.Delete(uid)
+	c.warm.Delete(uid)
+	c.verified.Delete(uid)
 }
 
 // addPod observes a creation for the pod's controller, or wakes the
