@@ -168,26 +168,11 @@ func runFairness(ctx context.Context, env *Env, rs *Results) error {
 	// processes, a slow disk): alone, flood, alone, flood...
 	rounds := fairRounds
 	part := window / time.Duration(rounds)
-	var alone, flooded loadResult
 	env.logf("fairness: %d rounds of the victim alone for %v, then with %d goroutines of the flooder calling as fast as they can for %v",
 		rounds, part, fairFlooders, part)
-	for range rounds {
-		victimLoad.warmup, victimLoad.duration = cfg.Warmup/10, part
-		a, err := victimLoad.run(ctx)
-		if err != nil {
-			return fmt.Errorf("victim alone: %w", err)
-		}
-		alone.add(a)
-		fl.start(ctx)
-		victimLoad.warmup = cfg.Warmup / 2 // the flood builds up
-		b, err := victimLoad.run(ctx)
-		if floodErr := fl.stop(); floodErr != nil {
-			return fmt.Errorf("flooder: %w", floodErr)
-		}
-		if err != nil {
-			return fmt.Errorf("victim during the flood: %w", err)
-		}
-		flooded.add(b)
+	alone, flooded, _, err := alternate(ctx, victimLoad, fl, rounds, part, cfg.Warmup)
+	if err != nil {
+		return err
 	}
 	served, refused, elapsed := fl.served.Load(), fl.refused.Load(), fl.elapsed
 
@@ -202,6 +187,36 @@ func runFairness(ctx context.Context, env *Env, rs *Results) error {
 		fmt.Sprintf("%d ResourceExhausted refusals (queue full), each followed by the client's wait of the retry hint (client.RetryThrottled)", refused))
 	rs.Add(figFloodInflight, float64(fairFlooders), fmt.Sprintf("over %d connections", fairFloodConn))
 	return nil
+}
+
+// alternate runs rounds of victim alone, then during fl's flood, each
+// window lasting part after a warmup (a tenth of warmup alone, half of it
+// in the flood, which builds up), so that both windows see the same
+// machine. It returns the victim's results of each kind of window and the
+// process CPU used during the floods.
+func alternate(ctx context.Context, victim load, fl *flooder, rounds int, part, warmup time.Duration) (alone, flooded loadResult, floodCPU time.Duration, err error) {
+	for range rounds {
+		victim.warmup, victim.duration = warmup/10, part
+		a, err := victim.run(ctx)
+		if err != nil {
+			return alone, flooded, floodCPU, fmt.Errorf("victim alone: %w", err)
+		}
+		alone.add(a)
+		fl.start(ctx)
+		victim.warmup = warmup / 2 // the flood builds up
+		cpu0 := cpuTime()
+		b, err := victim.run(ctx)
+		floodErr := fl.stop()
+		floodCPU += cpuTime() - cpu0
+		if floodErr != nil {
+			return alone, flooded, floodCPU, fmt.Errorf("flooder: %w", floodErr)
+		}
+		if err != nil {
+			return alone, flooded, floodCPU, fmt.Errorf("victim during the flood: %w", err)
+		}
+		flooded.add(b)
+	}
+	return alone, flooded, floodCPU, nil
 }
 
 // flooder is the second user: goroutines calling back to back, started

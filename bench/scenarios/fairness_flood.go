@@ -3,7 +3,6 @@ package scenarios
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"google.golang.org/grpc"
 
@@ -98,30 +97,11 @@ func runFairnessFlood(ctx context.Context, env *Env, rs *Results) error {
 	defer fl.close()
 
 	part := cfg.Duration / 2 / fairRounds
-	var alone, flooded loadResult
 	env.logf("fairness.flood: %d rounds of the victim alone for %v, then with %d goroutines of the flooder listing %d of %d ConfigMaps for %v",
 		fairRounds, part, floodListCallers, floodListLimit, floodListObjects, part)
-	var floodCPU time.Duration
-	for range fairRounds {
-		victimLoad.warmup, victimLoad.duration = cfg.Warmup/10, part
-		a, err := victimLoad.run(ctx)
-		if err != nil {
-			return fmt.Errorf("victim alone: %w", err)
-		}
-		alone.add(a)
-		fl.start(ctx)
-		victimLoad.warmup = cfg.Warmup / 2 // the flood builds up
-		cpu0 := cpuTime()
-		b, err := victimLoad.run(ctx)
-		floodErr := fl.stop()
-		floodCPU += cpuTime() - cpu0
-		if floodErr != nil {
-			return fmt.Errorf("flooder: %w", floodErr)
-		}
-		if err != nil {
-			return fmt.Errorf("victim during the flood: %w", err)
-		}
-		flooded.add(b)
+	alone, flooded, floodCPU, err := alternate(ctx, victimLoad, fl, fairRounds, part, cfg.Warmup)
+	if err != nil {
+		return err
 	}
 	served, refused, elapsed := fl.served.Load(), fl.refused.Load(), fl.elapsed
 	p99Alone, p99Flood := alone.latency.Percentile(99), flooded.latency.Percentile(99)
