@@ -293,7 +293,7 @@ func (c *Chain) finish(ri *RequestInfo, fullMethod string, start time.Time, err 
 		c.accessLog(ri, code, httpCode, time.Since(start))
 	}
 	if c.Metrics != nil {
-		st := c.stats(ri, fullMethod, longRunning)
+		st := c.stats(fullMethod, longRunning)
 		scope := ri.scope()
 		st.requests(c.Metrics, scope, httpCode).Inc()
 		if !longRunning {
@@ -387,13 +387,13 @@ func (st *methodStats) duration(m *Metrics, scope requestScope) prometheus.Obser
 	return o
 }
 
-func (c *Chain) stats(ri *RequestInfo, fullMethod string, stream bool) *methodStats {
+func (c *Chain) stats(fullMethod string, stream bool) *methodStats {
 	if st, ok := c.byMethod.Load(fullMethod); ok {
 		return st.(*methodStats)
 	}
 	r := c.Routes.info(fullMethod)
 	verb, subresource := r.metricVerb, r.subresource
-	if !ri.IsResource() {
+	if r.resource == "" { // a non-resource call, as RequestInfo.IsResource
 		verb, subresource = "GET", fullMethod
 		if stream {
 			verb = "CONNECT"
