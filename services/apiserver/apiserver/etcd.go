@@ -106,18 +106,17 @@ func (s *Server) connectEtcd() error {
 		}
 		s.log.Warn("a loopback port for the embedded etcd was taken meanwhile; trying others", zap.Error(err))
 	}
+	ee := &embeddedEtcd{etcd: e, clientURL: clientURL.String(), closing: closing}
 	select {
 	case <-e.Server.ReadyNotify():
 	case err := <-e.Err():
-		closing.Store(true)
-		e.Close()
+		ee.close()
 		return fmt.Errorf("embedded etcd failed: %w", err)
 	case <-time.After(60 * time.Second):
-		closing.Store(true)
-		e.Close()
+		ee.close()
 		return fmt.Errorf("embedded etcd in %s did not become ready within 60s", cfg.Dir)
 	}
-	s.etcd = &embeddedEtcd{etcd: e, clientURL: clientURL.String(), closing: closing}
+	s.etcd = ee
 	// Maintenance (status, defragmentation) goes through etcd's real gRPC
 	// server: the in-process adapter does not support it.
 	var err error
@@ -127,8 +126,7 @@ func (s *Server) connectEtcd() error {
 		DialOptions: s.tracing.DialOptions(),
 		Logger:      s.log.Named("etcd-client").WithOptions(zap.IncreaseLevel(zapcore.WarnLevel)),
 	}); err != nil {
-		closing.Store(true)
-		e.Close()
+		ee.close()
 		return fmt.Errorf("connecting to the embedded etcd: %w", err)
 	}
 	if s.tracing != nil {
@@ -152,7 +150,12 @@ func (s *Server) closeEtcd() {
 		s.client.Close()
 	}
 	if s.etcd != nil {
-		s.etcd.closing.Store(true)
-		s.etcd.etcd.Close()
+		s.etcd.close()
 	}
+}
+
+// close stops etcd, its log core told first (etcdLogCore).
+func (e *embeddedEtcd) close() {
+	e.closing.Store(true)
+	e.etcd.Close()
 }
