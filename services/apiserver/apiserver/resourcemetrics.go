@@ -72,7 +72,7 @@ func (m *resourceMetrics) usage(ctx context.Context, node *corev1.Node, req *nod
 	return out, nil
 }
 
-// fanOut calls fn for each node, metricsFanOut at a time, and returns the
+// fanOut asks each node's agent for req, metricsFanOut at a time, and returns the
 // answers by node name and the errors of those that failed.
 func (m *resourceMetrics) fanOut(ctx context.Context, nodes []*corev1.Node, req *nodev1.UsageRequest) (map[string]*nodev1.UsageResponse, map[string]error) {
 	var mu sync.Mutex
