@@ -102,18 +102,25 @@ func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.a.cfg.StatsTimeout)
 	defer cancel()
+	scrapeError := func(failed bool) {
+		v := 0.0
+		if failed {
+			v = 1
+		}
+		ch <- prometheus.MustNewConstMetric(c.scrapeError, prometheus.GaugeValue, v)
+	}
 	snap, err := c.a.readStats(ctx)
-	failed := err != nil
 	if err != nil {
 		c.a.log.Warn("reading the container runtime's stats for /metrics", zap.Error(err))
-		snap = &statsSnapshot{nodeErr: err}
+		scrapeError(true)
+		return
 	}
-	if snap.nodeErr == nil {
+	failed := snap.nodeErr != nil
+	if failed {
+		c.a.log.Warn("reading the machine's usage for /metrics", zap.Error(snap.nodeErr))
+	} else {
 		ch <- prometheus.NewMetricWithTimestamp(snap.node.at, prometheus.MustNewConstMetric(c.nodeCPU, prometheus.CounterValue, float64(snap.node.coreNanos)/1e9))
 		ch <- prometheus.NewMetricWithTimestamp(snap.node.at, prometheus.MustNewConstMetric(c.nodeMem, prometheus.GaugeValue, float64(snap.node.workingSet)))
-	} else if !failed {
-		failed = true
-		c.a.log.Warn("reading the machine's usage for /metrics", zap.Error(snap.nodeErr))
 	}
 	if snap.podsErr != nil {
 		// Not a scrape error: the containers' series are there.
@@ -142,9 +149,5 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 			emit(cs.cpu, cs.memory, name, p.name, p.namespace)
 		}
 	}
-	v := 0.0
-	if failed {
-		v = 1
-	}
-	ch <- prometheus.MustNewConstMetric(c.scrapeError, prometheus.GaugeValue, v)
+	scrapeError(failed)
 }
