@@ -150,8 +150,6 @@ func runFairness(ctx context.Context, env *Env, rs *Results) error {
 	victim := corev1.NewConfigMapsClient(victimConn)
 	victimLoad := load{
 		clients:  1,
-		warmup:   cfg.Warmup,
-		duration: window,
 		interval: fairVictimInterval,
 		op: func(ctx context.Context, _, seq int) error {
 			_, err := victim.Get(ctx, &metav1.GetRequest{Namespace: fairVictimNS, Name: objectName("o-", seq%fairObjects)})

@@ -103,10 +103,9 @@ func runLeader(ctx context.Context, env *Env, rs *Results) error {
 	// The observer: when the namespace first held n pods. The informer
 	// calls its handlers one at a time.
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	defer cancel()
+	defer cancel() // before wg.Wait: the observer ends
 	var pods proc.Moments
 	names := map[string]bool{}
 	obs := informer.New(informer.FromClient(client.Pods(conn)), informer.Options{ListOptions: &metav1.ListOptions{Namespace: leaderNamespace}})
