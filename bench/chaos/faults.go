@@ -226,10 +226,8 @@ func (r *run) killDuringWrites(ctx context.Context) error {
 	var restartErr error
 	select {
 	case <-killNow:
-		t0 := time.Now()
-		_, restartErr = r.c.restart(ctx, APIServer)
+		down, restartErr = r.c.restart(ctx, APIServer)
 		restartedAt.Store(time.Now().UnixNano())
-		down = time.Since(t0)
 	case <-wctx.Done():
 		restartErr = fmt.Errorf("only %d of %d writes acknowledged before the deadline", nAcked.Load(), r.cfg.Writes)
 	}
