@@ -66,9 +66,8 @@ type Agent struct {
 	nodeConds      []*corev1.NodeCondition
 	nodeReported   time.Time
 	lease          *coordinationv1.Lease
-	firstSeen      map[string]time.Time         // by pod uid, until the pod runs
-	lastStatus     map[string]*corev1.PodStatus // by pod uid: the status last written
-	lastWrite      map[string]int64             // by pod uid: the resourceVersion of that status
+	firstSeen      map[string]time.Time     // by pod uid, until the pod runs
+	lastStatus     map[string]writtenStatus // by pod uid: the status last written
 
 	// networkWasReady: the network was ready at the last status check.
 	networkWasReady bool
@@ -92,8 +91,7 @@ func New(cfg Config) (*Agent, error) {
 		crashBackoff: newBackoff(cfg.CrashLoopBackOff, cfg.CrashLoopBackOffMax),
 		pullBackoff:  newBackoff(cfg.ImagePullBackOff, cfg.ImagePullBackOffMax),
 		firstSeen:    map[string]time.Time{},
-		lastStatus:   map[string]*corev1.PodStatus{},
-		lastWrite:    map[string]int64{},
+		lastStatus:   map[string]writtenStatus{},
 		statusKick:   make(chan struct{}, 1),
 	}
 	if cfg.ManagePodNetwork {

@@ -183,7 +183,7 @@ func (s *nodeAgentServer) Logs(o *corev1.PodLogOptions, stream grpc.ServerStream
 	if target == nil {
 		reason := reasonContainerCreating
 		a.mu.Lock()
-		st := a.lastStatus[pod.GetMetadata().GetUid()]
+		st := a.lastStatus[pod.GetMetadata().GetUid()].status
 		a.mu.Unlock()
 		for _, cs := range append(st.GetInitContainerStatuses(), st.GetContainerStatuses()...) {
 			if cs.GetName() == name && cs.GetState().GetWaiting().GetReason() != "" {

@@ -476,7 +476,6 @@ func (a *Agent) forgetPod(uid, logDir string) {
 	a.mu.Lock()
 	delete(a.firstSeen, uid)
 	delete(a.lastStatus, uid)
-	delete(a.lastWrite, uid)
 	a.mu.Unlock()
 	if uid != "" {
 		if err := os.RemoveAll(podDir(a.cfg.RootDir, uid)); err != nil {
@@ -562,7 +561,8 @@ func (a *Agent) terminate(ctx context.Context, pod *corev1.Pod, rt *podRuntime) 
 func (a *Agent) writeStatus(ctx context.Context, pod *corev1.Pod, rt *podRuntime, res *syncResult) error {
 	uid := pod.GetMetadata().GetUid()
 	a.mu.Lock()
-	last, lastRV := a.lastStatus[uid], a.lastWrite[uid]
+	w := a.lastStatus[uid]
+	last, lastRV := w.status, w.rv
 	a.mu.Unlock()
 	base := pod
 	if last != nil {
@@ -621,7 +621,14 @@ func (a *Agent) changedByOthers(cur *corev1.Pod) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	last, ok := a.lastStatus[uid]
-	return ok && resourceVersion(cur) > a.lastWrite[uid] && !proto.Equal(cur.GetStatus(), last)
+	return ok && resourceVersion(cur) > last.rv && !proto.Equal(cur.GetStatus(), last.status)
+}
+
+// writtenStatus is a pod's status as the agent last wrote it (or found
+// it already written) and the pod's resourceVersion then.
+type writtenStatus struct {
+	status *corev1.PodStatus
+	rv     int64
 }
 
 // resourceVersion is the pod's resourceVersion as a number (an etcd
@@ -637,8 +644,7 @@ func resourceVersion(p *corev1.Pod) int64 {
 func (a *Agent) recordStatus(uid string, st *corev1.PodStatus, rv int64) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.lastStatus[uid] = st
-	a.lastWrite[uid] = rv
+	a.lastStatus[uid] = writtenStatus{status: st, rv: rv}
 	if first, ok := a.firstSeen[uid]; ok && podRunning(st) {
 		a.m.podStart.Observe(a.cfg.Clock.Now().Sub(first).Seconds())
 		delete(a.firstSeen, uid)
