@@ -192,7 +192,7 @@ func runFairness(ctx context.Context, env *Env, rs *Results) error {
 // in the flood, which builds up), so that both windows see the same
 // machine. It returns the victim's results of each kind of window and the
 // process CPU used during the floods.
-func alternate(ctx context.Context, victim load, fl *flooder, rounds int, part, warmup time.Duration) (alone, flooded loadResult, floodCPU time.Duration, err error) {
+func alternate(ctx context.Context, victim load, fl flood, rounds int, part, warmup time.Duration) (alone, flooded loadResult, floodCPU time.Duration, err error) {
 	for range rounds {
 		victim.warmup, victim.duration = warmup/10, part
 		a, err := victim.run(ctx)
@@ -200,12 +200,14 @@ func alternate(ctx context.Context, victim load, fl *flooder, rounds int, part, 
 			return alone, flooded, floodCPU, fmt.Errorf("victim alone: %w", err)
 		}
 		alone.add(a)
-		fl.start(ctx)
+		if err := fl.start(ctx); err != nil {
+			return alone, flooded, floodCPU, fmt.Errorf("flooder: %w", err)
+		}
 		victim.warmup = warmup / 2 // the flood builds up
 		cpu0 := cpuTime()
 		b, err := victim.run(ctx)
-		floodErr := fl.stop()
-		floodCPU += cpuTime() - cpu0
+		elsewhere, floodErr := fl.stop()
+		floodCPU += cpuTime() - cpu0 + elsewhere
 		if floodErr != nil {
 			return alone, flooded, floodCPU, fmt.Errorf("flooder: %w", floodErr)
 		}
@@ -215,6 +217,13 @@ func alternate(ctx context.Context, victim load, fl *flooder, rounds int, part, 
 		flooded.add(b)
 	}
 	return alone, flooded, floodCPU, nil
+}
+
+// flood is a flooding user, started and stopped for each flood window;
+// stop returns the CPU it used outside the benchmark's process.
+type flood interface {
+	start(ctx context.Context) error
+	stop() (elsewhere time.Duration, err error)
 }
 
 // flooder is the second user: goroutines calling back to back, started
@@ -281,7 +290,7 @@ func newFlooder(f *fairServer, callers int, call floodCall) (*flooder, error) {
 func (fl *flooder) close() { closeAll(fl.conns) }
 
 // start launches the goroutines; stop ends them.
-func (fl *flooder) start(ctx context.Context) {
+func (fl *flooder) start(ctx context.Context) error {
 	ctx, fl.cancel = context.WithCancel(ctx)
 	fl.started = time.Now()
 	fl.round++
@@ -305,11 +314,12 @@ func (fl *flooder) start(ctx context.Context) {
 			}
 		}()
 	}
+	return nil
 }
 
-func (fl *flooder) stop() error {
+func (fl *flooder) stop() (time.Duration, error) {
 	fl.elapsed += time.Since(fl.started)
 	fl.cancel()
 	fl.wg.Wait()
-	return fl.err
+	return 0, fl.err
 }

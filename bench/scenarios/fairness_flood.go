@@ -1,12 +1,19 @@
 package scenarios
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"time"
 
-	"google.golang.org/grpc"
-
-	"skiff.dev/internal/client"
+	"skiff.dev/bench/proc"
 	corev1 "skiff.dev/proto/core/v1"
 	metav1 "skiff.dev/proto/meta/v1"
 	"skiff.dev/services/apiserver/flowcontrol"
@@ -15,14 +22,19 @@ import (
 // The flood of large Lists (issue 16): on an apiserver with the command's
 // default flow control, user victim's small Lists alone and while user
 // flooder Lists 500 of 1,000 ConfigMaps with 128 goroutines, in the same
-// run. The flooder reads each answer's bytes without decoding them (a
-// client on another machine would decode them there, not on the
-// apiserver's 2 cores).
+// run. The flooder is a process of its own (skiff-flooder), as a client
+// is: it reads its answers on the same CPUs, but through the kernel's
+// scheduler, not the apiserver's Go scheduler; it reads each answer's
+// bytes without decoding them.
 var (
 	figFloodListsRatio = Figure{Name: "fairness.flood_victim_p99_ratio", Unit: "ratio", Target: AtMost(3)}
 	figFloodListsAlone = Figure{Name: "fairness.flood_victim_p99_alone_ms", Unit: "ms"}
 	figFloodListsFlood = Figure{Name: "fairness.flood_victim_p99_flood_ms", Unit: "ms"}
 	figFloodListsRate  = Figure{Name: "fairness.flood_lists_per_s", Unit: "lists/s"}
+	// The floor: the victim's p99 while another process uses as much CPU
+	// as the flood did, calling nobody / alone. No flow control in the
+	// apiserver can do better than this on the same CPUs.
+	figFloodCPUFloor = Figure{Name: "fairness.flood_cpu_floor_ratio", Unit: "ratio"}
 )
 
 const (
@@ -39,7 +51,7 @@ func fairnessFloodScenario() *Scenario {
 		Name: "fairness.flood",
 		Summary: fmt.Sprintf("on an apiserver of its own with the default flow control, user victim's Lists of %d ConfigMaps (one at a time, at most one per %v) alone, then while user flooder Lists %d of %d ConfigMaps with %d goroutines",
 			floodSmallCount, fairVictimInterval, floodListLimit, floodListObjects, floodListCallers),
-		Figures: []Figure{figFloodListsRatio, figFloodListsAlone, figFloodListsFlood, figFloodListsRate},
+		Figures: []Figure{figFloodListsRatio, figFloodListsAlone, figFloodListsFlood, figFloodListsRate, figFloodCPUFloor},
 		Run:     runFairnessFlood,
 	}
 }
@@ -87,10 +99,8 @@ func runFairnessFlood(ctx context.Context, env *Env, rs *Results) error {
 			return err
 		},
 	}
-	raw := make([][]byte, floodListCallers) // each caller's answer, reused
-	fl, err := newFlooder(f, floodListCallers, func(ctx context.Context, conn *grpc.ClientConn, _, g, _ int) error {
-		return conn.Invoke(ctx, corev1.ConfigMaps_List_FullMethodName, &metav1.ListOptions{Namespace: floodListNS, Limit: floodListLimit}, &raw[g], client.RawWatch())
-	})
+	fl, err := startFloodProcess(ctx, env, f, "-callers", strconv.Itoa(floodListCallers), "-conns", strconv.Itoa(fairFloodConn),
+		"-namespace", floodListNS, "-limit", strconv.Itoa(floodListLimit))
 	if err != nil {
 		return err
 	}
@@ -103,7 +113,7 @@ func runFairnessFlood(ctx context.Context, env *Env, rs *Results) error {
 	if err != nil {
 		return err
 	}
-	served, refused, elapsed := fl.served.Load(), fl.refused.Load(), fl.elapsed
+	served, refused, elapsed := fl.served, fl.refused, fl.elapsed
 	p99Alone, p99Flood := alone.latency.Percentile(99), flooded.latency.Percentile(99)
 	rs.Add(figFloodListsRatio, float64(p99Flood)/float64(p99Alone),
 		fmt.Sprintf("victim's List p99 during the flood / alone, same server, %d alternating rounds; %d read-only seats (the default on %d CPUs), a List of %d takes %d",
@@ -112,10 +122,138 @@ func runFairnessFlood(ctx context.Context, env *Env, rs *Results) error {
 	rs.Add(figFloodListsFlood, ms(p99Flood), latencyNote(&flooded.latency, "Lists"))
 	cpuNote := ""
 	if served > 0 {
-		cpuNote = fmt.Sprintf("; process CPU (apiserver, etcd, both clients) %.0f µs per List served", float64(floodCPU.Microseconds())/float64(served))
+		cpuNote = fmt.Sprintf("; CPU of both processes (apiserver, etcd and victim; flooder) %.0f µs per List served", float64(floodCPU.Microseconds())/float64(served))
 	}
 	rs.Add(figFloodListsRate, float64(served)/elapsed.Seconds(),
 		fmt.Sprintf("%d Lists of %d served to the flooder in %.1fs of flood, %d refusals (ResourceExhausted, each followed by the client's wait of the retry hint)%s",
 			served, floodListLimit, elapsed.Seconds(), refused, cpuNote))
+
+	// The floor, in the same run: as much CPU used by another process.
+	cores := min(float64(runtime.NumCPU()), floodCPU.Seconds()/elapsed.Seconds())
+	spin, err := startFloodProcess(ctx, env, f, "-spin-cores", strconv.FormatFloat(cores, 'f', 2, 64))
+	if err != nil {
+		return err
+	}
+	defer spin.close()
+	env.logf("fairness.flood: the CPU floor: %d rounds of the victim alone, then while another process keeps %.2f CPUs busy", fairRounds, cores)
+	floorAlone, floorLoaded, _, err := alternate(ctx, victimLoad, spin, fairRounds, part, cfg.Warmup)
+	if err != nil {
+		return err
+	}
+	rs.Add(figFloodCPUFloor, float64(floorLoaded.latency.Percentile(99))/float64(floorAlone.latency.Percentile(99)),
+		fmt.Sprintf("victim's List p99 while another process keeps %.2f CPUs busy (the flood's two processes' CPU), calling nobody, %.2f ms / alone %.2f ms: no apiserver does better on these CPUs without CPU priorities",
+			cores, ms(floorLoaded.latency.Percentile(99)), ms(floorAlone.latency.Percentile(99))))
 	return nil
+}
+
+const flooderPkg = "skiff.dev/bench/cmd/skiff-flooder"
+
+// floodProcess is skiff-flooder, started and stopped for each flood
+// window through its standard input.
+type floodProcess struct {
+	dir     string
+	cmd     *exec.Cmd
+	in      io.WriteCloser
+	out     *bufio.Scanner
+	stderr  bytes.Buffer
+	started time.Time
+	cpu     time.Duration // its CPU when last stopped
+
+	served, refused int64         // over all windows
+	elapsed         time.Duration // flooding, over all windows
+}
+
+// startFloodProcess builds and starts skiff-flooder as user flooder of f,
+// with args.
+func startFloodProcess(ctx context.Context, env *Env, f *fairServer, args ...string) (*floodProcess, error) {
+	dir, err := os.MkdirTemp("", "skiff-bench-flooder-")
+	if err != nil {
+		return nil, err
+	}
+	fl := &floodProcess{dir: dir}
+	if err := fl.begin(ctx, env, f, args); err != nil {
+		fl.close()
+		return nil, err
+	}
+	return fl, nil
+}
+
+func (fl *floodProcess) begin(ctx context.Context, env *Env, f *fairServer, args []string) error {
+	env.logf("fairness.flood: building %s", flooderPkg)
+	bin, err := proc.Build(ctx, fl.dir, flooderPkg)
+	if err != nil {
+		return err
+	}
+	cfg, err := f.srv.Security.Config("flooder")
+	if err != nil {
+		return err
+	}
+	files := map[string][]byte{"ca.crt": cfg.CAData, "flooder.crt": cfg.CertData, "flooder.key": cfg.KeyData}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(fl.dir, name), data, 0o600); err != nil {
+			return err
+		}
+	}
+	fl.cmd = exec.Command(bin, append([]string{"-server", cfg.Server,
+		"-tls-ca-file", filepath.Join(fl.dir, "ca.crt"), "-tls-cert-file", filepath.Join(fl.dir, "flooder.crt"), "-tls-key-file", filepath.Join(fl.dir, "flooder.key")},
+		args...)...)
+	fl.cmd.Stderr = &fl.stderr
+	if fl.in, err = fl.cmd.StdinPipe(); err != nil {
+		return err
+	}
+	out, err := fl.cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	fl.out = bufio.NewScanner(out)
+	return fl.cmd.Start()
+}
+
+func (fl *floodProcess) start(context.Context) error {
+	fl.started = time.Now()
+	_, err := io.WriteString(fl.in, "start\n")
+	return fl.failed(err)
+}
+
+// stop ends the flood window and takes the flooder's counts and CPU.
+func (fl *floodProcess) stop() (time.Duration, error) {
+	fl.elapsed += time.Since(fl.started)
+	if _, err := io.WriteString(fl.in, "stop\n"); err != nil {
+		return 0, fl.failed(err)
+	}
+	if !fl.out.Scan() {
+		return 0, fl.failed(fmt.Errorf("no answer to stop: %v", fl.out.Err()))
+	}
+	var cpuNS int64
+	if _, err := fmt.Sscanf(fl.out.Text(), "stopped served=%d refused=%d cpu_ns=%d", &fl.served, &fl.refused, &cpuNS); err != nil {
+		return 0, fmt.Errorf("skiff-flooder's answer %q: %w", fl.out.Text(), err)
+	}
+	used := time.Duration(cpuNS) - fl.cpu
+	fl.cpu = time.Duration(cpuNS)
+	return used, nil
+}
+
+// failed adds what the flooder wrote to its stderr to err.
+func (fl *floodProcess) failed(err error) error {
+	if err == nil {
+		return nil
+	}
+	_ = fl.cmd.Wait()
+	return fmt.Errorf("skiff-flooder: %w: %s", err, bytes.TrimSpace(fl.stderr.Bytes()))
+}
+
+// close ends the flooder (end of its input) and removes its files.
+func (fl *floodProcess) close() {
+	if fl.cmd != nil && fl.cmd.Process != nil {
+		_ = fl.in.Close()
+		done := make(chan struct{})
+		go func() { _ = fl.cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = fl.cmd.Process.Kill()
+			<-done
+		}
+	}
+	os.RemoveAll(fl.dir)
 }

@@ -269,6 +269,7 @@ func newServer(cfg Config, tr *tracing.Tracing) (*Server, error) {
 		grpc.ForceServerCodecV2(server.NewCodec()),
 		grpc.ChainUnaryInterceptor(grpcMetrics.UnaryServerInterceptor(), chain.Unary),
 		grpc.ChainStreamInterceptor(grpcMetrics.StreamServerInterceptor(), chain.Stream),
+		grpc.StatsHandler(chain.StatsHandler()),
 		grpc.MaxRecvMsgSize(storage.MaxObjectBytes + (512 << 10)),
 		// Reused handler goroutines keep their grown stacks: no stack
 		// copying per request (a new goroutine per call when all are busy).

@@ -3,6 +3,8 @@ package integration
 import (
 	"context"
 	"fmt"
+	"io"
+	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -428,4 +430,181 @@ func TestFairnessFloodOfLargeLists(t *testing.T) {
 	if n := victimRefusals.Load(); n > 0 {
 		t.Errorf("the victim's Lists were refused %d times during the flood", n)
 	}
+}
+
+// TestListHoldsItsSeatsUntilTheClientHasReadIt: a List's seats are held
+// until its answer is written, not only while its handler runs, as
+// Kubernetes' flow control holds a request's seats until its handler has
+// written the response (issue 16's flood of large Lists took the CPU with
+// seats given back as soon as the handler returned its encoded pieces).
+// A client whose connection stops carrying the server's bytes cannot
+// read the answer; HTTP/2 flow control then stops the server after its
+// window (64 KiB), and the List keeps its 5 seats until the client reads.
+func TestListHoldsItsSeatsUntilTheClientHasReadIt(t *testing.T) {
+	defaults := flowcontrol.DefaultOptions()
+	s := apiservertest.Start(t, apiservertest.Secure(), apiservertest.WithConfig(func(c *apiserver.Config) { c.FlowControl = defaults }))
+	const objects = 500 // of 512 B: a List takes 5 seats and is some 300 KB
+	fillNamespace(t, s.Conn, "slow", objects)
+	ctx := testContext(t)
+
+	p := newGatedProxy(t, s.Addr())
+	cfg, err := s.Security.Config("slow-reader")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Server, cfg.ServerName = p.addr, "127.0.0.1"
+	conn, err := client.Dial(cfg, grpc.WithInitialWindowSize(64<<10), grpc.WithInitialConnWindowSize(64<<10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	cms := client.ConfigMaps(conn)
+	if _, err := cms.Get(ctx, "slow", "cm-0000"); err != nil {
+		t.Fatal(err) // the connection is up
+	}
+
+	readSeats := map[string]string{"priority_level": "workload", "request_kind": "readOnly"}
+	lists := map[string]string{"verb": "LIST", "resource": "configmaps"}
+	listed := metricValue(t, s, "apiserver_request_total", lists)
+	p.pause()
+	got := make(chan error, 1)
+	go func() {
+		list, err := cms.List(ctx, &metav1.ListOptions{Namespace: "slow"})
+		if err == nil && len(list.GetItems()) != objects {
+			err = fmt.Errorf("%d items, want %d", len(list.GetItems()), objects)
+		}
+		got <- err
+	}()
+	var sig await.Signal
+	sig.Until(t, 30*time.Second, "the List's handler to return", ctx.Done(), func() (bool, string) {
+		n := metricValue(t, s, "apiserver_request_total", lists)
+		return n > listed, fmt.Sprintf("%v Lists counted, %v before", n, listed)
+	})
+	// The handler has returned; the answer is not read.
+	if seats := metricValue(t, s, "apiserver_flowcontrol_current_executing_seats", readSeats); seats != 5 {
+		t.Errorf("%v read-only seats taken while the client has not read the List's answer, want its 5", seats)
+	}
+	select {
+	case err := <-got:
+		t.Fatalf("the List ended while its answer could not be read: %v", err)
+	default:
+	}
+
+	p.resume()
+	if err := <-got; err != nil {
+		t.Fatalf("the List, once read: %v", err)
+	}
+	seatsFree := func() (bool, string) {
+		seats := metricValue(t, s, "apiserver_flowcontrol_current_executing_seats", readSeats)
+		return seats == 0, fmt.Sprintf("%v read-only seats taken", seats)
+	}
+	sig.Until(t, 30*time.Second, "the List's seats to be given back", ctx.Done(), seatsFree)
+
+	// A client that gives up before it has read the answer gives the
+	// seats back too (the server drops the rest of the answer).
+	listed = metricValue(t, s, "apiserver_request_total", lists)
+	p.pause()
+	callCtx, cancel := context.WithCancel(ctx)
+	go func() {
+		_, err := cms.List(callCtx, &metav1.ListOptions{Namespace: "slow"})
+		got <- err
+	}()
+	sig.Until(t, 30*time.Second, "the second List's handler to return", ctx.Done(), func() (bool, string) {
+		n := metricValue(t, s, "apiserver_request_total", lists)
+		return n > listed, fmt.Sprintf("%v Lists counted, %v before", n, listed)
+	})
+	cancel()
+	if err := <-got; err == nil {
+		t.Fatal("the List given up before its answer could be read succeeded")
+	}
+	sig.Until(t, 30*time.Second, "the given-up List's seats to be given back", ctx.Done(), seatsFree)
+	p.resume()
+}
+
+// gatedProxy forwards one client's TCP connection to a server; pause
+// stops it reading what the server sends (the client sees nothing more,
+// the server's writes stop at the client's flow-control window) until
+// resume.
+type gatedProxy struct {
+	addr string
+	mu   sync.Mutex
+	cond *sync.Cond
+	held bool
+}
+
+func newGatedProxy(t *testing.T, server string) *gatedProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &gatedProxy{addr: ln.Addr().String()}
+	p.cond = sync.NewCond(&p.mu)
+	var wg sync.WaitGroup
+	t.Cleanup(func() {
+		ln.Close()
+		p.resume()
+		wg.Wait()
+	})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			up, err := net.Dial("tcp", server)
+			if err != nil {
+				c.Close()
+				t.Error(err)
+				return
+			}
+			wg.Add(2)
+			go func() { // client to server: always
+				defer wg.Done()
+				_, _ = io.Copy(up, c)
+				up.Close()
+			}()
+			go func() { // server to client: unless paused
+				defer wg.Done()
+				defer c.Close()
+				buf := make([]byte, 16<<10)
+				for {
+					p.wait()
+					n, err := up.Read(buf)
+					if n > 0 {
+						if _, werr := c.Write(buf[:n]); werr != nil {
+							return
+						}
+					}
+					if err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return p
+}
+
+func (p *gatedProxy) pause() {
+	p.mu.Lock()
+	p.held = true
+	p.mu.Unlock()
+}
+
+func (p *gatedProxy) resume() {
+	p.mu.Lock()
+	p.held = false
+	p.mu.Unlock()
+	p.cond.Broadcast()
+}
+
+func (p *gatedProxy) wait() {
+	p.mu.Lock()
+	for p.held {
+		p.cond.Wait()
+	}
+	p.mu.Unlock()
 }

@@ -475,7 +475,7 @@ func (c *Chain) serveUnary(ctx context.Context, ri *RequestInfo, req any, handle
 	if err != nil {
 		return nil, err
 	}
-	defer release()
+	defer holdUntilEnd(ctx, release)()
 	return handler(ctx, req)
 }
 

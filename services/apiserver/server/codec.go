@@ -18,6 +18,10 @@ type rawBatch [][]byte
 type encodedList struct {
 	pieces  []mem.SliceBuffer // each sent in place (see buffers)
 	newList func() proto.Message
+	// hold, when set, has the release of the List's seats: wire moves it
+	// to the last piece, freed once the transport has taken the whole
+	// list to the wire (seathold.go).
+	hold *seatHold
 }
 
 // Encoded is a response its handler encoded (a List: see
@@ -47,6 +51,35 @@ func (l *encodedList) buffers() mem.BufferSlice {
 	return out
 }
 
+// wire is the list as the transport takes it: buffers, the last of which
+// releases the List's seats when the transport frees it (if it holds
+// them), having written the whole list or given up on it.
+func (l *encodedList) wire() mem.BufferSlice {
+	out := l.buffers()
+	if h := l.hold; h != nil && h.release != nil && len(out) > 0 {
+		out[len(out)-1] = releasedWhenFreed(l.pieces[len(l.pieces)-1], h.release)
+		h.release = nil
+	}
+	return out
+}
+
+// releasedWhenFreed is b as a buffer that runs release when the
+// transport frees it, having written it (or dropped it with its call).
+// A buffer at most mem's pooling threshold would not be counted: a short
+// last piece is copied into a longer one.
+func releasedWhenFreed(b []byte, release func()) mem.Buffer {
+	if mem.IsBelowBufferPoolingThreshold(cap(b)) {
+		b = append(make([]byte, 0, 4096), b...)
+	}
+	return mem.NewBuffer(&b, releasePool{release})
+}
+
+// releasePool is the pool of one buffer: giving it back releases seats.
+type releasePool struct{ release func() }
+
+func (p releasePool) Get(int) *[]byte { panic("releasePool only takes its buffer back") }
+func (p releasePool) Put(*[]byte)     { p.release() }
+
 // codec is the standard protobuf codec plus rawBatch and encodedList
 // pass-through.
 type codec struct{ proto encoding.CodecV2 }
@@ -59,7 +92,7 @@ func (c codec) Marshal(v any) (mem.BufferSlice, error) {
 	case rawBatch:
 		return buffers(v), nil
 	case *encodedList:
-		return v.buffers(), nil
+		return v.wire(), nil
 	}
 	return c.proto.Marshal(v)
 }

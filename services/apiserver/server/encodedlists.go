@@ -46,6 +46,7 @@ func listHandler(l encodedLister, fullMethod string) grpc.MethodHandler {
 		if err != nil {
 			return nil, err // not a nil *encodedList in an interface
 		}
+		enc.hold, _ = ctx.Value(seatHoldKey{}).(*seatHold)
 		return enc, nil
 	}
 	return func(srv any, ctx context.Context, dec func(any) error, interceptor grpc.UnaryServerInterceptor) (any, error) {

@@ -1,0 +1,81 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"testing"
+
+	"google.golang.org/grpc/mem"
+	"google.golang.org/grpc/stats"
+	"google.golang.org/protobuf/proto"
+
+	corev1 "skiff.dev/proto/core/v1"
+)
+
+// A List's seats go back when the transport frees the list it was given
+// (having written it), once, and not before; reading the list for an
+// audit log takes nothing away. Any other call's go back at its End.
+func TestHeldSeatsGoBackWhenTheAnswerIsWritten(t *testing.T) {
+	for _, last := range []struct {
+		name  string
+		piece []byte
+	}{
+		{"last piece past the pooling threshold", bytes.Repeat([]byte("x"), 4000)},
+		{"short last piece", []byte("short")},
+	} {
+		t.Run(last.name, func(t *testing.T) {
+			h := seatHolder{}
+			ctx := h.TagRPC(context.Background(), &stats.RPCTagInfo{})
+			released := 0
+			if run := holdUntilEnd(ctx, func() { released++ }); run == nil {
+				t.Fatal("no func to run")
+			} else {
+				run() // what the chain runs when the handler returns
+			}
+			l := &encodedList{pieces: []mem.SliceBuffer{[]byte("head"), last.piece}, newList: func() proto.Message { return &corev1.ConfigMapList{} }}
+			l.hold, _ = ctx.Value(seatHoldKey{}).(*seatHold)
+			_ = l.buffers().Materialize() // an audit log's read
+			sent, err := NewCodec().Marshal(l)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := string(sent.Materialize()), "head"+string(last.piece); got != want {
+				t.Fatalf("the codec sent %q, want %q", got[:min(len(got), 20)], want[:min(len(want), 20)])
+			}
+			h.HandleRPC(ctx, &stats.End{}) // the call ends before its bytes are written
+			sent.Ref()                      // the transport takes them
+			sent.Free()                     // the call drops its reference
+			if released != 0 {
+				t.Fatalf("released %d times before the transport wrote the list", released)
+			}
+			sent.Free() // the transport has written them
+			if released != 1 {
+				t.Fatalf("released %d times once the list was written, want once", released)
+			}
+		})
+	}
+
+	t.Run("a call that is not a List", func(t *testing.T) {
+		h := seatHolder{}
+		ctx := h.TagRPC(context.Background(), &stats.RPCTagInfo{})
+		released := 0
+		holdUntilEnd(ctx, func() { released++ })()
+		h.HandleRPC(ctx, &stats.OutPayload{})
+		if released != 0 {
+			t.Fatalf("released %d times before the call's End", released)
+		}
+		h.HandleRPC(ctx, &stats.End{})
+		h.HandleRPC(ctx, &stats.End{})
+		if released != 1 {
+			t.Fatalf("released %d times at the call's End, want once", released)
+		}
+	})
+
+	t.Run("no stats handler", func(t *testing.T) {
+		released := 0
+		holdUntilEnd(context.Background(), func() { released++ })()
+		if released != 1 {
+			t.Fatalf("released %d times when the handler returned, want once", released)
+		}
+	})
+}
