@@ -43,8 +43,8 @@ func TestHeldSeatsGoBackWhenTheAnswerIsWritten(t *testing.T) {
 				t.Fatalf("the codec sent %q, want %q", got[:min(len(got), 20)], want[:min(len(want), 20)])
 			}
 			h.HandleRPC(ctx, &stats.End{}) // the call ends before its bytes are written
-			sent.Ref()                      // the transport takes them
-			sent.Free()                     // the call drops its reference
+			sent.Ref()                     // the transport takes them
+			sent.Free()                    // the call drops its reference
 			if released != 0 {
 				t.Fatalf("released %d times before the transport wrote the list", released)
 			}
