@@ -3,6 +3,7 @@ package cmd
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -14,19 +15,34 @@ import (
 func (r *root) configCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "config SUBCOMMAND",
-		Short: "Modify the skiffconfig file",
-		Long: `Modify the config file (--skiffconfig, else $SKIFFCONFIG, else ~/.skiff/config):
-clusters (server address, CA), users (client certificate and key, or
-token) and contexts (a cluster, a user and a default namespace).`,
+		Short: "Modify kubeconfig files",
+		Long: `Modify kubeconfig files: clusters (server address, CA), users (client
+certificate and key, or token) and contexts (a cluster, a user and a
+default namespace).
+
+The files are found as kubectl finds them: --kubeconfig, else the files of
+$KUBECONFIG (merged, the first to define a name winning), else
+$SKIFFCONFIG, else ~/.skiff/config. A change is written to the file the
+changed entry came from; a new entry to --kubeconfig, else to the first
+existing file of $KUBECONFIG.`,
 	}
-	load := func() (*config.Config, error) { return config.Load(r.configPath()) }
+	// load returns the merged config and the rules that found it (a
+	// missing --kubeconfig file is an empty config here: set-* create it).
+	load := func() (*config.Config, config.Rules, error) {
+		rules, err := r.configRules()
+		if err != nil {
+			return nil, rules, err
+		}
+		cfg, err := rules.LoadOrEmpty()
+		return cfg, rules, err
+	}
 	var raw, minify bool
 	view := &cobra.Command{
 		Use:   "view",
 		Short: "Display the merged config settings (secrets redacted unless --raw)",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			cfg, err := load()
+			cfg, _, err := load()
 			if err != nil {
 				return err
 			}
@@ -63,15 +79,14 @@ token) and contexts (a cluster, a user and a default namespace).`,
 		Short:   "Set the current-context in the config file",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
-			cfg, err := load()
+			cfg, rules, err := load()
 			if err != nil {
 				return err
 			}
 			if _, ok := cfg.Context(args[0]); !ok {
 				return fmt.Errorf("no context exists with the name: %q", args[0])
 			}
-			cfg.CurrentContext = args[0]
-			if err := cfg.Save(r.configPath()); err != nil {
+			if err := rules.Edit(cfg, config.CurrentContextEntry, func(c *config.Config) { c.CurrentContext = args[0] }); err != nil {
 				return err
 			}
 			fmt.Fprintf(r.env.Out, "Switched to context %q.\n", args[0])
@@ -86,7 +101,7 @@ token) and contexts (a cluster, a user and a default namespace).`,
 		Short: "Set a context entry in the config file",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := load()
+			cfg, rules, err := load()
 			if err != nil {
 				return err
 			}
@@ -108,8 +123,10 @@ token) and contexts (a cluster, a user and a default namespace).`,
 			if ns == "" {
 				ns = r.flags.overrides.Namespace
 			}
-			created := cfg.SetContext(name, firstOf(ctxCluster, r.flags.overrides.Cluster), firstOf(ctxUser, r.flags.overrides.User), ns)
-			if err := cfg.Save(r.configPath()); err != nil {
+			var created bool
+			if err := rules.Edit(cfg, config.Entry{Section: "contexts", Name: name}, func(c *config.Config) {
+				created = c.SetContext(name, firstOf(ctxCluster, r.flags.overrides.Cluster), firstOf(ctxUser, r.flags.overrides.User), ns)
+			}); err != nil {
 				return err
 			}
 			if created {
@@ -131,26 +148,31 @@ token) and contexts (a cluster, a user and a default namespace).`,
 		Short: "Set a cluster entry in the config file",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := load()
+			cfg, rules, err := load()
 			if err != nil {
 				return err
 			}
 			srv := firstOf(server, r.flags.overrides.Server)
-			created := cfg.SetCluster(args[0], func(c *config.Cluster) {
-				if srv != "" {
-					c.Server = srv
-				}
-				if ca != "" {
-					c.CertificateAuthority = ca
-				}
-				if serverName != "" {
-					c.TLSServerName = serverName
-				}
-			})
-			if err := cfg.Save(r.configPath()); err != nil {
+			caPath, err := absPath(ca)
+			if err != nil {
 				return err
 			}
-			fmt.Fprintf(r.env.Out, "Cluster %q %s.\n", args[0], map[bool]string{true: "set", false: "set"}[created])
+			if err := rules.Edit(cfg, config.Entry{Section: "clusters", Name: args[0]}, func(cfg *config.Config) {
+				cfg.SetCluster(args[0], func(c *config.Cluster) {
+					if srv != "" {
+						c.Server = srv
+					}
+					if caPath != "" {
+						c.CertificateAuthority = caPath
+					}
+					if serverName != "" {
+						c.TLSServerName = serverName
+					}
+				})
+			}); err != nil {
+				return err
+			}
+			fmt.Fprintf(r.env.Out, "Cluster %q set.\n", args[0])
 			return nil
 		},
 	}
@@ -164,23 +186,32 @@ token) and contexts (a cluster, a user and a default namespace).`,
 		Short: "Set a user entry in the config file",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := load()
+			cfg, rules, err := load()
 			if err != nil {
 				return err
 			}
 			tok := firstOf(token, r.flags.overrides.Token)
-			cfg.SetUser(args[0], func(u *config.User) {
-				if tok != "" {
-					u.Token = tok
-				}
-				if cert != "" {
-					u.ClientCertificate = cert
-				}
-				if key != "" {
-					u.ClientKey = key
-				}
-			})
-			if err := cfg.Save(r.configPath()); err != nil {
+			certPath, err := absPath(cert)
+			if err != nil {
+				return err
+			}
+			keyPath, err := absPath(key)
+			if err != nil {
+				return err
+			}
+			if err := rules.Edit(cfg, config.Entry{Section: "users", Name: args[0]}, func(cfg *config.Config) {
+				cfg.SetUser(args[0], func(u *config.User) {
+					if tok != "" {
+						u.Token = tok
+					}
+					if certPath != "" {
+						u.ClientCertificate = certPath
+					}
+					if keyPath != "" {
+						u.ClientKey = keyPath
+					}
+				})
+			}); err != nil {
 				return err
 			}
 			fmt.Fprintf(r.env.Out, "User %q set.\n", args[0])
@@ -196,7 +227,7 @@ token) and contexts (a cluster, a user and a default namespace).`,
 		Short: "Display the current-context",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			cfg, err := load()
+			cfg, _, err := load()
 			if err != nil {
 				return err
 			}
@@ -211,7 +242,7 @@ token) and contexts (a cluster, a user and a default namespace).`,
 		Use:   "get-contexts",
 		Short: "Describe one or many contexts",
 		RunE: func(_ *cobra.Command, args []string) error {
-			cfg, err := load()
+			cfg, _, err := load()
 			if err != nil {
 				return err
 			}
@@ -231,6 +262,15 @@ token) and contexts (a cluster, a user and a default namespace).`,
 	}
 	c.AddCommand(view, useContext, setContext, setCluster, setCredentials, currentContext, getContexts)
 	return c
+}
+
+// absPath makes a path given to set-cluster or set-credentials absolute,
+// as kubectl does (a relative one would be read relative to the file).
+func absPath(p string) (string, error) {
+	if p == "" {
+		return "", nil
+	}
+	return filepath.Abs(p)
 }
 
 func firstOf(s ...string) string {

@@ -33,7 +33,7 @@ import (
 type Env struct {
 	In       io.Reader
 	Out, Err io.Writer
-	// Getenv reads environment variables ($SKIFFCONFIG).
+	// Getenv reads environment variables ($KUBECONFIG, $SKIFFCONFIG).
 	Getenv func(string) string
 	// Home is the user's home directory (for ~/.skiff/config).
 	Home string
@@ -49,7 +49,8 @@ func OSEnv() Env {
 
 // globalFlags apply to every command.
 type globalFlags struct {
-	configPath     string
+	kubeconfig     string // --kubeconfig
+	skiffconfig    string // --skiffconfig, the same as --kubeconfig
 	overrides      config.Overrides
 	verbosity      int
 	requestTimeout time.Duration
@@ -109,9 +110,10 @@ func (r *root) command() *cobra.Command {
 		Short: "skiffctl controls a Skiff cluster",
 		Long: `skiffctl controls a Skiff cluster, the way kubectl controls Kubernetes.
 
-It reads ~/.skiff/config (or $SKIFFCONFIG) for the apiserver address,
-credentials and default namespace; --server, --token, --context and
---namespace override it.`,
+It reads a kubeconfig for the apiserver address, credentials and default
+namespace: the --kubeconfig file, else the files of $KUBECONFIG merged as
+kubectl merges them, else $SKIFFCONFIG, else ~/.skiff/config. --server,
+--token, --context and --namespace override it.`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
@@ -120,7 +122,8 @@ credentials and default namespace; --server, --token, --context and
 		},
 	}
 	f := c.PersistentFlags()
-	f.StringVar(&r.flags.configPath, "skiffconfig", "", "path to the config file (default $SKIFFCONFIG or ~/.skiff/config)")
+	f.StringVar(&r.flags.kubeconfig, "kubeconfig", "", "path to the kubeconfig file (default: the files of $KUBECONFIG, else $SKIFFCONFIG, else ~/.skiff/config)")
+	f.StringVar(&r.flags.skiffconfig, "skiffconfig", "", "the same as --kubeconfig")
 	f.StringVar(&r.flags.overrides.Context, "context", "", "the config context to use")
 	f.StringVar(&r.flags.overrides.Cluster, "cluster", "", "the config cluster to use")
 	f.StringVar(&r.flags.overrides.User, "user", "", "the config user to use")
@@ -166,25 +169,39 @@ func (r *root) close() {
 	r.tracing.Stop(r.log) // sends the command's spans
 }
 
-func (r *root) configPath() string {
-	if r.flags.configPath != "" {
-		return r.flags.configPath
+// configRules are the kubeconfig files of this run: --kubeconfig (or
+// --skiffconfig), else $KUBECONFIG's, else $SKIFFCONFIG or ~/.skiff/config.
+func (r *root) configRules() (config.Rules, error) {
+	explicit := r.flags.kubeconfig
+	if s := r.flags.skiffconfig; s != "" {
+		if explicit != "" && explicit != s {
+			return config.Rules{}, fmt.Errorf("--kubeconfig %q and --skiffconfig %q name different files: give one", explicit, s)
+		}
+		explicit = s
 	}
-	return config.Path(r.env.Getenv, r.env.Home)
+	return config.NewRules(explicit, r.env.Getenv, r.env.Home), nil
 }
 
-// resolve loads the config and applies the flags.
+// resolve loads the config and applies the flags. What of the user's
+// credentials skiffctl cannot use is said once, on stderr.
 func (r *root) resolve() (*config.Resolved, error) {
 	if r.resolved != nil {
 		return r.resolved, nil
 	}
-	cfg, err := config.Load(r.configPath())
+	rules, err := r.configRules()
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := rules.Load()
 	if err != nil {
 		return nil, err
 	}
 	res, err := cfg.Resolve(r.flags.overrides)
 	if err != nil {
 		return nil, err
+	}
+	if res.Warning != "" {
+		fmt.Fprintln(r.env.Err, "Warning: "+res.Warning)
 	}
 	r.resolved = res
 	return res, nil

@@ -1,11 +1,17 @@
-// Package config is skiffctl's kubeconfig: a YAML file (~/.skiff/config,
-// or $SKIFFCONFIG) of clusters (apiserver address and CA), users (client
-// certificate and key, or a bearer token) and contexts that pair a cluster
-// with a user and a default namespace, one of them current. Resolve
+// Package config is skiffctl's kubeconfig: YAML files of clusters
+// (apiserver address and CA), users (client certificate and key, or a
+// bearer token) and contexts that pair a cluster with a user and a
+// default namespace, one of them current. They are found and merged as
+// client-go's loading rules do (load.go): --kubeconfig, else the files of
+// $KUBECONFIG, else skiffctl's own default ($SKIFFCONFIG, else
+// ~/.skiff/config). Fields kubectl writes that skiffctl does not use
+// (preferences, extensions, proxy-url, exec, ...) are kept, so that a
+// file skiffctl edits loses nothing, and otherwise ignored. Resolve
 // applies command-line overrides (--context, --server, --token,
 // --namespace) and returns what a connection needs.
 //
-// It owns the file's format, loading and saving; dialing is package cmd's.
+// It owns the files' format, loading, merging and saving; dialing is
+// package cmd's.
 package config
 
 import (
@@ -14,8 +20,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -24,7 +32,9 @@ import (
 // DefaultServer is the apiserver's default address.
 const DefaultServer = "127.0.0.1:6443"
 
-// Config is the file.
+// Config is one file, or several merged (see Rules). Every level keeps
+// the fields skiffctl does not use in Extra, so that saving a file
+// kubectl or kind wrote loses none of them.
 type Config struct {
 	APIVersion     string         `yaml:"apiVersion,omitempty"`
 	Kind           string         `yaml:"kind,omitempty"`
@@ -32,11 +42,20 @@ type Config struct {
 	Clusters       []NamedCluster `yaml:"clusters"`
 	Users          []NamedUser    `yaml:"users"`
 	Contexts       []NamedContext `yaml:"contexts"`
+	// Extra: preferences, extensions, anything else.
+	Extra map[string]any `yaml:",inline"`
+
+	// origins says which file each entry came from ("clusters/NAME",
+	// "users/NAME", "contexts/NAME", "current-context"): relative paths in
+	// an entry are relative to its file, and a change to it is written
+	// there.
+	origins map[string]string
 }
 
 type NamedCluster struct {
-	Name    string  `yaml:"name"`
-	Cluster Cluster `yaml:"cluster"`
+	Name    string         `yaml:"name"`
+	Cluster Cluster        `yaml:"cluster"`
+	Extra   map[string]any `yaml:",inline"`
 }
 
 // Cluster is where an apiserver is and how to trust it.
@@ -46,11 +65,14 @@ type Cluster struct {
 	CertificateAuthorityData string `yaml:"certificate-authority-data,omitempty"`
 	TLSServerName            string `yaml:"tls-server-name,omitempty"`
 	InsecureSkipTLSVerify    bool   `yaml:"insecure-skip-tls-verify,omitempty"`
+	// Extra: proxy-url, disable-compression, extensions, ... (not used).
+	Extra map[string]any `yaml:",inline"`
 }
 
 type NamedUser struct {
-	Name string `yaml:"name"`
-	User User   `yaml:"user"`
+	Name  string         `yaml:"name"`
+	User  User           `yaml:"user"`
+	Extra map[string]any `yaml:",inline"`
 }
 
 // User is how to authenticate.
@@ -60,21 +82,28 @@ type User struct {
 	ClientKey             string `yaml:"client-key,omitempty"`
 	ClientKeyData         string `yaml:"client-key-data,omitempty"`
 	Token                 string `yaml:"token,omitempty"`
+	// TokenFile is read when Token is empty (as client-go does).
+	TokenFile string `yaml:"tokenFile,omitempty"`
+	// Extra: exec, auth-provider, username/password, as, extensions, ...
+	// (not used; Resolve warns about those that authenticate).
+	Extra map[string]any `yaml:",inline"`
 }
 
 type NamedContext struct {
-	Name    string  `yaml:"name"`
-	Context Context `yaml:"context"`
+	Name    string         `yaml:"name"`
+	Context Context        `yaml:"context"`
+	Extra   map[string]any `yaml:",inline"`
 }
 
 // Context pairs a cluster with a user and a default namespace.
 type Context struct {
-	Cluster   string `yaml:"cluster"`
-	User      string `yaml:"user,omitempty"`
-	Namespace string `yaml:"namespace,omitempty"`
+	Cluster   string         `yaml:"cluster"`
+	User      string         `yaml:"user,omitempty"`
+	Namespace string         `yaml:"namespace,omitempty"`
+	Extra     map[string]any `yaml:",inline"`
 }
 
-// Path is the config file: $SKIFFCONFIG, else ~/.skiff/config.
+// Path is skiffctl's default file: $SKIFFCONFIG, else ~/.skiff/config.
 func Path(getenv func(string) string, home string) string {
 	if p := getenv("SKIFFCONFIG"); p != "" {
 		return p
@@ -82,8 +111,9 @@ func Path(getenv func(string) string, home string) string {
 	return filepath.Join(home, ".skiff", "config")
 }
 
-// Load reads the file; a missing file is an empty config.
-func Load(path string) (*Config, error) {
+// LoadFile reads one file; a missing file is an empty config. Fields
+// skiffctl does not know are kept in Extra, never refused.
+func LoadFile(path string) (*Config, error) {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return &Config{}, nil
@@ -95,12 +125,55 @@ func Load(path string) (*Config, error) {
 	if len(bytes.TrimSpace(b)) == 0 {
 		return c, nil
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	if err := dec.Decode(c); err != nil {
+	if err := yaml.Unmarshal(b, c); err != nil {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
+	if err := c.checkNames(); err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	c.origins = map[string]string{}
+	if c.CurrentContext != "" {
+		c.origins["current-context"] = path
+	}
+	for _, e := range c.Clusters {
+		c.origins["clusters/"+e.Name] = path
+	}
+	for _, e := range c.Users {
+		c.origins["users/"+e.Name] = path
+	}
+	for _, e := range c.Contexts {
+		c.origins["contexts/"+e.Name] = path
+	}
 	return c, nil
+}
+
+// checkNames refuses an entry without a name, or two of a name in one
+// list (kubectl refuses them too).
+func (c *Config) checkNames() error {
+	check := func(section string, names []string) error {
+		seen := map[string]bool{}
+		for i, n := range names {
+			if n == "" {
+				return fmt.Errorf("%s[%d].name: must not be empty", section, i)
+			}
+			if seen[n] {
+				return fmt.Errorf("%s[%d].name: duplicate name %q", section, i, n)
+			}
+			seen[n] = true
+		}
+		return nil
+	}
+	var cl, us, cx []string
+	for _, e := range c.Clusters {
+		cl = append(cl, e.Name)
+	}
+	for _, e := range c.Users {
+		us = append(us, e.Name)
+	}
+	for _, e := range c.Contexts {
+		cx = append(cx, e.Name)
+	}
+	return errors.Join(check("clusters", cl), check("users", us), check("contexts", cx))
 }
 
 // Save writes the file (readable by its owner only: it may hold secrets).
@@ -153,6 +226,10 @@ func (c *Config) Redacted() *Config {
 		if u.Token != "" {
 			u.Token = "REDACTED"
 		}
+		if _, ok := u.Extra["password"]; ok {
+			u.Extra = maps.Clone(u.Extra)
+			u.Extra["password"] = "REDACTED"
+		}
 	}
 	return &out
 }
@@ -163,8 +240,8 @@ func (c *Config) Minified() (*Config, error) {
 	if !ok {
 		return nil, fmt.Errorf("current-context %q not found", c.CurrentContext)
 	}
-	out := &Config{APIVersion: c.APIVersion, Kind: c.Kind, CurrentContext: c.CurrentContext,
-		Contexts: []NamedContext{{Name: c.CurrentContext, Context: *ctx}}}
+	out := &Config{APIVersion: c.APIVersion, Kind: c.Kind, CurrentContext: c.CurrentContext, Extra: c.Extra,
+		Contexts: []NamedContext{{Name: c.CurrentContext, Context: *ctx}}, origins: c.origins}
 	if cl, ok := c.Cluster(ctx.Cluster); ok {
 		out.Clusters = []NamedCluster{{Name: ctx.Cluster, Cluster: *cl}}
 	}
@@ -268,6 +345,10 @@ type Resolved struct {
 	// from --namespace (a manifest naming another one is then an error).
 	Namespace         string
 	NamespaceExplicit bool
+	// Warning, when set, says what of the user's way to authenticate
+	// skiffctl cannot use (an exec plugin, an auth-provider, ...): it
+	// connects without it. For the caller to show once.
+	Warning string
 }
 
 // Resolve picks the context and applies the overrides.
@@ -333,8 +414,10 @@ func (c *Config) Resolve(o Overrides) (*Resolved, error) {
 	}
 	r.Server = strings.TrimSuffix(server, "/")
 	var err error
-	if r.CA, err = dataOrFile(cl.CertificateAuthorityData, cl.CertificateAuthority, "certificate-authority"); err != nil {
-		return nil, err
+	clPath := func(p string) string { return c.relativeTo("clusters/"+ctx.Cluster, p) }
+	uPath := func(p string) string { return c.relativeTo("users/"+ctx.User, p) }
+	if r.CA, err = dataOrFile(cl.CertificateAuthorityData, clPath(cl.CertificateAuthority), "certificate-authority"); err != nil {
+		return nil, fmt.Errorf("cluster %q: %w", ctx.Cluster, err)
 	}
 	if r.CA != nil {
 		r.TLS = true
@@ -343,11 +426,11 @@ func (c *Config) Resolve(o Overrides) (*Resolved, error) {
 	if r.InsecureSkipVerify || r.ServerName != "" {
 		r.TLS = true // settings of TLS: the connection is TLS
 	}
-	if r.CertPEM, err = dataOrFile(u.ClientCertificateData, u.ClientCertificate, "client-certificate"); err != nil {
-		return nil, err
+	if r.CertPEM, err = dataOrFile(u.ClientCertificateData, uPath(u.ClientCertificate), "client-certificate"); err != nil {
+		return nil, fmt.Errorf("user %q: %w", ctx.User, err)
 	}
-	if r.KeyPEM, err = dataOrFile(u.ClientKeyData, u.ClientKey, "client-key"); err != nil {
-		return nil, err
+	if r.KeyPEM, err = dataOrFile(u.ClientKeyData, uPath(u.ClientKey), "client-key"); err != nil {
+		return nil, fmt.Errorf("user %q: %w", ctx.User, err)
 	}
 	if (r.CertPEM == nil) != (r.KeyPEM == nil) {
 		return nil, fmt.Errorf("user %q: client-certificate and client-key go together", ctx.User)
@@ -356,10 +439,64 @@ func (c *Config) Resolve(o Overrides) (*Resolved, error) {
 		r.TLS = true // a client certificate is only ever shown over TLS
 	}
 	r.Token = u.Token
+	if r.Token == "" && u.TokenFile != "" {
+		b, err := os.ReadFile(uPath(u.TokenFile))
+		if err != nil {
+			return nil, fmt.Errorf("user %q: tokenFile: %w", ctx.User, err)
+		}
+		r.Token = strings.TrimSpace(string(b))
+	}
 	if o.Token != "" {
 		r.Token = o.Token
+	} else {
+		r.Warning = unsupportedAuth(ctx.User, &u)
 	}
 	return r, nil
+}
+
+// unsupportedAuth names what of u skiffctl cannot use to authenticate
+// ("" when it can use all of it).
+func unsupportedAuth(name string, u *User) string {
+	var what []string
+	if exec, ok := u.Extra["exec"].(map[string]any); ok {
+		s := "exec (the credential plugin"
+		if cmd, ok := exec["command"].(string); ok && cmd != "" {
+			s += " " + strconv.Quote(cmd)
+		}
+		what = append(what, s+")")
+	} else if _, ok := u.Extra["exec"]; ok {
+		what = append(what, "exec (a credential plugin)")
+	}
+	if _, ok := u.Extra["auth-provider"]; ok {
+		what = append(what, "auth-provider")
+	}
+	if _, ok := u.Extra["username"]; ok {
+		what = append(what, "username/password")
+	} else if _, ok := u.Extra["password"]; ok {
+		what = append(what, "username/password")
+	}
+	for _, k := range []string{"as", "as-uid", "as-groups", "as-user-extra"} {
+		if _, ok := u.Extra[k]; ok {
+			what = append(what, "impersonation ("+k+")")
+			break
+		}
+	}
+	if len(what) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("user %q: skiffctl cannot use its %s; connecting without it", name, strings.Join(what, ", "))
+}
+
+// relativeTo resolves a relative path of an entry against the directory
+// of the file the entry came from, as client-go does.
+func (c *Config) relativeTo(entry, p string) string {
+	if p == "" || filepath.IsAbs(p) {
+		return p
+	}
+	if origin := c.origins[entry]; origin != "" {
+		return filepath.Join(filepath.Dir(origin), p)
+	}
+	return p
 }
 
 func dataOrFile(data, file, what string) ([]byte, error) {

@@ -43,7 +43,7 @@ contexts:
 	if err := os.WriteFile(path, []byte(src), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := Load(path)
+	cfg, err := LoadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ contexts:
 	if _, err := cfg.Resolve(Overrides{Context: "nope"}); err == nil || !strings.Contains(err.Error(), `context "nope" does not exist`) {
 		t.Errorf("a missing context: %v", err)
 	}
-	empty, err := Load(filepath.Join(dir, "missing"))
+	empty, err := LoadFile(filepath.Join(dir, "missing"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,15 @@ contexts:
 	if err := os.WriteFile(path, []byte("clusterz: []\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Load(path); err == nil || !strings.Contains(err.Error(), "clusterz") {
-		t.Errorf("an unknown key in the config: %v", err)
+	// An unknown key is kept (and written back), never refused: kubectl
+	// and kind write fields skiffctl does not use.
+	if c, err := LoadFile(path); err != nil || c.Extra["clusterz"] == nil {
+		t.Errorf("an unknown key in the config: %+v, %v", c, err)
+	}
+	if err := os.WriteFile(path, []byte("clusters:\n- name: a\n- name: a\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadFile(path); err == nil || !strings.Contains(err.Error(), `clusters[1].name: duplicate name "a"`) {
+		t.Errorf("a name twice: %v", err)
 	}
 }
