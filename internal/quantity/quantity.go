@@ -1,11 +1,11 @@
 package quantity
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"maps"
 	"math"
+	"math/bits"
 	"slices"
 	"strconv"
 )
@@ -14,13 +14,13 @@ var (
 	// ErrInvalid is the category of errors returned by Parse.
 	ErrInvalid = errors.New("invalid quantity")
 	// ErrOutOfRange is the category of errors for quantities whose
-	// magnitude exceeds MaxMilli, from Parse (which wraps ErrInvalid too),
-	// the constructors, Add and Sub.
+	// magnitude exceeds 2^127-1 nano-units, from Parse (which wraps
+	// ErrInvalid too), Add and Sub.
 	ErrOutOfRange = errors.New("out of range")
 )
 
-// MaxMilli is the largest magnitude of a Quantity, in milli-units. The
-// range is symmetric: -MaxMilli is the smallest quantity.
+// MaxMilli is the largest magnitude MilliValue and Value report; larger
+// quantities saturate there.
 const MaxMilli = math.MaxInt64
 
 // Format is the family of suffix a quantity prints with.
@@ -33,30 +33,33 @@ const (
 	DecimalExponent Format = "DecimalExponent" // "1e3", "500e-3"
 )
 
-// Quantity is an exact amount of a resource: a whole number of milli-units
+// Quantity is an exact amount of a resource: a whole number of nano-units
 // and the format it prints in. The zero value is 0. Compare quantities with
 // Cmp, not ==, which also compares formats.
 type Quantity struct {
-	milli  int64
+	n      i128
 	format Format
 }
 
-// NewQuantity returns value units in format f. It fails when value*1000
-// exceeds MaxMilli.
+// NewQuantity returns value units in format f. Every int64 is in range;
+// the error is always nil.
 func NewQuantity(value int64, f Format) (Quantity, error) {
-	if value > MaxMilli/1000 || value < -MaxMilli/1000 {
-		return Quantity{}, fmt.Errorf("quantity %d: %w", value, ErrOutOfRange)
-	}
-	return Quantity{milli: value * 1000, format: f}, nil
+	return scaled(value, 1e9, f), nil
 }
 
-// NewMilliQuantity returns milli milli-units in format f. It fails only for
-// math.MinInt64, whose magnitude exceeds MaxMilli.
+// NewMilliQuantity returns milli milli-units in format f. Every int64 is in
+// range; the error is always nil.
 func NewMilliQuantity(milli int64, f Format) (Quantity, error) {
-	if milli == math.MinInt64 {
-		return Quantity{}, fmt.Errorf("quantity %dm: %w", milli, ErrOutOfRange)
+	return scaled(milli, 1e6, f), nil
+}
+
+func scaled(v int64, nanos uint64, f Format) Quantity {
+	m := uint64(v)
+	if v < 0 {
+		m = -m
 	}
-	return Quantity{milli: milli, format: f}, nil
+	hi, lo := bits.Mul64(m, nanos)
+	return Quantity{n: signed(u128{hi, lo}, v < 0), format: f}
 }
 
 // MustParse is Parse for constants and tests; it panics on error.
@@ -86,18 +89,25 @@ func ParseResourceList(list map[string]string) (map[string]Quantity, error) {
 	return out, nil
 }
 
-// MilliValue returns q in milli-units, exactly.
-func (q Quantity) MilliValue() int64 { return q.milli }
+// MilliValue returns q in milli-units, rounded away from zero ("1n" is
+// 1, "-1n" is -1) and saturated at ±MaxMilli.
+func (q Quantity) MilliValue() int64 { return q.scaledValue(1e6) }
 
-// Value returns q in units, rounded away from zero as Kubernetes does:
-// "1500m" is 2 and "-1500m" is -2.
-func (q Quantity) Value() int64 {
-	v := q.milli / 1000
-	switch r := q.milli % 1000; {
-	case r > 0:
-		v++
-	case r < 0:
-		v--
+// Value returns q in units, rounded away from zero as Kubernetes does
+// ("1500m" is 2, "-1500m" is -2) and saturated at ±MaxMilli.
+func (q Quantity) Value() int64 { return q.scaledValue(1e9) }
+
+func (q Quantity) scaledValue(nanos uint64) int64 {
+	m, r := q.n.abs().divmod(nanos)
+	if r != 0 {
+		m, _ = m.add(u128{0, 1})
+	}
+	v := int64(MaxMilli)
+	if m.hi == 0 && m.lo < MaxMilli {
+		v = int64(m.lo)
+	}
+	if q.n.negative() {
+		return -v
 	}
 	return v
 }
@@ -111,32 +121,32 @@ func (q Quantity) Format() Format {
 }
 
 // IsZero reports whether q is 0.
-func (q Quantity) IsZero() bool { return q.milli == 0 }
+func (q Quantity) IsZero() bool { return q.n == i128{} }
 
 // Sign returns -1, 0 or 1 as q is negative, zero or positive.
-func (q Quantity) Sign() int { return cmp.Compare(q.milli, 0) }
+func (q Quantity) Sign() int { return q.n.sign() }
 
 // Cmp returns -1, 0 or 1 as q is less than, equal to or greater than y.
-func (q Quantity) Cmp(y Quantity) int { return cmp.Compare(q.milli, y.milli) }
+func (q Quantity) Cmp(y Quantity) int { return q.n.cmp(y.n) }
 
 // Neg returns -q.
-func (q Quantity) Neg() Quantity { return Quantity{milli: -q.milli, format: q.format} }
+func (q Quantity) Neg() Quantity { return Quantity{n: q.n.neg(), format: q.format} }
 
-// Add returns q+y in q's format (y's if q has none). It fails with
-// ErrOutOfRange rather than wrapping around.
+// Add returns q+y in q's format, or y's when q is zero (as Kubernetes'
+// Quantity.Add). It fails with ErrOutOfRange rather than wrapping around.
 func (q Quantity) Add(y Quantity) (Quantity, error) {
-	sum := q.milli + y.milli
-	if (q.milli > 0 && y.milli > 0 && sum < 0) || (q.milli < 0 && y.milli < 0 && sum >= 0) || sum == math.MinInt64 {
+	sum, over := q.n.add(y.n)
+	if over {
 		return Quantity{}, fmt.Errorf("quantity %s + %s: %w", q, y, ErrOutOfRange)
 	}
 	f := q.format
-	if f == "" {
+	if q.IsZero() {
 		f = y.format
 	}
-	return Quantity{milli: sum, format: f}, nil
+	return Quantity{n: sum, format: f}, nil
 }
 
-// Sub returns q-y in q's format (y's if q has none). It fails with
+// Sub returns q-y in q's format, or y's when q is zero. It fails with
 // ErrOutOfRange rather than wrapping around.
 func (q Quantity) Sub(y Quantity) (Quantity, error) {
 	d, err := q.Add(y.Neg())
@@ -147,40 +157,51 @@ func (q Quantity) Sub(y Quantity) (Quantity, error) {
 }
 
 var (
-	binarySuffixes  = []string{"", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"}
-	decimalSuffixes = map[int]string{-3: "m", 0: "", 3: "k", 6: "M", 9: "G", 12: "T", 15: "P", 18: "E"}
+	binarySuffixes  = [...]string{"", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"}
+	decimalSuffixes = [...]string{"n", "u", "m", "", "k", "M", "G", "T", "P", "E"} // 10^-9 .. 10^18
 )
 
 // String returns q in canonical form (see the package documentation);
 // Parse(q.String()) gives back q.
 func (q Quantity) String() string {
-	if q.milli == 0 {
+	if q.IsZero() {
 		return "0"
 	}
-	sign, m := "", q.milli
-	if m < 0 {
-		sign, m = "-", -m
+	var buf [48]byte
+	b := buf[:0]
+	if q.n.negative() {
+		b = append(b, '-')
 	}
-	if q.format == BinarySI && m%1000 == 0 && m/1000 >= 1024 {
-		v, k := m/1000, 0
-		for v%1024 == 0 && k < len(binarySuffixes)-1 {
-			v, k = v/1024, k+1
+	m := q.n.abs()
+	if q.format == BinarySI {
+		if units, r := m.divmod(1e9); r == 0 && units.cmp(u128{0, 1024}) >= 0 {
+			k := 0
+			for k < len(binarySuffixes)-1 && units.lo&1023 == 0 {
+				units, _ = units.divmod(1024)
+				k++
+			}
+			b = units.appendDecimal(b)
+			return string(append(b, binarySuffixes[k]...))
 		}
-		if k > 0 {
-			return sign + strconv.FormatInt(v, 10) + binarySuffixes[k]
+		// Below 1Ki or not whole: decimal, the form Kubernetes prints.
+	}
+	// The largest power of 1000 that divides m, from 10^-9 up; DecimalSI
+	// stops at E.
+	exp := -9
+	for exp < 18 || q.format == DecimalExponent {
+		d, r := m.divmod(1000)
+		if r != 0 {
+			break
 		}
-		// Not a whole number of Ki: fall through to decimal, the form
-		// Parse would give this string back in.
+		m, exp = d, exp+3
 	}
-	// The largest power of 1000 (down to milli) that divides q.
-	exp := -3
-	for exp < 18 && m%1000 == 0 {
-		m /= 1000
-		exp += 3
+	b = m.appendDecimal(b)
+	switch {
+	case q.format == DecimalExponent && exp != 0:
+		b = append(b, 'e')
+		b = strconv.AppendInt(b, int64(exp), 10)
+	case q.format != DecimalExponent:
+		b = append(b, decimalSuffixes[exp/3+3]...)
 	}
-	suffix := decimalSuffixes[exp]
-	if q.format == DecimalExponent && exp != 0 {
-		suffix = "e" + strconv.Itoa(exp)
-	}
-	return sign + strconv.FormatInt(m, 10) + suffix
+	return string(b)
 }

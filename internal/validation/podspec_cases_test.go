@@ -122,8 +122,8 @@ func podSpecCases() []podSpecCase {
 		// resources
 		{"malformed quantity", func(s *corev1.PodSpec) { c0(s).Resources.Limits["cpu"] = "500 m" }, []string{"containers[0].resources.limits[cpu]: Invalid value"}},
 		{"negative quantity", func(s *corev1.PodSpec) { c0(s).Resources.Requests["memory"] = "-64Mi" }, []string{"containers[0].resources.requests[memory]: Invalid value"}},
-		{"quantity finer than 1m", func(s *corev1.PodSpec) { c0(s).Resources.Requests["cpu"] = "0.1m" }, []string{"containers[0].resources.requests[cpu]: Invalid value"}},
-		{"quantity out of range", func(s *corev1.PodSpec) { c0(s).Resources.Limits["memory"] = "1Ei" }, []string{"containers[0].resources.limits[memory]: Invalid value"}},
+		{"quantity without a number", func(s *corev1.PodSpec) { c0(s).Resources.Requests["cpu"] = "m" }, []string{"containers[0].resources.requests[cpu]: Invalid value"}},
+		{"quantity out of range", func(s *corev1.PodSpec) { c0(s).Resources.Limits["memory"] = "1e30" }, []string{"containers[0].resources.limits[memory]: Invalid value"}},
 		{"cpu request above limit", func(s *corev1.PodSpec) { c0(s).Resources.Requests["cpu"] = "1" }, []string{"containers[0].resources.requests[cpu]: Invalid value"}},
 		{"memory request above limit", func(s *corev1.PodSpec) { c0(s).Resources.Requests["memory"] = "0.5Gi" }, []string{"containers[0].resources.requests[memory]: Invalid value"}},
 		{"unknown resource name", func(s *corev1.PodSpec) { c0(s).Resources.Limits["gpu"] = "1" }, []string{"containers[0].resources.limits[gpu]: Invalid value"}},

@@ -5,9 +5,9 @@ import (
 	"skiff.dev/internal/quantity"
 )
 
-// parseQuantity parses a quantity by package quantity's rules (syntax, at
-// most 128 characters, whole milli-units, range) and reports one that
-// breaks them as Invalid at p, with the reason.
+// parseQuantity parses a quantity by package quantity's rules (Kubernetes'
+// syntax, rounded up to 1n, range) and reports one that breaks them as
+// Invalid at p, with the reason.
 func parseQuantity(value string, p *field.Path) (quantity.Quantity, *field.Error) {
 	q, err := quantity.Parse(value)
 	if err != nil {
