@@ -11,7 +11,6 @@ import (
 
 	"github.com/google/uuid"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"skiff.dev/internal/apierrors"
 	"skiff.dev/internal/field"
@@ -94,7 +93,7 @@ func (r *Registry[T]) Create(ctx context.Context, obj T) (T, error) {
 	meta.Namespace = ns
 	resetForCreate(meta)
 	meta.Uid = uuid.NewString()
-	meta.CreationTimestamp = timestamppb.New(r.now())
+	meta.CreationTimestamp = metaTime(r.now())
 	meta.Generation = 1
 	if !r.strategy.KeepStatusOnCreate {
 		object.ClearStatus(obj)
@@ -110,6 +109,7 @@ func (r *Registry[T]) Create(ctx context.Context, obj T) (T, error) {
 		}
 		meta = object.Meta(obj)
 	}
+	normalizeTimes(obj.ProtoReflect())
 	generated := meta.Name == "" && meta.GenerateName != ""
 	for attempt := 0; ; attempt++ {
 		if generated {
@@ -215,6 +215,7 @@ func (r *Registry[T]) update(ctx context.Context, obj T, status bool) (T, error)
 			}
 			r.setGeneration(next, cur, status)
 		}
+		normalizeTimes(next.ProtoReflect())
 		if errs := r.validateUpdate(next, cur); len(errs) > 0 {
 			return zero, r.invalid(next, errs)
 		}
@@ -253,8 +254,10 @@ func (r *Registry[T]) prepareUpdate(req, cur T, status bool) T {
 	nm, cm := object.Meta(next), cur.GetMetadata()
 	// What the server owns in metadata never comes from the request.
 	nm.Uid = cm.GetUid()
-	nm.CreationTimestamp = cm.GetCreationTimestamp()
-	nm.DeletionTimestamp = cm.GetDeletionTimestamp()
+	// Copies: normalizeTimes may truncate next's (stored before times
+	// were), and cur stays as it is.
+	nm.CreationTimestamp = cloneTime(cm.GetCreationTimestamp())
+	nm.DeletionTimestamp = cloneTime(cm.GetDeletionTimestamp())
 	nm.DeletionGracePeriodSeconds = cm.DeletionGracePeriodSeconds
 	nm.ResourceVersion = cm.GetResourceVersion()
 	r.setGeneration(next, cur, status)
@@ -379,12 +382,12 @@ func (r *Registry[T]) Delete(ctx context.Context, req *metav1.DeleteRequest) (T,
 				deadline := now.Add(time.Duration(grace) * time.Second)
 				// A second delete may shorten the grace period, never extend it.
 				if m.DeletionTimestamp == nil || deadline.Before(m.DeletionTimestamp.AsTime()) {
-					m.DeletionTimestamp = timestamppb.New(deadline)
+					m.DeletionTimestamp = metaTime(deadline)
 					m.DeletionGracePeriodSeconds = proto.Int64(grace)
 				}
 			} else {
 				if m.DeletionTimestamp == nil {
-					m.DeletionTimestamp = timestamppb.New(now)
+					m.DeletionTimestamp = metaTime(now)
 				}
 				m.DeletionGracePeriodSeconds = proto.Int64(0)
 			}
@@ -457,6 +460,7 @@ func (r *Registry[T]) GuaranteedUpdate(ctx context.Context, sub Subresource, nam
 		if err != nil || any(next) == any(cur) {
 			return next, err
 		}
+		normalizeTimes(next.ProtoReflect())
 		if r.strategy.Validate != nil {
 			if errs := r.strategy.Validate(next); len(errs) > 0 {
 				return zero, r.invalid(next, errs)

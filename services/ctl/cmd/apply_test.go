@@ -4,30 +4,43 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
 
 	"skiff.dev/internal/client"
+	"skiff.dev/services/apiserver/apiserver"
+	"skiff.dev/services/apiserver/apiservertest"
 )
 
 // resourceVersions reads the resourceVersion of every object in c's namespace.
 func resourceVersions(t *testing.T, c *cli) map[string]string {
 	t.Helper()
+	return resourceVersionsOn(t, shared.Conn, c.ns)
+}
+
+// resourceVersionsOn reads the resourceVersion of every pod, config map
+// and deployment in namespace ns of the server at conn.
+func resourceVersionsOn(t *testing.T, conn grpc.ClientConnInterface, ns string) map[string]string {
+	t.Helper()
 	ctx := context.Background()
 	out := map[string]string{}
-	pods, err := client.Pods(shared.Conn).List(ctx, listOptions(c.ns, "", ""))
+	pods, err := client.Pods(conn).List(ctx, listOptions(ns, "", ""))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range pods.GetItems() {
 		out["pod/"+p.GetMetadata().GetName()] = p.GetMetadata().GetResourceVersion()
 	}
-	cms, err := client.ConfigMaps(shared.Conn).List(ctx, listOptions(c.ns, "", ""))
+	cms, err := client.ConfigMaps(conn).List(ctx, listOptions(ns, "", ""))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, cm := range cms.GetItems() {
 		out["configmap/"+cm.GetMetadata().GetName()] = cm.GetMetadata().GetResourceVersion()
 	}
-	ds, err := client.Deployments(shared.Conn).List(ctx, listOptions(c.ns, "", ""))
+	ds, err := client.Deployments(conn).List(ctx, listOptions(ns, "", ""))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,6 +118,58 @@ func TestApplyDocumentationManifestsUnchanged(t *testing.T) {
 	// -o yaml prints it in Kubernetes' shape.
 	golden(t, "get-deployment-web.yaml", scrub(c, c.ok("get", "deployment", "web", "-o", "yaml")))
 	golden(t, "get-pod-goproxy.json", scrub(c, c.ok("get", "pod/goproxy", "-o", "json")))
+}
+
+// An apiserver whose clock has sub-second digits stores timestamps as
+// Kubernetes does (whole seconds), so the live object read back equals what
+// the manifest and its last-applied configuration say: applying the same
+// manifests again is "unchanged" and sends no update at all.
+func TestApplyUnchangedOnServerWithSubSecondClock(t *testing.T) {
+	precise := time.Date(2024, 5, 1, 12, 0, 0, 123456789, time.UTC)
+	s := apiservertest.Start(t, apiservertest.WithConfig(func(c *apiserver.Config) {
+		c.Now = func() time.Time { return precise }
+	}))
+	c := newCLIFor(t, s.Addr(), "default", precise.Add(5*time.Minute))
+	first := c.ok("apply", "-f", manifestPath("docs"))
+	n := strings.Count(first, " created\n")
+	if n == 0 {
+		t.Fatalf("first apply created nothing:\n%s", first)
+	}
+	before := resourceVersionsOn(t, s.Conn, "default")
+	puts := requestsWithVerb(t, s.Registry, "PUT")
+	again := c.ok("apply", "-f", manifestPath("docs"))
+	if got := strings.Count(again, " unchanged\n"); got != n {
+		t.Errorf("second apply: want %d unchanged, got:\n%s", n, again)
+	}
+	if after := resourceVersionsOn(t, s.Conn, "default"); !equalMaps(before, after) {
+		t.Errorf("the second apply wrote:\nbefore %v\nafter  %v", before, after)
+	}
+	if got := requestsWithVerb(t, s.Registry, "PUT") - puts; got != 0 {
+		t.Errorf("the second apply sent %v updates, want none", got)
+	}
+}
+
+// requestsWithVerb sums the apiserver's apiserver_request_total of verb.
+func requestsWithVerb(t *testing.T, g prometheus.Gatherer, verb string) float64 {
+	t.Helper()
+	mfs, err := g.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n float64
+	for _, mf := range mfs {
+		if mf.GetName() != "apiserver_request_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "verb" && l.GetValue() == verb {
+					n += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return n
 }
 
 func equalMaps(a, b map[string]string) bool {
