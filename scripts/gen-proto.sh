@@ -19,6 +19,9 @@ if ! command -v protoc >/dev/null; then
 fi
 GOBIN="$tools" go install "google.golang.org/protobuf/cmd/protoc-gen-go@${PROTOC_GEN_GO_VERSION}"
 GOBIN="$tools" go install "google.golang.org/grpc/cmd/protoc-gen-go-grpc@${PROTOC_GEN_GO_GRPC_VERSION}"
+# Each kind's List, WatchEvent, WatchResponse and service, and the Go code
+# that needs the kinds' types, from the declarations in internal/kinds/decl.
+(cd internal && go run ./kinds/gen -root ..)
 cd proto
 find . -name '*.pb.go' -not -path './skiff/*' -delete
 protoc -I . \
@@ -28,3 +31,5 @@ protoc -I . \
   --go-grpc_out=. --go-grpc_opt=module=skiff.dev/proto,require_unimplemented_servers=false \
   $(find skiff -name '*.proto' | sort)
 echo "proto: generated $(find . -name '*.pb.go' | wc -l) files"
+cd ..
+gofmt -w internal/client/kinds.gen.go internal/kinds/bindings.gen.go services/apiserver/apiserver/kinds.gen.go services/controller-manager/garbagecollector/kinds.gen.go

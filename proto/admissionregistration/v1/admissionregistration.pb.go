@@ -495,336 +495,6 @@ func (x *ValidatingWebhookConfiguration) GetWebhooks() []*ValidatingWebhook {
 	return nil
 }
 
-type MutatingWebhookConfigurationList struct {
-	state         protoimpl.MessageState          `protogen:"open.v1"`
-	ApiVersion    string                          `protobuf:"bytes,1,opt,name=api_version,json=apiVersion,proto3" json:"api_version,omitempty"`
-	Kind          string                          `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
-	Metadata      *v1.ListMeta                    `protobuf:"bytes,3,opt,name=metadata,proto3" json:"metadata,omitempty"`
-	Items         []*MutatingWebhookConfiguration `protobuf:"bytes,4,rep,name=items,proto3" json:"items,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *MutatingWebhookConfigurationList) Reset() {
-	*x = MutatingWebhookConfigurationList{}
-	mi := &file_skiff_admissionregistration_v1_admissionregistration_proto_msgTypes[6]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *MutatingWebhookConfigurationList) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*MutatingWebhookConfigurationList) ProtoMessage() {}
-
-func (x *MutatingWebhookConfigurationList) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_admissionregistration_v1_admissionregistration_proto_msgTypes[6]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use MutatingWebhookConfigurationList.ProtoReflect.Descriptor instead.
-func (*MutatingWebhookConfigurationList) Descriptor() ([]byte, []int) {
-	return file_skiff_admissionregistration_v1_admissionregistration_proto_rawDescGZIP(), []int{6}
-}
-
-func (x *MutatingWebhookConfigurationList) GetApiVersion() string {
-	if x != nil {
-		return x.ApiVersion
-	}
-	return ""
-}
-
-func (x *MutatingWebhookConfigurationList) GetKind() string {
-	if x != nil {
-		return x.Kind
-	}
-	return ""
-}
-
-func (x *MutatingWebhookConfigurationList) GetMetadata() *v1.ListMeta {
-	if x != nil {
-		return x.Metadata
-	}
-	return nil
-}
-
-func (x *MutatingWebhookConfigurationList) GetItems() []*MutatingWebhookConfiguration {
-	if x != nil {
-		return x.Items
-	}
-	return nil
-}
-
-type MutatingWebhookConfigurationWatchEvent struct {
-	state         protoimpl.MessageState        `protogen:"open.v1"`
-	Type          string                        `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
-	Object        *MutatingWebhookConfiguration `protobuf:"bytes,2,opt,name=object,proto3" json:"object,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *MutatingWebhookConfigurationWatchEvent) Reset() {
-	*x = MutatingWebhookConfigurationWatchEvent{}
-	mi := &file_skiff_admissionregistration_v1_admissionregistration_proto_msgTypes[7]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *MutatingWebhookConfigurationWatchEvent) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*MutatingWebhookConfigurationWatchEvent) ProtoMessage() {}
-
-func (x *MutatingWebhookConfigurationWatchEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_admissionregistration_v1_admissionregistration_proto_msgTypes[7]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use MutatingWebhookConfigurationWatchEvent.ProtoReflect.Descriptor instead.
-func (*MutatingWebhookConfigurationWatchEvent) Descriptor() ([]byte, []int) {
-	return file_skiff_admissionregistration_v1_admissionregistration_proto_rawDescGZIP(), []int{7}
-}
-
-func (x *MutatingWebhookConfigurationWatchEvent) GetType() string {
-	if x != nil {
-		return x.Type
-	}
-	return ""
-}
-
-func (x *MutatingWebhookConfigurationWatchEvent) GetObject() *MutatingWebhookConfiguration {
-	if x != nil {
-		return x.Object
-	}
-	return nil
-}
-
-// MutatingWebhookConfigurationWatchResponse carries one or more events, in revision order.
-type MutatingWebhookConfigurationWatchResponse struct {
-	state         protoimpl.MessageState                    `protogen:"open.v1"`
-	Events        []*MutatingWebhookConfigurationWatchEvent `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *MutatingWebhookConfigurationWatchResponse) Reset() {
-	*x = MutatingWebhookConfigurationWatchResponse{}
-	mi := &file_skiff_admissionregistration_v1_admissionregistration_proto_msgTypes[8]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *MutatingWebhookConfigurationWatchResponse) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*MutatingWebhookConfigurationWatchResponse) ProtoMessage() {}
-
-func (x *MutatingWebhookConfigurationWatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_admissionregistration_v1_admissionregistration_proto_msgTypes[8]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use MutatingWebhookConfigurationWatchResponse.ProtoReflect.Descriptor instead.
-func (*MutatingWebhookConfigurationWatchResponse) Descriptor() ([]byte, []int) {
-	return file_skiff_admissionregistration_v1_admissionregistration_proto_rawDescGZIP(), []int{8}
-}
-
-func (x *MutatingWebhookConfigurationWatchResponse) GetEvents() []*MutatingWebhookConfigurationWatchEvent {
-	if x != nil {
-		return x.Events
-	}
-	return nil
-}
-
-type ValidatingWebhookConfigurationList struct {
-	state         protoimpl.MessageState            `protogen:"open.v1"`
-	ApiVersion    string                            `protobuf:"bytes,1,opt,name=api_version,json=apiVersion,proto3" json:"api_version,omitempty"`
-	Kind          string                            `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
-	Metadata      *v1.ListMeta                      `protobuf:"bytes,3,opt,name=metadata,proto3" json:"metadata,omitempty"`
-	Items         []*ValidatingWebhookConfiguration `protobuf:"bytes,4,rep,name=items,proto3" json:"items,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *ValidatingWebhookConfigurationList) Reset() {
-	*x = ValidatingWebhookConfigurationList{}
-	mi := &file_skiff_admissionregistration_v1_admissionregistration_proto_msgTypes[9]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *ValidatingWebhookConfigurationList) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*ValidatingWebhookConfigurationList) ProtoMessage() {}
-
-func (x *ValidatingWebhookConfigurationList) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_admissionregistration_v1_admissionregistration_proto_msgTypes[9]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use ValidatingWebhookConfigurationList.ProtoReflect.Descriptor instead.
-func (*ValidatingWebhookConfigurationList) Descriptor() ([]byte, []int) {
-	return file_skiff_admissionregistration_v1_admissionregistration_proto_rawDescGZIP(), []int{9}
-}
-
-func (x *ValidatingWebhookConfigurationList) GetApiVersion() string {
-	if x != nil {
-		return x.ApiVersion
-	}
-	return ""
-}
-
-func (x *ValidatingWebhookConfigurationList) GetKind() string {
-	if x != nil {
-		return x.Kind
-	}
-	return ""
-}
-
-func (x *ValidatingWebhookConfigurationList) GetMetadata() *v1.ListMeta {
-	if x != nil {
-		return x.Metadata
-	}
-	return nil
-}
-
-func (x *ValidatingWebhookConfigurationList) GetItems() []*ValidatingWebhookConfiguration {
-	if x != nil {
-		return x.Items
-	}
-	return nil
-}
-
-type ValidatingWebhookConfigurationWatchEvent struct {
-	state         protoimpl.MessageState          `protogen:"open.v1"`
-	Type          string                          `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
-	Object        *ValidatingWebhookConfiguration `protobuf:"bytes,2,opt,name=object,proto3" json:"object,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *ValidatingWebhookConfigurationWatchEvent) Reset() {
-	*x = ValidatingWebhookConfigurationWatchEvent{}
-	mi := &file_skiff_admissionregistration_v1_admissionregistration_proto_msgTypes[10]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *ValidatingWebhookConfigurationWatchEvent) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*ValidatingWebhookConfigurationWatchEvent) ProtoMessage() {}
-
-func (x *ValidatingWebhookConfigurationWatchEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_admissionregistration_v1_admissionregistration_proto_msgTypes[10]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use ValidatingWebhookConfigurationWatchEvent.ProtoReflect.Descriptor instead.
-func (*ValidatingWebhookConfigurationWatchEvent) Descriptor() ([]byte, []int) {
-	return file_skiff_admissionregistration_v1_admissionregistration_proto_rawDescGZIP(), []int{10}
-}
-
-func (x *ValidatingWebhookConfigurationWatchEvent) GetType() string {
-	if x != nil {
-		return x.Type
-	}
-	return ""
-}
-
-func (x *ValidatingWebhookConfigurationWatchEvent) GetObject() *ValidatingWebhookConfiguration {
-	if x != nil {
-		return x.Object
-	}
-	return nil
-}
-
-// ValidatingWebhookConfigurationWatchResponse carries one or more events, in revision order.
-type ValidatingWebhookConfigurationWatchResponse struct {
-	state         protoimpl.MessageState                      `protogen:"open.v1"`
-	Events        []*ValidatingWebhookConfigurationWatchEvent `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *ValidatingWebhookConfigurationWatchResponse) Reset() {
-	*x = ValidatingWebhookConfigurationWatchResponse{}
-	mi := &file_skiff_admissionregistration_v1_admissionregistration_proto_msgTypes[11]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *ValidatingWebhookConfigurationWatchResponse) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*ValidatingWebhookConfigurationWatchResponse) ProtoMessage() {}
-
-func (x *ValidatingWebhookConfigurationWatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_admissionregistration_v1_admissionregistration_proto_msgTypes[11]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use ValidatingWebhookConfigurationWatchResponse.ProtoReflect.Descriptor instead.
-func (*ValidatingWebhookConfigurationWatchResponse) Descriptor() ([]byte, []int) {
-	return file_skiff_admissionregistration_v1_admissionregistration_proto_rawDescGZIP(), []int{11}
-}
-
-func (x *ValidatingWebhookConfigurationWatchResponse) GetEvents() []*ValidatingWebhookConfigurationWatchEvent {
-	if x != nil {
-		return x.Events
-	}
-	return nil
-}
-
 var File_skiff_admissionregistration_v1_admissionregistration_proto protoreflect.FileDescriptor
 
 const file_skiff_admissionregistration_v1_admissionregistration_proto_rawDesc = "" +
@@ -872,45 +542,7 @@ const file_skiff_admissionregistration_v1_admissionregistration_proto_rawDesc = 
 	"apiVersion\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x125\n" +
 	"\bmetadata\x18\x03 \x01(\v2\x19.skiff.meta.v1.ObjectMetaR\bmetadata\x12M\n" +
-	"\bwebhooks\x18\x04 \x03(\v21.skiff.admissionregistration.v1.ValidatingWebhookR\bwebhooks\"\xe0\x01\n" +
-	" MutatingWebhookConfigurationList\x12\x1f\n" +
-	"\vapi_version\x18\x01 \x01(\tR\n" +
-	"apiVersion\x12\x12\n" +
-	"\x04kind\x18\x02 \x01(\tR\x04kind\x123\n" +
-	"\bmetadata\x18\x03 \x01(\v2\x17.skiff.meta.v1.ListMetaR\bmetadata\x12R\n" +
-	"\x05items\x18\x04 \x03(\v2<.skiff.admissionregistration.v1.MutatingWebhookConfigurationR\x05items\"\x92\x01\n" +
-	"&MutatingWebhookConfigurationWatchEvent\x12\x12\n" +
-	"\x04type\x18\x01 \x01(\tR\x04type\x12T\n" +
-	"\x06object\x18\x02 \x01(\v2<.skiff.admissionregistration.v1.MutatingWebhookConfigurationR\x06object\"\x8b\x01\n" +
-	")MutatingWebhookConfigurationWatchResponse\x12^\n" +
-	"\x06events\x18\x01 \x03(\v2F.skiff.admissionregistration.v1.MutatingWebhookConfigurationWatchEventR\x06events\"\xe4\x01\n" +
-	"\"ValidatingWebhookConfigurationList\x12\x1f\n" +
-	"\vapi_version\x18\x01 \x01(\tR\n" +
-	"apiVersion\x12\x12\n" +
-	"\x04kind\x18\x02 \x01(\tR\x04kind\x123\n" +
-	"\bmetadata\x18\x03 \x01(\v2\x17.skiff.meta.v1.ListMetaR\bmetadata\x12T\n" +
-	"\x05items\x18\x04 \x03(\v2>.skiff.admissionregistration.v1.ValidatingWebhookConfigurationR\x05items\"\x96\x01\n" +
-	"(ValidatingWebhookConfigurationWatchEvent\x12\x12\n" +
-	"\x04type\x18\x01 \x01(\tR\x04type\x12V\n" +
-	"\x06object\x18\x02 \x01(\v2>.skiff.admissionregistration.v1.ValidatingWebhookConfigurationR\x06object\"\x8f\x01\n" +
-	"+ValidatingWebhookConfigurationWatchResponse\x12`\n" +
-	"\x06events\x18\x01 \x03(\v2H.skiff.admissionregistration.v1.ValidatingWebhookConfigurationWatchEventR\x06events2\xd8\x06\n" +
-	"\x1dMutatingWebhookConfigurations\x12\x84\x01\n" +
-	"\x06Create\x12<.skiff.admissionregistration.v1.MutatingWebhookConfiguration\x1a<.skiff.admissionregistration.v1.MutatingWebhookConfiguration\x12^\n" +
-	"\x03Get\x12\x19.skiff.meta.v1.GetRequest\x1a<.skiff.admissionregistration.v1.MutatingWebhookConfiguration\x12d\n" +
-	"\x04List\x12\x1a.skiff.meta.v1.ListOptions\x1a@.skiff.admissionregistration.v1.MutatingWebhookConfigurationList\x12\x84\x01\n" +
-	"\x06Update\x12<.skiff.admissionregistration.v1.MutatingWebhookConfiguration\x1a<.skiff.admissionregistration.v1.MutatingWebhookConfiguration\x12\x8a\x01\n" +
-	"\fUpdateStatus\x12<.skiff.admissionregistration.v1.MutatingWebhookConfiguration\x1a<.skiff.admissionregistration.v1.MutatingWebhookConfiguration\x12d\n" +
-	"\x06Delete\x12\x1c.skiff.meta.v1.DeleteRequest\x1a<.skiff.admissionregistration.v1.MutatingWebhookConfiguration\x12p\n" +
-	"\x05Watch\x12\x1a.skiff.meta.v1.ListOptions\x1aI.skiff.admissionregistration.v1.MutatingWebhookConfigurationWatchResponse0\x012\xee\x06\n" +
-	"\x1fValidatingWebhookConfigurations\x12\x88\x01\n" +
-	"\x06Create\x12>.skiff.admissionregistration.v1.ValidatingWebhookConfiguration\x1a>.skiff.admissionregistration.v1.ValidatingWebhookConfiguration\x12`\n" +
-	"\x03Get\x12\x19.skiff.meta.v1.GetRequest\x1a>.skiff.admissionregistration.v1.ValidatingWebhookConfiguration\x12f\n" +
-	"\x04List\x12\x1a.skiff.meta.v1.ListOptions\x1aB.skiff.admissionregistration.v1.ValidatingWebhookConfigurationList\x12\x88\x01\n" +
-	"\x06Update\x12>.skiff.admissionregistration.v1.ValidatingWebhookConfiguration\x1a>.skiff.admissionregistration.v1.ValidatingWebhookConfiguration\x12\x8e\x01\n" +
-	"\fUpdateStatus\x12>.skiff.admissionregistration.v1.ValidatingWebhookConfiguration\x1a>.skiff.admissionregistration.v1.ValidatingWebhookConfiguration\x12f\n" +
-	"\x06Delete\x12\x1c.skiff.meta.v1.DeleteRequest\x1a>.skiff.admissionregistration.v1.ValidatingWebhookConfiguration\x12r\n" +
-	"\x05Watch\x12\x1a.skiff.meta.v1.ListOptions\x1aK.skiff.admissionregistration.v1.ValidatingWebhookConfigurationWatchResponse0\x01BBZ@skiff.dev/proto/admissionregistration/v1;admissionregistrationv1b\x06proto3"
+	"\bwebhooks\x18\x04 \x03(\v21.skiff.admissionregistration.v1.ValidatingWebhookR\bwebhooksBBZ@skiff.dev/proto/admissionregistration/v1;admissionregistrationv1b\x06proto3"
 
 var (
 	file_skiff_admissionregistration_v1_admissionregistration_proto_rawDescOnce sync.Once
@@ -924,81 +556,35 @@ func file_skiff_admissionregistration_v1_admissionregistration_proto_rawDescGZIP
 	return file_skiff_admissionregistration_v1_admissionregistration_proto_rawDescData
 }
 
-var file_skiff_admissionregistration_v1_admissionregistration_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_skiff_admissionregistration_v1_admissionregistration_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
 var file_skiff_admissionregistration_v1_admissionregistration_proto_goTypes = []any{
-	(*WebhookClientConfig)(nil),                         // 0: skiff.admissionregistration.v1.WebhookClientConfig
-	(*RuleWithOperations)(nil),                          // 1: skiff.admissionregistration.v1.RuleWithOperations
-	(*MutatingWebhook)(nil),                             // 2: skiff.admissionregistration.v1.MutatingWebhook
-	(*ValidatingWebhook)(nil),                           // 3: skiff.admissionregistration.v1.ValidatingWebhook
-	(*MutatingWebhookConfiguration)(nil),                // 4: skiff.admissionregistration.v1.MutatingWebhookConfiguration
-	(*ValidatingWebhookConfiguration)(nil),              // 5: skiff.admissionregistration.v1.ValidatingWebhookConfiguration
-	(*MutatingWebhookConfigurationList)(nil),            // 6: skiff.admissionregistration.v1.MutatingWebhookConfigurationList
-	(*MutatingWebhookConfigurationWatchEvent)(nil),      // 7: skiff.admissionregistration.v1.MutatingWebhookConfigurationWatchEvent
-	(*MutatingWebhookConfigurationWatchResponse)(nil),   // 8: skiff.admissionregistration.v1.MutatingWebhookConfigurationWatchResponse
-	(*ValidatingWebhookConfigurationList)(nil),          // 9: skiff.admissionregistration.v1.ValidatingWebhookConfigurationList
-	(*ValidatingWebhookConfigurationWatchEvent)(nil),    // 10: skiff.admissionregistration.v1.ValidatingWebhookConfigurationWatchEvent
-	(*ValidatingWebhookConfigurationWatchResponse)(nil), // 11: skiff.admissionregistration.v1.ValidatingWebhookConfigurationWatchResponse
-	(*v1.LabelSelector)(nil),                            // 12: skiff.meta.v1.LabelSelector
-	(*v1.ObjectMeta)(nil),                               // 13: skiff.meta.v1.ObjectMeta
-	(*v1.ListMeta)(nil),                                 // 14: skiff.meta.v1.ListMeta
-	(*v1.GetRequest)(nil),                               // 15: skiff.meta.v1.GetRequest
-	(*v1.ListOptions)(nil),                              // 16: skiff.meta.v1.ListOptions
-	(*v1.DeleteRequest)(nil),                            // 17: skiff.meta.v1.DeleteRequest
+	(*WebhookClientConfig)(nil),            // 0: skiff.admissionregistration.v1.WebhookClientConfig
+	(*RuleWithOperations)(nil),             // 1: skiff.admissionregistration.v1.RuleWithOperations
+	(*MutatingWebhook)(nil),                // 2: skiff.admissionregistration.v1.MutatingWebhook
+	(*ValidatingWebhook)(nil),              // 3: skiff.admissionregistration.v1.ValidatingWebhook
+	(*MutatingWebhookConfiguration)(nil),   // 4: skiff.admissionregistration.v1.MutatingWebhookConfiguration
+	(*ValidatingWebhookConfiguration)(nil), // 5: skiff.admissionregistration.v1.ValidatingWebhookConfiguration
+	(*v1.LabelSelector)(nil),               // 6: skiff.meta.v1.LabelSelector
+	(*v1.ObjectMeta)(nil),                  // 7: skiff.meta.v1.ObjectMeta
 }
 var file_skiff_admissionregistration_v1_admissionregistration_proto_depIdxs = []int32{
 	0,  // 0: skiff.admissionregistration.v1.MutatingWebhook.client_config:type_name -> skiff.admissionregistration.v1.WebhookClientConfig
 	1,  // 1: skiff.admissionregistration.v1.MutatingWebhook.rules:type_name -> skiff.admissionregistration.v1.RuleWithOperations
-	12, // 2: skiff.admissionregistration.v1.MutatingWebhook.namespace_selector:type_name -> skiff.meta.v1.LabelSelector
-	12, // 3: skiff.admissionregistration.v1.MutatingWebhook.object_selector:type_name -> skiff.meta.v1.LabelSelector
+	6,  // 2: skiff.admissionregistration.v1.MutatingWebhook.namespace_selector:type_name -> skiff.meta.v1.LabelSelector
+	6,  // 3: skiff.admissionregistration.v1.MutatingWebhook.object_selector:type_name -> skiff.meta.v1.LabelSelector
 	0,  // 4: skiff.admissionregistration.v1.ValidatingWebhook.client_config:type_name -> skiff.admissionregistration.v1.WebhookClientConfig
 	1,  // 5: skiff.admissionregistration.v1.ValidatingWebhook.rules:type_name -> skiff.admissionregistration.v1.RuleWithOperations
-	12, // 6: skiff.admissionregistration.v1.ValidatingWebhook.namespace_selector:type_name -> skiff.meta.v1.LabelSelector
-	12, // 7: skiff.admissionregistration.v1.ValidatingWebhook.object_selector:type_name -> skiff.meta.v1.LabelSelector
-	13, // 8: skiff.admissionregistration.v1.MutatingWebhookConfiguration.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	6,  // 6: skiff.admissionregistration.v1.ValidatingWebhook.namespace_selector:type_name -> skiff.meta.v1.LabelSelector
+	6,  // 7: skiff.admissionregistration.v1.ValidatingWebhook.object_selector:type_name -> skiff.meta.v1.LabelSelector
+	7,  // 8: skiff.admissionregistration.v1.MutatingWebhookConfiguration.metadata:type_name -> skiff.meta.v1.ObjectMeta
 	2,  // 9: skiff.admissionregistration.v1.MutatingWebhookConfiguration.webhooks:type_name -> skiff.admissionregistration.v1.MutatingWebhook
-	13, // 10: skiff.admissionregistration.v1.ValidatingWebhookConfiguration.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	7,  // 10: skiff.admissionregistration.v1.ValidatingWebhookConfiguration.metadata:type_name -> skiff.meta.v1.ObjectMeta
 	3,  // 11: skiff.admissionregistration.v1.ValidatingWebhookConfiguration.webhooks:type_name -> skiff.admissionregistration.v1.ValidatingWebhook
-	14, // 12: skiff.admissionregistration.v1.MutatingWebhookConfigurationList.metadata:type_name -> skiff.meta.v1.ListMeta
-	4,  // 13: skiff.admissionregistration.v1.MutatingWebhookConfigurationList.items:type_name -> skiff.admissionregistration.v1.MutatingWebhookConfiguration
-	4,  // 14: skiff.admissionregistration.v1.MutatingWebhookConfigurationWatchEvent.object:type_name -> skiff.admissionregistration.v1.MutatingWebhookConfiguration
-	7,  // 15: skiff.admissionregistration.v1.MutatingWebhookConfigurationWatchResponse.events:type_name -> skiff.admissionregistration.v1.MutatingWebhookConfigurationWatchEvent
-	14, // 16: skiff.admissionregistration.v1.ValidatingWebhookConfigurationList.metadata:type_name -> skiff.meta.v1.ListMeta
-	5,  // 17: skiff.admissionregistration.v1.ValidatingWebhookConfigurationList.items:type_name -> skiff.admissionregistration.v1.ValidatingWebhookConfiguration
-	5,  // 18: skiff.admissionregistration.v1.ValidatingWebhookConfigurationWatchEvent.object:type_name -> skiff.admissionregistration.v1.ValidatingWebhookConfiguration
-	10, // 19: skiff.admissionregistration.v1.ValidatingWebhookConfigurationWatchResponse.events:type_name -> skiff.admissionregistration.v1.ValidatingWebhookConfigurationWatchEvent
-	4,  // 20: skiff.admissionregistration.v1.MutatingWebhookConfigurations.Create:input_type -> skiff.admissionregistration.v1.MutatingWebhookConfiguration
-	15, // 21: skiff.admissionregistration.v1.MutatingWebhookConfigurations.Get:input_type -> skiff.meta.v1.GetRequest
-	16, // 22: skiff.admissionregistration.v1.MutatingWebhookConfigurations.List:input_type -> skiff.meta.v1.ListOptions
-	4,  // 23: skiff.admissionregistration.v1.MutatingWebhookConfigurations.Update:input_type -> skiff.admissionregistration.v1.MutatingWebhookConfiguration
-	4,  // 24: skiff.admissionregistration.v1.MutatingWebhookConfigurations.UpdateStatus:input_type -> skiff.admissionregistration.v1.MutatingWebhookConfiguration
-	17, // 25: skiff.admissionregistration.v1.MutatingWebhookConfigurations.Delete:input_type -> skiff.meta.v1.DeleteRequest
-	16, // 26: skiff.admissionregistration.v1.MutatingWebhookConfigurations.Watch:input_type -> skiff.meta.v1.ListOptions
-	5,  // 27: skiff.admissionregistration.v1.ValidatingWebhookConfigurations.Create:input_type -> skiff.admissionregistration.v1.ValidatingWebhookConfiguration
-	15, // 28: skiff.admissionregistration.v1.ValidatingWebhookConfigurations.Get:input_type -> skiff.meta.v1.GetRequest
-	16, // 29: skiff.admissionregistration.v1.ValidatingWebhookConfigurations.List:input_type -> skiff.meta.v1.ListOptions
-	5,  // 30: skiff.admissionregistration.v1.ValidatingWebhookConfigurations.Update:input_type -> skiff.admissionregistration.v1.ValidatingWebhookConfiguration
-	5,  // 31: skiff.admissionregistration.v1.ValidatingWebhookConfigurations.UpdateStatus:input_type -> skiff.admissionregistration.v1.ValidatingWebhookConfiguration
-	17, // 32: skiff.admissionregistration.v1.ValidatingWebhookConfigurations.Delete:input_type -> skiff.meta.v1.DeleteRequest
-	16, // 33: skiff.admissionregistration.v1.ValidatingWebhookConfigurations.Watch:input_type -> skiff.meta.v1.ListOptions
-	4,  // 34: skiff.admissionregistration.v1.MutatingWebhookConfigurations.Create:output_type -> skiff.admissionregistration.v1.MutatingWebhookConfiguration
-	4,  // 35: skiff.admissionregistration.v1.MutatingWebhookConfigurations.Get:output_type -> skiff.admissionregistration.v1.MutatingWebhookConfiguration
-	6,  // 36: skiff.admissionregistration.v1.MutatingWebhookConfigurations.List:output_type -> skiff.admissionregistration.v1.MutatingWebhookConfigurationList
-	4,  // 37: skiff.admissionregistration.v1.MutatingWebhookConfigurations.Update:output_type -> skiff.admissionregistration.v1.MutatingWebhookConfiguration
-	4,  // 38: skiff.admissionregistration.v1.MutatingWebhookConfigurations.UpdateStatus:output_type -> skiff.admissionregistration.v1.MutatingWebhookConfiguration
-	4,  // 39: skiff.admissionregistration.v1.MutatingWebhookConfigurations.Delete:output_type -> skiff.admissionregistration.v1.MutatingWebhookConfiguration
-	8,  // 40: skiff.admissionregistration.v1.MutatingWebhookConfigurations.Watch:output_type -> skiff.admissionregistration.v1.MutatingWebhookConfigurationWatchResponse
-	5,  // 41: skiff.admissionregistration.v1.ValidatingWebhookConfigurations.Create:output_type -> skiff.admissionregistration.v1.ValidatingWebhookConfiguration
-	5,  // 42: skiff.admissionregistration.v1.ValidatingWebhookConfigurations.Get:output_type -> skiff.admissionregistration.v1.ValidatingWebhookConfiguration
-	9,  // 43: skiff.admissionregistration.v1.ValidatingWebhookConfigurations.List:output_type -> skiff.admissionregistration.v1.ValidatingWebhookConfigurationList
-	5,  // 44: skiff.admissionregistration.v1.ValidatingWebhookConfigurations.Update:output_type -> skiff.admissionregistration.v1.ValidatingWebhookConfiguration
-	5,  // 45: skiff.admissionregistration.v1.ValidatingWebhookConfigurations.UpdateStatus:output_type -> skiff.admissionregistration.v1.ValidatingWebhookConfiguration
-	5,  // 46: skiff.admissionregistration.v1.ValidatingWebhookConfigurations.Delete:output_type -> skiff.admissionregistration.v1.ValidatingWebhookConfiguration
-	11, // 47: skiff.admissionregistration.v1.ValidatingWebhookConfigurations.Watch:output_type -> skiff.admissionregistration.v1.ValidatingWebhookConfigurationWatchResponse
-	34, // [34:48] is the sub-list for method output_type
-	20, // [20:34] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	12, // [12:12] is the sub-list for method output_type
+	12, // [12:12] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_skiff_admissionregistration_v1_admissionregistration_proto_init() }
@@ -1014,9 +600,9 @@ func file_skiff_admissionregistration_v1_admissionregistration_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_skiff_admissionregistration_v1_admissionregistration_proto_rawDesc), len(file_skiff_admissionregistration_v1_admissionregistration_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   12,
+			NumMessages:   6,
 			NumExtensions: 0,
-			NumServices:   2,
+			NumServices:   0,
 		},
 		GoTypes:           file_skiff_admissionregistration_v1_admissionregistration_proto_goTypes,
 		DependencyIndexes: file_skiff_admissionregistration_v1_admissionregistration_proto_depIdxs,

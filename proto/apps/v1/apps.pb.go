@@ -103,74 +103,6 @@ func (x *Deployment) GetStatus() *DeploymentStatus {
 	return nil
 }
 
-type DeploymentList struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ApiVersion    string                 `protobuf:"bytes,1,opt,name=api_version,json=apiVersion,proto3" json:"api_version,omitempty"`
-	Kind          string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
-	Metadata      *v1.ListMeta           `protobuf:"bytes,3,opt,name=metadata,proto3" json:"metadata,omitempty"`
-	Items         []*Deployment          `protobuf:"bytes,4,rep,name=items,proto3" json:"items,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *DeploymentList) Reset() {
-	*x = DeploymentList{}
-	mi := &file_skiff_apps_v1_apps_proto_msgTypes[1]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *DeploymentList) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*DeploymentList) ProtoMessage() {}
-
-func (x *DeploymentList) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_apps_v1_apps_proto_msgTypes[1]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use DeploymentList.ProtoReflect.Descriptor instead.
-func (*DeploymentList) Descriptor() ([]byte, []int) {
-	return file_skiff_apps_v1_apps_proto_rawDescGZIP(), []int{1}
-}
-
-func (x *DeploymentList) GetApiVersion() string {
-	if x != nil {
-		return x.ApiVersion
-	}
-	return ""
-}
-
-func (x *DeploymentList) GetKind() string {
-	if x != nil {
-		return x.Kind
-	}
-	return ""
-}
-
-func (x *DeploymentList) GetMetadata() *v1.ListMeta {
-	if x != nil {
-		return x.Metadata
-	}
-	return nil
-}
-
-func (x *DeploymentList) GetItems() []*Deployment {
-	if x != nil {
-		return x.Items
-	}
-	return nil
-}
-
 type DeploymentSpec struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Replicas defaults to 1.
@@ -190,7 +122,7 @@ type DeploymentSpec struct {
 
 func (x *DeploymentSpec) Reset() {
 	*x = DeploymentSpec{}
-	mi := &file_skiff_apps_v1_apps_proto_msgTypes[2]
+	mi := &file_skiff_apps_v1_apps_proto_msgTypes[1]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -202,7 +134,7 @@ func (x *DeploymentSpec) String() string {
 func (*DeploymentSpec) ProtoMessage() {}
 
 func (x *DeploymentSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_apps_v1_apps_proto_msgTypes[2]
+	mi := &file_skiff_apps_v1_apps_proto_msgTypes[1]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -215,7 +147,7 @@ func (x *DeploymentSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeploymentSpec.ProtoReflect.Descriptor instead.
 func (*DeploymentSpec) Descriptor() ([]byte, []int) {
-	return file_skiff_apps_v1_apps_proto_rawDescGZIP(), []int{2}
+	return file_skiff_apps_v1_apps_proto_rawDescGZIP(), []int{1}
 }
 
 func (x *DeploymentSpec) GetReplicas() int32 {
@@ -285,7 +217,7 @@ type DeploymentStrategy struct {
 
 func (x *DeploymentStrategy) Reset() {
 	*x = DeploymentStrategy{}
-	mi := &file_skiff_apps_v1_apps_proto_msgTypes[3]
+	mi := &file_skiff_apps_v1_apps_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -297,7 +229,7 @@ func (x *DeploymentStrategy) String() string {
 func (*DeploymentStrategy) ProtoMessage() {}
 
 func (x *DeploymentStrategy) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_apps_v1_apps_proto_msgTypes[3]
+	mi := &file_skiff_apps_v1_apps_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -310,7 +242,7 @@ func (x *DeploymentStrategy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeploymentStrategy.ProtoReflect.Descriptor instead.
 func (*DeploymentStrategy) Descriptor() ([]byte, []int) {
-	return file_skiff_apps_v1_apps_proto_rawDescGZIP(), []int{3}
+	return file_skiff_apps_v1_apps_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *DeploymentStrategy) GetType() string {
@@ -339,7 +271,7 @@ type RollingUpdateDeployment struct {
 
 func (x *RollingUpdateDeployment) Reset() {
 	*x = RollingUpdateDeployment{}
-	mi := &file_skiff_apps_v1_apps_proto_msgTypes[4]
+	mi := &file_skiff_apps_v1_apps_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -351,7 +283,7 @@ func (x *RollingUpdateDeployment) String() string {
 func (*RollingUpdateDeployment) ProtoMessage() {}
 
 func (x *RollingUpdateDeployment) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_apps_v1_apps_proto_msgTypes[4]
+	mi := &file_skiff_apps_v1_apps_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -364,7 +296,7 @@ func (x *RollingUpdateDeployment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RollingUpdateDeployment.ProtoReflect.Descriptor instead.
 func (*RollingUpdateDeployment) Descriptor() ([]byte, []int) {
-	return file_skiff_apps_v1_apps_proto_rawDescGZIP(), []int{4}
+	return file_skiff_apps_v1_apps_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *RollingUpdateDeployment) GetMaxUnavailable() *v1.IntOrString {
@@ -397,7 +329,7 @@ type DeploymentStatus struct {
 
 func (x *DeploymentStatus) Reset() {
 	*x = DeploymentStatus{}
-	mi := &file_skiff_apps_v1_apps_proto_msgTypes[5]
+	mi := &file_skiff_apps_v1_apps_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -409,7 +341,7 @@ func (x *DeploymentStatus) String() string {
 func (*DeploymentStatus) ProtoMessage() {}
 
 func (x *DeploymentStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_apps_v1_apps_proto_msgTypes[5]
+	mi := &file_skiff_apps_v1_apps_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -422,7 +354,7 @@ func (x *DeploymentStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeploymentStatus.ProtoReflect.Descriptor instead.
 func (*DeploymentStatus) Descriptor() ([]byte, []int) {
-	return file_skiff_apps_v1_apps_proto_rawDescGZIP(), []int{5}
+	return file_skiff_apps_v1_apps_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *DeploymentStatus) GetObservedGeneration() int64 {
@@ -496,7 +428,7 @@ type DeploymentCondition struct {
 
 func (x *DeploymentCondition) Reset() {
 	*x = DeploymentCondition{}
-	mi := &file_skiff_apps_v1_apps_proto_msgTypes[6]
+	mi := &file_skiff_apps_v1_apps_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -508,7 +440,7 @@ func (x *DeploymentCondition) String() string {
 func (*DeploymentCondition) ProtoMessage() {}
 
 func (x *DeploymentCondition) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_apps_v1_apps_proto_msgTypes[6]
+	mi := &file_skiff_apps_v1_apps_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -521,7 +453,7 @@ func (x *DeploymentCondition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeploymentCondition.ProtoReflect.Descriptor instead.
 func (*DeploymentCondition) Descriptor() ([]byte, []int) {
-	return file_skiff_apps_v1_apps_proto_rawDescGZIP(), []int{6}
+	return file_skiff_apps_v1_apps_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *DeploymentCondition) GetType() string {
@@ -566,103 +498,6 @@ func (x *DeploymentCondition) GetMessage() string {
 	return ""
 }
 
-type DeploymentWatchEvent struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Type          string                 `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
-	Object        *Deployment            `protobuf:"bytes,2,opt,name=object,proto3" json:"object,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *DeploymentWatchEvent) Reset() {
-	*x = DeploymentWatchEvent{}
-	mi := &file_skiff_apps_v1_apps_proto_msgTypes[7]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *DeploymentWatchEvent) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*DeploymentWatchEvent) ProtoMessage() {}
-
-func (x *DeploymentWatchEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_apps_v1_apps_proto_msgTypes[7]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use DeploymentWatchEvent.ProtoReflect.Descriptor instead.
-func (*DeploymentWatchEvent) Descriptor() ([]byte, []int) {
-	return file_skiff_apps_v1_apps_proto_rawDescGZIP(), []int{7}
-}
-
-func (x *DeploymentWatchEvent) GetType() string {
-	if x != nil {
-		return x.Type
-	}
-	return ""
-}
-
-func (x *DeploymentWatchEvent) GetObject() *Deployment {
-	if x != nil {
-		return x.Object
-	}
-	return nil
-}
-
-// DeploymentWatchResponse carries one or more events, in revision order.
-type DeploymentWatchResponse struct {
-	state         protoimpl.MessageState  `protogen:"open.v1"`
-	Events        []*DeploymentWatchEvent `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *DeploymentWatchResponse) Reset() {
-	*x = DeploymentWatchResponse{}
-	mi := &file_skiff_apps_v1_apps_proto_msgTypes[8]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *DeploymentWatchResponse) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*DeploymentWatchResponse) ProtoMessage() {}
-
-func (x *DeploymentWatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_apps_v1_apps_proto_msgTypes[8]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use DeploymentWatchResponse.ProtoReflect.Descriptor instead.
-func (*DeploymentWatchResponse) Descriptor() ([]byte, []int) {
-	return file_skiff_apps_v1_apps_proto_rawDescGZIP(), []int{8}
-}
-
-func (x *DeploymentWatchResponse) GetEvents() []*DeploymentWatchEvent {
-	if x != nil {
-		return x.Events
-	}
-	return nil
-}
-
 type ReplicaSet struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ApiVersion    string                 `protobuf:"bytes,1,opt,name=api_version,json=apiVersion,proto3" json:"api_version,omitempty"`
@@ -676,7 +511,7 @@ type ReplicaSet struct {
 
 func (x *ReplicaSet) Reset() {
 	*x = ReplicaSet{}
-	mi := &file_skiff_apps_v1_apps_proto_msgTypes[9]
+	mi := &file_skiff_apps_v1_apps_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -688,7 +523,7 @@ func (x *ReplicaSet) String() string {
 func (*ReplicaSet) ProtoMessage() {}
 
 func (x *ReplicaSet) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_apps_v1_apps_proto_msgTypes[9]
+	mi := &file_skiff_apps_v1_apps_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -701,7 +536,7 @@ func (x *ReplicaSet) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaSet.ProtoReflect.Descriptor instead.
 func (*ReplicaSet) Descriptor() ([]byte, []int) {
-	return file_skiff_apps_v1_apps_proto_rawDescGZIP(), []int{9}
+	return file_skiff_apps_v1_apps_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ReplicaSet) GetApiVersion() string {
@@ -739,74 +574,6 @@ func (x *ReplicaSet) GetStatus() *ReplicaSetStatus {
 	return nil
 }
 
-type ReplicaSetList struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ApiVersion    string                 `protobuf:"bytes,1,opt,name=api_version,json=apiVersion,proto3" json:"api_version,omitempty"`
-	Kind          string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
-	Metadata      *v1.ListMeta           `protobuf:"bytes,3,opt,name=metadata,proto3" json:"metadata,omitempty"`
-	Items         []*ReplicaSet          `protobuf:"bytes,4,rep,name=items,proto3" json:"items,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *ReplicaSetList) Reset() {
-	*x = ReplicaSetList{}
-	mi := &file_skiff_apps_v1_apps_proto_msgTypes[10]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *ReplicaSetList) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*ReplicaSetList) ProtoMessage() {}
-
-func (x *ReplicaSetList) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_apps_v1_apps_proto_msgTypes[10]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use ReplicaSetList.ProtoReflect.Descriptor instead.
-func (*ReplicaSetList) Descriptor() ([]byte, []int) {
-	return file_skiff_apps_v1_apps_proto_rawDescGZIP(), []int{10}
-}
-
-func (x *ReplicaSetList) GetApiVersion() string {
-	if x != nil {
-		return x.ApiVersion
-	}
-	return ""
-}
-
-func (x *ReplicaSetList) GetKind() string {
-	if x != nil {
-		return x.Kind
-	}
-	return ""
-}
-
-func (x *ReplicaSetList) GetMetadata() *v1.ListMeta {
-	if x != nil {
-		return x.Metadata
-	}
-	return nil
-}
-
-func (x *ReplicaSetList) GetItems() []*ReplicaSet {
-	if x != nil {
-		return x.Items
-	}
-	return nil
-}
-
 type ReplicaSetSpec struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Replicas defaults to 1.
@@ -820,7 +587,7 @@ type ReplicaSetSpec struct {
 
 func (x *ReplicaSetSpec) Reset() {
 	*x = ReplicaSetSpec{}
-	mi := &file_skiff_apps_v1_apps_proto_msgTypes[11]
+	mi := &file_skiff_apps_v1_apps_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -832,7 +599,7 @@ func (x *ReplicaSetSpec) String() string {
 func (*ReplicaSetSpec) ProtoMessage() {}
 
 func (x *ReplicaSetSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_apps_v1_apps_proto_msgTypes[11]
+	mi := &file_skiff_apps_v1_apps_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -845,7 +612,7 @@ func (x *ReplicaSetSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaSetSpec.ProtoReflect.Descriptor instead.
 func (*ReplicaSetSpec) Descriptor() ([]byte, []int) {
-	return file_skiff_apps_v1_apps_proto_rawDescGZIP(), []int{11}
+	return file_skiff_apps_v1_apps_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ReplicaSetSpec) GetReplicas() int32 {
@@ -890,7 +657,7 @@ type ReplicaSetStatus struct {
 
 func (x *ReplicaSetStatus) Reset() {
 	*x = ReplicaSetStatus{}
-	mi := &file_skiff_apps_v1_apps_proto_msgTypes[12]
+	mi := &file_skiff_apps_v1_apps_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -902,7 +669,7 @@ func (x *ReplicaSetStatus) String() string {
 func (*ReplicaSetStatus) ProtoMessage() {}
 
 func (x *ReplicaSetStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_apps_v1_apps_proto_msgTypes[12]
+	mi := &file_skiff_apps_v1_apps_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -915,7 +682,7 @@ func (x *ReplicaSetStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaSetStatus.ProtoReflect.Descriptor instead.
 func (*ReplicaSetStatus) Descriptor() ([]byte, []int) {
-	return file_skiff_apps_v1_apps_proto_rawDescGZIP(), []int{12}
+	return file_skiff_apps_v1_apps_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ReplicaSetStatus) GetReplicas() int32 {
@@ -973,7 +740,7 @@ type ReplicaSetCondition struct {
 
 func (x *ReplicaSetCondition) Reset() {
 	*x = ReplicaSetCondition{}
-	mi := &file_skiff_apps_v1_apps_proto_msgTypes[13]
+	mi := &file_skiff_apps_v1_apps_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -985,7 +752,7 @@ func (x *ReplicaSetCondition) String() string {
 func (*ReplicaSetCondition) ProtoMessage() {}
 
 func (x *ReplicaSetCondition) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_apps_v1_apps_proto_msgTypes[13]
+	mi := &file_skiff_apps_v1_apps_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -998,7 +765,7 @@ func (x *ReplicaSetCondition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaSetCondition.ProtoReflect.Descriptor instead.
 func (*ReplicaSetCondition) Descriptor() ([]byte, []int) {
-	return file_skiff_apps_v1_apps_proto_rawDescGZIP(), []int{13}
+	return file_skiff_apps_v1_apps_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ReplicaSetCondition) GetType() string {
@@ -1036,103 +803,6 @@ func (x *ReplicaSetCondition) GetMessage() string {
 	return ""
 }
 
-type ReplicaSetWatchEvent struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Type          string                 `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
-	Object        *ReplicaSet            `protobuf:"bytes,2,opt,name=object,proto3" json:"object,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *ReplicaSetWatchEvent) Reset() {
-	*x = ReplicaSetWatchEvent{}
-	mi := &file_skiff_apps_v1_apps_proto_msgTypes[14]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *ReplicaSetWatchEvent) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*ReplicaSetWatchEvent) ProtoMessage() {}
-
-func (x *ReplicaSetWatchEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_apps_v1_apps_proto_msgTypes[14]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use ReplicaSetWatchEvent.ProtoReflect.Descriptor instead.
-func (*ReplicaSetWatchEvent) Descriptor() ([]byte, []int) {
-	return file_skiff_apps_v1_apps_proto_rawDescGZIP(), []int{14}
-}
-
-func (x *ReplicaSetWatchEvent) GetType() string {
-	if x != nil {
-		return x.Type
-	}
-	return ""
-}
-
-func (x *ReplicaSetWatchEvent) GetObject() *ReplicaSet {
-	if x != nil {
-		return x.Object
-	}
-	return nil
-}
-
-// ReplicaSetWatchResponse carries one or more events, in revision order.
-type ReplicaSetWatchResponse struct {
-	state         protoimpl.MessageState  `protogen:"open.v1"`
-	Events        []*ReplicaSetWatchEvent `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *ReplicaSetWatchResponse) Reset() {
-	*x = ReplicaSetWatchResponse{}
-	mi := &file_skiff_apps_v1_apps_proto_msgTypes[15]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *ReplicaSetWatchResponse) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*ReplicaSetWatchResponse) ProtoMessage() {}
-
-func (x *ReplicaSetWatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_apps_v1_apps_proto_msgTypes[15]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use ReplicaSetWatchResponse.ProtoReflect.Descriptor instead.
-func (*ReplicaSetWatchResponse) Descriptor() ([]byte, []int) {
-	return file_skiff_apps_v1_apps_proto_rawDescGZIP(), []int{15}
-}
-
-func (x *ReplicaSetWatchResponse) GetEvents() []*ReplicaSetWatchEvent {
-	if x != nil {
-		return x.Events
-	}
-	return nil
-}
-
 // Scale is the scale subresource of Deployments and ReplicaSets
 // (Kubernetes' autoscaling/v1 Scale).
 type Scale struct {
@@ -1148,7 +818,7 @@ type Scale struct {
 
 func (x *Scale) Reset() {
 	*x = Scale{}
-	mi := &file_skiff_apps_v1_apps_proto_msgTypes[16]
+	mi := &file_skiff_apps_v1_apps_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1160,7 +830,7 @@ func (x *Scale) String() string {
 func (*Scale) ProtoMessage() {}
 
 func (x *Scale) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_apps_v1_apps_proto_msgTypes[16]
+	mi := &file_skiff_apps_v1_apps_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1173,7 +843,7 @@ func (x *Scale) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Scale.ProtoReflect.Descriptor instead.
 func (*Scale) Descriptor() ([]byte, []int) {
-	return file_skiff_apps_v1_apps_proto_rawDescGZIP(), []int{16}
+	return file_skiff_apps_v1_apps_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Scale) GetApiVersion() string {
@@ -1220,7 +890,7 @@ type ScaleSpec struct {
 
 func (x *ScaleSpec) Reset() {
 	*x = ScaleSpec{}
-	mi := &file_skiff_apps_v1_apps_proto_msgTypes[17]
+	mi := &file_skiff_apps_v1_apps_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1232,7 +902,7 @@ func (x *ScaleSpec) String() string {
 func (*ScaleSpec) ProtoMessage() {}
 
 func (x *ScaleSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_apps_v1_apps_proto_msgTypes[17]
+	mi := &file_skiff_apps_v1_apps_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1245,7 +915,7 @@ func (x *ScaleSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScaleSpec.ProtoReflect.Descriptor instead.
 func (*ScaleSpec) Descriptor() ([]byte, []int) {
-	return file_skiff_apps_v1_apps_proto_rawDescGZIP(), []int{17}
+	return file_skiff_apps_v1_apps_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ScaleSpec) GetReplicas() int32 {
@@ -1266,7 +936,7 @@ type ScaleStatus struct {
 
 func (x *ScaleStatus) Reset() {
 	*x = ScaleStatus{}
-	mi := &file_skiff_apps_v1_apps_proto_msgTypes[18]
+	mi := &file_skiff_apps_v1_apps_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1278,7 +948,7 @@ func (x *ScaleStatus) String() string {
 func (*ScaleStatus) ProtoMessage() {}
 
 func (x *ScaleStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_apps_v1_apps_proto_msgTypes[18]
+	mi := &file_skiff_apps_v1_apps_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1291,7 +961,7 @@ func (x *ScaleStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScaleStatus.ProtoReflect.Descriptor instead.
 func (*ScaleStatus) Descriptor() ([]byte, []int) {
-	return file_skiff_apps_v1_apps_proto_rawDescGZIP(), []int{18}
+	return file_skiff_apps_v1_apps_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ScaleStatus) GetReplicas() int32 {
@@ -1320,13 +990,7 @@ const file_skiff_apps_v1_apps_proto_rawDesc = "" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x125\n" +
 	"\bmetadata\x18\x03 \x01(\v2\x19.skiff.meta.v1.ObjectMetaR\bmetadata\x121\n" +
 	"\x04spec\x18\x04 \x01(\v2\x1d.skiff.apps.v1.DeploymentSpecR\x04spec\x127\n" +
-	"\x06status\x18\x05 \x01(\v2\x1f.skiff.apps.v1.DeploymentStatusR\x06status\"\xab\x01\n" +
-	"\x0eDeploymentList\x12\x1f\n" +
-	"\vapi_version\x18\x01 \x01(\tR\n" +
-	"apiVersion\x12\x12\n" +
-	"\x04kind\x18\x02 \x01(\tR\x04kind\x123\n" +
-	"\bmetadata\x18\x03 \x01(\v2\x17.skiff.meta.v1.ListMetaR\bmetadata\x12/\n" +
-	"\x05items\x18\x04 \x03(\v2\x19.skiff.apps.v1.DeploymentR\x05items\"\xec\x03\n" +
+	"\x06status\x18\x05 \x01(\v2\x1f.skiff.apps.v1.DeploymentStatusR\x06status\"\xec\x03\n" +
 	"\x0eDeploymentSpec\x12\x1f\n" +
 	"\breplicas\x18\x01 \x01(\x05H\x00R\breplicas\x88\x01\x01\x128\n" +
 	"\bselector\x18\x02 \x01(\v2\x1c.skiff.meta.v1.LabelSelectorR\bselector\x12:\n" +
@@ -1363,12 +1027,7 @@ const file_skiff_apps_v1_apps_proto_rawDesc = "" +
 	"\x10last_update_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x0elastUpdateTime\x12L\n" +
 	"\x14last_transition_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x12lastTransitionTime\x12\x16\n" +
 	"\x06reason\x18\x05 \x01(\tR\x06reason\x12\x18\n" +
-	"\amessage\x18\x06 \x01(\tR\amessage\"]\n" +
-	"\x14DeploymentWatchEvent\x12\x12\n" +
-	"\x04type\x18\x01 \x01(\tR\x04type\x121\n" +
-	"\x06object\x18\x02 \x01(\v2\x19.skiff.apps.v1.DeploymentR\x06object\"V\n" +
-	"\x17DeploymentWatchResponse\x12;\n" +
-	"\x06events\x18\x01 \x03(\v2#.skiff.apps.v1.DeploymentWatchEventR\x06events\"\xe4\x01\n" +
+	"\amessage\x18\x06 \x01(\tR\amessage\"\xe4\x01\n" +
 	"\n" +
 	"ReplicaSet\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\tR\n" +
@@ -1376,13 +1035,7 @@ const file_skiff_apps_v1_apps_proto_rawDesc = "" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x125\n" +
 	"\bmetadata\x18\x03 \x01(\v2\x19.skiff.meta.v1.ObjectMetaR\bmetadata\x121\n" +
 	"\x04spec\x18\x04 \x01(\v2\x1d.skiff.apps.v1.ReplicaSetSpecR\x04spec\x127\n" +
-	"\x06status\x18\x05 \x01(\v2\x1f.skiff.apps.v1.ReplicaSetStatusR\x06status\"\xab\x01\n" +
-	"\x0eReplicaSetList\x12\x1f\n" +
-	"\vapi_version\x18\x01 \x01(\tR\n" +
-	"apiVersion\x12\x12\n" +
-	"\x04kind\x18\x02 \x01(\tR\x04kind\x123\n" +
-	"\bmetadata\x18\x03 \x01(\v2\x17.skiff.meta.v1.ListMetaR\bmetadata\x12/\n" +
-	"\x05items\x18\x04 \x03(\v2\x19.skiff.apps.v1.ReplicaSetR\x05items\"\xe0\x01\n" +
+	"\x06status\x18\x05 \x01(\v2\x1f.skiff.apps.v1.ReplicaSetStatusR\x06status\"\xe0\x01\n" +
 	"\x0eReplicaSetSpec\x12\x1f\n" +
 	"\breplicas\x18\x01 \x01(\x05H\x00R\breplicas\x88\x01\x01\x12*\n" +
 	"\x11min_ready_seconds\x18\x02 \x01(\x05R\x0fminReadySeconds\x128\n" +
@@ -1403,12 +1056,7 @@ const file_skiff_apps_v1_apps_proto_rawDesc = "" +
 	"\x06status\x18\x02 \x01(\tR\x06status\x12L\n" +
 	"\x14last_transition_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x12lastTransitionTime\x12\x16\n" +
 	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x18\n" +
-	"\amessage\x18\x05 \x01(\tR\amessage\"]\n" +
-	"\x14ReplicaSetWatchEvent\x12\x12\n" +
-	"\x04type\x18\x01 \x01(\tR\x04type\x121\n" +
-	"\x06object\x18\x02 \x01(\v2\x19.skiff.apps.v1.ReplicaSetR\x06object\"V\n" +
-	"\x17ReplicaSetWatchResponse\x12;\n" +
-	"\x06events\x18\x01 \x03(\v2#.skiff.apps.v1.ReplicaSetWatchEventR\x06events\"\xd5\x01\n" +
+	"\amessage\x18\x05 \x01(\tR\amessage\"\xd5\x01\n" +
 	"\x05Scale\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\tR\n" +
 	"apiVersion\x12\x12\n" +
@@ -1420,27 +1068,7 @@ const file_skiff_apps_v1_apps_proto_rawDesc = "" +
 	"\breplicas\x18\x01 \x01(\x05R\breplicas\"E\n" +
 	"\vScaleStatus\x12\x1a\n" +
 	"\breplicas\x18\x01 \x01(\x05R\breplicas\x12\x1a\n" +
-	"\bselector\x18\x02 \x01(\tR\bselector2\xdd\x04\n" +
-	"\vDeployments\x12>\n" +
-	"\x06Create\x12\x19.skiff.apps.v1.Deployment\x1a\x19.skiff.apps.v1.Deployment\x12;\n" +
-	"\x03Get\x12\x19.skiff.meta.v1.GetRequest\x1a\x19.skiff.apps.v1.Deployment\x12A\n" +
-	"\x04List\x12\x1a.skiff.meta.v1.ListOptions\x1a\x1d.skiff.apps.v1.DeploymentList\x12>\n" +
-	"\x06Update\x12\x19.skiff.apps.v1.Deployment\x1a\x19.skiff.apps.v1.Deployment\x12D\n" +
-	"\fUpdateStatus\x12\x19.skiff.apps.v1.Deployment\x1a\x19.skiff.apps.v1.Deployment\x12A\n" +
-	"\x06Delete\x12\x1c.skiff.meta.v1.DeleteRequest\x1a\x19.skiff.apps.v1.Deployment\x12M\n" +
-	"\x05Watch\x12\x1a.skiff.meta.v1.ListOptions\x1a&.skiff.apps.v1.DeploymentWatchResponse0\x01\x12;\n" +
-	"\bGetScale\x12\x19.skiff.meta.v1.GetRequest\x1a\x14.skiff.apps.v1.Scale\x129\n" +
-	"\vUpdateScale\x12\x14.skiff.apps.v1.Scale\x1a\x14.skiff.apps.v1.Scale2\xdd\x04\n" +
-	"\vReplicaSets\x12>\n" +
-	"\x06Create\x12\x19.skiff.apps.v1.ReplicaSet\x1a\x19.skiff.apps.v1.ReplicaSet\x12;\n" +
-	"\x03Get\x12\x19.skiff.meta.v1.GetRequest\x1a\x19.skiff.apps.v1.ReplicaSet\x12A\n" +
-	"\x04List\x12\x1a.skiff.meta.v1.ListOptions\x1a\x1d.skiff.apps.v1.ReplicaSetList\x12>\n" +
-	"\x06Update\x12\x19.skiff.apps.v1.ReplicaSet\x1a\x19.skiff.apps.v1.ReplicaSet\x12D\n" +
-	"\fUpdateStatus\x12\x19.skiff.apps.v1.ReplicaSet\x1a\x19.skiff.apps.v1.ReplicaSet\x12A\n" +
-	"\x06Delete\x12\x1c.skiff.meta.v1.DeleteRequest\x1a\x19.skiff.apps.v1.ReplicaSet\x12M\n" +
-	"\x05Watch\x12\x1a.skiff.meta.v1.ListOptions\x1a&.skiff.apps.v1.ReplicaSetWatchResponse0\x01\x12;\n" +
-	"\bGetScale\x12\x19.skiff.meta.v1.GetRequest\x1a\x14.skiff.apps.v1.Scale\x129\n" +
-	"\vUpdateScale\x12\x14.skiff.apps.v1.Scale\x1a\x14.skiff.apps.v1.ScaleB Z\x1eskiff.dev/proto/apps/v1;appsv1b\x06proto3"
+	"\bselector\x18\x02 \x01(\tR\bselectorB Z\x1eskiff.dev/proto/apps/v1;appsv1b\x06proto3"
 
 var (
 	file_skiff_apps_v1_apps_proto_rawDescOnce sync.Once
@@ -1454,109 +1082,55 @@ func file_skiff_apps_v1_apps_proto_rawDescGZIP() []byte {
 	return file_skiff_apps_v1_apps_proto_rawDescData
 }
 
-var file_skiff_apps_v1_apps_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_skiff_apps_v1_apps_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_skiff_apps_v1_apps_proto_goTypes = []any{
 	(*Deployment)(nil),              // 0: skiff.apps.v1.Deployment
-	(*DeploymentList)(nil),          // 1: skiff.apps.v1.DeploymentList
-	(*DeploymentSpec)(nil),          // 2: skiff.apps.v1.DeploymentSpec
-	(*DeploymentStrategy)(nil),      // 3: skiff.apps.v1.DeploymentStrategy
-	(*RollingUpdateDeployment)(nil), // 4: skiff.apps.v1.RollingUpdateDeployment
-	(*DeploymentStatus)(nil),        // 5: skiff.apps.v1.DeploymentStatus
-	(*DeploymentCondition)(nil),     // 6: skiff.apps.v1.DeploymentCondition
-	(*DeploymentWatchEvent)(nil),    // 7: skiff.apps.v1.DeploymentWatchEvent
-	(*DeploymentWatchResponse)(nil), // 8: skiff.apps.v1.DeploymentWatchResponse
-	(*ReplicaSet)(nil),              // 9: skiff.apps.v1.ReplicaSet
-	(*ReplicaSetList)(nil),          // 10: skiff.apps.v1.ReplicaSetList
-	(*ReplicaSetSpec)(nil),          // 11: skiff.apps.v1.ReplicaSetSpec
-	(*ReplicaSetStatus)(nil),        // 12: skiff.apps.v1.ReplicaSetStatus
-	(*ReplicaSetCondition)(nil),     // 13: skiff.apps.v1.ReplicaSetCondition
-	(*ReplicaSetWatchEvent)(nil),    // 14: skiff.apps.v1.ReplicaSetWatchEvent
-	(*ReplicaSetWatchResponse)(nil), // 15: skiff.apps.v1.ReplicaSetWatchResponse
-	(*Scale)(nil),                   // 16: skiff.apps.v1.Scale
-	(*ScaleSpec)(nil),               // 17: skiff.apps.v1.ScaleSpec
-	(*ScaleStatus)(nil),             // 18: skiff.apps.v1.ScaleStatus
-	(*v1.ObjectMeta)(nil),           // 19: skiff.meta.v1.ObjectMeta
-	(*v1.ListMeta)(nil),             // 20: skiff.meta.v1.ListMeta
-	(*v1.LabelSelector)(nil),        // 21: skiff.meta.v1.LabelSelector
-	(*v11.PodTemplateSpec)(nil),     // 22: skiff.core.v1.PodTemplateSpec
-	(*v1.IntOrString)(nil),          // 23: skiff.meta.v1.IntOrString
-	(*timestamppb.Timestamp)(nil),   // 24: google.protobuf.Timestamp
-	(*v1.GetRequest)(nil),           // 25: skiff.meta.v1.GetRequest
-	(*v1.ListOptions)(nil),          // 26: skiff.meta.v1.ListOptions
-	(*v1.DeleteRequest)(nil),        // 27: skiff.meta.v1.DeleteRequest
+	(*DeploymentSpec)(nil),          // 1: skiff.apps.v1.DeploymentSpec
+	(*DeploymentStrategy)(nil),      // 2: skiff.apps.v1.DeploymentStrategy
+	(*RollingUpdateDeployment)(nil), // 3: skiff.apps.v1.RollingUpdateDeployment
+	(*DeploymentStatus)(nil),        // 4: skiff.apps.v1.DeploymentStatus
+	(*DeploymentCondition)(nil),     // 5: skiff.apps.v1.DeploymentCondition
+	(*ReplicaSet)(nil),              // 6: skiff.apps.v1.ReplicaSet
+	(*ReplicaSetSpec)(nil),          // 7: skiff.apps.v1.ReplicaSetSpec
+	(*ReplicaSetStatus)(nil),        // 8: skiff.apps.v1.ReplicaSetStatus
+	(*ReplicaSetCondition)(nil),     // 9: skiff.apps.v1.ReplicaSetCondition
+	(*Scale)(nil),                   // 10: skiff.apps.v1.Scale
+	(*ScaleSpec)(nil),               // 11: skiff.apps.v1.ScaleSpec
+	(*ScaleStatus)(nil),             // 12: skiff.apps.v1.ScaleStatus
+	(*v1.ObjectMeta)(nil),           // 13: skiff.meta.v1.ObjectMeta
+	(*v1.LabelSelector)(nil),        // 14: skiff.meta.v1.LabelSelector
+	(*v11.PodTemplateSpec)(nil),     // 15: skiff.core.v1.PodTemplateSpec
+	(*v1.IntOrString)(nil),          // 16: skiff.meta.v1.IntOrString
+	(*timestamppb.Timestamp)(nil),   // 17: google.protobuf.Timestamp
 }
 var file_skiff_apps_v1_apps_proto_depIdxs = []int32{
-	19, // 0: skiff.apps.v1.Deployment.metadata:type_name -> skiff.meta.v1.ObjectMeta
-	2,  // 1: skiff.apps.v1.Deployment.spec:type_name -> skiff.apps.v1.DeploymentSpec
-	5,  // 2: skiff.apps.v1.Deployment.status:type_name -> skiff.apps.v1.DeploymentStatus
-	20, // 3: skiff.apps.v1.DeploymentList.metadata:type_name -> skiff.meta.v1.ListMeta
-	0,  // 4: skiff.apps.v1.DeploymentList.items:type_name -> skiff.apps.v1.Deployment
-	21, // 5: skiff.apps.v1.DeploymentSpec.selector:type_name -> skiff.meta.v1.LabelSelector
-	22, // 6: skiff.apps.v1.DeploymentSpec.template:type_name -> skiff.core.v1.PodTemplateSpec
-	3,  // 7: skiff.apps.v1.DeploymentSpec.strategy:type_name -> skiff.apps.v1.DeploymentStrategy
-	4,  // 8: skiff.apps.v1.DeploymentStrategy.rolling_update:type_name -> skiff.apps.v1.RollingUpdateDeployment
-	23, // 9: skiff.apps.v1.RollingUpdateDeployment.max_unavailable:type_name -> skiff.meta.v1.IntOrString
-	23, // 10: skiff.apps.v1.RollingUpdateDeployment.max_surge:type_name -> skiff.meta.v1.IntOrString
-	6,  // 11: skiff.apps.v1.DeploymentStatus.conditions:type_name -> skiff.apps.v1.DeploymentCondition
-	24, // 12: skiff.apps.v1.DeploymentCondition.last_update_time:type_name -> google.protobuf.Timestamp
-	24, // 13: skiff.apps.v1.DeploymentCondition.last_transition_time:type_name -> google.protobuf.Timestamp
-	0,  // 14: skiff.apps.v1.DeploymentWatchEvent.object:type_name -> skiff.apps.v1.Deployment
-	7,  // 15: skiff.apps.v1.DeploymentWatchResponse.events:type_name -> skiff.apps.v1.DeploymentWatchEvent
-	19, // 16: skiff.apps.v1.ReplicaSet.metadata:type_name -> skiff.meta.v1.ObjectMeta
-	11, // 17: skiff.apps.v1.ReplicaSet.spec:type_name -> skiff.apps.v1.ReplicaSetSpec
-	12, // 18: skiff.apps.v1.ReplicaSet.status:type_name -> skiff.apps.v1.ReplicaSetStatus
-	20, // 19: skiff.apps.v1.ReplicaSetList.metadata:type_name -> skiff.meta.v1.ListMeta
-	9,  // 20: skiff.apps.v1.ReplicaSetList.items:type_name -> skiff.apps.v1.ReplicaSet
-	21, // 21: skiff.apps.v1.ReplicaSetSpec.selector:type_name -> skiff.meta.v1.LabelSelector
-	22, // 22: skiff.apps.v1.ReplicaSetSpec.template:type_name -> skiff.core.v1.PodTemplateSpec
-	13, // 23: skiff.apps.v1.ReplicaSetStatus.conditions:type_name -> skiff.apps.v1.ReplicaSetCondition
-	24, // 24: skiff.apps.v1.ReplicaSetCondition.last_transition_time:type_name -> google.protobuf.Timestamp
-	9,  // 25: skiff.apps.v1.ReplicaSetWatchEvent.object:type_name -> skiff.apps.v1.ReplicaSet
-	14, // 26: skiff.apps.v1.ReplicaSetWatchResponse.events:type_name -> skiff.apps.v1.ReplicaSetWatchEvent
-	19, // 27: skiff.apps.v1.Scale.metadata:type_name -> skiff.meta.v1.ObjectMeta
-	17, // 28: skiff.apps.v1.Scale.spec:type_name -> skiff.apps.v1.ScaleSpec
-	18, // 29: skiff.apps.v1.Scale.status:type_name -> skiff.apps.v1.ScaleStatus
-	0,  // 30: skiff.apps.v1.Deployments.Create:input_type -> skiff.apps.v1.Deployment
-	25, // 31: skiff.apps.v1.Deployments.Get:input_type -> skiff.meta.v1.GetRequest
-	26, // 32: skiff.apps.v1.Deployments.List:input_type -> skiff.meta.v1.ListOptions
-	0,  // 33: skiff.apps.v1.Deployments.Update:input_type -> skiff.apps.v1.Deployment
-	0,  // 34: skiff.apps.v1.Deployments.UpdateStatus:input_type -> skiff.apps.v1.Deployment
-	27, // 35: skiff.apps.v1.Deployments.Delete:input_type -> skiff.meta.v1.DeleteRequest
-	26, // 36: skiff.apps.v1.Deployments.Watch:input_type -> skiff.meta.v1.ListOptions
-	25, // 37: skiff.apps.v1.Deployments.GetScale:input_type -> skiff.meta.v1.GetRequest
-	16, // 38: skiff.apps.v1.Deployments.UpdateScale:input_type -> skiff.apps.v1.Scale
-	9,  // 39: skiff.apps.v1.ReplicaSets.Create:input_type -> skiff.apps.v1.ReplicaSet
-	25, // 40: skiff.apps.v1.ReplicaSets.Get:input_type -> skiff.meta.v1.GetRequest
-	26, // 41: skiff.apps.v1.ReplicaSets.List:input_type -> skiff.meta.v1.ListOptions
-	9,  // 42: skiff.apps.v1.ReplicaSets.Update:input_type -> skiff.apps.v1.ReplicaSet
-	9,  // 43: skiff.apps.v1.ReplicaSets.UpdateStatus:input_type -> skiff.apps.v1.ReplicaSet
-	27, // 44: skiff.apps.v1.ReplicaSets.Delete:input_type -> skiff.meta.v1.DeleteRequest
-	26, // 45: skiff.apps.v1.ReplicaSets.Watch:input_type -> skiff.meta.v1.ListOptions
-	25, // 46: skiff.apps.v1.ReplicaSets.GetScale:input_type -> skiff.meta.v1.GetRequest
-	16, // 47: skiff.apps.v1.ReplicaSets.UpdateScale:input_type -> skiff.apps.v1.Scale
-	0,  // 48: skiff.apps.v1.Deployments.Create:output_type -> skiff.apps.v1.Deployment
-	0,  // 49: skiff.apps.v1.Deployments.Get:output_type -> skiff.apps.v1.Deployment
-	1,  // 50: skiff.apps.v1.Deployments.List:output_type -> skiff.apps.v1.DeploymentList
-	0,  // 51: skiff.apps.v1.Deployments.Update:output_type -> skiff.apps.v1.Deployment
-	0,  // 52: skiff.apps.v1.Deployments.UpdateStatus:output_type -> skiff.apps.v1.Deployment
-	0,  // 53: skiff.apps.v1.Deployments.Delete:output_type -> skiff.apps.v1.Deployment
-	8,  // 54: skiff.apps.v1.Deployments.Watch:output_type -> skiff.apps.v1.DeploymentWatchResponse
-	16, // 55: skiff.apps.v1.Deployments.GetScale:output_type -> skiff.apps.v1.Scale
-	16, // 56: skiff.apps.v1.Deployments.UpdateScale:output_type -> skiff.apps.v1.Scale
-	9,  // 57: skiff.apps.v1.ReplicaSets.Create:output_type -> skiff.apps.v1.ReplicaSet
-	9,  // 58: skiff.apps.v1.ReplicaSets.Get:output_type -> skiff.apps.v1.ReplicaSet
-	10, // 59: skiff.apps.v1.ReplicaSets.List:output_type -> skiff.apps.v1.ReplicaSetList
-	9,  // 60: skiff.apps.v1.ReplicaSets.Update:output_type -> skiff.apps.v1.ReplicaSet
-	9,  // 61: skiff.apps.v1.ReplicaSets.UpdateStatus:output_type -> skiff.apps.v1.ReplicaSet
-	9,  // 62: skiff.apps.v1.ReplicaSets.Delete:output_type -> skiff.apps.v1.ReplicaSet
-	15, // 63: skiff.apps.v1.ReplicaSets.Watch:output_type -> skiff.apps.v1.ReplicaSetWatchResponse
-	16, // 64: skiff.apps.v1.ReplicaSets.GetScale:output_type -> skiff.apps.v1.Scale
-	16, // 65: skiff.apps.v1.ReplicaSets.UpdateScale:output_type -> skiff.apps.v1.Scale
-	48, // [48:66] is the sub-list for method output_type
-	30, // [30:48] is the sub-list for method input_type
-	30, // [30:30] is the sub-list for extension type_name
-	30, // [30:30] is the sub-list for extension extendee
-	0,  // [0:30] is the sub-list for field type_name
+	13, // 0: skiff.apps.v1.Deployment.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	1,  // 1: skiff.apps.v1.Deployment.spec:type_name -> skiff.apps.v1.DeploymentSpec
+	4,  // 2: skiff.apps.v1.Deployment.status:type_name -> skiff.apps.v1.DeploymentStatus
+	14, // 3: skiff.apps.v1.DeploymentSpec.selector:type_name -> skiff.meta.v1.LabelSelector
+	15, // 4: skiff.apps.v1.DeploymentSpec.template:type_name -> skiff.core.v1.PodTemplateSpec
+	2,  // 5: skiff.apps.v1.DeploymentSpec.strategy:type_name -> skiff.apps.v1.DeploymentStrategy
+	3,  // 6: skiff.apps.v1.DeploymentStrategy.rolling_update:type_name -> skiff.apps.v1.RollingUpdateDeployment
+	16, // 7: skiff.apps.v1.RollingUpdateDeployment.max_unavailable:type_name -> skiff.meta.v1.IntOrString
+	16, // 8: skiff.apps.v1.RollingUpdateDeployment.max_surge:type_name -> skiff.meta.v1.IntOrString
+	5,  // 9: skiff.apps.v1.DeploymentStatus.conditions:type_name -> skiff.apps.v1.DeploymentCondition
+	17, // 10: skiff.apps.v1.DeploymentCondition.last_update_time:type_name -> google.protobuf.Timestamp
+	17, // 11: skiff.apps.v1.DeploymentCondition.last_transition_time:type_name -> google.protobuf.Timestamp
+	13, // 12: skiff.apps.v1.ReplicaSet.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	7,  // 13: skiff.apps.v1.ReplicaSet.spec:type_name -> skiff.apps.v1.ReplicaSetSpec
+	8,  // 14: skiff.apps.v1.ReplicaSet.status:type_name -> skiff.apps.v1.ReplicaSetStatus
+	14, // 15: skiff.apps.v1.ReplicaSetSpec.selector:type_name -> skiff.meta.v1.LabelSelector
+	15, // 16: skiff.apps.v1.ReplicaSetSpec.template:type_name -> skiff.core.v1.PodTemplateSpec
+	9,  // 17: skiff.apps.v1.ReplicaSetStatus.conditions:type_name -> skiff.apps.v1.ReplicaSetCondition
+	17, // 18: skiff.apps.v1.ReplicaSetCondition.last_transition_time:type_name -> google.protobuf.Timestamp
+	13, // 19: skiff.apps.v1.Scale.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	11, // 20: skiff.apps.v1.Scale.spec:type_name -> skiff.apps.v1.ScaleSpec
+	12, // 21: skiff.apps.v1.Scale.status:type_name -> skiff.apps.v1.ScaleStatus
+	22, // [22:22] is the sub-list for method output_type
+	22, // [22:22] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_skiff_apps_v1_apps_proto_init() }
@@ -1564,18 +1138,18 @@ func file_skiff_apps_v1_apps_proto_init() {
 	if File_skiff_apps_v1_apps_proto != nil {
 		return
 	}
-	file_skiff_apps_v1_apps_proto_msgTypes[2].OneofWrappers = []any{}
-	file_skiff_apps_v1_apps_proto_msgTypes[5].OneofWrappers = []any{}
-	file_skiff_apps_v1_apps_proto_msgTypes[11].OneofWrappers = []any{}
+	file_skiff_apps_v1_apps_proto_msgTypes[1].OneofWrappers = []any{}
+	file_skiff_apps_v1_apps_proto_msgTypes[4].OneofWrappers = []any{}
+	file_skiff_apps_v1_apps_proto_msgTypes[7].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_skiff_apps_v1_apps_proto_rawDesc), len(file_skiff_apps_v1_apps_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   19,
+			NumMessages:   13,
 			NumExtensions: 0,
-			NumServices:   2,
+			NumServices:   0,
 		},
 		GoTypes:           file_skiff_apps_v1_apps_proto_goTypes,
 		DependencyIndexes: file_skiff_apps_v1_apps_proto_depIdxs,

@@ -109,74 +109,6 @@ func (x *Deployment) GetStatus() *v11.DeploymentStatus {
 	return nil
 }
 
-type DeploymentList struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ApiVersion    string                 `protobuf:"bytes,1,opt,name=api_version,json=apiVersion,proto3" json:"api_version,omitempty"`
-	Kind          string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
-	Metadata      *v1.ListMeta           `protobuf:"bytes,3,opt,name=metadata,proto3" json:"metadata,omitempty"`
-	Items         []*Deployment          `protobuf:"bytes,4,rep,name=items,proto3" json:"items,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *DeploymentList) Reset() {
-	*x = DeploymentList{}
-	mi := &file_skiff_apps_v1beta1_apps_proto_msgTypes[1]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *DeploymentList) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*DeploymentList) ProtoMessage() {}
-
-func (x *DeploymentList) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_apps_v1beta1_apps_proto_msgTypes[1]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use DeploymentList.ProtoReflect.Descriptor instead.
-func (*DeploymentList) Descriptor() ([]byte, []int) {
-	return file_skiff_apps_v1beta1_apps_proto_rawDescGZIP(), []int{1}
-}
-
-func (x *DeploymentList) GetApiVersion() string {
-	if x != nil {
-		return x.ApiVersion
-	}
-	return ""
-}
-
-func (x *DeploymentList) GetKind() string {
-	if x != nil {
-		return x.Kind
-	}
-	return ""
-}
-
-func (x *DeploymentList) GetMetadata() *v1.ListMeta {
-	if x != nil {
-		return x.Metadata
-	}
-	return nil
-}
-
-func (x *DeploymentList) GetItems() []*Deployment {
-	if x != nil {
-		return x.Items
-	}
-	return nil
-}
-
 type DeploymentSpec struct {
 	state                   protoimpl.MessageState  `protogen:"open.v1"`
 	Replicas                *int32                  `protobuf:"varint,1,opt,name=replicas,proto3,oneof" json:"replicas,omitempty"`
@@ -194,7 +126,7 @@ type DeploymentSpec struct {
 
 func (x *DeploymentSpec) Reset() {
 	*x = DeploymentSpec{}
-	mi := &file_skiff_apps_v1beta1_apps_proto_msgTypes[2]
+	mi := &file_skiff_apps_v1beta1_apps_proto_msgTypes[1]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -206,7 +138,7 @@ func (x *DeploymentSpec) String() string {
 func (*DeploymentSpec) ProtoMessage() {}
 
 func (x *DeploymentSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_apps_v1beta1_apps_proto_msgTypes[2]
+	mi := &file_skiff_apps_v1beta1_apps_proto_msgTypes[1]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -219,7 +151,7 @@ func (x *DeploymentSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeploymentSpec.ProtoReflect.Descriptor instead.
 func (*DeploymentSpec) Descriptor() ([]byte, []int) {
-	return file_skiff_apps_v1beta1_apps_proto_rawDescGZIP(), []int{2}
+	return file_skiff_apps_v1beta1_apps_proto_rawDescGZIP(), []int{1}
 }
 
 func (x *DeploymentSpec) GetReplicas() int32 {
@@ -295,7 +227,7 @@ type RollbackConfig struct {
 
 func (x *RollbackConfig) Reset() {
 	*x = RollbackConfig{}
-	mi := &file_skiff_apps_v1beta1_apps_proto_msgTypes[3]
+	mi := &file_skiff_apps_v1beta1_apps_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -307,7 +239,7 @@ func (x *RollbackConfig) String() string {
 func (*RollbackConfig) ProtoMessage() {}
 
 func (x *RollbackConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_apps_v1beta1_apps_proto_msgTypes[3]
+	mi := &file_skiff_apps_v1beta1_apps_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -320,7 +252,7 @@ func (x *RollbackConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RollbackConfig.ProtoReflect.Descriptor instead.
 func (*RollbackConfig) Descriptor() ([]byte, []int) {
-	return file_skiff_apps_v1beta1_apps_proto_rawDescGZIP(), []int{3}
+	return file_skiff_apps_v1beta1_apps_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *RollbackConfig) GetRevision() int64 {
@@ -328,103 +260,6 @@ func (x *RollbackConfig) GetRevision() int64 {
 		return x.Revision
 	}
 	return 0
-}
-
-type DeploymentWatchEvent struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Type          string                 `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
-	Object        *Deployment            `protobuf:"bytes,2,opt,name=object,proto3" json:"object,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *DeploymentWatchEvent) Reset() {
-	*x = DeploymentWatchEvent{}
-	mi := &file_skiff_apps_v1beta1_apps_proto_msgTypes[4]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *DeploymentWatchEvent) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*DeploymentWatchEvent) ProtoMessage() {}
-
-func (x *DeploymentWatchEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_apps_v1beta1_apps_proto_msgTypes[4]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use DeploymentWatchEvent.ProtoReflect.Descriptor instead.
-func (*DeploymentWatchEvent) Descriptor() ([]byte, []int) {
-	return file_skiff_apps_v1beta1_apps_proto_rawDescGZIP(), []int{4}
-}
-
-func (x *DeploymentWatchEvent) GetType() string {
-	if x != nil {
-		return x.Type
-	}
-	return ""
-}
-
-func (x *DeploymentWatchEvent) GetObject() *Deployment {
-	if x != nil {
-		return x.Object
-	}
-	return nil
-}
-
-// DeploymentWatchResponse carries one or more events, in revision order.
-type DeploymentWatchResponse struct {
-	state         protoimpl.MessageState  `protogen:"open.v1"`
-	Events        []*DeploymentWatchEvent `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *DeploymentWatchResponse) Reset() {
-	*x = DeploymentWatchResponse{}
-	mi := &file_skiff_apps_v1beta1_apps_proto_msgTypes[5]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *DeploymentWatchResponse) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*DeploymentWatchResponse) ProtoMessage() {}
-
-func (x *DeploymentWatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_apps_v1beta1_apps_proto_msgTypes[5]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use DeploymentWatchResponse.ProtoReflect.Descriptor instead.
-func (*DeploymentWatchResponse) Descriptor() ([]byte, []int) {
-	return file_skiff_apps_v1beta1_apps_proto_rawDescGZIP(), []int{5}
-}
-
-func (x *DeploymentWatchResponse) GetEvents() []*DeploymentWatchEvent {
-	if x != nil {
-		return x.Events
-	}
-	return nil
 }
 
 var File_skiff_apps_v1beta1_apps_proto protoreflect.FileDescriptor
@@ -439,13 +274,7 @@ const file_skiff_apps_v1beta1_apps_proto_rawDesc = "" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x125\n" +
 	"\bmetadata\x18\x03 \x01(\v2\x19.skiff.meta.v1.ObjectMetaR\bmetadata\x126\n" +
 	"\x04spec\x18\x04 \x01(\v2\".skiff.apps.v1beta1.DeploymentSpecR\x04spec\x127\n" +
-	"\x06status\x18\x05 \x01(\v2\x1f.skiff.apps.v1.DeploymentStatusR\x06status\"\xb0\x01\n" +
-	"\x0eDeploymentList\x12\x1f\n" +
-	"\vapi_version\x18\x01 \x01(\tR\n" +
-	"apiVersion\x12\x12\n" +
-	"\x04kind\x18\x02 \x01(\tR\x04kind\x123\n" +
-	"\bmetadata\x18\x03 \x01(\v2\x17.skiff.meta.v1.ListMetaR\bmetadata\x124\n" +
-	"\x05items\x18\x04 \x03(\v2\x1e.skiff.apps.v1beta1.DeploymentR\x05items\"\xb1\x04\n" +
+	"\x06status\x18\x05 \x01(\v2\x1f.skiff.apps.v1.DeploymentStatusR\x06status\"\xb1\x04\n" +
 	"\x0eDeploymentSpec\x12\x1f\n" +
 	"\breplicas\x18\x01 \x01(\x05H\x00R\breplicas\x88\x01\x01\x128\n" +
 	"\bselector\x18\x02 \x01(\v2\x1c.skiff.meta.v1.LabelSelectorR\bselector\x12:\n" +
@@ -461,20 +290,7 @@ const file_skiff_apps_v1beta1_apps_proto_rawDesc = "" +
 	"\x17_revision_history_limitB\x1c\n" +
 	"\x1a_progress_deadline_seconds\",\n" +
 	"\x0eRollbackConfig\x12\x1a\n" +
-	"\brevision\x18\x01 \x01(\x03R\brevision\"b\n" +
-	"\x14DeploymentWatchEvent\x12\x12\n" +
-	"\x04type\x18\x01 \x01(\tR\x04type\x126\n" +
-	"\x06object\x18\x02 \x01(\v2\x1e.skiff.apps.v1beta1.DeploymentR\x06object\"[\n" +
-	"\x17DeploymentWatchResponse\x12@\n" +
-	"\x06events\x18\x01 \x03(\v2(.skiff.apps.v1beta1.DeploymentWatchEventR\x06events2\x97\x04\n" +
-	"\vDeployments\x12H\n" +
-	"\x06Create\x12\x1e.skiff.apps.v1beta1.Deployment\x1a\x1e.skiff.apps.v1beta1.Deployment\x12@\n" +
-	"\x03Get\x12\x19.skiff.meta.v1.GetRequest\x1a\x1e.skiff.apps.v1beta1.Deployment\x12F\n" +
-	"\x04List\x12\x1a.skiff.meta.v1.ListOptions\x1a\".skiff.apps.v1beta1.DeploymentList\x12H\n" +
-	"\x06Update\x12\x1e.skiff.apps.v1beta1.Deployment\x1a\x1e.skiff.apps.v1beta1.Deployment\x12N\n" +
-	"\fUpdateStatus\x12\x1e.skiff.apps.v1beta1.Deployment\x1a\x1e.skiff.apps.v1beta1.Deployment\x12F\n" +
-	"\x06Delete\x12\x1c.skiff.meta.v1.DeleteRequest\x1a\x1e.skiff.apps.v1beta1.Deployment\x12R\n" +
-	"\x05Watch\x12\x1a.skiff.meta.v1.ListOptions\x1a+.skiff.apps.v1beta1.DeploymentWatchResponse0\x01B*Z(skiff.dev/proto/apps/v1beta1;appsv1beta1b\x06proto3"
+	"\brevision\x18\x01 \x01(\x03R\brevisionB*Z(skiff.dev/proto/apps/v1beta1;appsv1beta1b\x06proto3"
 
 var (
 	file_skiff_apps_v1beta1_apps_proto_rawDescOnce sync.Once
@@ -488,55 +304,30 @@ func file_skiff_apps_v1beta1_apps_proto_rawDescGZIP() []byte {
 	return file_skiff_apps_v1beta1_apps_proto_rawDescData
 }
 
-var file_skiff_apps_v1beta1_apps_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_skiff_apps_v1beta1_apps_proto_msgTypes = make([]protoimpl.MessageInfo, 3)
 var file_skiff_apps_v1beta1_apps_proto_goTypes = []any{
-	(*Deployment)(nil),              // 0: skiff.apps.v1beta1.Deployment
-	(*DeploymentList)(nil),          // 1: skiff.apps.v1beta1.DeploymentList
-	(*DeploymentSpec)(nil),          // 2: skiff.apps.v1beta1.DeploymentSpec
-	(*RollbackConfig)(nil),          // 3: skiff.apps.v1beta1.RollbackConfig
-	(*DeploymentWatchEvent)(nil),    // 4: skiff.apps.v1beta1.DeploymentWatchEvent
-	(*DeploymentWatchResponse)(nil), // 5: skiff.apps.v1beta1.DeploymentWatchResponse
-	(*v1.ObjectMeta)(nil),           // 6: skiff.meta.v1.ObjectMeta
-	(*v11.DeploymentStatus)(nil),    // 7: skiff.apps.v1.DeploymentStatus
-	(*v1.ListMeta)(nil),             // 8: skiff.meta.v1.ListMeta
-	(*v1.LabelSelector)(nil),        // 9: skiff.meta.v1.LabelSelector
-	(*v12.PodTemplateSpec)(nil),     // 10: skiff.core.v1.PodTemplateSpec
-	(*v11.DeploymentStrategy)(nil),  // 11: skiff.apps.v1.DeploymentStrategy
-	(*v1.GetRequest)(nil),           // 12: skiff.meta.v1.GetRequest
-	(*v1.ListOptions)(nil),          // 13: skiff.meta.v1.ListOptions
-	(*v1.DeleteRequest)(nil),        // 14: skiff.meta.v1.DeleteRequest
+	(*Deployment)(nil),             // 0: skiff.apps.v1beta1.Deployment
+	(*DeploymentSpec)(nil),         // 1: skiff.apps.v1beta1.DeploymentSpec
+	(*RollbackConfig)(nil),         // 2: skiff.apps.v1beta1.RollbackConfig
+	(*v1.ObjectMeta)(nil),          // 3: skiff.meta.v1.ObjectMeta
+	(*v11.DeploymentStatus)(nil),   // 4: skiff.apps.v1.DeploymentStatus
+	(*v1.LabelSelector)(nil),       // 5: skiff.meta.v1.LabelSelector
+	(*v12.PodTemplateSpec)(nil),    // 6: skiff.core.v1.PodTemplateSpec
+	(*v11.DeploymentStrategy)(nil), // 7: skiff.apps.v1.DeploymentStrategy
 }
 var file_skiff_apps_v1beta1_apps_proto_depIdxs = []int32{
-	6,  // 0: skiff.apps.v1beta1.Deployment.metadata:type_name -> skiff.meta.v1.ObjectMeta
-	2,  // 1: skiff.apps.v1beta1.Deployment.spec:type_name -> skiff.apps.v1beta1.DeploymentSpec
-	7,  // 2: skiff.apps.v1beta1.Deployment.status:type_name -> skiff.apps.v1.DeploymentStatus
-	8,  // 3: skiff.apps.v1beta1.DeploymentList.metadata:type_name -> skiff.meta.v1.ListMeta
-	0,  // 4: skiff.apps.v1beta1.DeploymentList.items:type_name -> skiff.apps.v1beta1.Deployment
-	9,  // 5: skiff.apps.v1beta1.DeploymentSpec.selector:type_name -> skiff.meta.v1.LabelSelector
-	10, // 6: skiff.apps.v1beta1.DeploymentSpec.template:type_name -> skiff.core.v1.PodTemplateSpec
-	11, // 7: skiff.apps.v1beta1.DeploymentSpec.strategy:type_name -> skiff.apps.v1.DeploymentStrategy
-	3,  // 8: skiff.apps.v1beta1.DeploymentSpec.rollback_to:type_name -> skiff.apps.v1beta1.RollbackConfig
-	0,  // 9: skiff.apps.v1beta1.DeploymentWatchEvent.object:type_name -> skiff.apps.v1beta1.Deployment
-	4,  // 10: skiff.apps.v1beta1.DeploymentWatchResponse.events:type_name -> skiff.apps.v1beta1.DeploymentWatchEvent
-	0,  // 11: skiff.apps.v1beta1.Deployments.Create:input_type -> skiff.apps.v1beta1.Deployment
-	12, // 12: skiff.apps.v1beta1.Deployments.Get:input_type -> skiff.meta.v1.GetRequest
-	13, // 13: skiff.apps.v1beta1.Deployments.List:input_type -> skiff.meta.v1.ListOptions
-	0,  // 14: skiff.apps.v1beta1.Deployments.Update:input_type -> skiff.apps.v1beta1.Deployment
-	0,  // 15: skiff.apps.v1beta1.Deployments.UpdateStatus:input_type -> skiff.apps.v1beta1.Deployment
-	14, // 16: skiff.apps.v1beta1.Deployments.Delete:input_type -> skiff.meta.v1.DeleteRequest
-	13, // 17: skiff.apps.v1beta1.Deployments.Watch:input_type -> skiff.meta.v1.ListOptions
-	0,  // 18: skiff.apps.v1beta1.Deployments.Create:output_type -> skiff.apps.v1beta1.Deployment
-	0,  // 19: skiff.apps.v1beta1.Deployments.Get:output_type -> skiff.apps.v1beta1.Deployment
-	1,  // 20: skiff.apps.v1beta1.Deployments.List:output_type -> skiff.apps.v1beta1.DeploymentList
-	0,  // 21: skiff.apps.v1beta1.Deployments.Update:output_type -> skiff.apps.v1beta1.Deployment
-	0,  // 22: skiff.apps.v1beta1.Deployments.UpdateStatus:output_type -> skiff.apps.v1beta1.Deployment
-	0,  // 23: skiff.apps.v1beta1.Deployments.Delete:output_type -> skiff.apps.v1beta1.Deployment
-	5,  // 24: skiff.apps.v1beta1.Deployments.Watch:output_type -> skiff.apps.v1beta1.DeploymentWatchResponse
-	18, // [18:25] is the sub-list for method output_type
-	11, // [11:18] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	3, // 0: skiff.apps.v1beta1.Deployment.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	1, // 1: skiff.apps.v1beta1.Deployment.spec:type_name -> skiff.apps.v1beta1.DeploymentSpec
+	4, // 2: skiff.apps.v1beta1.Deployment.status:type_name -> skiff.apps.v1.DeploymentStatus
+	5, // 3: skiff.apps.v1beta1.DeploymentSpec.selector:type_name -> skiff.meta.v1.LabelSelector
+	6, // 4: skiff.apps.v1beta1.DeploymentSpec.template:type_name -> skiff.core.v1.PodTemplateSpec
+	7, // 5: skiff.apps.v1beta1.DeploymentSpec.strategy:type_name -> skiff.apps.v1.DeploymentStrategy
+	2, // 6: skiff.apps.v1beta1.DeploymentSpec.rollback_to:type_name -> skiff.apps.v1beta1.RollbackConfig
+	7, // [7:7] is the sub-list for method output_type
+	7, // [7:7] is the sub-list for method input_type
+	7, // [7:7] is the sub-list for extension type_name
+	7, // [7:7] is the sub-list for extension extendee
+	0, // [0:7] is the sub-list for field type_name
 }
 
 func init() { file_skiff_apps_v1beta1_apps_proto_init() }
@@ -544,16 +335,16 @@ func file_skiff_apps_v1beta1_apps_proto_init() {
 	if File_skiff_apps_v1beta1_apps_proto != nil {
 		return
 	}
-	file_skiff_apps_v1beta1_apps_proto_msgTypes[2].OneofWrappers = []any{}
+	file_skiff_apps_v1beta1_apps_proto_msgTypes[1].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_skiff_apps_v1beta1_apps_proto_rawDesc), len(file_skiff_apps_v1beta1_apps_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   6,
+			NumMessages:   3,
 			NumExtensions: 0,
-			NumServices:   1,
+			NumServices:   0,
 		},
 		GoTypes:           file_skiff_apps_v1beta1_apps_proto_goTypes,
 		DependencyIndexes: file_skiff_apps_v1beta1_apps_proto_depIdxs,

@@ -169,171 +169,6 @@ func (x *LeaseSpec) GetLeaseTransitions() int32 {
 	return 0
 }
 
-type LeaseList struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ApiVersion    string                 `protobuf:"bytes,1,opt,name=api_version,json=apiVersion,proto3" json:"api_version,omitempty"`
-	Kind          string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
-	Metadata      *v1.ListMeta           `protobuf:"bytes,3,opt,name=metadata,proto3" json:"metadata,omitempty"`
-	Items         []*Lease               `protobuf:"bytes,4,rep,name=items,proto3" json:"items,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *LeaseList) Reset() {
-	*x = LeaseList{}
-	mi := &file_skiff_coordination_v1_coordination_proto_msgTypes[2]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *LeaseList) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*LeaseList) ProtoMessage() {}
-
-func (x *LeaseList) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_coordination_v1_coordination_proto_msgTypes[2]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use LeaseList.ProtoReflect.Descriptor instead.
-func (*LeaseList) Descriptor() ([]byte, []int) {
-	return file_skiff_coordination_v1_coordination_proto_rawDescGZIP(), []int{2}
-}
-
-func (x *LeaseList) GetApiVersion() string {
-	if x != nil {
-		return x.ApiVersion
-	}
-	return ""
-}
-
-func (x *LeaseList) GetKind() string {
-	if x != nil {
-		return x.Kind
-	}
-	return ""
-}
-
-func (x *LeaseList) GetMetadata() *v1.ListMeta {
-	if x != nil {
-		return x.Metadata
-	}
-	return nil
-}
-
-func (x *LeaseList) GetItems() []*Lease {
-	if x != nil {
-		return x.Items
-	}
-	return nil
-}
-
-type LeaseWatchEvent struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Type          string                 `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
-	Object        *Lease                 `protobuf:"bytes,2,opt,name=object,proto3" json:"object,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *LeaseWatchEvent) Reset() {
-	*x = LeaseWatchEvent{}
-	mi := &file_skiff_coordination_v1_coordination_proto_msgTypes[3]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *LeaseWatchEvent) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*LeaseWatchEvent) ProtoMessage() {}
-
-func (x *LeaseWatchEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_coordination_v1_coordination_proto_msgTypes[3]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use LeaseWatchEvent.ProtoReflect.Descriptor instead.
-func (*LeaseWatchEvent) Descriptor() ([]byte, []int) {
-	return file_skiff_coordination_v1_coordination_proto_rawDescGZIP(), []int{3}
-}
-
-func (x *LeaseWatchEvent) GetType() string {
-	if x != nil {
-		return x.Type
-	}
-	return ""
-}
-
-func (x *LeaseWatchEvent) GetObject() *Lease {
-	if x != nil {
-		return x.Object
-	}
-	return nil
-}
-
-// LeaseWatchResponse carries one or more events, in revision order.
-type LeaseWatchResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Events        []*LeaseWatchEvent     `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *LeaseWatchResponse) Reset() {
-	*x = LeaseWatchResponse{}
-	mi := &file_skiff_coordination_v1_coordination_proto_msgTypes[4]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *LeaseWatchResponse) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*LeaseWatchResponse) ProtoMessage() {}
-
-func (x *LeaseWatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_coordination_v1_coordination_proto_msgTypes[4]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use LeaseWatchResponse.ProtoReflect.Descriptor instead.
-func (*LeaseWatchResponse) Descriptor() ([]byte, []int) {
-	return file_skiff_coordination_v1_coordination_proto_rawDescGZIP(), []int{4}
-}
-
-func (x *LeaseWatchResponse) GetEvents() []*LeaseWatchEvent {
-	if x != nil {
-		return x.Events
-	}
-	return nil
-}
-
 var File_skiff_coordination_v1_coordination_proto protoreflect.FileDescriptor
 
 const file_skiff_coordination_v1_coordination_proto_rawDesc = "" +
@@ -353,26 +188,7 @@ const file_skiff_coordination_v1_coordination_proto_rawDesc = "" +
 	"renew_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\trenewTime\x120\n" +
 	"\x11lease_transitions\x18\x05 \x01(\x05H\x01R\x10leaseTransitions\x88\x01\x01B\x19\n" +
 	"\x17_lease_duration_secondsB\x14\n" +
-	"\x12_lease_transitions\"\xa9\x01\n" +
-	"\tLeaseList\x12\x1f\n" +
-	"\vapi_version\x18\x01 \x01(\tR\n" +
-	"apiVersion\x12\x12\n" +
-	"\x04kind\x18\x02 \x01(\tR\x04kind\x123\n" +
-	"\bmetadata\x18\x03 \x01(\v2\x17.skiff.meta.v1.ListMetaR\bmetadata\x122\n" +
-	"\x05items\x18\x04 \x03(\v2\x1c.skiff.coordination.v1.LeaseR\x05items\"[\n" +
-	"\x0fLeaseWatchEvent\x12\x12\n" +
-	"\x04type\x18\x01 \x01(\tR\x04type\x124\n" +
-	"\x06object\x18\x02 \x01(\v2\x1c.skiff.coordination.v1.LeaseR\x06object\"T\n" +
-	"\x12LeaseWatchResponse\x12>\n" +
-	"\x06events\x18\x01 \x03(\v2&.skiff.coordination.v1.LeaseWatchEventR\x06events2\xfe\x03\n" +
-	"\x06Leases\x12D\n" +
-	"\x06Create\x12\x1c.skiff.coordination.v1.Lease\x1a\x1c.skiff.coordination.v1.Lease\x12>\n" +
-	"\x03Get\x12\x19.skiff.meta.v1.GetRequest\x1a\x1c.skiff.coordination.v1.Lease\x12D\n" +
-	"\x04List\x12\x1a.skiff.meta.v1.ListOptions\x1a .skiff.coordination.v1.LeaseList\x12D\n" +
-	"\x06Update\x12\x1c.skiff.coordination.v1.Lease\x1a\x1c.skiff.coordination.v1.Lease\x12J\n" +
-	"\fUpdateStatus\x12\x1c.skiff.coordination.v1.Lease\x1a\x1c.skiff.coordination.v1.Lease\x12D\n" +
-	"\x06Delete\x12\x1c.skiff.meta.v1.DeleteRequest\x1a\x1c.skiff.coordination.v1.Lease\x12P\n" +
-	"\x05Watch\x12\x1a.skiff.meta.v1.ListOptions\x1a).skiff.coordination.v1.LeaseWatchResponse0\x01B0Z.skiff.dev/proto/coordination/v1;coordinationv1b\x06proto3"
+	"\x12_lease_transitionsB0Z.skiff.dev/proto/coordination/v1;coordinationv1b\x06proto3"
 
 var (
 	file_skiff_coordination_v1_coordination_proto_rawDescOnce sync.Once
@@ -386,48 +202,23 @@ func file_skiff_coordination_v1_coordination_proto_rawDescGZIP() []byte {
 	return file_skiff_coordination_v1_coordination_proto_rawDescData
 }
 
-var file_skiff_coordination_v1_coordination_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
+var file_skiff_coordination_v1_coordination_proto_msgTypes = make([]protoimpl.MessageInfo, 2)
 var file_skiff_coordination_v1_coordination_proto_goTypes = []any{
 	(*Lease)(nil),                 // 0: skiff.coordination.v1.Lease
 	(*LeaseSpec)(nil),             // 1: skiff.coordination.v1.LeaseSpec
-	(*LeaseList)(nil),             // 2: skiff.coordination.v1.LeaseList
-	(*LeaseWatchEvent)(nil),       // 3: skiff.coordination.v1.LeaseWatchEvent
-	(*LeaseWatchResponse)(nil),    // 4: skiff.coordination.v1.LeaseWatchResponse
-	(*v1.ObjectMeta)(nil),         // 5: skiff.meta.v1.ObjectMeta
-	(*timestamppb.Timestamp)(nil), // 6: google.protobuf.Timestamp
-	(*v1.ListMeta)(nil),           // 7: skiff.meta.v1.ListMeta
-	(*v1.GetRequest)(nil),         // 8: skiff.meta.v1.GetRequest
-	(*v1.ListOptions)(nil),        // 9: skiff.meta.v1.ListOptions
-	(*v1.DeleteRequest)(nil),      // 10: skiff.meta.v1.DeleteRequest
+	(*v1.ObjectMeta)(nil),         // 2: skiff.meta.v1.ObjectMeta
+	(*timestamppb.Timestamp)(nil), // 3: google.protobuf.Timestamp
 }
 var file_skiff_coordination_v1_coordination_proto_depIdxs = []int32{
-	5,  // 0: skiff.coordination.v1.Lease.metadata:type_name -> skiff.meta.v1.ObjectMeta
-	1,  // 1: skiff.coordination.v1.Lease.spec:type_name -> skiff.coordination.v1.LeaseSpec
-	6,  // 2: skiff.coordination.v1.LeaseSpec.acquire_time:type_name -> google.protobuf.Timestamp
-	6,  // 3: skiff.coordination.v1.LeaseSpec.renew_time:type_name -> google.protobuf.Timestamp
-	7,  // 4: skiff.coordination.v1.LeaseList.metadata:type_name -> skiff.meta.v1.ListMeta
-	0,  // 5: skiff.coordination.v1.LeaseList.items:type_name -> skiff.coordination.v1.Lease
-	0,  // 6: skiff.coordination.v1.LeaseWatchEvent.object:type_name -> skiff.coordination.v1.Lease
-	3,  // 7: skiff.coordination.v1.LeaseWatchResponse.events:type_name -> skiff.coordination.v1.LeaseWatchEvent
-	0,  // 8: skiff.coordination.v1.Leases.Create:input_type -> skiff.coordination.v1.Lease
-	8,  // 9: skiff.coordination.v1.Leases.Get:input_type -> skiff.meta.v1.GetRequest
-	9,  // 10: skiff.coordination.v1.Leases.List:input_type -> skiff.meta.v1.ListOptions
-	0,  // 11: skiff.coordination.v1.Leases.Update:input_type -> skiff.coordination.v1.Lease
-	0,  // 12: skiff.coordination.v1.Leases.UpdateStatus:input_type -> skiff.coordination.v1.Lease
-	10, // 13: skiff.coordination.v1.Leases.Delete:input_type -> skiff.meta.v1.DeleteRequest
-	9,  // 14: skiff.coordination.v1.Leases.Watch:input_type -> skiff.meta.v1.ListOptions
-	0,  // 15: skiff.coordination.v1.Leases.Create:output_type -> skiff.coordination.v1.Lease
-	0,  // 16: skiff.coordination.v1.Leases.Get:output_type -> skiff.coordination.v1.Lease
-	2,  // 17: skiff.coordination.v1.Leases.List:output_type -> skiff.coordination.v1.LeaseList
-	0,  // 18: skiff.coordination.v1.Leases.Update:output_type -> skiff.coordination.v1.Lease
-	0,  // 19: skiff.coordination.v1.Leases.UpdateStatus:output_type -> skiff.coordination.v1.Lease
-	0,  // 20: skiff.coordination.v1.Leases.Delete:output_type -> skiff.coordination.v1.Lease
-	4,  // 21: skiff.coordination.v1.Leases.Watch:output_type -> skiff.coordination.v1.LeaseWatchResponse
-	15, // [15:22] is the sub-list for method output_type
-	8,  // [8:15] is the sub-list for method input_type
-	8,  // [8:8] is the sub-list for extension type_name
-	8,  // [8:8] is the sub-list for extension extendee
-	0,  // [0:8] is the sub-list for field type_name
+	2, // 0: skiff.coordination.v1.Lease.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	1, // 1: skiff.coordination.v1.Lease.spec:type_name -> skiff.coordination.v1.LeaseSpec
+	3, // 2: skiff.coordination.v1.LeaseSpec.acquire_time:type_name -> google.protobuf.Timestamp
+	3, // 3: skiff.coordination.v1.LeaseSpec.renew_time:type_name -> google.protobuf.Timestamp
+	4, // [4:4] is the sub-list for method output_type
+	4, // [4:4] is the sub-list for method input_type
+	4, // [4:4] is the sub-list for extension type_name
+	4, // [4:4] is the sub-list for extension extendee
+	0, // [0:4] is the sub-list for field type_name
 }
 
 func init() { file_skiff_coordination_v1_coordination_proto_init() }
@@ -442,9 +233,9 @@ func file_skiff_coordination_v1_coordination_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_skiff_coordination_v1_coordination_proto_rawDesc), len(file_skiff_coordination_v1_coordination_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   5,
+			NumMessages:   2,
 			NumExtensions: 0,
-			NumServices:   1,
+			NumServices:   0,
 		},
 		GoTypes:           file_skiff_coordination_v1_coordination_proto_goTypes,
 		DependencyIndexes: file_skiff_coordination_v1_coordination_proto_depIdxs,

@@ -202,74 +202,6 @@ func (x *NamespaceStatus) GetConditions() []*v1.Condition {
 	return nil
 }
 
-type NamespaceList struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ApiVersion    string                 `protobuf:"bytes,1,opt,name=api_version,json=apiVersion,proto3" json:"api_version,omitempty"`
-	Kind          string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
-	Metadata      *v1.ListMeta           `protobuf:"bytes,3,opt,name=metadata,proto3" json:"metadata,omitempty"`
-	Items         []*Namespace           `protobuf:"bytes,4,rep,name=items,proto3" json:"items,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *NamespaceList) Reset() {
-	*x = NamespaceList{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[3]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *NamespaceList) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*NamespaceList) ProtoMessage() {}
-
-func (x *NamespaceList) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[3]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use NamespaceList.ProtoReflect.Descriptor instead.
-func (*NamespaceList) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{3}
-}
-
-func (x *NamespaceList) GetApiVersion() string {
-	if x != nil {
-		return x.ApiVersion
-	}
-	return ""
-}
-
-func (x *NamespaceList) GetKind() string {
-	if x != nil {
-		return x.Kind
-	}
-	return ""
-}
-
-func (x *NamespaceList) GetMetadata() *v1.ListMeta {
-	if x != nil {
-		return x.Metadata
-	}
-	return nil
-}
-
-func (x *NamespaceList) GetItems() []*Namespace {
-	if x != nil {
-		return x.Items
-	}
-	return nil
-}
-
 type Pod struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ApiVersion    string                 `protobuf:"bytes,1,opt,name=api_version,json=apiVersion,proto3" json:"api_version,omitempty"`
@@ -283,7 +215,7 @@ type Pod struct {
 
 func (x *Pod) Reset() {
 	*x = Pod{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[4]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -295,7 +227,7 @@ func (x *Pod) String() string {
 func (*Pod) ProtoMessage() {}
 
 func (x *Pod) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[4]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -308,7 +240,7 @@ func (x *Pod) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Pod.ProtoReflect.Descriptor instead.
 func (*Pod) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{4}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Pod) GetApiVersion() string {
@@ -346,74 +278,6 @@ func (x *Pod) GetStatus() *PodStatus {
 	return nil
 }
 
-type PodList struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ApiVersion    string                 `protobuf:"bytes,1,opt,name=api_version,json=apiVersion,proto3" json:"api_version,omitempty"`
-	Kind          string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
-	Metadata      *v1.ListMeta           `protobuf:"bytes,3,opt,name=metadata,proto3" json:"metadata,omitempty"`
-	Items         []*Pod                 `protobuf:"bytes,4,rep,name=items,proto3" json:"items,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *PodList) Reset() {
-	*x = PodList{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[5]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *PodList) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*PodList) ProtoMessage() {}
-
-func (x *PodList) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[5]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use PodList.ProtoReflect.Descriptor instead.
-func (*PodList) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{5}
-}
-
-func (x *PodList) GetApiVersion() string {
-	if x != nil {
-		return x.ApiVersion
-	}
-	return ""
-}
-
-func (x *PodList) GetKind() string {
-	if x != nil {
-		return x.Kind
-	}
-	return ""
-}
-
-func (x *PodList) GetMetadata() *v1.ListMeta {
-	if x != nil {
-		return x.Metadata
-	}
-	return nil
-}
-
-func (x *PodList) GetItems() []*Pod {
-	if x != nil {
-		return x.Items
-	}
-	return nil
-}
-
 // PodTemplateSpec is the pod a workload controller stamps out.
 type PodTemplateSpec struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -425,7 +289,7 @@ type PodTemplateSpec struct {
 
 func (x *PodTemplateSpec) Reset() {
 	*x = PodTemplateSpec{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[6]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -437,7 +301,7 @@ func (x *PodTemplateSpec) String() string {
 func (*PodTemplateSpec) ProtoMessage() {}
 
 func (x *PodTemplateSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[6]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -450,7 +314,7 @@ func (x *PodTemplateSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodTemplateSpec.ProtoReflect.Descriptor instead.
 func (*PodTemplateSpec) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{6}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *PodTemplateSpec) GetMetadata() *v1.ObjectMeta {
@@ -501,7 +365,7 @@ type PodSpec struct {
 
 func (x *PodSpec) Reset() {
 	*x = PodSpec{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[7]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -513,7 +377,7 @@ func (x *PodSpec) String() string {
 func (*PodSpec) ProtoMessage() {}
 
 func (x *PodSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[7]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -526,7 +390,7 @@ func (x *PodSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodSpec.ProtoReflect.Descriptor instead.
 func (*PodSpec) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{7}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *PodSpec) GetVolumes() []*Volume {
@@ -699,7 +563,7 @@ type LocalObjectReference struct {
 
 func (x *LocalObjectReference) Reset() {
 	*x = LocalObjectReference{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[8]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -711,7 +575,7 @@ func (x *LocalObjectReference) String() string {
 func (*LocalObjectReference) ProtoMessage() {}
 
 func (x *LocalObjectReference) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[8]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -724,7 +588,7 @@ func (x *LocalObjectReference) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LocalObjectReference.ProtoReflect.Descriptor instead.
 func (*LocalObjectReference) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{8}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *LocalObjectReference) GetName() string {
@@ -746,7 +610,7 @@ type PodSecurityContext struct {
 
 func (x *PodSecurityContext) Reset() {
 	*x = PodSecurityContext{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[9]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -758,7 +622,7 @@ func (x *PodSecurityContext) String() string {
 func (*PodSecurityContext) ProtoMessage() {}
 
 func (x *PodSecurityContext) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[9]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -771,7 +635,7 @@ func (x *PodSecurityContext) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodSecurityContext.ProtoReflect.Descriptor instead.
 func (*PodSecurityContext) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{9}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *PodSecurityContext) GetRunAsUser() int64 {
@@ -816,7 +680,7 @@ type SecurityContext struct {
 
 func (x *SecurityContext) Reset() {
 	*x = SecurityContext{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[10]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -828,7 +692,7 @@ func (x *SecurityContext) String() string {
 func (*SecurityContext) ProtoMessage() {}
 
 func (x *SecurityContext) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[10]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -841,7 +705,7 @@ func (x *SecurityContext) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecurityContext.ProtoReflect.Descriptor instead.
 func (*SecurityContext) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{10}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *SecurityContext) GetRunAsUser() int64 {
@@ -914,7 +778,7 @@ type Container struct {
 
 func (x *Container) Reset() {
 	*x = Container{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[11]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -926,7 +790,7 @@ func (x *Container) String() string {
 func (*Container) ProtoMessage() {}
 
 func (x *Container) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[11]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -939,7 +803,7 @@ func (x *Container) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Container.ProtoReflect.Descriptor instead.
 func (*Container) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{11}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Container) GetName() string {
@@ -1089,7 +953,7 @@ type ContainerPort struct {
 
 func (x *ContainerPort) Reset() {
 	*x = ContainerPort{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[12]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1101,7 +965,7 @@ func (x *ContainerPort) String() string {
 func (*ContainerPort) ProtoMessage() {}
 
 func (x *ContainerPort) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[12]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1114,7 +978,7 @@ func (x *ContainerPort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerPort.ProtoReflect.Descriptor instead.
 func (*ContainerPort) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{12}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ContainerPort) GetName() string {
@@ -1163,7 +1027,7 @@ type EnvVar struct {
 
 func (x *EnvVar) Reset() {
 	*x = EnvVar{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[13]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1175,7 +1039,7 @@ func (x *EnvVar) String() string {
 func (*EnvVar) ProtoMessage() {}
 
 func (x *EnvVar) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[13]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1188,7 +1052,7 @@ func (x *EnvVar) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnvVar.ProtoReflect.Descriptor instead.
 func (*EnvVar) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{13}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *EnvVar) GetName() string {
@@ -1223,7 +1087,7 @@ type EnvVarSource struct {
 
 func (x *EnvVarSource) Reset() {
 	*x = EnvVarSource{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[14]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1235,7 +1099,7 @@ func (x *EnvVarSource) String() string {
 func (*EnvVarSource) ProtoMessage() {}
 
 func (x *EnvVarSource) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[14]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1248,7 +1112,7 @@ func (x *EnvVarSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnvVarSource.ProtoReflect.Descriptor instead.
 func (*EnvVarSource) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{14}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *EnvVarSource) GetFieldRef() *ObjectFieldSelector {
@@ -1282,7 +1146,7 @@ type ObjectFieldSelector struct {
 
 func (x *ObjectFieldSelector) Reset() {
 	*x = ObjectFieldSelector{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[15]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1294,7 +1158,7 @@ func (x *ObjectFieldSelector) String() string {
 func (*ObjectFieldSelector) ProtoMessage() {}
 
 func (x *ObjectFieldSelector) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[15]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1307,7 +1171,7 @@ func (x *ObjectFieldSelector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectFieldSelector.ProtoReflect.Descriptor instead.
 func (*ObjectFieldSelector) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{15}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ObjectFieldSelector) GetApiVersion() string {
@@ -1335,7 +1199,7 @@ type ResourceFieldSelector struct {
 
 func (x *ResourceFieldSelector) Reset() {
 	*x = ResourceFieldSelector{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[16]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1347,7 +1211,7 @@ func (x *ResourceFieldSelector) String() string {
 func (*ResourceFieldSelector) ProtoMessage() {}
 
 func (x *ResourceFieldSelector) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[16]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1360,7 +1224,7 @@ func (x *ResourceFieldSelector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceFieldSelector.ProtoReflect.Descriptor instead.
 func (*ResourceFieldSelector) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{16}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ResourceFieldSelector) GetContainerName() string {
@@ -1395,7 +1259,7 @@ type ConfigMapKeySelector struct {
 
 func (x *ConfigMapKeySelector) Reset() {
 	*x = ConfigMapKeySelector{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[17]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1407,7 +1271,7 @@ func (x *ConfigMapKeySelector) String() string {
 func (*ConfigMapKeySelector) ProtoMessage() {}
 
 func (x *ConfigMapKeySelector) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[17]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1420,7 +1284,7 @@ func (x *ConfigMapKeySelector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMapKeySelector.ProtoReflect.Descriptor instead.
 func (*ConfigMapKeySelector) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{17}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ConfigMapKeySelector) GetName() string {
@@ -1454,7 +1318,7 @@ type EnvFromSource struct {
 
 func (x *EnvFromSource) Reset() {
 	*x = EnvFromSource{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[18]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1466,7 +1330,7 @@ func (x *EnvFromSource) String() string {
 func (*EnvFromSource) ProtoMessage() {}
 
 func (x *EnvFromSource) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[18]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1479,7 +1343,7 @@ func (x *EnvFromSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnvFromSource.ProtoReflect.Descriptor instead.
 func (*EnvFromSource) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{18}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *EnvFromSource) GetPrefix() string {
@@ -1506,7 +1370,7 @@ type ConfigMapEnvSource struct {
 
 func (x *ConfigMapEnvSource) Reset() {
 	*x = ConfigMapEnvSource{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[19]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1518,7 +1382,7 @@ func (x *ConfigMapEnvSource) String() string {
 func (*ConfigMapEnvSource) ProtoMessage() {}
 
 func (x *ConfigMapEnvSource) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[19]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1531,7 +1395,7 @@ func (x *ConfigMapEnvSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMapEnvSource.ProtoReflect.Descriptor instead.
 func (*ConfigMapEnvSource) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{19}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ConfigMapEnvSource) GetName() string {
@@ -1559,7 +1423,7 @@ type ResourceRequirements struct {
 
 func (x *ResourceRequirements) Reset() {
 	*x = ResourceRequirements{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[20]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1571,7 +1435,7 @@ func (x *ResourceRequirements) String() string {
 func (*ResourceRequirements) ProtoMessage() {}
 
 func (x *ResourceRequirements) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[20]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1584,7 +1448,7 @@ func (x *ResourceRequirements) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceRequirements.ProtoReflect.Descriptor instead.
 func (*ResourceRequirements) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{20}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ResourceRequirements) GetLimits() map[string]string {
@@ -1613,7 +1477,7 @@ type VolumeMount struct {
 
 func (x *VolumeMount) Reset() {
 	*x = VolumeMount{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[21]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1625,7 +1489,7 @@ func (x *VolumeMount) String() string {
 func (*VolumeMount) ProtoMessage() {}
 
 func (x *VolumeMount) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[21]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1638,7 +1502,7 @@ func (x *VolumeMount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VolumeMount.ProtoReflect.Descriptor instead.
 func (*VolumeMount) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{21}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *VolumeMount) GetName() string {
@@ -1681,7 +1545,7 @@ type Volume struct {
 
 func (x *Volume) Reset() {
 	*x = Volume{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[22]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1693,7 +1557,7 @@ func (x *Volume) String() string {
 func (*Volume) ProtoMessage() {}
 
 func (x *Volume) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[22]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1706,7 +1570,7 @@ func (x *Volume) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Volume.ProtoReflect.Descriptor instead.
 func (*Volume) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{22}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Volume) GetName() string {
@@ -1747,7 +1611,7 @@ type EmptyDirVolumeSource struct {
 
 func (x *EmptyDirVolumeSource) Reset() {
 	*x = EmptyDirVolumeSource{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[23]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1759,7 +1623,7 @@ func (x *EmptyDirVolumeSource) String() string {
 func (*EmptyDirVolumeSource) ProtoMessage() {}
 
 func (x *EmptyDirVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[23]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1772,7 +1636,7 @@ func (x *EmptyDirVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EmptyDirVolumeSource.ProtoReflect.Descriptor instead.
 func (*EmptyDirVolumeSource) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{23}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *EmptyDirVolumeSource) GetMedium() string {
@@ -1799,7 +1663,7 @@ type HostPathVolumeSource struct {
 
 func (x *HostPathVolumeSource) Reset() {
 	*x = HostPathVolumeSource{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[24]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1811,7 +1675,7 @@ func (x *HostPathVolumeSource) String() string {
 func (*HostPathVolumeSource) ProtoMessage() {}
 
 func (x *HostPathVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[24]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1824,7 +1688,7 @@ func (x *HostPathVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostPathVolumeSource.ProtoReflect.Descriptor instead.
 func (*HostPathVolumeSource) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{24}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *HostPathVolumeSource) GetPath() string {
@@ -1853,7 +1717,7 @@ type ConfigMapVolumeSource struct {
 
 func (x *ConfigMapVolumeSource) Reset() {
 	*x = ConfigMapVolumeSource{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[25]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1865,7 +1729,7 @@ func (x *ConfigMapVolumeSource) String() string {
 func (*ConfigMapVolumeSource) ProtoMessage() {}
 
 func (x *ConfigMapVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[25]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1878,7 +1742,7 @@ func (x *ConfigMapVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMapVolumeSource.ProtoReflect.Descriptor instead.
 func (*ConfigMapVolumeSource) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{25}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ConfigMapVolumeSource) GetName() string {
@@ -1920,7 +1784,7 @@ type KeyToPath struct {
 
 func (x *KeyToPath) Reset() {
 	*x = KeyToPath{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[26]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1932,7 +1796,7 @@ func (x *KeyToPath) String() string {
 func (*KeyToPath) ProtoMessage() {}
 
 func (x *KeyToPath) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[26]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1945,7 +1809,7 @@ func (x *KeyToPath) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyToPath.ProtoReflect.Descriptor instead.
 func (*KeyToPath) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{26}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *KeyToPath) GetKey() string {
@@ -1986,7 +1850,7 @@ type Probe struct {
 
 func (x *Probe) Reset() {
 	*x = Probe{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[27]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1998,7 +1862,7 @@ func (x *Probe) String() string {
 func (*Probe) ProtoMessage() {}
 
 func (x *Probe) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[27]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2011,7 +1875,7 @@ func (x *Probe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Probe.ProtoReflect.Descriptor instead.
 func (*Probe) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{27}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Probe) GetExec() *ExecAction {
@@ -2086,7 +1950,7 @@ type ExecAction struct {
 
 func (x *ExecAction) Reset() {
 	*x = ExecAction{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[28]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2098,7 +1962,7 @@ func (x *ExecAction) String() string {
 func (*ExecAction) ProtoMessage() {}
 
 func (x *ExecAction) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[28]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2111,7 +1975,7 @@ func (x *ExecAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecAction.ProtoReflect.Descriptor instead.
 func (*ExecAction) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{28}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ExecAction) GetCommand() []string {
@@ -2135,7 +1999,7 @@ type HTTPGetAction struct {
 
 func (x *HTTPGetAction) Reset() {
 	*x = HTTPGetAction{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[29]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2147,7 +2011,7 @@ func (x *HTTPGetAction) String() string {
 func (*HTTPGetAction) ProtoMessage() {}
 
 func (x *HTTPGetAction) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[29]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2160,7 +2024,7 @@ func (x *HTTPGetAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HTTPGetAction.ProtoReflect.Descriptor instead.
 func (*HTTPGetAction) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{29}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *HTTPGetAction) GetPath() string {
@@ -2208,7 +2072,7 @@ type HTTPHeader struct {
 
 func (x *HTTPHeader) Reset() {
 	*x = HTTPHeader{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[30]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2220,7 +2084,7 @@ func (x *HTTPHeader) String() string {
 func (*HTTPHeader) ProtoMessage() {}
 
 func (x *HTTPHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[30]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2233,7 +2097,7 @@ func (x *HTTPHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HTTPHeader.ProtoReflect.Descriptor instead.
 func (*HTTPHeader) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{30}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *HTTPHeader) GetName() string {
@@ -2260,7 +2124,7 @@ type TCPSocketAction struct {
 
 func (x *TCPSocketAction) Reset() {
 	*x = TCPSocketAction{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[31]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2272,7 +2136,7 @@ func (x *TCPSocketAction) String() string {
 func (*TCPSocketAction) ProtoMessage() {}
 
 func (x *TCPSocketAction) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[31]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2285,7 +2149,7 @@ func (x *TCPSocketAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TCPSocketAction.ProtoReflect.Descriptor instead.
 func (*TCPSocketAction) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{31}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *TCPSocketAction) GetPort() *v1.IntOrString {
@@ -2311,7 +2175,7 @@ type Affinity struct {
 
 func (x *Affinity) Reset() {
 	*x = Affinity{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[32]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2323,7 +2187,7 @@ func (x *Affinity) String() string {
 func (*Affinity) ProtoMessage() {}
 
 func (x *Affinity) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[32]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2336,7 +2200,7 @@ func (x *Affinity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Affinity.ProtoReflect.Descriptor instead.
 func (*Affinity) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{32}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Affinity) GetNodeAffinity() *NodeAffinity {
@@ -2356,7 +2220,7 @@ type NodeAffinity struct {
 
 func (x *NodeAffinity) Reset() {
 	*x = NodeAffinity{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[33]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2368,7 +2232,7 @@ func (x *NodeAffinity) String() string {
 func (*NodeAffinity) ProtoMessage() {}
 
 func (x *NodeAffinity) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[33]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2381,7 +2245,7 @@ func (x *NodeAffinity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeAffinity.ProtoReflect.Descriptor instead.
 func (*NodeAffinity) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{33}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *NodeAffinity) GetRequiredDuringSchedulingIgnoredDuringExecution() *NodeSelector {
@@ -2408,7 +2272,7 @@ type NodeSelector struct {
 
 func (x *NodeSelector) Reset() {
 	*x = NodeSelector{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[34]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2420,7 +2284,7 @@ func (x *NodeSelector) String() string {
 func (*NodeSelector) ProtoMessage() {}
 
 func (x *NodeSelector) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[34]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2433,7 +2297,7 @@ func (x *NodeSelector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeSelector.ProtoReflect.Descriptor instead.
 func (*NodeSelector) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{34}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *NodeSelector) GetNodeSelectorTerms() []*NodeSelectorTerm {
@@ -2454,7 +2318,7 @@ type NodeSelectorTerm struct {
 
 func (x *NodeSelectorTerm) Reset() {
 	*x = NodeSelectorTerm{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[35]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2466,7 +2330,7 @@ func (x *NodeSelectorTerm) String() string {
 func (*NodeSelectorTerm) ProtoMessage() {}
 
 func (x *NodeSelectorTerm) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[35]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2479,7 +2343,7 @@ func (x *NodeSelectorTerm) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeSelectorTerm.ProtoReflect.Descriptor instead.
 func (*NodeSelectorTerm) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{35}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *NodeSelectorTerm) GetMatchExpressions() []*NodeSelectorRequirement {
@@ -2508,7 +2372,7 @@ type NodeSelectorRequirement struct {
 
 func (x *NodeSelectorRequirement) Reset() {
 	*x = NodeSelectorRequirement{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[36]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2520,7 +2384,7 @@ func (x *NodeSelectorRequirement) String() string {
 func (*NodeSelectorRequirement) ProtoMessage() {}
 
 func (x *NodeSelectorRequirement) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[36]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2533,7 +2397,7 @@ func (x *NodeSelectorRequirement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeSelectorRequirement.ProtoReflect.Descriptor instead.
 func (*NodeSelectorRequirement) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{36}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *NodeSelectorRequirement) GetKey() string {
@@ -2567,7 +2431,7 @@ type PreferredSchedulingTerm struct {
 
 func (x *PreferredSchedulingTerm) Reset() {
 	*x = PreferredSchedulingTerm{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[37]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2579,7 +2443,7 @@ func (x *PreferredSchedulingTerm) String() string {
 func (*PreferredSchedulingTerm) ProtoMessage() {}
 
 func (x *PreferredSchedulingTerm) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[37]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2592,7 +2456,7 @@ func (x *PreferredSchedulingTerm) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreferredSchedulingTerm.ProtoReflect.Descriptor instead.
 func (*PreferredSchedulingTerm) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{37}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *PreferredSchedulingTerm) GetWeight() int32 {
@@ -2624,7 +2488,7 @@ type Toleration struct {
 
 func (x *Toleration) Reset() {
 	*x = Toleration{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[38]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2636,7 +2500,7 @@ func (x *Toleration) String() string {
 func (*Toleration) ProtoMessage() {}
 
 func (x *Toleration) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[38]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2649,7 +2513,7 @@ func (x *Toleration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Toleration.ProtoReflect.Descriptor instead.
 func (*Toleration) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{38}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *Toleration) GetKey() string {
@@ -2701,7 +2565,7 @@ type TopologySpreadConstraint struct {
 
 func (x *TopologySpreadConstraint) Reset() {
 	*x = TopologySpreadConstraint{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[39]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2713,7 +2577,7 @@ func (x *TopologySpreadConstraint) String() string {
 func (*TopologySpreadConstraint) ProtoMessage() {}
 
 func (x *TopologySpreadConstraint) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[39]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2726,7 +2590,7 @@ func (x *TopologySpreadConstraint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopologySpreadConstraint.ProtoReflect.Descriptor instead.
 func (*TopologySpreadConstraint) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{39}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *TopologySpreadConstraint) GetMaxSkew() int32 {
@@ -2785,7 +2649,7 @@ type PodStatus struct {
 
 func (x *PodStatus) Reset() {
 	*x = PodStatus{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[40]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2797,7 +2661,7 @@ func (x *PodStatus) String() string {
 func (*PodStatus) ProtoMessage() {}
 
 func (x *PodStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[40]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2810,7 +2674,7 @@ func (x *PodStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodStatus.ProtoReflect.Descriptor instead.
 func (*PodStatus) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{40}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *PodStatus) GetPhase() string {
@@ -2906,7 +2770,7 @@ type PodIP struct {
 
 func (x *PodIP) Reset() {
 	*x = PodIP{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[41]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2918,7 +2782,7 @@ func (x *PodIP) String() string {
 func (*PodIP) ProtoMessage() {}
 
 func (x *PodIP) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[41]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2931,7 +2795,7 @@ func (x *PodIP) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodIP.ProtoReflect.Descriptor instead.
 func (*PodIP) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{41}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *PodIP) GetIp() string {
@@ -2957,7 +2821,7 @@ type PodCondition struct {
 
 func (x *PodCondition) Reset() {
 	*x = PodCondition{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[42]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2969,7 +2833,7 @@ func (x *PodCondition) String() string {
 func (*PodCondition) ProtoMessage() {}
 
 func (x *PodCondition) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[42]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2982,7 +2846,7 @@ func (x *PodCondition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodCondition.ProtoReflect.Descriptor instead.
 func (*PodCondition) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{42}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *PodCondition) GetType() string {
@@ -3044,7 +2908,7 @@ type ContainerStatus struct {
 
 func (x *ContainerStatus) Reset() {
 	*x = ContainerStatus{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[43]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3056,7 +2920,7 @@ func (x *ContainerStatus) String() string {
 func (*ContainerStatus) ProtoMessage() {}
 
 func (x *ContainerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[43]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3069,7 +2933,7 @@ func (x *ContainerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStatus.ProtoReflect.Descriptor instead.
 func (*ContainerStatus) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{43}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ContainerStatus) GetName() string {
@@ -3147,7 +3011,7 @@ type ContainerState struct {
 
 func (x *ContainerState) Reset() {
 	*x = ContainerState{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[44]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3159,7 +3023,7 @@ func (x *ContainerState) String() string {
 func (*ContainerState) ProtoMessage() {}
 
 func (x *ContainerState) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[44]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3172,7 +3036,7 @@ func (x *ContainerState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerState.ProtoReflect.Descriptor instead.
 func (*ContainerState) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{44}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ContainerState) GetWaiting() *ContainerStateWaiting {
@@ -3206,7 +3070,7 @@ type ContainerStateWaiting struct {
 
 func (x *ContainerStateWaiting) Reset() {
 	*x = ContainerStateWaiting{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[45]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3218,7 +3082,7 @@ func (x *ContainerStateWaiting) String() string {
 func (*ContainerStateWaiting) ProtoMessage() {}
 
 func (x *ContainerStateWaiting) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[45]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3231,7 +3095,7 @@ func (x *ContainerStateWaiting) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStateWaiting.ProtoReflect.Descriptor instead.
 func (*ContainerStateWaiting) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{45}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ContainerStateWaiting) GetReason() string {
@@ -3257,7 +3121,7 @@ type ContainerStateRunning struct {
 
 func (x *ContainerStateRunning) Reset() {
 	*x = ContainerStateRunning{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[46]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3269,7 +3133,7 @@ func (x *ContainerStateRunning) String() string {
 func (*ContainerStateRunning) ProtoMessage() {}
 
 func (x *ContainerStateRunning) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[46]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3282,7 +3146,7 @@ func (x *ContainerStateRunning) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStateRunning.ProtoReflect.Descriptor instead.
 func (*ContainerStateRunning) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{46}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ContainerStateRunning) GetStartedAt() *timestamppb.Timestamp {
@@ -3307,7 +3171,7 @@ type ContainerStateTerminated struct {
 
 func (x *ContainerStateTerminated) Reset() {
 	*x = ContainerStateTerminated{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[47]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3319,7 +3183,7 @@ func (x *ContainerStateTerminated) String() string {
 func (*ContainerStateTerminated) ProtoMessage() {}
 
 func (x *ContainerStateTerminated) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[47]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3332,7 +3196,7 @@ func (x *ContainerStateTerminated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStateTerminated.ProtoReflect.Descriptor instead.
 func (*ContainerStateTerminated) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{47}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ContainerStateTerminated) GetExitCode() int32 {
@@ -3399,7 +3263,7 @@ type Binding struct {
 
 func (x *Binding) Reset() {
 	*x = Binding{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[48]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3411,7 +3275,7 @@ func (x *Binding) String() string {
 func (*Binding) ProtoMessage() {}
 
 func (x *Binding) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[48]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3424,7 +3288,7 @@ func (x *Binding) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Binding.ProtoReflect.Descriptor instead.
 func (*Binding) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{48}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *Binding) GetApiVersion() string {
@@ -3470,7 +3334,7 @@ type ObjectReference struct {
 
 func (x *ObjectReference) Reset() {
 	*x = ObjectReference{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[49]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3482,7 +3346,7 @@ func (x *ObjectReference) String() string {
 func (*ObjectReference) ProtoMessage() {}
 
 func (x *ObjectReference) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[49]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3495,7 +3359,7 @@ func (x *ObjectReference) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectReference.ProtoReflect.Descriptor instead.
 func (*ObjectReference) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{49}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ObjectReference) GetKind() string {
@@ -3560,7 +3424,7 @@ type Node struct {
 
 func (x *Node) Reset() {
 	*x = Node{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[50]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3572,7 +3436,7 @@ func (x *Node) String() string {
 func (*Node) ProtoMessage() {}
 
 func (x *Node) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[50]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3585,7 +3449,7 @@ func (x *Node) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Node.ProtoReflect.Descriptor instead.
 func (*Node) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{50}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *Node) GetApiVersion() string {
@@ -3623,74 +3487,6 @@ func (x *Node) GetStatus() *NodeStatus {
 	return nil
 }
 
-type NodeList struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ApiVersion    string                 `protobuf:"bytes,1,opt,name=api_version,json=apiVersion,proto3" json:"api_version,omitempty"`
-	Kind          string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
-	Metadata      *v1.ListMeta           `protobuf:"bytes,3,opt,name=metadata,proto3" json:"metadata,omitempty"`
-	Items         []*Node                `protobuf:"bytes,4,rep,name=items,proto3" json:"items,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *NodeList) Reset() {
-	*x = NodeList{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[51]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *NodeList) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*NodeList) ProtoMessage() {}
-
-func (x *NodeList) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[51]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use NodeList.ProtoReflect.Descriptor instead.
-func (*NodeList) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{51}
-}
-
-func (x *NodeList) GetApiVersion() string {
-	if x != nil {
-		return x.ApiVersion
-	}
-	return ""
-}
-
-func (x *NodeList) GetKind() string {
-	if x != nil {
-		return x.Kind
-	}
-	return ""
-}
-
-func (x *NodeList) GetMetadata() *v1.ListMeta {
-	if x != nil {
-		return x.Metadata
-	}
-	return nil
-}
-
-func (x *NodeList) GetItems() []*Node {
-	if x != nil {
-		return x.Items
-	}
-	return nil
-}
-
 type NodeSpec struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	PodCidr       string                 `protobuf:"bytes,1,opt,name=pod_cidr,json=podCIDR,proto3" json:"pod_cidr,omitempty"`
@@ -3704,7 +3500,7 @@ type NodeSpec struct {
 
 func (x *NodeSpec) Reset() {
 	*x = NodeSpec{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[52]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3716,7 +3512,7 @@ func (x *NodeSpec) String() string {
 func (*NodeSpec) ProtoMessage() {}
 
 func (x *NodeSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[52]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3729,7 +3525,7 @@ func (x *NodeSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeSpec.ProtoReflect.Descriptor instead.
 func (*NodeSpec) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{52}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *NodeSpec) GetPodCidr() string {
@@ -3780,7 +3576,7 @@ type Taint struct {
 
 func (x *Taint) Reset() {
 	*x = Taint{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[53]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3792,7 +3588,7 @@ func (x *Taint) String() string {
 func (*Taint) ProtoMessage() {}
 
 func (x *Taint) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[53]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3805,7 +3601,7 @@ func (x *Taint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Taint.ProtoReflect.Descriptor instead.
 func (*Taint) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{53}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *Taint) GetKey() string {
@@ -3854,7 +3650,7 @@ type NodeStatus struct {
 
 func (x *NodeStatus) Reset() {
 	*x = NodeStatus{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[54]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3866,7 +3662,7 @@ func (x *NodeStatus) String() string {
 func (*NodeStatus) ProtoMessage() {}
 
 func (x *NodeStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[54]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3879,7 +3675,7 @@ func (x *NodeStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeStatus.ProtoReflect.Descriptor instead.
 func (*NodeStatus) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{54}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *NodeStatus) GetCapacity() map[string]string {
@@ -3947,7 +3743,7 @@ type NodeDaemonEndpoints struct {
 
 func (x *NodeDaemonEndpoints) Reset() {
 	*x = NodeDaemonEndpoints{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[55]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3959,7 +3755,7 @@ func (x *NodeDaemonEndpoints) String() string {
 func (*NodeDaemonEndpoints) ProtoMessage() {}
 
 func (x *NodeDaemonEndpoints) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[55]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3972,7 +3768,7 @@ func (x *NodeDaemonEndpoints) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeDaemonEndpoints.ProtoReflect.Descriptor instead.
 func (*NodeDaemonEndpoints) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{55}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *NodeDaemonEndpoints) GetKubeletEndpoint() *DaemonEndpoint {
@@ -3991,7 +3787,7 @@ type DaemonEndpoint struct {
 
 func (x *DaemonEndpoint) Reset() {
 	*x = DaemonEndpoint{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[56]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4003,7 +3799,7 @@ func (x *DaemonEndpoint) String() string {
 func (*DaemonEndpoint) ProtoMessage() {}
 
 func (x *DaemonEndpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[56]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4016,7 +3812,7 @@ func (x *DaemonEndpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DaemonEndpoint.ProtoReflect.Descriptor instead.
 func (*DaemonEndpoint) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{56}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *DaemonEndpoint) GetPort() int32 {
@@ -4050,7 +3846,7 @@ type PodLogOptions struct {
 
 func (x *PodLogOptions) Reset() {
 	*x = PodLogOptions{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[57]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4062,7 +3858,7 @@ func (x *PodLogOptions) String() string {
 func (*PodLogOptions) ProtoMessage() {}
 
 func (x *PodLogOptions) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[57]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4075,7 +3871,7 @@ func (x *PodLogOptions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodLogOptions.ProtoReflect.Descriptor instead.
 func (*PodLogOptions) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{57}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *PodLogOptions) GetNamespace() string {
@@ -4144,7 +3940,7 @@ type LogChunk struct {
 
 func (x *LogChunk) Reset() {
 	*x = LogChunk{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[58]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4156,7 +3952,7 @@ func (x *LogChunk) String() string {
 func (*LogChunk) ProtoMessage() {}
 
 func (x *LogChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[58]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4169,7 +3965,7 @@ func (x *LogChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogChunk.ProtoReflect.Descriptor instead.
 func (*LogChunk) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{58}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *LogChunk) GetData() []byte {
@@ -4194,7 +3990,7 @@ type NodeCondition struct {
 
 func (x *NodeCondition) Reset() {
 	*x = NodeCondition{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[59]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4206,7 +4002,7 @@ func (x *NodeCondition) String() string {
 func (*NodeCondition) ProtoMessage() {}
 
 func (x *NodeCondition) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[59]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4219,7 +4015,7 @@ func (x *NodeCondition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeCondition.ProtoReflect.Descriptor instead.
 func (*NodeCondition) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{59}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *NodeCondition) GetType() string {
@@ -4275,7 +4071,7 @@ type NodeAddress struct {
 
 func (x *NodeAddress) Reset() {
 	*x = NodeAddress{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[60]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4287,7 +4083,7 @@ func (x *NodeAddress) String() string {
 func (*NodeAddress) ProtoMessage() {}
 
 func (x *NodeAddress) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[60]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4300,7 +4096,7 @@ func (x *NodeAddress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeAddress.ProtoReflect.Descriptor instead.
 func (*NodeAddress) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{60}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *NodeAddress) GetType() string {
@@ -4334,7 +4130,7 @@ type NodeSystemInfo struct {
 
 func (x *NodeSystemInfo) Reset() {
 	*x = NodeSystemInfo{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[61]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4346,7 +4142,7 @@ func (x *NodeSystemInfo) String() string {
 func (*NodeSystemInfo) ProtoMessage() {}
 
 func (x *NodeSystemInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[61]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4359,7 +4155,7 @@ func (x *NodeSystemInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeSystemInfo.ProtoReflect.Descriptor instead.
 func (*NodeSystemInfo) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{61}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *NodeSystemInfo) GetMachineId() string {
@@ -4435,7 +4231,7 @@ type ContainerImage struct {
 
 func (x *ContainerImage) Reset() {
 	*x = ContainerImage{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[62]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4447,7 +4243,7 @@ func (x *ContainerImage) String() string {
 func (*ContainerImage) ProtoMessage() {}
 
 func (x *ContainerImage) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[62]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4460,7 +4256,7 @@ func (x *ContainerImage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerImage.ProtoReflect.Descriptor instead.
 func (*ContainerImage) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{62}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *ContainerImage) GetNames() []string {
@@ -4501,7 +4297,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[63]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4513,7 +4309,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[63]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4526,7 +4322,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{63}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *Event) GetApiVersion() string {
@@ -4644,7 +4440,7 @@ type EventSource struct {
 
 func (x *EventSource) Reset() {
 	*x = EventSource{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[64]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4656,7 +4452,7 @@ func (x *EventSource) String() string {
 func (*EventSource) ProtoMessage() {}
 
 func (x *EventSource) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[64]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4669,7 +4465,7 @@ func (x *EventSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventSource.ProtoReflect.Descriptor instead.
 func (*EventSource) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{64}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *EventSource) GetComponent() string {
@@ -4686,74 +4482,6 @@ func (x *EventSource) GetHost() string {
 	return ""
 }
 
-type EventList struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ApiVersion    string                 `protobuf:"bytes,1,opt,name=api_version,json=apiVersion,proto3" json:"api_version,omitempty"`
-	Kind          string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
-	Metadata      *v1.ListMeta           `protobuf:"bytes,3,opt,name=metadata,proto3" json:"metadata,omitempty"`
-	Items         []*Event               `protobuf:"bytes,4,rep,name=items,proto3" json:"items,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *EventList) Reset() {
-	*x = EventList{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[65]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *EventList) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*EventList) ProtoMessage() {}
-
-func (x *EventList) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[65]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use EventList.ProtoReflect.Descriptor instead.
-func (*EventList) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{65}
-}
-
-func (x *EventList) GetApiVersion() string {
-	if x != nil {
-		return x.ApiVersion
-	}
-	return ""
-}
-
-func (x *EventList) GetKind() string {
-	if x != nil {
-		return x.Kind
-	}
-	return ""
-}
-
-func (x *EventList) GetMetadata() *v1.ListMeta {
-	if x != nil {
-		return x.Metadata
-	}
-	return nil
-}
-
-func (x *EventList) GetItems() []*Event {
-	if x != nil {
-		return x.Items
-	}
-	return nil
-}
-
 type ConfigMap struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ApiVersion    string                 `protobuf:"bytes,1,opt,name=api_version,json=apiVersion,proto3" json:"api_version,omitempty"`
@@ -4768,7 +4496,7 @@ type ConfigMap struct {
 
 func (x *ConfigMap) Reset() {
 	*x = ConfigMap{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[66]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4780,7 +4508,7 @@ func (x *ConfigMap) String() string {
 func (*ConfigMap) ProtoMessage() {}
 
 func (x *ConfigMap) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[66]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4793,7 +4521,7 @@ func (x *ConfigMap) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMap.ProtoReflect.Descriptor instead.
 func (*ConfigMap) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{66}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *ConfigMap) GetApiVersion() string {
@@ -4838,74 +4566,6 @@ func (x *ConfigMap) GetImmutable() bool {
 	return false
 }
 
-type ConfigMapList struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ApiVersion    string                 `protobuf:"bytes,1,opt,name=api_version,json=apiVersion,proto3" json:"api_version,omitempty"`
-	Kind          string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
-	Metadata      *v1.ListMeta           `protobuf:"bytes,3,opt,name=metadata,proto3" json:"metadata,omitempty"`
-	Items         []*ConfigMap           `protobuf:"bytes,4,rep,name=items,proto3" json:"items,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *ConfigMapList) Reset() {
-	*x = ConfigMapList{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[67]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *ConfigMapList) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*ConfigMapList) ProtoMessage() {}
-
-func (x *ConfigMapList) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[67]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use ConfigMapList.ProtoReflect.Descriptor instead.
-func (*ConfigMapList) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{67}
-}
-
-func (x *ConfigMapList) GetApiVersion() string {
-	if x != nil {
-		return x.ApiVersion
-	}
-	return ""
-}
-
-func (x *ConfigMapList) GetKind() string {
-	if x != nil {
-		return x.Kind
-	}
-	return ""
-}
-
-func (x *ConfigMapList) GetMetadata() *v1.ListMeta {
-	if x != nil {
-		return x.Metadata
-	}
-	return nil
-}
-
-func (x *ConfigMapList) GetItems() []*ConfigMap {
-	if x != nil {
-		return x.Items
-	}
-	return nil
-}
-
 // ServiceAccount is an identity for processes in pods; the apiserver signs
 // tokens for it (user "system:serviceaccount:<namespace>:<name>").
 type ServiceAccount struct {
@@ -4920,7 +4580,7 @@ type ServiceAccount struct {
 
 func (x *ServiceAccount) Reset() {
 	*x = ServiceAccount{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[68]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4932,7 +4592,7 @@ func (x *ServiceAccount) String() string {
 func (*ServiceAccount) ProtoMessage() {}
 
 func (x *ServiceAccount) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[68]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4945,7 +4605,7 @@ func (x *ServiceAccount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceAccount.ProtoReflect.Descriptor instead.
 func (*ServiceAccount) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{68}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *ServiceAccount) GetApiVersion() string {
@@ -4976,74 +4636,6 @@ func (x *ServiceAccount) GetAutomountServiceAccountToken() bool {
 	return false
 }
 
-type ServiceAccountList struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ApiVersion    string                 `protobuf:"bytes,1,opt,name=api_version,json=apiVersion,proto3" json:"api_version,omitempty"`
-	Kind          string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
-	Metadata      *v1.ListMeta           `protobuf:"bytes,3,opt,name=metadata,proto3" json:"metadata,omitempty"`
-	Items         []*ServiceAccount      `protobuf:"bytes,4,rep,name=items,proto3" json:"items,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *ServiceAccountList) Reset() {
-	*x = ServiceAccountList{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[69]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *ServiceAccountList) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*ServiceAccountList) ProtoMessage() {}
-
-func (x *ServiceAccountList) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[69]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use ServiceAccountList.ProtoReflect.Descriptor instead.
-func (*ServiceAccountList) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{69}
-}
-
-func (x *ServiceAccountList) GetApiVersion() string {
-	if x != nil {
-		return x.ApiVersion
-	}
-	return ""
-}
-
-func (x *ServiceAccountList) GetKind() string {
-	if x != nil {
-		return x.Kind
-	}
-	return ""
-}
-
-func (x *ServiceAccountList) GetMetadata() *v1.ListMeta {
-	if x != nil {
-		return x.Metadata
-	}
-	return nil
-}
-
-func (x *ServiceAccountList) GetItems() []*ServiceAccount {
-	if x != nil {
-		return x.Items
-	}
-	return nil
-}
-
 // LimitRange sets defaults and bounds on the resources of the containers
 // and pods of its namespace (the LimitRanger admission plugin applies it).
 type LimitRange struct {
@@ -5058,7 +4650,7 @@ type LimitRange struct {
 
 func (x *LimitRange) Reset() {
 	*x = LimitRange{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[70]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5070,7 +4662,7 @@ func (x *LimitRange) String() string {
 func (*LimitRange) ProtoMessage() {}
 
 func (x *LimitRange) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[70]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5083,7 +4675,7 @@ func (x *LimitRange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LimitRange.ProtoReflect.Descriptor instead.
 func (*LimitRange) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{70}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *LimitRange) GetApiVersion() string {
@@ -5123,7 +4715,7 @@ type LimitRangeSpec struct {
 
 func (x *LimitRangeSpec) Reset() {
 	*x = LimitRangeSpec{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[71]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5135,7 +4727,7 @@ func (x *LimitRangeSpec) String() string {
 func (*LimitRangeSpec) ProtoMessage() {}
 
 func (x *LimitRangeSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[71]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5148,7 +4740,7 @@ func (x *LimitRangeSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LimitRangeSpec.ProtoReflect.Descriptor instead.
 func (*LimitRangeSpec) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{71}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *LimitRangeSpec) GetLimits() []*LimitRangeItem {
@@ -5175,7 +4767,7 @@ type LimitRangeItem struct {
 
 func (x *LimitRangeItem) Reset() {
 	*x = LimitRangeItem{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[72]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5187,7 +4779,7 @@ func (x *LimitRangeItem) String() string {
 func (*LimitRangeItem) ProtoMessage() {}
 
 func (x *LimitRangeItem) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[72]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5200,7 +4792,7 @@ func (x *LimitRangeItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LimitRangeItem.ProtoReflect.Descriptor instead.
 func (*LimitRangeItem) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{72}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *LimitRangeItem) GetType() string {
@@ -5245,74 +4837,6 @@ func (x *LimitRangeItem) GetMaxLimitRequestRatio() map[string]string {
 	return nil
 }
 
-type LimitRangeList struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ApiVersion    string                 `protobuf:"bytes,1,opt,name=api_version,json=apiVersion,proto3" json:"api_version,omitempty"`
-	Kind          string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
-	Metadata      *v1.ListMeta           `protobuf:"bytes,3,opt,name=metadata,proto3" json:"metadata,omitempty"`
-	Items         []*LimitRange          `protobuf:"bytes,4,rep,name=items,proto3" json:"items,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *LimitRangeList) Reset() {
-	*x = LimitRangeList{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[73]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *LimitRangeList) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*LimitRangeList) ProtoMessage() {}
-
-func (x *LimitRangeList) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[73]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use LimitRangeList.ProtoReflect.Descriptor instead.
-func (*LimitRangeList) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{73}
-}
-
-func (x *LimitRangeList) GetApiVersion() string {
-	if x != nil {
-		return x.ApiVersion
-	}
-	return ""
-}
-
-func (x *LimitRangeList) GetKind() string {
-	if x != nil {
-		return x.Kind
-	}
-	return ""
-}
-
-func (x *LimitRangeList) GetMetadata() *v1.ListMeta {
-	if x != nil {
-		return x.Metadata
-	}
-	return nil
-}
-
-func (x *LimitRangeList) GetItems() []*LimitRange {
-	if x != nil {
-		return x.Items
-	}
-	return nil
-}
-
 // ResourceQuota caps what a namespace may hold: object counts ("pods",
 // "count/deployments.apps", "configmaps"...) and the sum of the pods'
 // requests and limits ("requests.cpu", "limits.memory"...).
@@ -5329,7 +4853,7 @@ type ResourceQuota struct {
 
 func (x *ResourceQuota) Reset() {
 	*x = ResourceQuota{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[74]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5341,7 +4865,7 @@ func (x *ResourceQuota) String() string {
 func (*ResourceQuota) ProtoMessage() {}
 
 func (x *ResourceQuota) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[74]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5354,7 +4878,7 @@ func (x *ResourceQuota) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceQuota.ProtoReflect.Descriptor instead.
 func (*ResourceQuota) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{74}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *ResourceQuota) GetApiVersion() string {
@@ -5401,7 +4925,7 @@ type ResourceQuotaSpec struct {
 
 func (x *ResourceQuotaSpec) Reset() {
 	*x = ResourceQuotaSpec{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[75]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5413,7 +4937,7 @@ func (x *ResourceQuotaSpec) String() string {
 func (*ResourceQuotaSpec) ProtoMessage() {}
 
 func (x *ResourceQuotaSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[75]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5426,7 +4950,7 @@ func (x *ResourceQuotaSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceQuotaSpec.ProtoReflect.Descriptor instead.
 func (*ResourceQuotaSpec) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{75}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *ResourceQuotaSpec) GetHard() map[string]string {
@@ -5446,7 +4970,7 @@ type ResourceQuotaStatus struct {
 
 func (x *ResourceQuotaStatus) Reset() {
 	*x = ResourceQuotaStatus{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[76]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5458,7 +4982,7 @@ func (x *ResourceQuotaStatus) String() string {
 func (*ResourceQuotaStatus) ProtoMessage() {}
 
 func (x *ResourceQuotaStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[76]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5471,7 +4995,7 @@ func (x *ResourceQuotaStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceQuotaStatus.ProtoReflect.Descriptor instead.
 func (*ResourceQuotaStatus) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{76}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *ResourceQuotaStatus) GetHard() map[string]string {
@@ -5484,851 +5008,6 @@ func (x *ResourceQuotaStatus) GetHard() map[string]string {
 func (x *ResourceQuotaStatus) GetUsed() map[string]string {
 	if x != nil {
 		return x.Used
-	}
-	return nil
-}
-
-type ResourceQuotaList struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ApiVersion    string                 `protobuf:"bytes,1,opt,name=api_version,json=apiVersion,proto3" json:"api_version,omitempty"`
-	Kind          string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
-	Metadata      *v1.ListMeta           `protobuf:"bytes,3,opt,name=metadata,proto3" json:"metadata,omitempty"`
-	Items         []*ResourceQuota       `protobuf:"bytes,4,rep,name=items,proto3" json:"items,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *ResourceQuotaList) Reset() {
-	*x = ResourceQuotaList{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[77]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *ResourceQuotaList) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*ResourceQuotaList) ProtoMessage() {}
-
-func (x *ResourceQuotaList) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[77]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use ResourceQuotaList.ProtoReflect.Descriptor instead.
-func (*ResourceQuotaList) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{77}
-}
-
-func (x *ResourceQuotaList) GetApiVersion() string {
-	if x != nil {
-		return x.ApiVersion
-	}
-	return ""
-}
-
-func (x *ResourceQuotaList) GetKind() string {
-	if x != nil {
-		return x.Kind
-	}
-	return ""
-}
-
-func (x *ResourceQuotaList) GetMetadata() *v1.ListMeta {
-	if x != nil {
-		return x.Metadata
-	}
-	return nil
-}
-
-func (x *ResourceQuotaList) GetItems() []*ResourceQuota {
-	if x != nil {
-		return x.Items
-	}
-	return nil
-}
-
-// Each <Kind>WatchEvent has the wire shape of skiff.meta.v1.WatchEvent.
-type NamespaceWatchEvent struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Type          string                 `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
-	Object        *Namespace             `protobuf:"bytes,2,opt,name=object,proto3" json:"object,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *NamespaceWatchEvent) Reset() {
-	*x = NamespaceWatchEvent{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[78]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *NamespaceWatchEvent) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*NamespaceWatchEvent) ProtoMessage() {}
-
-func (x *NamespaceWatchEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[78]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use NamespaceWatchEvent.ProtoReflect.Descriptor instead.
-func (*NamespaceWatchEvent) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{78}
-}
-
-func (x *NamespaceWatchEvent) GetType() string {
-	if x != nil {
-		return x.Type
-	}
-	return ""
-}
-
-func (x *NamespaceWatchEvent) GetObject() *Namespace {
-	if x != nil {
-		return x.Object
-	}
-	return nil
-}
-
-// NamespaceWatchResponse carries one or more events, in revision order.
-type NamespaceWatchResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Events        []*NamespaceWatchEvent `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *NamespaceWatchResponse) Reset() {
-	*x = NamespaceWatchResponse{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[79]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *NamespaceWatchResponse) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*NamespaceWatchResponse) ProtoMessage() {}
-
-func (x *NamespaceWatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[79]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use NamespaceWatchResponse.ProtoReflect.Descriptor instead.
-func (*NamespaceWatchResponse) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{79}
-}
-
-func (x *NamespaceWatchResponse) GetEvents() []*NamespaceWatchEvent {
-	if x != nil {
-		return x.Events
-	}
-	return nil
-}
-
-type PodWatchEvent struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Type          string                 `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
-	Object        *Pod                   `protobuf:"bytes,2,opt,name=object,proto3" json:"object,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *PodWatchEvent) Reset() {
-	*x = PodWatchEvent{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[80]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *PodWatchEvent) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*PodWatchEvent) ProtoMessage() {}
-
-func (x *PodWatchEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[80]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use PodWatchEvent.ProtoReflect.Descriptor instead.
-func (*PodWatchEvent) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{80}
-}
-
-func (x *PodWatchEvent) GetType() string {
-	if x != nil {
-		return x.Type
-	}
-	return ""
-}
-
-func (x *PodWatchEvent) GetObject() *Pod {
-	if x != nil {
-		return x.Object
-	}
-	return nil
-}
-
-// PodWatchResponse carries one or more events, in revision order.
-type PodWatchResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Events        []*PodWatchEvent       `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *PodWatchResponse) Reset() {
-	*x = PodWatchResponse{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[81]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *PodWatchResponse) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*PodWatchResponse) ProtoMessage() {}
-
-func (x *PodWatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[81]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use PodWatchResponse.ProtoReflect.Descriptor instead.
-func (*PodWatchResponse) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{81}
-}
-
-func (x *PodWatchResponse) GetEvents() []*PodWatchEvent {
-	if x != nil {
-		return x.Events
-	}
-	return nil
-}
-
-type NodeWatchEvent struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Type          string                 `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
-	Object        *Node                  `protobuf:"bytes,2,opt,name=object,proto3" json:"object,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *NodeWatchEvent) Reset() {
-	*x = NodeWatchEvent{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[82]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *NodeWatchEvent) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*NodeWatchEvent) ProtoMessage() {}
-
-func (x *NodeWatchEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[82]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use NodeWatchEvent.ProtoReflect.Descriptor instead.
-func (*NodeWatchEvent) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{82}
-}
-
-func (x *NodeWatchEvent) GetType() string {
-	if x != nil {
-		return x.Type
-	}
-	return ""
-}
-
-func (x *NodeWatchEvent) GetObject() *Node {
-	if x != nil {
-		return x.Object
-	}
-	return nil
-}
-
-// NodeWatchResponse carries one or more events, in revision order.
-type NodeWatchResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Events        []*NodeWatchEvent      `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *NodeWatchResponse) Reset() {
-	*x = NodeWatchResponse{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[83]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *NodeWatchResponse) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*NodeWatchResponse) ProtoMessage() {}
-
-func (x *NodeWatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[83]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use NodeWatchResponse.ProtoReflect.Descriptor instead.
-func (*NodeWatchResponse) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{83}
-}
-
-func (x *NodeWatchResponse) GetEvents() []*NodeWatchEvent {
-	if x != nil {
-		return x.Events
-	}
-	return nil
-}
-
-type EventWatchEvent struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Type          string                 `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
-	Object        *Event                 `protobuf:"bytes,2,opt,name=object,proto3" json:"object,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *EventWatchEvent) Reset() {
-	*x = EventWatchEvent{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[84]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *EventWatchEvent) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*EventWatchEvent) ProtoMessage() {}
-
-func (x *EventWatchEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[84]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use EventWatchEvent.ProtoReflect.Descriptor instead.
-func (*EventWatchEvent) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{84}
-}
-
-func (x *EventWatchEvent) GetType() string {
-	if x != nil {
-		return x.Type
-	}
-	return ""
-}
-
-func (x *EventWatchEvent) GetObject() *Event {
-	if x != nil {
-		return x.Object
-	}
-	return nil
-}
-
-// EventWatchResponse carries one or more events, in revision order.
-type EventWatchResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Events        []*EventWatchEvent     `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *EventWatchResponse) Reset() {
-	*x = EventWatchResponse{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[85]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *EventWatchResponse) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*EventWatchResponse) ProtoMessage() {}
-
-func (x *EventWatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[85]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use EventWatchResponse.ProtoReflect.Descriptor instead.
-func (*EventWatchResponse) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{85}
-}
-
-func (x *EventWatchResponse) GetEvents() []*EventWatchEvent {
-	if x != nil {
-		return x.Events
-	}
-	return nil
-}
-
-type ConfigMapWatchEvent struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Type          string                 `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
-	Object        *ConfigMap             `protobuf:"bytes,2,opt,name=object,proto3" json:"object,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *ConfigMapWatchEvent) Reset() {
-	*x = ConfigMapWatchEvent{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[86]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *ConfigMapWatchEvent) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*ConfigMapWatchEvent) ProtoMessage() {}
-
-func (x *ConfigMapWatchEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[86]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use ConfigMapWatchEvent.ProtoReflect.Descriptor instead.
-func (*ConfigMapWatchEvent) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{86}
-}
-
-func (x *ConfigMapWatchEvent) GetType() string {
-	if x != nil {
-		return x.Type
-	}
-	return ""
-}
-
-func (x *ConfigMapWatchEvent) GetObject() *ConfigMap {
-	if x != nil {
-		return x.Object
-	}
-	return nil
-}
-
-// ConfigMapWatchResponse carries one or more events, in revision order.
-type ConfigMapWatchResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Events        []*ConfigMapWatchEvent `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *ConfigMapWatchResponse) Reset() {
-	*x = ConfigMapWatchResponse{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[87]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *ConfigMapWatchResponse) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*ConfigMapWatchResponse) ProtoMessage() {}
-
-func (x *ConfigMapWatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[87]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use ConfigMapWatchResponse.ProtoReflect.Descriptor instead.
-func (*ConfigMapWatchResponse) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{87}
-}
-
-func (x *ConfigMapWatchResponse) GetEvents() []*ConfigMapWatchEvent {
-	if x != nil {
-		return x.Events
-	}
-	return nil
-}
-
-type ServiceAccountWatchEvent struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Type          string                 `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
-	Object        *ServiceAccount        `protobuf:"bytes,2,opt,name=object,proto3" json:"object,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *ServiceAccountWatchEvent) Reset() {
-	*x = ServiceAccountWatchEvent{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[88]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *ServiceAccountWatchEvent) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*ServiceAccountWatchEvent) ProtoMessage() {}
-
-func (x *ServiceAccountWatchEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[88]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use ServiceAccountWatchEvent.ProtoReflect.Descriptor instead.
-func (*ServiceAccountWatchEvent) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{88}
-}
-
-func (x *ServiceAccountWatchEvent) GetType() string {
-	if x != nil {
-		return x.Type
-	}
-	return ""
-}
-
-func (x *ServiceAccountWatchEvent) GetObject() *ServiceAccount {
-	if x != nil {
-		return x.Object
-	}
-	return nil
-}
-
-// ServiceAccountWatchResponse carries one or more events, in revision order.
-type ServiceAccountWatchResponse struct {
-	state         protoimpl.MessageState      `protogen:"open.v1"`
-	Events        []*ServiceAccountWatchEvent `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *ServiceAccountWatchResponse) Reset() {
-	*x = ServiceAccountWatchResponse{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[89]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *ServiceAccountWatchResponse) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*ServiceAccountWatchResponse) ProtoMessage() {}
-
-func (x *ServiceAccountWatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[89]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use ServiceAccountWatchResponse.ProtoReflect.Descriptor instead.
-func (*ServiceAccountWatchResponse) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{89}
-}
-
-func (x *ServiceAccountWatchResponse) GetEvents() []*ServiceAccountWatchEvent {
-	if x != nil {
-		return x.Events
-	}
-	return nil
-}
-
-type LimitRangeWatchEvent struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Type          string                 `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
-	Object        *LimitRange            `protobuf:"bytes,2,opt,name=object,proto3" json:"object,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *LimitRangeWatchEvent) Reset() {
-	*x = LimitRangeWatchEvent{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[90]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *LimitRangeWatchEvent) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*LimitRangeWatchEvent) ProtoMessage() {}
-
-func (x *LimitRangeWatchEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[90]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use LimitRangeWatchEvent.ProtoReflect.Descriptor instead.
-func (*LimitRangeWatchEvent) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{90}
-}
-
-func (x *LimitRangeWatchEvent) GetType() string {
-	if x != nil {
-		return x.Type
-	}
-	return ""
-}
-
-func (x *LimitRangeWatchEvent) GetObject() *LimitRange {
-	if x != nil {
-		return x.Object
-	}
-	return nil
-}
-
-// LimitRangeWatchResponse carries one or more events, in revision order.
-type LimitRangeWatchResponse struct {
-	state         protoimpl.MessageState  `protogen:"open.v1"`
-	Events        []*LimitRangeWatchEvent `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *LimitRangeWatchResponse) Reset() {
-	*x = LimitRangeWatchResponse{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[91]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *LimitRangeWatchResponse) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*LimitRangeWatchResponse) ProtoMessage() {}
-
-func (x *LimitRangeWatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[91]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use LimitRangeWatchResponse.ProtoReflect.Descriptor instead.
-func (*LimitRangeWatchResponse) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{91}
-}
-
-func (x *LimitRangeWatchResponse) GetEvents() []*LimitRangeWatchEvent {
-	if x != nil {
-		return x.Events
-	}
-	return nil
-}
-
-type ResourceQuotaWatchEvent struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Type          string                 `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
-	Object        *ResourceQuota         `protobuf:"bytes,2,opt,name=object,proto3" json:"object,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *ResourceQuotaWatchEvent) Reset() {
-	*x = ResourceQuotaWatchEvent{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[92]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *ResourceQuotaWatchEvent) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*ResourceQuotaWatchEvent) ProtoMessage() {}
-
-func (x *ResourceQuotaWatchEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[92]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use ResourceQuotaWatchEvent.ProtoReflect.Descriptor instead.
-func (*ResourceQuotaWatchEvent) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{92}
-}
-
-func (x *ResourceQuotaWatchEvent) GetType() string {
-	if x != nil {
-		return x.Type
-	}
-	return ""
-}
-
-func (x *ResourceQuotaWatchEvent) GetObject() *ResourceQuota {
-	if x != nil {
-		return x.Object
-	}
-	return nil
-}
-
-// ResourceQuotaWatchResponse carries one or more events, in revision order.
-type ResourceQuotaWatchResponse struct {
-	state         protoimpl.MessageState     `protogen:"open.v1"`
-	Events        []*ResourceQuotaWatchEvent `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *ResourceQuotaWatchResponse) Reset() {
-	*x = ResourceQuotaWatchResponse{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[93]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *ResourceQuotaWatchResponse) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*ResourceQuotaWatchResponse) ProtoMessage() {}
-
-func (x *ResourceQuotaWatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[93]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use ResourceQuotaWatchResponse.ProtoReflect.Descriptor instead.
-func (*ResourceQuotaWatchResponse) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{93}
-}
-
-func (x *ResourceQuotaWatchResponse) GetEvents() []*ResourceQuotaWatchEvent {
-	if x != nil {
-		return x.Events
 	}
 	return nil
 }
@@ -6353,26 +5032,14 @@ const file_skiff_core_v1_types_proto_rawDesc = "" +
 	"\x05phase\x18\x01 \x01(\tR\x05phase\x128\n" +
 	"\n" +
 	"conditions\x18\x02 \x03(\v2\x18.skiff.meta.v1.ConditionR\n" +
-	"conditions\"\xa9\x01\n" +
-	"\rNamespaceList\x12\x1f\n" +
-	"\vapi_version\x18\x01 \x01(\tR\n" +
-	"apiVersion\x12\x12\n" +
-	"\x04kind\x18\x02 \x01(\tR\x04kind\x123\n" +
-	"\bmetadata\x18\x03 \x01(\v2\x17.skiff.meta.v1.ListMetaR\bmetadata\x12.\n" +
-	"\x05items\x18\x04 \x03(\v2\x18.skiff.core.v1.NamespaceR\x05items\"\xcf\x01\n" +
+	"conditions\"\xcf\x01\n" +
 	"\x03Pod\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\tR\n" +
 	"apiVersion\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x125\n" +
 	"\bmetadata\x18\x03 \x01(\v2\x19.skiff.meta.v1.ObjectMetaR\bmetadata\x12*\n" +
 	"\x04spec\x18\x04 \x01(\v2\x16.skiff.core.v1.PodSpecR\x04spec\x120\n" +
-	"\x06status\x18\x05 \x01(\v2\x18.skiff.core.v1.PodStatusR\x06status\"\x9d\x01\n" +
-	"\aPodList\x12\x1f\n" +
-	"\vapi_version\x18\x01 \x01(\tR\n" +
-	"apiVersion\x12\x12\n" +
-	"\x04kind\x18\x02 \x01(\tR\x04kind\x123\n" +
-	"\bmetadata\x18\x03 \x01(\v2\x17.skiff.meta.v1.ListMetaR\bmetadata\x12(\n" +
-	"\x05items\x18\x04 \x03(\v2\x12.skiff.core.v1.PodR\x05items\"t\n" +
+	"\x06status\x18\x05 \x01(\v2\x18.skiff.core.v1.PodStatusR\x06status\"t\n" +
 	"\x0fPodTemplateSpec\x125\n" +
 	"\bmetadata\x18\x01 \x01(\v2\x19.skiff.meta.v1.ObjectMetaR\bmetadata\x12*\n" +
 	"\x04spec\x18\x02 \x01(\v2\x16.skiff.core.v1.PodSpecR\x04spec\"\xc6\v\n" +
@@ -6684,13 +5351,7 @@ const file_skiff_core_v1_types_proto_rawDesc = "" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x125\n" +
 	"\bmetadata\x18\x03 \x01(\v2\x19.skiff.meta.v1.ObjectMetaR\bmetadata\x12+\n" +
 	"\x04spec\x18\x04 \x01(\v2\x17.skiff.core.v1.NodeSpecR\x04spec\x121\n" +
-	"\x06status\x18\x05 \x01(\v2\x19.skiff.core.v1.NodeStatusR\x06status\"\x9f\x01\n" +
-	"\bNodeList\x12\x1f\n" +
-	"\vapi_version\x18\x01 \x01(\tR\n" +
-	"apiVersion\x12\x12\n" +
-	"\x04kind\x18\x02 \x01(\tR\x04kind\x123\n" +
-	"\bmetadata\x18\x03 \x01(\v2\x17.skiff.meta.v1.ListMetaR\bmetadata\x12)\n" +
-	"\x05items\x18\x04 \x03(\v2\x13.skiff.core.v1.NodeR\x05items\"\xb7\x01\n" +
+	"\x06status\x18\x05 \x01(\v2\x19.skiff.core.v1.NodeStatusR\x06status\"\xb7\x01\n" +
 	"\bNodeSpec\x12\x19\n" +
 	"\bpod_cidr\x18\x01 \x01(\tR\apodCIDR\x12\x1b\n" +
 	"\tpod_cidrs\x18\x02 \x03(\tR\bpodCIDRs\x12\x1f\n" +
@@ -6789,13 +5450,7 @@ const file_skiff_core_v1_types_proto_rawDesc = "" +
 	"\x12reporting_instance\x18\x0f \x01(\tR\x11reportingInstance\"?\n" +
 	"\vEventSource\x12\x1c\n" +
 	"\tcomponent\x18\x01 \x01(\tR\tcomponent\x12\x12\n" +
-	"\x04host\x18\x02 \x01(\tR\x04host\"\xa1\x01\n" +
-	"\tEventList\x12\x1f\n" +
-	"\vapi_version\x18\x01 \x01(\tR\n" +
-	"apiVersion\x12\x12\n" +
-	"\x04kind\x18\x02 \x01(\tR\x04kind\x123\n" +
-	"\bmetadata\x18\x03 \x01(\v2\x17.skiff.meta.v1.ListMetaR\bmetadata\x12*\n" +
-	"\x05items\x18\x04 \x03(\v2\x14.skiff.core.v1.EventR\x05items\"\xa3\x03\n" +
+	"\x04host\x18\x02 \x01(\tR\x04host\"\xa3\x03\n" +
 	"\tConfigMap\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\tR\n" +
 	"apiVersion\x12\x12\n" +
@@ -6812,26 +5467,14 @@ const file_skiff_core_v1_types_proto_rawDesc = "" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\fR\x05value:\x028\x01B\f\n" +
 	"\n" +
-	"_immutable\"\xa9\x01\n" +
-	"\rConfigMapList\x12\x1f\n" +
-	"\vapi_version\x18\x01 \x01(\tR\n" +
-	"apiVersion\x12\x12\n" +
-	"\x04kind\x18\x02 \x01(\tR\x04kind\x123\n" +
-	"\bmetadata\x18\x03 \x01(\v2\x17.skiff.meta.v1.ListMetaR\bmetadata\x12.\n" +
-	"\x05items\x18\x04 \x03(\v2\x18.skiff.core.v1.ConfigMapR\x05items\"\xec\x01\n" +
+	"_immutable\"\xec\x01\n" +
 	"\x0eServiceAccount\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\tR\n" +
 	"apiVersion\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x125\n" +
 	"\bmetadata\x18\x03 \x01(\v2\x19.skiff.meta.v1.ObjectMetaR\bmetadata\x12J\n" +
 	"\x1fautomount_service_account_token\x18\x04 \x01(\bH\x00R\x1cautomountServiceAccountToken\x88\x01\x01B\"\n" +
-	" _automount_service_account_token\"\xb3\x01\n" +
-	"\x12ServiceAccountList\x12\x1f\n" +
-	"\vapi_version\x18\x01 \x01(\tR\n" +
-	"apiVersion\x12\x12\n" +
-	"\x04kind\x18\x02 \x01(\tR\x04kind\x123\n" +
-	"\bmetadata\x18\x03 \x01(\v2\x17.skiff.meta.v1.ListMetaR\bmetadata\x123\n" +
-	"\x05items\x18\x04 \x03(\v2\x1d.skiff.core.v1.ServiceAccountR\x05items\"\xab\x01\n" +
+	" _automount_service_account_token\"\xab\x01\n" +
 	"\n" +
 	"LimitRange\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\tR\n" +
@@ -6862,13 +5505,7 @@ const file_skiff_core_v1_types_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1aG\n" +
 	"\x19MaxLimitRequestRatioEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xab\x01\n" +
-	"\x0eLimitRangeList\x12\x1f\n" +
-	"\vapi_version\x18\x01 \x01(\tR\n" +
-	"apiVersion\x12\x12\n" +
-	"\x04kind\x18\x02 \x01(\tR\x04kind\x123\n" +
-	"\bmetadata\x18\x03 \x01(\v2\x17.skiff.meta.v1.ListMetaR\bmetadata\x12/\n" +
-	"\x05items\x18\x04 \x03(\v2\x19.skiff.core.v1.LimitRangeR\x05items\"\xed\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xed\x01\n" +
 	"\rResourceQuota\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\tR\n" +
 	"apiVersion\x12\x12\n" +
@@ -6889,53 +5526,7 @@ const file_skiff_core_v1_types_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a7\n" +
 	"\tUsedEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xb1\x01\n" +
-	"\x11ResourceQuotaList\x12\x1f\n" +
-	"\vapi_version\x18\x01 \x01(\tR\n" +
-	"apiVersion\x12\x12\n" +
-	"\x04kind\x18\x02 \x01(\tR\x04kind\x123\n" +
-	"\bmetadata\x18\x03 \x01(\v2\x17.skiff.meta.v1.ListMetaR\bmetadata\x122\n" +
-	"\x05items\x18\x04 \x03(\v2\x1c.skiff.core.v1.ResourceQuotaR\x05items\"[\n" +
-	"\x13NamespaceWatchEvent\x12\x12\n" +
-	"\x04type\x18\x01 \x01(\tR\x04type\x120\n" +
-	"\x06object\x18\x02 \x01(\v2\x18.skiff.core.v1.NamespaceR\x06object\"T\n" +
-	"\x16NamespaceWatchResponse\x12:\n" +
-	"\x06events\x18\x01 \x03(\v2\".skiff.core.v1.NamespaceWatchEventR\x06events\"O\n" +
-	"\rPodWatchEvent\x12\x12\n" +
-	"\x04type\x18\x01 \x01(\tR\x04type\x12*\n" +
-	"\x06object\x18\x02 \x01(\v2\x12.skiff.core.v1.PodR\x06object\"H\n" +
-	"\x10PodWatchResponse\x124\n" +
-	"\x06events\x18\x01 \x03(\v2\x1c.skiff.core.v1.PodWatchEventR\x06events\"Q\n" +
-	"\x0eNodeWatchEvent\x12\x12\n" +
-	"\x04type\x18\x01 \x01(\tR\x04type\x12+\n" +
-	"\x06object\x18\x02 \x01(\v2\x13.skiff.core.v1.NodeR\x06object\"J\n" +
-	"\x11NodeWatchResponse\x125\n" +
-	"\x06events\x18\x01 \x03(\v2\x1d.skiff.core.v1.NodeWatchEventR\x06events\"S\n" +
-	"\x0fEventWatchEvent\x12\x12\n" +
-	"\x04type\x18\x01 \x01(\tR\x04type\x12,\n" +
-	"\x06object\x18\x02 \x01(\v2\x14.skiff.core.v1.EventR\x06object\"L\n" +
-	"\x12EventWatchResponse\x126\n" +
-	"\x06events\x18\x01 \x03(\v2\x1e.skiff.core.v1.EventWatchEventR\x06events\"[\n" +
-	"\x13ConfigMapWatchEvent\x12\x12\n" +
-	"\x04type\x18\x01 \x01(\tR\x04type\x120\n" +
-	"\x06object\x18\x02 \x01(\v2\x18.skiff.core.v1.ConfigMapR\x06object\"T\n" +
-	"\x16ConfigMapWatchResponse\x12:\n" +
-	"\x06events\x18\x01 \x03(\v2\".skiff.core.v1.ConfigMapWatchEventR\x06events\"e\n" +
-	"\x18ServiceAccountWatchEvent\x12\x12\n" +
-	"\x04type\x18\x01 \x01(\tR\x04type\x125\n" +
-	"\x06object\x18\x02 \x01(\v2\x1d.skiff.core.v1.ServiceAccountR\x06object\"^\n" +
-	"\x1bServiceAccountWatchResponse\x12?\n" +
-	"\x06events\x18\x01 \x03(\v2'.skiff.core.v1.ServiceAccountWatchEventR\x06events\"]\n" +
-	"\x14LimitRangeWatchEvent\x12\x12\n" +
-	"\x04type\x18\x01 \x01(\tR\x04type\x121\n" +
-	"\x06object\x18\x02 \x01(\v2\x19.skiff.core.v1.LimitRangeR\x06object\"V\n" +
-	"\x17LimitRangeWatchResponse\x12;\n" +
-	"\x06events\x18\x01 \x03(\v2#.skiff.core.v1.LimitRangeWatchEventR\x06events\"c\n" +
-	"\x17ResourceQuotaWatchEvent\x12\x12\n" +
-	"\x04type\x18\x01 \x01(\tR\x04type\x124\n" +
-	"\x06object\x18\x02 \x01(\v2\x1c.skiff.core.v1.ResourceQuotaR\x06object\"\\\n" +
-	"\x1aResourceQuotaWatchResponse\x12>\n" +
-	"\x06events\x18\x01 \x03(\v2&.skiff.core.v1.ResourceQuotaWatchEventR\x06eventsB Z\x1eskiff.dev/proto/core/v1;corev1b\x06proto3"
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B Z\x1eskiff.dev/proto/core/v1;corev1b\x06proto3"
 
 var (
 	file_skiff_core_v1_types_proto_rawDescOnce sync.Once
@@ -6949,270 +5540,213 @@ func file_skiff_core_v1_types_proto_rawDescGZIP() []byte {
 	return file_skiff_core_v1_types_proto_rawDescData
 }
 
-var file_skiff_core_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 109)
+var file_skiff_core_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 85)
 var file_skiff_core_v1_types_proto_goTypes = []any{
-	(*Namespace)(nil),                   // 0: skiff.core.v1.Namespace
-	(*NamespaceSpec)(nil),               // 1: skiff.core.v1.NamespaceSpec
-	(*NamespaceStatus)(nil),             // 2: skiff.core.v1.NamespaceStatus
-	(*NamespaceList)(nil),               // 3: skiff.core.v1.NamespaceList
-	(*Pod)(nil),                         // 4: skiff.core.v1.Pod
-	(*PodList)(nil),                     // 5: skiff.core.v1.PodList
-	(*PodTemplateSpec)(nil),             // 6: skiff.core.v1.PodTemplateSpec
-	(*PodSpec)(nil),                     // 7: skiff.core.v1.PodSpec
-	(*LocalObjectReference)(nil),        // 8: skiff.core.v1.LocalObjectReference
-	(*PodSecurityContext)(nil),          // 9: skiff.core.v1.PodSecurityContext
-	(*SecurityContext)(nil),             // 10: skiff.core.v1.SecurityContext
-	(*Container)(nil),                   // 11: skiff.core.v1.Container
-	(*ContainerPort)(nil),               // 12: skiff.core.v1.ContainerPort
-	(*EnvVar)(nil),                      // 13: skiff.core.v1.EnvVar
-	(*EnvVarSource)(nil),                // 14: skiff.core.v1.EnvVarSource
-	(*ObjectFieldSelector)(nil),         // 15: skiff.core.v1.ObjectFieldSelector
-	(*ResourceFieldSelector)(nil),       // 16: skiff.core.v1.ResourceFieldSelector
-	(*ConfigMapKeySelector)(nil),        // 17: skiff.core.v1.ConfigMapKeySelector
-	(*EnvFromSource)(nil),               // 18: skiff.core.v1.EnvFromSource
-	(*ConfigMapEnvSource)(nil),          // 19: skiff.core.v1.ConfigMapEnvSource
-	(*ResourceRequirements)(nil),        // 20: skiff.core.v1.ResourceRequirements
-	(*VolumeMount)(nil),                 // 21: skiff.core.v1.VolumeMount
-	(*Volume)(nil),                      // 22: skiff.core.v1.Volume
-	(*EmptyDirVolumeSource)(nil),        // 23: skiff.core.v1.EmptyDirVolumeSource
-	(*HostPathVolumeSource)(nil),        // 24: skiff.core.v1.HostPathVolumeSource
-	(*ConfigMapVolumeSource)(nil),       // 25: skiff.core.v1.ConfigMapVolumeSource
-	(*KeyToPath)(nil),                   // 26: skiff.core.v1.KeyToPath
-	(*Probe)(nil),                       // 27: skiff.core.v1.Probe
-	(*ExecAction)(nil),                  // 28: skiff.core.v1.ExecAction
-	(*HTTPGetAction)(nil),               // 29: skiff.core.v1.HTTPGetAction
-	(*HTTPHeader)(nil),                  // 30: skiff.core.v1.HTTPHeader
-	(*TCPSocketAction)(nil),             // 31: skiff.core.v1.TCPSocketAction
-	(*Affinity)(nil),                    // 32: skiff.core.v1.Affinity
-	(*NodeAffinity)(nil),                // 33: skiff.core.v1.NodeAffinity
-	(*NodeSelector)(nil),                // 34: skiff.core.v1.NodeSelector
-	(*NodeSelectorTerm)(nil),            // 35: skiff.core.v1.NodeSelectorTerm
-	(*NodeSelectorRequirement)(nil),     // 36: skiff.core.v1.NodeSelectorRequirement
-	(*PreferredSchedulingTerm)(nil),     // 37: skiff.core.v1.PreferredSchedulingTerm
-	(*Toleration)(nil),                  // 38: skiff.core.v1.Toleration
-	(*TopologySpreadConstraint)(nil),    // 39: skiff.core.v1.TopologySpreadConstraint
-	(*PodStatus)(nil),                   // 40: skiff.core.v1.PodStatus
-	(*PodIP)(nil),                       // 41: skiff.core.v1.PodIP
-	(*PodCondition)(nil),                // 42: skiff.core.v1.PodCondition
-	(*ContainerStatus)(nil),             // 43: skiff.core.v1.ContainerStatus
-	(*ContainerState)(nil),              // 44: skiff.core.v1.ContainerState
-	(*ContainerStateWaiting)(nil),       // 45: skiff.core.v1.ContainerStateWaiting
-	(*ContainerStateRunning)(nil),       // 46: skiff.core.v1.ContainerStateRunning
-	(*ContainerStateTerminated)(nil),    // 47: skiff.core.v1.ContainerStateTerminated
-	(*Binding)(nil),                     // 48: skiff.core.v1.Binding
-	(*ObjectReference)(nil),             // 49: skiff.core.v1.ObjectReference
-	(*Node)(nil),                        // 50: skiff.core.v1.Node
-	(*NodeList)(nil),                    // 51: skiff.core.v1.NodeList
-	(*NodeSpec)(nil),                    // 52: skiff.core.v1.NodeSpec
-	(*Taint)(nil),                       // 53: skiff.core.v1.Taint
-	(*NodeStatus)(nil),                  // 54: skiff.core.v1.NodeStatus
-	(*NodeDaemonEndpoints)(nil),         // 55: skiff.core.v1.NodeDaemonEndpoints
-	(*DaemonEndpoint)(nil),              // 56: skiff.core.v1.DaemonEndpoint
-	(*PodLogOptions)(nil),               // 57: skiff.core.v1.PodLogOptions
-	(*LogChunk)(nil),                    // 58: skiff.core.v1.LogChunk
-	(*NodeCondition)(nil),               // 59: skiff.core.v1.NodeCondition
-	(*NodeAddress)(nil),                 // 60: skiff.core.v1.NodeAddress
-	(*NodeSystemInfo)(nil),              // 61: skiff.core.v1.NodeSystemInfo
-	(*ContainerImage)(nil),              // 62: skiff.core.v1.ContainerImage
-	(*Event)(nil),                       // 63: skiff.core.v1.Event
-	(*EventSource)(nil),                 // 64: skiff.core.v1.EventSource
-	(*EventList)(nil),                   // 65: skiff.core.v1.EventList
-	(*ConfigMap)(nil),                   // 66: skiff.core.v1.ConfigMap
-	(*ConfigMapList)(nil),               // 67: skiff.core.v1.ConfigMapList
-	(*ServiceAccount)(nil),              // 68: skiff.core.v1.ServiceAccount
-	(*ServiceAccountList)(nil),          // 69: skiff.core.v1.ServiceAccountList
-	(*LimitRange)(nil),                  // 70: skiff.core.v1.LimitRange
-	(*LimitRangeSpec)(nil),              // 71: skiff.core.v1.LimitRangeSpec
-	(*LimitRangeItem)(nil),              // 72: skiff.core.v1.LimitRangeItem
-	(*LimitRangeList)(nil),              // 73: skiff.core.v1.LimitRangeList
-	(*ResourceQuota)(nil),               // 74: skiff.core.v1.ResourceQuota
-	(*ResourceQuotaSpec)(nil),           // 75: skiff.core.v1.ResourceQuotaSpec
-	(*ResourceQuotaStatus)(nil),         // 76: skiff.core.v1.ResourceQuotaStatus
-	(*ResourceQuotaList)(nil),           // 77: skiff.core.v1.ResourceQuotaList
-	(*NamespaceWatchEvent)(nil),         // 78: skiff.core.v1.NamespaceWatchEvent
-	(*NamespaceWatchResponse)(nil),      // 79: skiff.core.v1.NamespaceWatchResponse
-	(*PodWatchEvent)(nil),               // 80: skiff.core.v1.PodWatchEvent
-	(*PodWatchResponse)(nil),            // 81: skiff.core.v1.PodWatchResponse
-	(*NodeWatchEvent)(nil),              // 82: skiff.core.v1.NodeWatchEvent
-	(*NodeWatchResponse)(nil),           // 83: skiff.core.v1.NodeWatchResponse
-	(*EventWatchEvent)(nil),             // 84: skiff.core.v1.EventWatchEvent
-	(*EventWatchResponse)(nil),          // 85: skiff.core.v1.EventWatchResponse
-	(*ConfigMapWatchEvent)(nil),         // 86: skiff.core.v1.ConfigMapWatchEvent
-	(*ConfigMapWatchResponse)(nil),      // 87: skiff.core.v1.ConfigMapWatchResponse
-	(*ServiceAccountWatchEvent)(nil),    // 88: skiff.core.v1.ServiceAccountWatchEvent
-	(*ServiceAccountWatchResponse)(nil), // 89: skiff.core.v1.ServiceAccountWatchResponse
-	(*LimitRangeWatchEvent)(nil),        // 90: skiff.core.v1.LimitRangeWatchEvent
-	(*LimitRangeWatchResponse)(nil),     // 91: skiff.core.v1.LimitRangeWatchResponse
-	(*ResourceQuotaWatchEvent)(nil),     // 92: skiff.core.v1.ResourceQuotaWatchEvent
-	(*ResourceQuotaWatchResponse)(nil),  // 93: skiff.core.v1.ResourceQuotaWatchResponse
-	nil,                                 // 94: skiff.core.v1.PodSpec.NodeSelectorEntry
-	nil,                                 // 95: skiff.core.v1.ResourceRequirements.LimitsEntry
-	nil,                                 // 96: skiff.core.v1.ResourceRequirements.RequestsEntry
-	nil,                                 // 97: skiff.core.v1.NodeStatus.CapacityEntry
-	nil,                                 // 98: skiff.core.v1.NodeStatus.AllocatableEntry
-	nil,                                 // 99: skiff.core.v1.ConfigMap.DataEntry
-	nil,                                 // 100: skiff.core.v1.ConfigMap.BinaryDataEntry
-	nil,                                 // 101: skiff.core.v1.LimitRangeItem.MaxEntry
-	nil,                                 // 102: skiff.core.v1.LimitRangeItem.MinEntry
-	nil,                                 // 103: skiff.core.v1.LimitRangeItem.DefaultEntry
-	nil,                                 // 104: skiff.core.v1.LimitRangeItem.DefaultRequestEntry
-	nil,                                 // 105: skiff.core.v1.LimitRangeItem.MaxLimitRequestRatioEntry
-	nil,                                 // 106: skiff.core.v1.ResourceQuotaSpec.HardEntry
-	nil,                                 // 107: skiff.core.v1.ResourceQuotaStatus.HardEntry
-	nil,                                 // 108: skiff.core.v1.ResourceQuotaStatus.UsedEntry
-	(*v1.ObjectMeta)(nil),               // 109: skiff.meta.v1.ObjectMeta
-	(*v1.Condition)(nil),                // 110: skiff.meta.v1.Condition
-	(*v1.ListMeta)(nil),                 // 111: skiff.meta.v1.ListMeta
-	(*v1.IntOrString)(nil),              // 112: skiff.meta.v1.IntOrString
-	(*v1.LabelSelector)(nil),            // 113: skiff.meta.v1.LabelSelector
-	(*timestamppb.Timestamp)(nil),       // 114: google.protobuf.Timestamp
+	(*Namespace)(nil),                // 0: skiff.core.v1.Namespace
+	(*NamespaceSpec)(nil),            // 1: skiff.core.v1.NamespaceSpec
+	(*NamespaceStatus)(nil),          // 2: skiff.core.v1.NamespaceStatus
+	(*Pod)(nil),                      // 3: skiff.core.v1.Pod
+	(*PodTemplateSpec)(nil),          // 4: skiff.core.v1.PodTemplateSpec
+	(*PodSpec)(nil),                  // 5: skiff.core.v1.PodSpec
+	(*LocalObjectReference)(nil),     // 6: skiff.core.v1.LocalObjectReference
+	(*PodSecurityContext)(nil),       // 7: skiff.core.v1.PodSecurityContext
+	(*SecurityContext)(nil),          // 8: skiff.core.v1.SecurityContext
+	(*Container)(nil),                // 9: skiff.core.v1.Container
+	(*ContainerPort)(nil),            // 10: skiff.core.v1.ContainerPort
+	(*EnvVar)(nil),                   // 11: skiff.core.v1.EnvVar
+	(*EnvVarSource)(nil),             // 12: skiff.core.v1.EnvVarSource
+	(*ObjectFieldSelector)(nil),      // 13: skiff.core.v1.ObjectFieldSelector
+	(*ResourceFieldSelector)(nil),    // 14: skiff.core.v1.ResourceFieldSelector
+	(*ConfigMapKeySelector)(nil),     // 15: skiff.core.v1.ConfigMapKeySelector
+	(*EnvFromSource)(nil),            // 16: skiff.core.v1.EnvFromSource
+	(*ConfigMapEnvSource)(nil),       // 17: skiff.core.v1.ConfigMapEnvSource
+	(*ResourceRequirements)(nil),     // 18: skiff.core.v1.ResourceRequirements
+	(*VolumeMount)(nil),              // 19: skiff.core.v1.VolumeMount
+	(*Volume)(nil),                   // 20: skiff.core.v1.Volume
+	(*EmptyDirVolumeSource)(nil),     // 21: skiff.core.v1.EmptyDirVolumeSource
+	(*HostPathVolumeSource)(nil),     // 22: skiff.core.v1.HostPathVolumeSource
+	(*ConfigMapVolumeSource)(nil),    // 23: skiff.core.v1.ConfigMapVolumeSource
+	(*KeyToPath)(nil),                // 24: skiff.core.v1.KeyToPath
+	(*Probe)(nil),                    // 25: skiff.core.v1.Probe
+	(*ExecAction)(nil),               // 26: skiff.core.v1.ExecAction
+	(*HTTPGetAction)(nil),            // 27: skiff.core.v1.HTTPGetAction
+	(*HTTPHeader)(nil),               // 28: skiff.core.v1.HTTPHeader
+	(*TCPSocketAction)(nil),          // 29: skiff.core.v1.TCPSocketAction
+	(*Affinity)(nil),                 // 30: skiff.core.v1.Affinity
+	(*NodeAffinity)(nil),             // 31: skiff.core.v1.NodeAffinity
+	(*NodeSelector)(nil),             // 32: skiff.core.v1.NodeSelector
+	(*NodeSelectorTerm)(nil),         // 33: skiff.core.v1.NodeSelectorTerm
+	(*NodeSelectorRequirement)(nil),  // 34: skiff.core.v1.NodeSelectorRequirement
+	(*PreferredSchedulingTerm)(nil),  // 35: skiff.core.v1.PreferredSchedulingTerm
+	(*Toleration)(nil),               // 36: skiff.core.v1.Toleration
+	(*TopologySpreadConstraint)(nil), // 37: skiff.core.v1.TopologySpreadConstraint
+	(*PodStatus)(nil),                // 38: skiff.core.v1.PodStatus
+	(*PodIP)(nil),                    // 39: skiff.core.v1.PodIP
+	(*PodCondition)(nil),             // 40: skiff.core.v1.PodCondition
+	(*ContainerStatus)(nil),          // 41: skiff.core.v1.ContainerStatus
+	(*ContainerState)(nil),           // 42: skiff.core.v1.ContainerState
+	(*ContainerStateWaiting)(nil),    // 43: skiff.core.v1.ContainerStateWaiting
+	(*ContainerStateRunning)(nil),    // 44: skiff.core.v1.ContainerStateRunning
+	(*ContainerStateTerminated)(nil), // 45: skiff.core.v1.ContainerStateTerminated
+	(*Binding)(nil),                  // 46: skiff.core.v1.Binding
+	(*ObjectReference)(nil),          // 47: skiff.core.v1.ObjectReference
+	(*Node)(nil),                     // 48: skiff.core.v1.Node
+	(*NodeSpec)(nil),                 // 49: skiff.core.v1.NodeSpec
+	(*Taint)(nil),                    // 50: skiff.core.v1.Taint
+	(*NodeStatus)(nil),               // 51: skiff.core.v1.NodeStatus
+	(*NodeDaemonEndpoints)(nil),      // 52: skiff.core.v1.NodeDaemonEndpoints
+	(*DaemonEndpoint)(nil),           // 53: skiff.core.v1.DaemonEndpoint
+	(*PodLogOptions)(nil),            // 54: skiff.core.v1.PodLogOptions
+	(*LogChunk)(nil),                 // 55: skiff.core.v1.LogChunk
+	(*NodeCondition)(nil),            // 56: skiff.core.v1.NodeCondition
+	(*NodeAddress)(nil),              // 57: skiff.core.v1.NodeAddress
+	(*NodeSystemInfo)(nil),           // 58: skiff.core.v1.NodeSystemInfo
+	(*ContainerImage)(nil),           // 59: skiff.core.v1.ContainerImage
+	(*Event)(nil),                    // 60: skiff.core.v1.Event
+	(*EventSource)(nil),              // 61: skiff.core.v1.EventSource
+	(*ConfigMap)(nil),                // 62: skiff.core.v1.ConfigMap
+	(*ServiceAccount)(nil),           // 63: skiff.core.v1.ServiceAccount
+	(*LimitRange)(nil),               // 64: skiff.core.v1.LimitRange
+	(*LimitRangeSpec)(nil),           // 65: skiff.core.v1.LimitRangeSpec
+	(*LimitRangeItem)(nil),           // 66: skiff.core.v1.LimitRangeItem
+	(*ResourceQuota)(nil),            // 67: skiff.core.v1.ResourceQuota
+	(*ResourceQuotaSpec)(nil),        // 68: skiff.core.v1.ResourceQuotaSpec
+	(*ResourceQuotaStatus)(nil),      // 69: skiff.core.v1.ResourceQuotaStatus
+	nil,                              // 70: skiff.core.v1.PodSpec.NodeSelectorEntry
+	nil,                              // 71: skiff.core.v1.ResourceRequirements.LimitsEntry
+	nil,                              // 72: skiff.core.v1.ResourceRequirements.RequestsEntry
+	nil,                              // 73: skiff.core.v1.NodeStatus.CapacityEntry
+	nil,                              // 74: skiff.core.v1.NodeStatus.AllocatableEntry
+	nil,                              // 75: skiff.core.v1.ConfigMap.DataEntry
+	nil,                              // 76: skiff.core.v1.ConfigMap.BinaryDataEntry
+	nil,                              // 77: skiff.core.v1.LimitRangeItem.MaxEntry
+	nil,                              // 78: skiff.core.v1.LimitRangeItem.MinEntry
+	nil,                              // 79: skiff.core.v1.LimitRangeItem.DefaultEntry
+	nil,                              // 80: skiff.core.v1.LimitRangeItem.DefaultRequestEntry
+	nil,                              // 81: skiff.core.v1.LimitRangeItem.MaxLimitRequestRatioEntry
+	nil,                              // 82: skiff.core.v1.ResourceQuotaSpec.HardEntry
+	nil,                              // 83: skiff.core.v1.ResourceQuotaStatus.HardEntry
+	nil,                              // 84: skiff.core.v1.ResourceQuotaStatus.UsedEntry
+	(*v1.ObjectMeta)(nil),            // 85: skiff.meta.v1.ObjectMeta
+	(*v1.Condition)(nil),             // 86: skiff.meta.v1.Condition
+	(*v1.IntOrString)(nil),           // 87: skiff.meta.v1.IntOrString
+	(*v1.LabelSelector)(nil),         // 88: skiff.meta.v1.LabelSelector
+	(*timestamppb.Timestamp)(nil),    // 89: google.protobuf.Timestamp
 }
 var file_skiff_core_v1_types_proto_depIdxs = []int32{
-	109, // 0: skiff.core.v1.Namespace.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	85,  // 0: skiff.core.v1.Namespace.metadata:type_name -> skiff.meta.v1.ObjectMeta
 	1,   // 1: skiff.core.v1.Namespace.spec:type_name -> skiff.core.v1.NamespaceSpec
 	2,   // 2: skiff.core.v1.Namespace.status:type_name -> skiff.core.v1.NamespaceStatus
-	110, // 3: skiff.core.v1.NamespaceStatus.conditions:type_name -> skiff.meta.v1.Condition
-	111, // 4: skiff.core.v1.NamespaceList.metadata:type_name -> skiff.meta.v1.ListMeta
-	0,   // 5: skiff.core.v1.NamespaceList.items:type_name -> skiff.core.v1.Namespace
-	109, // 6: skiff.core.v1.Pod.metadata:type_name -> skiff.meta.v1.ObjectMeta
-	7,   // 7: skiff.core.v1.Pod.spec:type_name -> skiff.core.v1.PodSpec
-	40,  // 8: skiff.core.v1.Pod.status:type_name -> skiff.core.v1.PodStatus
-	111, // 9: skiff.core.v1.PodList.metadata:type_name -> skiff.meta.v1.ListMeta
-	4,   // 10: skiff.core.v1.PodList.items:type_name -> skiff.core.v1.Pod
-	109, // 11: skiff.core.v1.PodTemplateSpec.metadata:type_name -> skiff.meta.v1.ObjectMeta
-	7,   // 12: skiff.core.v1.PodTemplateSpec.spec:type_name -> skiff.core.v1.PodSpec
-	22,  // 13: skiff.core.v1.PodSpec.volumes:type_name -> skiff.core.v1.Volume
-	11,  // 14: skiff.core.v1.PodSpec.init_containers:type_name -> skiff.core.v1.Container
-	11,  // 15: skiff.core.v1.PodSpec.containers:type_name -> skiff.core.v1.Container
-	94,  // 16: skiff.core.v1.PodSpec.node_selector:type_name -> skiff.core.v1.PodSpec.NodeSelectorEntry
-	32,  // 17: skiff.core.v1.PodSpec.affinity:type_name -> skiff.core.v1.Affinity
-	38,  // 18: skiff.core.v1.PodSpec.tolerations:type_name -> skiff.core.v1.Toleration
-	39,  // 19: skiff.core.v1.PodSpec.topology_spread_constraints:type_name -> skiff.core.v1.TopologySpreadConstraint
-	9,   // 20: skiff.core.v1.PodSpec.security_context:type_name -> skiff.core.v1.PodSecurityContext
-	8,   // 21: skiff.core.v1.PodSpec.image_pull_secrets:type_name -> skiff.core.v1.LocalObjectReference
-	12,  // 22: skiff.core.v1.Container.ports:type_name -> skiff.core.v1.ContainerPort
-	18,  // 23: skiff.core.v1.Container.env_from:type_name -> skiff.core.v1.EnvFromSource
-	13,  // 24: skiff.core.v1.Container.env:type_name -> skiff.core.v1.EnvVar
-	20,  // 25: skiff.core.v1.Container.resources:type_name -> skiff.core.v1.ResourceRequirements
-	21,  // 26: skiff.core.v1.Container.volume_mounts:type_name -> skiff.core.v1.VolumeMount
-	27,  // 27: skiff.core.v1.Container.liveness_probe:type_name -> skiff.core.v1.Probe
-	27,  // 28: skiff.core.v1.Container.readiness_probe:type_name -> skiff.core.v1.Probe
-	27,  // 29: skiff.core.v1.Container.startup_probe:type_name -> skiff.core.v1.Probe
-	10,  // 30: skiff.core.v1.Container.security_context:type_name -> skiff.core.v1.SecurityContext
-	14,  // 31: skiff.core.v1.EnvVar.value_from:type_name -> skiff.core.v1.EnvVarSource
-	15,  // 32: skiff.core.v1.EnvVarSource.field_ref:type_name -> skiff.core.v1.ObjectFieldSelector
-	17,  // 33: skiff.core.v1.EnvVarSource.config_map_key_ref:type_name -> skiff.core.v1.ConfigMapKeySelector
-	16,  // 34: skiff.core.v1.EnvVarSource.resource_field_ref:type_name -> skiff.core.v1.ResourceFieldSelector
-	19,  // 35: skiff.core.v1.EnvFromSource.config_map_ref:type_name -> skiff.core.v1.ConfigMapEnvSource
-	95,  // 36: skiff.core.v1.ResourceRequirements.limits:type_name -> skiff.core.v1.ResourceRequirements.LimitsEntry
-	96,  // 37: skiff.core.v1.ResourceRequirements.requests:type_name -> skiff.core.v1.ResourceRequirements.RequestsEntry
-	23,  // 38: skiff.core.v1.Volume.empty_dir:type_name -> skiff.core.v1.EmptyDirVolumeSource
-	24,  // 39: skiff.core.v1.Volume.host_path:type_name -> skiff.core.v1.HostPathVolumeSource
-	25,  // 40: skiff.core.v1.Volume.config_map:type_name -> skiff.core.v1.ConfigMapVolumeSource
-	26,  // 41: skiff.core.v1.ConfigMapVolumeSource.items:type_name -> skiff.core.v1.KeyToPath
-	28,  // 42: skiff.core.v1.Probe.exec:type_name -> skiff.core.v1.ExecAction
-	29,  // 43: skiff.core.v1.Probe.http_get:type_name -> skiff.core.v1.HTTPGetAction
-	31,  // 44: skiff.core.v1.Probe.tcp_socket:type_name -> skiff.core.v1.TCPSocketAction
-	112, // 45: skiff.core.v1.HTTPGetAction.port:type_name -> skiff.meta.v1.IntOrString
-	30,  // 46: skiff.core.v1.HTTPGetAction.http_headers:type_name -> skiff.core.v1.HTTPHeader
-	112, // 47: skiff.core.v1.TCPSocketAction.port:type_name -> skiff.meta.v1.IntOrString
-	33,  // 48: skiff.core.v1.Affinity.node_affinity:type_name -> skiff.core.v1.NodeAffinity
-	34,  // 49: skiff.core.v1.NodeAffinity.required_during_scheduling_ignored_during_execution:type_name -> skiff.core.v1.NodeSelector
-	37,  // 50: skiff.core.v1.NodeAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> skiff.core.v1.PreferredSchedulingTerm
-	35,  // 51: skiff.core.v1.NodeSelector.node_selector_terms:type_name -> skiff.core.v1.NodeSelectorTerm
-	36,  // 52: skiff.core.v1.NodeSelectorTerm.match_expressions:type_name -> skiff.core.v1.NodeSelectorRequirement
-	36,  // 53: skiff.core.v1.NodeSelectorTerm.match_fields:type_name -> skiff.core.v1.NodeSelectorRequirement
-	35,  // 54: skiff.core.v1.PreferredSchedulingTerm.preference:type_name -> skiff.core.v1.NodeSelectorTerm
-	113, // 55: skiff.core.v1.TopologySpreadConstraint.label_selector:type_name -> skiff.meta.v1.LabelSelector
-	42,  // 56: skiff.core.v1.PodStatus.conditions:type_name -> skiff.core.v1.PodCondition
-	41,  // 57: skiff.core.v1.PodStatus.pod_ips:type_name -> skiff.core.v1.PodIP
-	114, // 58: skiff.core.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
-	43,  // 59: skiff.core.v1.PodStatus.init_container_statuses:type_name -> skiff.core.v1.ContainerStatus
-	43,  // 60: skiff.core.v1.PodStatus.container_statuses:type_name -> skiff.core.v1.ContainerStatus
-	114, // 61: skiff.core.v1.PodCondition.last_probe_time:type_name -> google.protobuf.Timestamp
-	114, // 62: skiff.core.v1.PodCondition.last_transition_time:type_name -> google.protobuf.Timestamp
-	44,  // 63: skiff.core.v1.ContainerStatus.state:type_name -> skiff.core.v1.ContainerState
-	44,  // 64: skiff.core.v1.ContainerStatus.last_state:type_name -> skiff.core.v1.ContainerState
-	45,  // 65: skiff.core.v1.ContainerState.waiting:type_name -> skiff.core.v1.ContainerStateWaiting
-	46,  // 66: skiff.core.v1.ContainerState.running:type_name -> skiff.core.v1.ContainerStateRunning
-	47,  // 67: skiff.core.v1.ContainerState.terminated:type_name -> skiff.core.v1.ContainerStateTerminated
-	114, // 68: skiff.core.v1.ContainerStateRunning.started_at:type_name -> google.protobuf.Timestamp
-	114, // 69: skiff.core.v1.ContainerStateTerminated.started_at:type_name -> google.protobuf.Timestamp
-	114, // 70: skiff.core.v1.ContainerStateTerminated.finished_at:type_name -> google.protobuf.Timestamp
-	109, // 71: skiff.core.v1.Binding.metadata:type_name -> skiff.meta.v1.ObjectMeta
-	49,  // 72: skiff.core.v1.Binding.target:type_name -> skiff.core.v1.ObjectReference
-	109, // 73: skiff.core.v1.Node.metadata:type_name -> skiff.meta.v1.ObjectMeta
-	52,  // 74: skiff.core.v1.Node.spec:type_name -> skiff.core.v1.NodeSpec
-	54,  // 75: skiff.core.v1.Node.status:type_name -> skiff.core.v1.NodeStatus
-	111, // 76: skiff.core.v1.NodeList.metadata:type_name -> skiff.meta.v1.ListMeta
-	50,  // 77: skiff.core.v1.NodeList.items:type_name -> skiff.core.v1.Node
-	53,  // 78: skiff.core.v1.NodeSpec.taints:type_name -> skiff.core.v1.Taint
-	114, // 79: skiff.core.v1.Taint.time_added:type_name -> google.protobuf.Timestamp
-	97,  // 80: skiff.core.v1.NodeStatus.capacity:type_name -> skiff.core.v1.NodeStatus.CapacityEntry
-	98,  // 81: skiff.core.v1.NodeStatus.allocatable:type_name -> skiff.core.v1.NodeStatus.AllocatableEntry
-	59,  // 82: skiff.core.v1.NodeStatus.conditions:type_name -> skiff.core.v1.NodeCondition
-	60,  // 83: skiff.core.v1.NodeStatus.addresses:type_name -> skiff.core.v1.NodeAddress
-	61,  // 84: skiff.core.v1.NodeStatus.node_info:type_name -> skiff.core.v1.NodeSystemInfo
-	62,  // 85: skiff.core.v1.NodeStatus.images:type_name -> skiff.core.v1.ContainerImage
-	55,  // 86: skiff.core.v1.NodeStatus.daemon_endpoints:type_name -> skiff.core.v1.NodeDaemonEndpoints
-	56,  // 87: skiff.core.v1.NodeDaemonEndpoints.kubelet_endpoint:type_name -> skiff.core.v1.DaemonEndpoint
-	114, // 88: skiff.core.v1.NodeCondition.last_heartbeat_time:type_name -> google.protobuf.Timestamp
-	114, // 89: skiff.core.v1.NodeCondition.last_transition_time:type_name -> google.protobuf.Timestamp
-	109, // 90: skiff.core.v1.Event.metadata:type_name -> skiff.meta.v1.ObjectMeta
-	49,  // 91: skiff.core.v1.Event.involved_object:type_name -> skiff.core.v1.ObjectReference
-	64,  // 92: skiff.core.v1.Event.source:type_name -> skiff.core.v1.EventSource
-	114, // 93: skiff.core.v1.Event.first_timestamp:type_name -> google.protobuf.Timestamp
-	114, // 94: skiff.core.v1.Event.last_timestamp:type_name -> google.protobuf.Timestamp
-	114, // 95: skiff.core.v1.Event.event_time:type_name -> google.protobuf.Timestamp
-	111, // 96: skiff.core.v1.EventList.metadata:type_name -> skiff.meta.v1.ListMeta
-	63,  // 97: skiff.core.v1.EventList.items:type_name -> skiff.core.v1.Event
-	109, // 98: skiff.core.v1.ConfigMap.metadata:type_name -> skiff.meta.v1.ObjectMeta
-	99,  // 99: skiff.core.v1.ConfigMap.data:type_name -> skiff.core.v1.ConfigMap.DataEntry
-	100, // 100: skiff.core.v1.ConfigMap.binary_data:type_name -> skiff.core.v1.ConfigMap.BinaryDataEntry
-	111, // 101: skiff.core.v1.ConfigMapList.metadata:type_name -> skiff.meta.v1.ListMeta
-	66,  // 102: skiff.core.v1.ConfigMapList.items:type_name -> skiff.core.v1.ConfigMap
-	109, // 103: skiff.core.v1.ServiceAccount.metadata:type_name -> skiff.meta.v1.ObjectMeta
-	111, // 104: skiff.core.v1.ServiceAccountList.metadata:type_name -> skiff.meta.v1.ListMeta
-	68,  // 105: skiff.core.v1.ServiceAccountList.items:type_name -> skiff.core.v1.ServiceAccount
-	109, // 106: skiff.core.v1.LimitRange.metadata:type_name -> skiff.meta.v1.ObjectMeta
-	71,  // 107: skiff.core.v1.LimitRange.spec:type_name -> skiff.core.v1.LimitRangeSpec
-	72,  // 108: skiff.core.v1.LimitRangeSpec.limits:type_name -> skiff.core.v1.LimitRangeItem
-	101, // 109: skiff.core.v1.LimitRangeItem.max:type_name -> skiff.core.v1.LimitRangeItem.MaxEntry
-	102, // 110: skiff.core.v1.LimitRangeItem.min:type_name -> skiff.core.v1.LimitRangeItem.MinEntry
-	103, // 111: skiff.core.v1.LimitRangeItem.default:type_name -> skiff.core.v1.LimitRangeItem.DefaultEntry
-	104, // 112: skiff.core.v1.LimitRangeItem.default_request:type_name -> skiff.core.v1.LimitRangeItem.DefaultRequestEntry
-	105, // 113: skiff.core.v1.LimitRangeItem.max_limit_request_ratio:type_name -> skiff.core.v1.LimitRangeItem.MaxLimitRequestRatioEntry
-	111, // 114: skiff.core.v1.LimitRangeList.metadata:type_name -> skiff.meta.v1.ListMeta
-	70,  // 115: skiff.core.v1.LimitRangeList.items:type_name -> skiff.core.v1.LimitRange
-	109, // 116: skiff.core.v1.ResourceQuota.metadata:type_name -> skiff.meta.v1.ObjectMeta
-	75,  // 117: skiff.core.v1.ResourceQuota.spec:type_name -> skiff.core.v1.ResourceQuotaSpec
-	76,  // 118: skiff.core.v1.ResourceQuota.status:type_name -> skiff.core.v1.ResourceQuotaStatus
-	106, // 119: skiff.core.v1.ResourceQuotaSpec.hard:type_name -> skiff.core.v1.ResourceQuotaSpec.HardEntry
-	107, // 120: skiff.core.v1.ResourceQuotaStatus.hard:type_name -> skiff.core.v1.ResourceQuotaStatus.HardEntry
-	108, // 121: skiff.core.v1.ResourceQuotaStatus.used:type_name -> skiff.core.v1.ResourceQuotaStatus.UsedEntry
-	111, // 122: skiff.core.v1.ResourceQuotaList.metadata:type_name -> skiff.meta.v1.ListMeta
-	74,  // 123: skiff.core.v1.ResourceQuotaList.items:type_name -> skiff.core.v1.ResourceQuota
-	0,   // 124: skiff.core.v1.NamespaceWatchEvent.object:type_name -> skiff.core.v1.Namespace
-	78,  // 125: skiff.core.v1.NamespaceWatchResponse.events:type_name -> skiff.core.v1.NamespaceWatchEvent
-	4,   // 126: skiff.core.v1.PodWatchEvent.object:type_name -> skiff.core.v1.Pod
-	80,  // 127: skiff.core.v1.PodWatchResponse.events:type_name -> skiff.core.v1.PodWatchEvent
-	50,  // 128: skiff.core.v1.NodeWatchEvent.object:type_name -> skiff.core.v1.Node
-	82,  // 129: skiff.core.v1.NodeWatchResponse.events:type_name -> skiff.core.v1.NodeWatchEvent
-	63,  // 130: skiff.core.v1.EventWatchEvent.object:type_name -> skiff.core.v1.Event
-	84,  // 131: skiff.core.v1.EventWatchResponse.events:type_name -> skiff.core.v1.EventWatchEvent
-	66,  // 132: skiff.core.v1.ConfigMapWatchEvent.object:type_name -> skiff.core.v1.ConfigMap
-	86,  // 133: skiff.core.v1.ConfigMapWatchResponse.events:type_name -> skiff.core.v1.ConfigMapWatchEvent
-	68,  // 134: skiff.core.v1.ServiceAccountWatchEvent.object:type_name -> skiff.core.v1.ServiceAccount
-	88,  // 135: skiff.core.v1.ServiceAccountWatchResponse.events:type_name -> skiff.core.v1.ServiceAccountWatchEvent
-	70,  // 136: skiff.core.v1.LimitRangeWatchEvent.object:type_name -> skiff.core.v1.LimitRange
-	90,  // 137: skiff.core.v1.LimitRangeWatchResponse.events:type_name -> skiff.core.v1.LimitRangeWatchEvent
-	74,  // 138: skiff.core.v1.ResourceQuotaWatchEvent.object:type_name -> skiff.core.v1.ResourceQuota
-	92,  // 139: skiff.core.v1.ResourceQuotaWatchResponse.events:type_name -> skiff.core.v1.ResourceQuotaWatchEvent
-	140, // [140:140] is the sub-list for method output_type
-	140, // [140:140] is the sub-list for method input_type
-	140, // [140:140] is the sub-list for extension type_name
-	140, // [140:140] is the sub-list for extension extendee
-	0,   // [0:140] is the sub-list for field type_name
+	86,  // 3: skiff.core.v1.NamespaceStatus.conditions:type_name -> skiff.meta.v1.Condition
+	85,  // 4: skiff.core.v1.Pod.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	5,   // 5: skiff.core.v1.Pod.spec:type_name -> skiff.core.v1.PodSpec
+	38,  // 6: skiff.core.v1.Pod.status:type_name -> skiff.core.v1.PodStatus
+	85,  // 7: skiff.core.v1.PodTemplateSpec.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	5,   // 8: skiff.core.v1.PodTemplateSpec.spec:type_name -> skiff.core.v1.PodSpec
+	20,  // 9: skiff.core.v1.PodSpec.volumes:type_name -> skiff.core.v1.Volume
+	9,   // 10: skiff.core.v1.PodSpec.init_containers:type_name -> skiff.core.v1.Container
+	9,   // 11: skiff.core.v1.PodSpec.containers:type_name -> skiff.core.v1.Container
+	70,  // 12: skiff.core.v1.PodSpec.node_selector:type_name -> skiff.core.v1.PodSpec.NodeSelectorEntry
+	30,  // 13: skiff.core.v1.PodSpec.affinity:type_name -> skiff.core.v1.Affinity
+	36,  // 14: skiff.core.v1.PodSpec.tolerations:type_name -> skiff.core.v1.Toleration
+	37,  // 15: skiff.core.v1.PodSpec.topology_spread_constraints:type_name -> skiff.core.v1.TopologySpreadConstraint
+	7,   // 16: skiff.core.v1.PodSpec.security_context:type_name -> skiff.core.v1.PodSecurityContext
+	6,   // 17: skiff.core.v1.PodSpec.image_pull_secrets:type_name -> skiff.core.v1.LocalObjectReference
+	10,  // 18: skiff.core.v1.Container.ports:type_name -> skiff.core.v1.ContainerPort
+	16,  // 19: skiff.core.v1.Container.env_from:type_name -> skiff.core.v1.EnvFromSource
+	11,  // 20: skiff.core.v1.Container.env:type_name -> skiff.core.v1.EnvVar
+	18,  // 21: skiff.core.v1.Container.resources:type_name -> skiff.core.v1.ResourceRequirements
+	19,  // 22: skiff.core.v1.Container.volume_mounts:type_name -> skiff.core.v1.VolumeMount
+	25,  // 23: skiff.core.v1.Container.liveness_probe:type_name -> skiff.core.v1.Probe
+	25,  // 24: skiff.core.v1.Container.readiness_probe:type_name -> skiff.core.v1.Probe
+	25,  // 25: skiff.core.v1.Container.startup_probe:type_name -> skiff.core.v1.Probe
+	8,   // 26: skiff.core.v1.Container.security_context:type_name -> skiff.core.v1.SecurityContext
+	12,  // 27: skiff.core.v1.EnvVar.value_from:type_name -> skiff.core.v1.EnvVarSource
+	13,  // 28: skiff.core.v1.EnvVarSource.field_ref:type_name -> skiff.core.v1.ObjectFieldSelector
+	15,  // 29: skiff.core.v1.EnvVarSource.config_map_key_ref:type_name -> skiff.core.v1.ConfigMapKeySelector
+	14,  // 30: skiff.core.v1.EnvVarSource.resource_field_ref:type_name -> skiff.core.v1.ResourceFieldSelector
+	17,  // 31: skiff.core.v1.EnvFromSource.config_map_ref:type_name -> skiff.core.v1.ConfigMapEnvSource
+	71,  // 32: skiff.core.v1.ResourceRequirements.limits:type_name -> skiff.core.v1.ResourceRequirements.LimitsEntry
+	72,  // 33: skiff.core.v1.ResourceRequirements.requests:type_name -> skiff.core.v1.ResourceRequirements.RequestsEntry
+	21,  // 34: skiff.core.v1.Volume.empty_dir:type_name -> skiff.core.v1.EmptyDirVolumeSource
+	22,  // 35: skiff.core.v1.Volume.host_path:type_name -> skiff.core.v1.HostPathVolumeSource
+	23,  // 36: skiff.core.v1.Volume.config_map:type_name -> skiff.core.v1.ConfigMapVolumeSource
+	24,  // 37: skiff.core.v1.ConfigMapVolumeSource.items:type_name -> skiff.core.v1.KeyToPath
+	26,  // 38: skiff.core.v1.Probe.exec:type_name -> skiff.core.v1.ExecAction
+	27,  // 39: skiff.core.v1.Probe.http_get:type_name -> skiff.core.v1.HTTPGetAction
+	29,  // 40: skiff.core.v1.Probe.tcp_socket:type_name -> skiff.core.v1.TCPSocketAction
+	87,  // 41: skiff.core.v1.HTTPGetAction.port:type_name -> skiff.meta.v1.IntOrString
+	28,  // 42: skiff.core.v1.HTTPGetAction.http_headers:type_name -> skiff.core.v1.HTTPHeader
+	87,  // 43: skiff.core.v1.TCPSocketAction.port:type_name -> skiff.meta.v1.IntOrString
+	31,  // 44: skiff.core.v1.Affinity.node_affinity:type_name -> skiff.core.v1.NodeAffinity
+	32,  // 45: skiff.core.v1.NodeAffinity.required_during_scheduling_ignored_during_execution:type_name -> skiff.core.v1.NodeSelector
+	35,  // 46: skiff.core.v1.NodeAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> skiff.core.v1.PreferredSchedulingTerm
+	33,  // 47: skiff.core.v1.NodeSelector.node_selector_terms:type_name -> skiff.core.v1.NodeSelectorTerm
+	34,  // 48: skiff.core.v1.NodeSelectorTerm.match_expressions:type_name -> skiff.core.v1.NodeSelectorRequirement
+	34,  // 49: skiff.core.v1.NodeSelectorTerm.match_fields:type_name -> skiff.core.v1.NodeSelectorRequirement
+	33,  // 50: skiff.core.v1.PreferredSchedulingTerm.preference:type_name -> skiff.core.v1.NodeSelectorTerm
+	88,  // 51: skiff.core.v1.TopologySpreadConstraint.label_selector:type_name -> skiff.meta.v1.LabelSelector
+	40,  // 52: skiff.core.v1.PodStatus.conditions:type_name -> skiff.core.v1.PodCondition
+	39,  // 53: skiff.core.v1.PodStatus.pod_ips:type_name -> skiff.core.v1.PodIP
+	89,  // 54: skiff.core.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
+	41,  // 55: skiff.core.v1.PodStatus.init_container_statuses:type_name -> skiff.core.v1.ContainerStatus
+	41,  // 56: skiff.core.v1.PodStatus.container_statuses:type_name -> skiff.core.v1.ContainerStatus
+	89,  // 57: skiff.core.v1.PodCondition.last_probe_time:type_name -> google.protobuf.Timestamp
+	89,  // 58: skiff.core.v1.PodCondition.last_transition_time:type_name -> google.protobuf.Timestamp
+	42,  // 59: skiff.core.v1.ContainerStatus.state:type_name -> skiff.core.v1.ContainerState
+	42,  // 60: skiff.core.v1.ContainerStatus.last_state:type_name -> skiff.core.v1.ContainerState
+	43,  // 61: skiff.core.v1.ContainerState.waiting:type_name -> skiff.core.v1.ContainerStateWaiting
+	44,  // 62: skiff.core.v1.ContainerState.running:type_name -> skiff.core.v1.ContainerStateRunning
+	45,  // 63: skiff.core.v1.ContainerState.terminated:type_name -> skiff.core.v1.ContainerStateTerminated
+	89,  // 64: skiff.core.v1.ContainerStateRunning.started_at:type_name -> google.protobuf.Timestamp
+	89,  // 65: skiff.core.v1.ContainerStateTerminated.started_at:type_name -> google.protobuf.Timestamp
+	89,  // 66: skiff.core.v1.ContainerStateTerminated.finished_at:type_name -> google.protobuf.Timestamp
+	85,  // 67: skiff.core.v1.Binding.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	47,  // 68: skiff.core.v1.Binding.target:type_name -> skiff.core.v1.ObjectReference
+	85,  // 69: skiff.core.v1.Node.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	49,  // 70: skiff.core.v1.Node.spec:type_name -> skiff.core.v1.NodeSpec
+	51,  // 71: skiff.core.v1.Node.status:type_name -> skiff.core.v1.NodeStatus
+	50,  // 72: skiff.core.v1.NodeSpec.taints:type_name -> skiff.core.v1.Taint
+	89,  // 73: skiff.core.v1.Taint.time_added:type_name -> google.protobuf.Timestamp
+	73,  // 74: skiff.core.v1.NodeStatus.capacity:type_name -> skiff.core.v1.NodeStatus.CapacityEntry
+	74,  // 75: skiff.core.v1.NodeStatus.allocatable:type_name -> skiff.core.v1.NodeStatus.AllocatableEntry
+	56,  // 76: skiff.core.v1.NodeStatus.conditions:type_name -> skiff.core.v1.NodeCondition
+	57,  // 77: skiff.core.v1.NodeStatus.addresses:type_name -> skiff.core.v1.NodeAddress
+	58,  // 78: skiff.core.v1.NodeStatus.node_info:type_name -> skiff.core.v1.NodeSystemInfo
+	59,  // 79: skiff.core.v1.NodeStatus.images:type_name -> skiff.core.v1.ContainerImage
+	52,  // 80: skiff.core.v1.NodeStatus.daemon_endpoints:type_name -> skiff.core.v1.NodeDaemonEndpoints
+	53,  // 81: skiff.core.v1.NodeDaemonEndpoints.kubelet_endpoint:type_name -> skiff.core.v1.DaemonEndpoint
+	89,  // 82: skiff.core.v1.NodeCondition.last_heartbeat_time:type_name -> google.protobuf.Timestamp
+	89,  // 83: skiff.core.v1.NodeCondition.last_transition_time:type_name -> google.protobuf.Timestamp
+	85,  // 84: skiff.core.v1.Event.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	47,  // 85: skiff.core.v1.Event.involved_object:type_name -> skiff.core.v1.ObjectReference
+	61,  // 86: skiff.core.v1.Event.source:type_name -> skiff.core.v1.EventSource
+	89,  // 87: skiff.core.v1.Event.first_timestamp:type_name -> google.protobuf.Timestamp
+	89,  // 88: skiff.core.v1.Event.last_timestamp:type_name -> google.protobuf.Timestamp
+	89,  // 89: skiff.core.v1.Event.event_time:type_name -> google.protobuf.Timestamp
+	85,  // 90: skiff.core.v1.ConfigMap.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	75,  // 91: skiff.core.v1.ConfigMap.data:type_name -> skiff.core.v1.ConfigMap.DataEntry
+	76,  // 92: skiff.core.v1.ConfigMap.binary_data:type_name -> skiff.core.v1.ConfigMap.BinaryDataEntry
+	85,  // 93: skiff.core.v1.ServiceAccount.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	85,  // 94: skiff.core.v1.LimitRange.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	65,  // 95: skiff.core.v1.LimitRange.spec:type_name -> skiff.core.v1.LimitRangeSpec
+	66,  // 96: skiff.core.v1.LimitRangeSpec.limits:type_name -> skiff.core.v1.LimitRangeItem
+	77,  // 97: skiff.core.v1.LimitRangeItem.max:type_name -> skiff.core.v1.LimitRangeItem.MaxEntry
+	78,  // 98: skiff.core.v1.LimitRangeItem.min:type_name -> skiff.core.v1.LimitRangeItem.MinEntry
+	79,  // 99: skiff.core.v1.LimitRangeItem.default:type_name -> skiff.core.v1.LimitRangeItem.DefaultEntry
+	80,  // 100: skiff.core.v1.LimitRangeItem.default_request:type_name -> skiff.core.v1.LimitRangeItem.DefaultRequestEntry
+	81,  // 101: skiff.core.v1.LimitRangeItem.max_limit_request_ratio:type_name -> skiff.core.v1.LimitRangeItem.MaxLimitRequestRatioEntry
+	85,  // 102: skiff.core.v1.ResourceQuota.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	68,  // 103: skiff.core.v1.ResourceQuota.spec:type_name -> skiff.core.v1.ResourceQuotaSpec
+	69,  // 104: skiff.core.v1.ResourceQuota.status:type_name -> skiff.core.v1.ResourceQuotaStatus
+	82,  // 105: skiff.core.v1.ResourceQuotaSpec.hard:type_name -> skiff.core.v1.ResourceQuotaSpec.HardEntry
+	83,  // 106: skiff.core.v1.ResourceQuotaStatus.hard:type_name -> skiff.core.v1.ResourceQuotaStatus.HardEntry
+	84,  // 107: skiff.core.v1.ResourceQuotaStatus.used:type_name -> skiff.core.v1.ResourceQuotaStatus.UsedEntry
+	108, // [108:108] is the sub-list for method output_type
+	108, // [108:108] is the sub-list for method input_type
+	108, // [108:108] is the sub-list for extension type_name
+	108, // [108:108] is the sub-list for extension extendee
+	0,   // [0:108] is the sub-list for field type_name
 }
 
 func init() { file_skiff_core_v1_types_proto_init() }
@@ -7220,27 +5754,27 @@ func file_skiff_core_v1_types_proto_init() {
 	if File_skiff_core_v1_types_proto != nil {
 		return
 	}
+	file_skiff_core_v1_types_proto_msgTypes[5].OneofWrappers = []any{}
 	file_skiff_core_v1_types_proto_msgTypes[7].OneofWrappers = []any{}
-	file_skiff_core_v1_types_proto_msgTypes[9].OneofWrappers = []any{}
-	file_skiff_core_v1_types_proto_msgTypes[10].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[8].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[15].OneofWrappers = []any{}
 	file_skiff_core_v1_types_proto_msgTypes[17].OneofWrappers = []any{}
-	file_skiff_core_v1_types_proto_msgTypes[19].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[23].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[24].OneofWrappers = []any{}
 	file_skiff_core_v1_types_proto_msgTypes[25].OneofWrappers = []any{}
-	file_skiff_core_v1_types_proto_msgTypes[26].OneofWrappers = []any{}
-	file_skiff_core_v1_types_proto_msgTypes[27].OneofWrappers = []any{}
-	file_skiff_core_v1_types_proto_msgTypes[38].OneofWrappers = []any{}
-	file_skiff_core_v1_types_proto_msgTypes[39].OneofWrappers = []any{}
-	file_skiff_core_v1_types_proto_msgTypes[43].OneofWrappers = []any{}
-	file_skiff_core_v1_types_proto_msgTypes[57].OneofWrappers = []any{}
-	file_skiff_core_v1_types_proto_msgTypes[66].OneofWrappers = []any{}
-	file_skiff_core_v1_types_proto_msgTypes[68].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[36].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[37].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[41].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[54].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[62].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[63].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_skiff_core_v1_types_proto_rawDesc), len(file_skiff_core_v1_types_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   109,
+			NumMessages:   85,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -171,6 +171,12 @@ type Server struct {
 	// objects counts what a List of each kind would read (flow control's
 	// work estimate), by API group and resource; written by install only.
 	objects map[groupResource]func(namespace string, upTo int) (int, error)
+	// registries are the storage versions' registries by kinds.Kind.GVK
+	// (*registry.Registry[S]); slots count each one's other served
+	// versions; pods is the Pods server. Written by install only.
+	registries map[string]any
+	slots      map[string]int
+	pods       *podsServer
 
 	tracing *tracing.Tracing // nil: off
 

@@ -3,6 +3,8 @@ package authz
 import (
 	"strings"
 
+	"skiff.dev/internal/kinds"
+	"skiff.dev/internal/kinds/decl"
 	metav1 "skiff.dev/proto/meta/v1"
 	rbacv1 "skiff.dev/proto/rbac/v1"
 	"skiff.dev/services/apiserver/user"
@@ -30,20 +32,11 @@ var bootstrapPolicy = []bootstrapRole{
 	// namespace. Each aggregates the ClusterRoles labelled for it
 	// (rbac.authorization.k8s.io/aggregate-to-<role>: "true"), and view
 	// and edit carry the label for the next one up.
-	{name: "admin", aggregates: "admin",
-		rules: []r{
-			{readWrite, rbacGroup, "roles rolebindings"},
-		}},
-	{name: "edit", aggregates: "edit", aggregateTo: "admin",
-		rules: []r{
-			{write, "core", "pods configmaps serviceaccounts events"},
-			{write, "apps", "deployments deployments/scale replicasets replicasets/scale"},
-		}},
-	{name: "view", aggregates: "view", aggregateTo: "edit",
-		rules: []r{
-			{read, "core", "pods pods/log pods/status configmaps events serviceaccounts limitranges resourcequotas resourcequotas/status namespaces namespaces/status"},
-			{read, "apps", "deployments deployments/scale deployments/status replicasets replicasets/scale replicasets/status"},
-		}},
+	// Which resources each grants is declared with the kinds
+	// (internal/kinds/decl: Roles).
+	{name: "admin", aggregates: "admin", rules: roleRules(decl.Admin, readWrite)},
+	{name: "edit", aggregates: "edit", aggregateTo: "admin", rules: roleRules(decl.Edit, write)},
+	{name: "view", aggregates: "view", aggregateTo: "edit", rules: roleRules(decl.View, read)},
 
 	// The resource metrics API (skiffctl top), as metrics-server's
 	// ClusterRole of the same name: aggregated into view, so into edit
@@ -107,6 +100,21 @@ const (
 	labelBootstrapping   = "kubernetes.io/bootstrapping"
 	labelAggregatePrefix = "rbac.authorization.k8s.io/aggregate-to-"
 )
+
+// roleRules are the rules of a user-facing role: verbs on the resources
+// the kinds' declarations give it, one rule per API group.
+func roleRules(role decl.Roles, verbs string) []r {
+	groups, resources := kinds.RoleResources(role)
+	var rules []r
+	for _, g := range groups {
+		group := g
+		if group == "" {
+			group = "core"
+		}
+		rules = append(rules, r{verbs, group, strings.Join(resources[g], " ")})
+	}
+	return rules
+}
 
 // r is one rule of the table.
 type r struct{ verbs, groups, resources string }

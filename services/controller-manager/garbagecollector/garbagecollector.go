@@ -8,7 +8,6 @@ import (
 	"go.uber.org/zap"
 
 	"skiff.dev/internal/apierrors"
-	"skiff.dev/internal/client"
 	"skiff.dev/internal/controller"
 	"skiff.dev/internal/events"
 	"skiff.dev/internal/informer"
@@ -67,18 +66,10 @@ func New(mc *manager.Context, o Options) *Controller {
 	c.attemptToDelete = parts.Runner("garbage_collector_attempt_to_delete", o.Workers, controller.ReconcileFunc(c.reconcileDelete))
 	c.attemptToOrphan = parts.Runner("garbage_collector_attempt_to_orphan", o.Workers, controller.ReconcileFunc(c.reconcileOrphan))
 
-	// Every kind that may own or be owned. Deployments are watched at
-	// apps/v1 only; an ownerReference at apps/v1beta1 resolves to the same
-	// group and kind.
-	f, conn := mc.Informers, mc.Conn
-	watchKind(c, f, client.Namespaces(conn), "v1", "Namespace", false)
-	watchKind(c, f, client.Nodes(conn), "v1", "Node", false)
-	watchKind(c, f, client.Pods(conn), "v1", "Pod", true)
-	watchKind(c, f, client.ConfigMaps(conn), "v1", "ConfigMap", true)
-	watchKind(c, f, client.Events(conn), "v1", "Event", true)
-	watchKind(c, f, client.Deployments(conn), "apps/v1", "Deployment", true)
-	watchKind(c, f, client.ReplicaSets(conn), "apps/v1", "ReplicaSet", true)
-	watchKind(c, f, client.Leases(conn), "coordination.k8s.io/v1", "Lease", true)
+	// Every kind that may own or be owned, at its storage version
+	// (kinds.gen.go, from internal/kinds/decl): an ownerReference at
+	// apps/v1beta1 resolves to the same group and kind as apps/v1.
+	watchKinds(c, mc.Informers, mc.Conn)
 	return c
 }
 

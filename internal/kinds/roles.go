@@ -1,0 +1,35 @@
+package kinds
+
+import (
+	"slices"
+
+	"skiff.dev/internal/kinds/decl"
+)
+
+// RoleResources are the resources (with their subresources, "pods/log")
+// of each API group a user-facing role grants, for its verbs: view reads
+// a resource and its subresources but binding; edit writes a resource and
+// its scale; admin reads and writes a resource. Only storage versions
+// count (RBAC names resources, not versions). Groups come in declaration
+// order, resources too.
+func RoleResources(role decl.Roles) (groups []string, byGroup map[string][]string) {
+	byGroup = map[string][]string{}
+	for _, k := range All() {
+		if !k.IsStorageVersion() || k.Roles&role == 0 {
+			continue
+		}
+		if _, ok := byGroup[k.Group]; !ok {
+			groups = append(groups, k.Group)
+		}
+		rs := append(byGroup[k.Group], k.Resource)
+		for _, sub := range k.Subresources {
+			switch {
+			case role == decl.View && sub != "binding",
+				role == decl.Edit && sub == "scale":
+				rs = append(rs, k.Resource+"/"+sub)
+			}
+		}
+		byGroup[k.Group] = slices.Compact(rs)
+	}
+	return groups, byGroup
+}
