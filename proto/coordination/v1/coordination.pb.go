@@ -179,13 +179,13 @@ const file_skiff_coordination_v1_coordination_proto_rawDesc = "" +
 	"apiVersion\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x125\n" +
 	"\bmetadata\x18\x03 \x01(\v2\x19.skiff.meta.v1.ObjectMetaR\bmetadata\x124\n" +
-	"\x04spec\x18\x04 \x01(\v2 .skiff.coordination.v1.LeaseSpecR\x04spec\"\xcc\x02\n" +
+	"\x04spec\x18\x04 \x01(\v2 .skiff.coordination.v1.LeaseSpecR\x04spec\"\xd8\x02\n" +
 	"\tLeaseSpec\x12'\n" +
 	"\x0fholder_identity\x18\x01 \x01(\tR\x0eholderIdentity\x129\n" +
-	"\x16lease_duration_seconds\x18\x02 \x01(\x05H\x00R\x14leaseDurationSeconds\x88\x01\x01\x12=\n" +
-	"\facquire_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\vacquireTime\x129\n" +
+	"\x16lease_duration_seconds\x18\x02 \x01(\x05H\x00R\x14leaseDurationSeconds\x88\x01\x01\x12C\n" +
+	"\facquire_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampB\x04\xd0\xf3\x18\x01R\vacquireTime\x12?\n" +
 	"\n" +
-	"renew_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\trenewTime\x120\n" +
+	"renew_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampB\x04\xd0\xf3\x18\x01R\trenewTime\x120\n" +
 	"\x11lease_transitions\x18\x05 \x01(\x05H\x01R\x10leaseTransitions\x88\x01\x01B\x19\n" +
 	"\x17_lease_duration_secondsB\x14\n" +
 	"\x12_lease_transitionsB0Z.skiff.dev/proto/coordination/v1;coordinationv1b\x06proto3"

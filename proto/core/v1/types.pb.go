@@ -5106,9 +5106,9 @@ const file_skiff_core_v1_types_proto_rawDesc = "" +
 	"\x10_run_as_non_rootB\r\n" +
 	"\v_privilegedB\x1c\n" +
 	"\x1a_read_only_root_filesystemB\x1d\n" +
-	"\x1b_allow_privilege_escalation\"\xec\x06\n" +
-	"\tContainer\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
+	"\x1b_allow_privilege_escalation\"\xf2\x06\n" +
+	"\tContainer\x12\x18\n" +
+	"\x04name\x18\x01 \x01(\tB\x04\xd8\xf3\x18\x01R\x04name\x12\x14\n" +
 	"\x05image\x18\x02 \x01(\tR\x05image\x12\x18\n" +
 	"\acommand\x18\x03 \x03(\tR\acommand\x12\x12\n" +
 	"\x04args\x18\x04 \x03(\tR\x04args\x12\x1f\n" +
@@ -5128,11 +5128,11 @@ const file_skiff_core_v1_types_proto_rawDesc = "" +
 	"\x18termination_message_path\x18\x10 \x01(\tR\x16terminationMessagePath\x12<\n" +
 	"\x1atermination_message_policy\x18\x11 \x01(\tR\x18terminationMessagePolicy\x12\x14\n" +
 	"\x05stdin\x18\x12 \x01(\bR\x05stdin\x12\x10\n" +
-	"\x03tty\x18\x13 \x01(\bR\x03tty\"\x9c\x01\n" +
+	"\x03tty\x18\x13 \x01(\bR\x03tty\"\xa2\x01\n" +
 	"\rContainerPort\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1b\n" +
-	"\thost_port\x18\x02 \x01(\x05R\bhostPort\x12%\n" +
-	"\x0econtainer_port\x18\x03 \x01(\x05R\rcontainerPort\x12\x1a\n" +
+	"\thost_port\x18\x02 \x01(\x05R\bhostPort\x12+\n" +
+	"\x0econtainer_port\x18\x03 \x01(\x05B\x04\xd8\xf3\x18\x01R\rcontainerPort\x12\x1a\n" +
 	"\bprotocol\x18\x04 \x01(\tR\bprotocol\x12\x17\n" +
 	"\ahost_ip\x18\x05 \x01(\tR\x06hostIP\"n\n" +
 	"\x06EnvVar\x12\x12\n" +
@@ -5148,14 +5148,14 @@ const file_skiff_core_v1_types_proto_rawDesc = "" +
 	"\vapi_version\x18\x01 \x01(\tR\n" +
 	"apiVersion\x12\x1d\n" +
 	"\n" +
-	"field_path\x18\x02 \x01(\tR\tfieldPath\"t\n" +
+	"field_path\x18\x02 \x01(\tR\tfieldPath\"z\n" +
 	"\x15ResourceFieldSelector\x12%\n" +
 	"\x0econtainer_name\x18\x01 \x01(\tR\rcontainerName\x12\x1a\n" +
-	"\bresource\x18\x02 \x01(\tR\bresource\x12\x18\n" +
-	"\adivisor\x18\x03 \x01(\tR\adivisor\"j\n" +
+	"\bresource\x18\x02 \x01(\tR\bresource\x12\x1e\n" +
+	"\adivisor\x18\x03 \x01(\tB\x04\xc8\xf3\x18\x01R\adivisor\"p\n" +
 	"\x14ConfigMapKeySelector\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
-	"\x03key\x18\x02 \x01(\tR\x03key\x12\x1f\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
+	"\x03key\x18\x02 \x01(\tB\x04\xd8\xf3\x18\x01R\x03key\x12\x1f\n" +
 	"\boptional\x18\x03 \x01(\bH\x00R\boptional\x88\x01\x01B\v\n" +
 	"\t_optional\"p\n" +
 	"\rEnvFromSource\x12\x16\n" +
@@ -5164,10 +5164,10 @@ const file_skiff_core_v1_types_proto_rawDesc = "" +
 	"\x12ConfigMapEnvSource\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1f\n" +
 	"\boptional\x18\x02 \x01(\bH\x00R\boptional\x88\x01\x01B\v\n" +
-	"\t_optional\"\xa6\x02\n" +
-	"\x14ResourceRequirements\x12G\n" +
-	"\x06limits\x18\x01 \x03(\v2/.skiff.core.v1.ResourceRequirements.LimitsEntryR\x06limits\x12M\n" +
-	"\brequests\x18\x02 \x03(\v21.skiff.core.v1.ResourceRequirements.RequestsEntryR\brequests\x1a9\n" +
+	"\t_optional\"\xb2\x02\n" +
+	"\x14ResourceRequirements\x12M\n" +
+	"\x06limits\x18\x01 \x03(\v2/.skiff.core.v1.ResourceRequirements.LimitsEntryB\x04\xc8\xf3\x18\x01R\x06limits\x12S\n" +
+	"\brequests\x18\x02 \x03(\v21.skiff.core.v1.ResourceRequirements.RequestsEntryB\x04\xc8\xf3\x18\x01R\brequests\x1a9\n" +
 	"\vLimitsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a;\n" +
@@ -5185,11 +5185,11 @@ const file_skiff_core_v1_types_proto_rawDesc = "" +
 	"\tempty_dir\x18\x02 \x01(\v2#.skiff.core.v1.EmptyDirVolumeSourceR\bemptyDir\x12@\n" +
 	"\thost_path\x18\x03 \x01(\v2#.skiff.core.v1.HostPathVolumeSourceR\bhostPath\x12C\n" +
 	"\n" +
-	"config_map\x18\x04 \x01(\v2$.skiff.core.v1.ConfigMapVolumeSourceR\tconfigMap\"M\n" +
+	"config_map\x18\x04 \x01(\v2$.skiff.core.v1.ConfigMapVolumeSourceR\tconfigMap\"S\n" +
 	"\x14EmptyDirVolumeSource\x12\x16\n" +
-	"\x06medium\x18\x01 \x01(\tR\x06medium\x12\x1d\n" +
+	"\x06medium\x18\x01 \x01(\tR\x06medium\x12#\n" +
 	"\n" +
-	"size_limit\x18\x02 \x01(\tR\tsizeLimit\">\n" +
+	"size_limit\x18\x02 \x01(\tB\x04\xc8\xf3\x18\x01R\tsizeLimit\">\n" +
 	"\x14HostPathVolumeSource\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\"\xc2\x01\n" +
@@ -5242,10 +5242,10 @@ const file_skiff_core_v1_types_proto_rawDesc = "" +
 	"\x13node_selector_terms\x18\x01 \x03(\v2\x1f.skiff.core.v1.NodeSelectorTermR\x11nodeSelectorTerms\"\xb2\x01\n" +
 	"\x10NodeSelectorTerm\x12S\n" +
 	"\x11match_expressions\x18\x01 \x03(\v2&.skiff.core.v1.NodeSelectorRequirementR\x10matchExpressions\x12I\n" +
-	"\fmatch_fields\x18\x02 \x03(\v2&.skiff.core.v1.NodeSelectorRequirementR\vmatchFields\"_\n" +
-	"\x17NodeSelectorRequirement\x12\x10\n" +
-	"\x03key\x18\x01 \x01(\tR\x03key\x12\x1a\n" +
-	"\boperator\x18\x02 \x01(\tR\boperator\x12\x16\n" +
+	"\fmatch_fields\x18\x02 \x03(\v2&.skiff.core.v1.NodeSelectorRequirementR\vmatchFields\"k\n" +
+	"\x17NodeSelectorRequirement\x12\x16\n" +
+	"\x03key\x18\x01 \x01(\tB\x04\xd8\xf3\x18\x01R\x03key\x12 \n" +
+	"\boperator\x18\x02 \x01(\tB\x04\xd8\xf3\x18\x01R\boperator\x12\x16\n" +
 	"\x06values\x18\x03 \x03(\tR\x06values\"r\n" +
 	"\x17PreferredSchedulingTerm\x12\x16\n" +
 	"\x06weight\x18\x01 \x01(\x05R\x06weight\x12?\n" +
@@ -5286,23 +5286,23 @@ const file_skiff_core_v1_types_proto_rawDesc = "" +
 	"\tqos_class\x18\v \x01(\tR\bqosClass\x12.\n" +
 	"\x13nominated_node_name\x18\f \x01(\tR\x11nominatedNodeName\"\x17\n" +
 	"\x05PodIP\x12\x0e\n" +
-	"\x02ip\x18\x01 \x01(\tR\x02ip\"\xfe\x01\n" +
-	"\fPodCondition\x12\x12\n" +
-	"\x04type\x18\x01 \x01(\tR\x04type\x12\x16\n" +
-	"\x06status\x18\x02 \x01(\tR\x06status\x12B\n" +
+	"\x02ip\x18\x01 \x01(\tR\x02ip\"\x8a\x02\n" +
+	"\fPodCondition\x12\x18\n" +
+	"\x04type\x18\x01 \x01(\tB\x04\xd8\xf3\x18\x01R\x04type\x12\x1c\n" +
+	"\x06status\x18\x02 \x01(\tB\x04\xd8\xf3\x18\x01R\x06status\x12B\n" +
 	"\x0flast_probe_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\rlastProbeTime\x12L\n" +
 	"\x14last_transition_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x12lastTransitionTime\x12\x16\n" +
 	"\x06reason\x18\x05 \x01(\tR\x06reason\x12\x18\n" +
-	"\amessage\x18\x06 \x01(\tR\amessage\"\xd2\x02\n" +
+	"\amessage\x18\x06 \x01(\tR\amessage\"\xea\x02\n" +
 	"\x0fContainerStatus\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x123\n" +
 	"\x05state\x18\x02 \x01(\v2\x1d.skiff.core.v1.ContainerStateR\x05state\x12<\n" +
 	"\n" +
-	"last_state\x18\x03 \x01(\v2\x1d.skiff.core.v1.ContainerStateR\tlastState\x12\x14\n" +
-	"\x05ready\x18\x04 \x01(\bR\x05ready\x12#\n" +
-	"\rrestart_count\x18\x05 \x01(\x05R\frestartCount\x12\x14\n" +
-	"\x05image\x18\x06 \x01(\tR\x05image\x12\x19\n" +
-	"\bimage_id\x18\a \x01(\tR\aimageID\x12!\n" +
+	"last_state\x18\x03 \x01(\v2\x1d.skiff.core.v1.ContainerStateR\tlastState\x12\x1a\n" +
+	"\x05ready\x18\x04 \x01(\bB\x04\xd8\xf3\x18\x01R\x05ready\x12)\n" +
+	"\rrestart_count\x18\x05 \x01(\x05B\x04\xd8\xf3\x18\x01R\frestartCount\x12\x1a\n" +
+	"\x05image\x18\x06 \x01(\tB\x04\xd8\xf3\x18\x01R\x05image\x12\x1f\n" +
+	"\bimage_id\x18\a \x01(\tB\x04\xd8\xf3\x18\x01R\aimageID\x12!\n" +
 	"\fcontainer_id\x18\b \x01(\tR\vcontainerID\x12\x1d\n" +
 	"\astarted\x18\t \x01(\bH\x00R\astarted\x88\x01\x01B\n" +
 	"\n" +
@@ -5318,9 +5318,9 @@ const file_skiff_core_v1_types_proto_rawDesc = "" +
 	"\amessage\x18\x02 \x01(\tR\amessage\"R\n" +
 	"\x15ContainerStateRunning\x129\n" +
 	"\n" +
-	"started_at\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\"\x9c\x02\n" +
-	"\x18ContainerStateTerminated\x12\x1b\n" +
-	"\texit_code\x18\x01 \x01(\x05R\bexitCode\x12\x16\n" +
+	"started_at\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\"\xa2\x02\n" +
+	"\x18ContainerStateTerminated\x12!\n" +
+	"\texit_code\x18\x01 \x01(\x05B\x04\xd8\xf3\x18\x01R\bexitCode\x12\x16\n" +
 	"\x06signal\x18\x02 \x01(\x05R\x06signal\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x18\n" +
 	"\amessage\x18\x04 \x01(\tR\amessage\x129\n" +
@@ -5364,11 +5364,11 @@ const file_skiff_core_v1_types_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value\x12\x16\n" +
 	"\x06effect\x18\x03 \x01(\tR\x06effect\x129\n" +
 	"\n" +
-	"time_added\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\ttimeAdded\"\xec\x04\n" +
+	"time_added\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\ttimeAdded\"\xf8\x04\n" +
 	"\n" +
-	"NodeStatus\x12C\n" +
-	"\bcapacity\x18\x01 \x03(\v2'.skiff.core.v1.NodeStatus.CapacityEntryR\bcapacity\x12L\n" +
-	"\vallocatable\x18\x02 \x03(\v2*.skiff.core.v1.NodeStatus.AllocatableEntryR\vallocatable\x12\x14\n" +
+	"NodeStatus\x12I\n" +
+	"\bcapacity\x18\x01 \x03(\v2'.skiff.core.v1.NodeStatus.CapacityEntryB\x04\xc8\xf3\x18\x01R\bcapacity\x12R\n" +
+	"\vallocatable\x18\x02 \x03(\v2*.skiff.core.v1.NodeStatus.AllocatableEntryB\x04\xc8\xf3\x18\x01R\vallocatable\x12\x14\n" +
 	"\x05phase\x18\x03 \x01(\tR\x05phase\x12<\n" +
 	"\n" +
 	"conditions\x18\x04 \x03(\v2\x1c.skiff.core.v1.NodeConditionR\n" +
@@ -5428,7 +5428,7 @@ const file_skiff_core_v1_types_proto_rawDesc = "" +
 	"\x0eContainerImage\x12\x14\n" +
 	"\x05names\x18\x01 \x03(\tR\x05names\x12\x1d\n" +
 	"\n" +
-	"size_bytes\x18\x02 \x01(\x03R\tsizeBytes\"\x87\x05\n" +
+	"size_bytes\x18\x02 \x01(\x03R\tsizeBytes\"\x8d\x05\n" +
 	"\x05Event\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\tR\n" +
 	"apiVersion\x12\x12\n" +
@@ -5442,9 +5442,9 @@ const file_skiff_core_v1_types_proto_rawDesc = "" +
 	"\x0elast_timestamp\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\rlastTimestamp\x12\x14\n" +
 	"\x05count\x18\n" +
 	" \x01(\x05R\x05count\x12\x12\n" +
-	"\x04type\x18\v \x01(\tR\x04type\x129\n" +
+	"\x04type\x18\v \x01(\tR\x04type\x12?\n" +
 	"\n" +
-	"event_time\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\teventTime\x12\x16\n" +
+	"event_time\x18\f \x01(\v2\x1a.google.protobuf.TimestampB\x04\xd0\xf3\x18\x01R\teventTime\x12\x16\n" +
 	"\x06action\x18\r \x01(\tR\x06action\x12/\n" +
 	"\x13reporting_component\x18\x0e \x01(\tR\x12reportingComponent\x12-\n" +
 	"\x12reporting_instance\x18\x0f \x01(\tR\x11reportingInstance\"?\n" +
@@ -5483,14 +5483,14 @@ const file_skiff_core_v1_types_proto_rawDesc = "" +
 	"\bmetadata\x18\x03 \x01(\v2\x19.skiff.meta.v1.ObjectMetaR\bmetadata\x121\n" +
 	"\x04spec\x18\x04 \x01(\v2\x1d.skiff.core.v1.LimitRangeSpecR\x04spec\"G\n" +
 	"\x0eLimitRangeSpec\x125\n" +
-	"\x06limits\x18\x01 \x03(\v2\x1d.skiff.core.v1.LimitRangeItemR\x06limits\"\xe2\x05\n" +
+	"\x06limits\x18\x01 \x03(\v2\x1d.skiff.core.v1.LimitRangeItemR\x06limits\"\x80\x06\n" +
 	"\x0eLimitRangeItem\x12\x12\n" +
-	"\x04type\x18\x01 \x01(\tR\x04type\x128\n" +
-	"\x03max\x18\x02 \x03(\v2&.skiff.core.v1.LimitRangeItem.MaxEntryR\x03max\x128\n" +
-	"\x03min\x18\x03 \x03(\v2&.skiff.core.v1.LimitRangeItem.MinEntryR\x03min\x12D\n" +
-	"\adefault\x18\x04 \x03(\v2*.skiff.core.v1.LimitRangeItem.DefaultEntryR\adefault\x12Z\n" +
-	"\x0fdefault_request\x18\x05 \x03(\v21.skiff.core.v1.LimitRangeItem.DefaultRequestEntryR\x0edefaultRequest\x12n\n" +
-	"\x17max_limit_request_ratio\x18\x06 \x03(\v27.skiff.core.v1.LimitRangeItem.MaxLimitRequestRatioEntryR\x14maxLimitRequestRatio\x1a6\n" +
+	"\x04type\x18\x01 \x01(\tR\x04type\x12>\n" +
+	"\x03max\x18\x02 \x03(\v2&.skiff.core.v1.LimitRangeItem.MaxEntryB\x04\xc8\xf3\x18\x01R\x03max\x12>\n" +
+	"\x03min\x18\x03 \x03(\v2&.skiff.core.v1.LimitRangeItem.MinEntryB\x04\xc8\xf3\x18\x01R\x03min\x12J\n" +
+	"\adefault\x18\x04 \x03(\v2*.skiff.core.v1.LimitRangeItem.DefaultEntryB\x04\xc8\xf3\x18\x01R\adefault\x12`\n" +
+	"\x0fdefault_request\x18\x05 \x03(\v21.skiff.core.v1.LimitRangeItem.DefaultRequestEntryB\x04\xc8\xf3\x18\x01R\x0edefaultRequest\x12t\n" +
+	"\x17max_limit_request_ratio\x18\x06 \x03(\v27.skiff.core.v1.LimitRangeItem.MaxLimitRequestRatioEntryB\x04\xc8\xf3\x18\x01R\x14maxLimitRequestRatio\x1a6\n" +
 	"\bMaxEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a6\n" +
@@ -5512,15 +5512,15 @@ const file_skiff_core_v1_types_proto_rawDesc = "" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x125\n" +
 	"\bmetadata\x18\x03 \x01(\v2\x19.skiff.meta.v1.ObjectMetaR\bmetadata\x124\n" +
 	"\x04spec\x18\x04 \x01(\v2 .skiff.core.v1.ResourceQuotaSpecR\x04spec\x12:\n" +
-	"\x06status\x18\x05 \x01(\v2\".skiff.core.v1.ResourceQuotaStatusR\x06status\"\x8c\x01\n" +
-	"\x11ResourceQuotaSpec\x12>\n" +
-	"\x04hard\x18\x01 \x03(\v2*.skiff.core.v1.ResourceQuotaSpec.HardEntryR\x04hard\x1a7\n" +
+	"\x06status\x18\x05 \x01(\v2\".skiff.core.v1.ResourceQuotaStatusR\x06status\"\x92\x01\n" +
+	"\x11ResourceQuotaSpec\x12D\n" +
+	"\x04hard\x18\x01 \x03(\v2*.skiff.core.v1.ResourceQuotaSpec.HardEntryB\x04\xc8\xf3\x18\x01R\x04hard\x1a7\n" +
 	"\tHardEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x8b\x02\n" +
-	"\x13ResourceQuotaStatus\x12@\n" +
-	"\x04hard\x18\x01 \x03(\v2,.skiff.core.v1.ResourceQuotaStatus.HardEntryR\x04hard\x12@\n" +
-	"\x04used\x18\x02 \x03(\v2,.skiff.core.v1.ResourceQuotaStatus.UsedEntryR\x04used\x1a7\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x97\x02\n" +
+	"\x13ResourceQuotaStatus\x12F\n" +
+	"\x04hard\x18\x01 \x03(\v2,.skiff.core.v1.ResourceQuotaStatus.HardEntryB\x04\xc8\xf3\x18\x01R\x04hard\x12F\n" +
+	"\x04used\x18\x02 \x03(\v2,.skiff.core.v1.ResourceQuotaStatus.UsedEntryB\x04\xc8\xf3\x18\x01R\x04used\x1a7\n" +
 	"\tHardEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a7\n" +

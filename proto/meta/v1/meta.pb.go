@@ -15,6 +15,7 @@ package metav1
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	descriptorpb "google.golang.org/protobuf/types/descriptorpb"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
@@ -1356,11 +1357,58 @@ func (x *StatusCause) GetField() string {
 	return ""
 }
 
+var file_skiff_meta_v1_meta_proto_extTypes = []protoimpl.ExtensionInfo{
+	{
+		ExtendedType:  (*descriptorpb.FieldOptions)(nil),
+		ExtensionType: (*bool)(nil),
+		Field:         51001,
+		Name:          "skiff.meta.v1.quantity",
+		Tag:           "varint,51001,opt,name=quantity",
+		Filename:      "skiff/meta/v1/meta.proto",
+	},
+	{
+		ExtendedType:  (*descriptorpb.FieldOptions)(nil),
+		ExtensionType: (*bool)(nil),
+		Field:         51002,
+		Name:          "skiff.meta.v1.micro_time",
+		Tag:           "varint,51002,opt,name=micro_time",
+		Filename:      "skiff/meta/v1/meta.proto",
+	},
+	{
+		ExtendedType:  (*descriptorpb.FieldOptions)(nil),
+		ExtensionType: (*bool)(nil),
+		Field:         51003,
+		Name:          "skiff.meta.v1.emit_zero",
+		Tag:           "varint,51003,opt,name=emit_zero",
+		Filename:      "skiff/meta/v1/meta.proto",
+	},
+}
+
+// Extension fields to descriptorpb.FieldOptions.
+var (
+	// quantity: a string, or a map of strings, of resource quantities
+	// ("500m", "128Mi": Kubernetes' resource.Quantity); manifests may write
+	// them as numbers (cpu: 1, pods: 10).
+	//
+	// optional bool quantity = 51001;
+	E_Quantity = &file_skiff_meta_v1_meta_proto_extTypes[0]
+	// micro_time: a timestamp Kubernetes keeps in microseconds (MicroTime);
+	// every other timestamp is whole seconds (Time).
+	//
+	// optional bool micro_time = 51002;
+	E_MicroTime = &file_skiff_meta_v1_meta_proto_extTypes[1]
+	// emit_zero: Kubernetes prints the field at its zero value (its JSON tag
+	// has no omitempty).
+	//
+	// optional bool emit_zero = 51003;
+	E_EmitZero = &file_skiff_meta_v1_meta_proto_extTypes[2]
+)
+
 var File_skiff_meta_v1_meta_proto protoreflect.FileDescriptor
 
 const file_skiff_meta_v1_meta_proto_rawDesc = "" +
 	"\n" +
-	"\x18skiff/meta/v1/meta.proto\x12\rskiff.meta.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xb2\x06\n" +
+	"\x18skiff/meta/v1/meta.proto\x12\rskiff.meta.v1\x1a google/protobuf/descriptor.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xb2\x06\n" +
 	"\n" +
 	"ObjectMeta\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12#\n" +
@@ -1410,10 +1458,10 @@ const file_skiff_meta_v1_meta_proto_rawDesc = "" +
 	"\x11match_expressions\x18\x02 \x03(\v2'.skiff.meta.v1.LabelSelectorRequirementR\x10matchExpressions\x1a>\n" +
 	"\x10MatchLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"`\n" +
-	"\x18LabelSelectorRequirement\x12\x10\n" +
-	"\x03key\x18\x01 \x01(\tR\x03key\x12\x1a\n" +
-	"\boperator\x18\x02 \x01(\tR\boperator\x12\x16\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"l\n" +
+	"\x18LabelSelectorRequirement\x12\x16\n" +
+	"\x03key\x18\x01 \x01(\tB\x04\xd8\xf3\x18\x01R\x03key\x12 \n" +
+	"\boperator\x18\x02 \x01(\tB\x04\xd8\xf3\x18\x01R\boperator\x12\x16\n" +
 	"\x06values\x18\x03 \x03(\tR\x06values\"\xe8\x01\n" +
 	"\tCondition\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x16\n" +
@@ -1480,7 +1528,11 @@ const file_skiff_meta_v1_meta_proto_rawDesc = "" +
 	"\vStatusCause\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x14\n" +
-	"\x05field\x18\x03 \x01(\tR\x05fieldB Z\x1eskiff.dev/proto/meta/v1;metav1b\x06proto3"
+	"\x05field\x18\x03 \x01(\tR\x05field:;\n" +
+	"\bquantity\x12\x1d.google.protobuf.FieldOptions\x18\xb9\x8e\x03 \x01(\bR\bquantity:>\n" +
+	"\n" +
+	"micro_time\x12\x1d.google.protobuf.FieldOptions\x18\xba\x8e\x03 \x01(\bR\tmicroTime:<\n" +
+	"\temit_zero\x12\x1d.google.protobuf.FieldOptions\x18\xbb\x8e\x03 \x01(\bR\bemitZeroB Z\x1eskiff.dev/proto/meta/v1;metav1b\x06proto3"
 
 var (
 	file_skiff_meta_v1_meta_proto_rawDescOnce sync.Once
@@ -1496,28 +1548,29 @@ func file_skiff_meta_v1_meta_proto_rawDescGZIP() []byte {
 
 var file_skiff_meta_v1_meta_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_skiff_meta_v1_meta_proto_goTypes = []any{
-	(*ObjectMeta)(nil),               // 0: skiff.meta.v1.ObjectMeta
-	(*OwnerReference)(nil),           // 1: skiff.meta.v1.OwnerReference
-	(*ListMeta)(nil),                 // 2: skiff.meta.v1.ListMeta
-	(*LabelSelector)(nil),            // 3: skiff.meta.v1.LabelSelector
-	(*LabelSelectorRequirement)(nil), // 4: skiff.meta.v1.LabelSelectorRequirement
-	(*Condition)(nil),                // 5: skiff.meta.v1.Condition
-	(*IntOrString)(nil),              // 6: skiff.meta.v1.IntOrString
-	(*TypeMeta)(nil),                 // 7: skiff.meta.v1.TypeMeta
-	(*PartialObjectMetadata)(nil),    // 8: skiff.meta.v1.PartialObjectMetadata
-	(*GetRequest)(nil),               // 9: skiff.meta.v1.GetRequest
-	(*ListOptions)(nil),              // 10: skiff.meta.v1.ListOptions
-	(*Preconditions)(nil),            // 11: skiff.meta.v1.Preconditions
-	(*DeleteRequest)(nil),            // 12: skiff.meta.v1.DeleteRequest
-	(*WatchResponse)(nil),            // 13: skiff.meta.v1.WatchResponse
-	(*WatchEvent)(nil),               // 14: skiff.meta.v1.WatchEvent
-	(*Status)(nil),                   // 15: skiff.meta.v1.Status
-	(*StatusDetails)(nil),            // 16: skiff.meta.v1.StatusDetails
-	(*StatusCause)(nil),              // 17: skiff.meta.v1.StatusCause
-	nil,                              // 18: skiff.meta.v1.ObjectMeta.LabelsEntry
-	nil,                              // 19: skiff.meta.v1.ObjectMeta.AnnotationsEntry
-	nil,                              // 20: skiff.meta.v1.LabelSelector.MatchLabelsEntry
-	(*timestamppb.Timestamp)(nil),    // 21: google.protobuf.Timestamp
+	(*ObjectMeta)(nil),                // 0: skiff.meta.v1.ObjectMeta
+	(*OwnerReference)(nil),            // 1: skiff.meta.v1.OwnerReference
+	(*ListMeta)(nil),                  // 2: skiff.meta.v1.ListMeta
+	(*LabelSelector)(nil),             // 3: skiff.meta.v1.LabelSelector
+	(*LabelSelectorRequirement)(nil),  // 4: skiff.meta.v1.LabelSelectorRequirement
+	(*Condition)(nil),                 // 5: skiff.meta.v1.Condition
+	(*IntOrString)(nil),               // 6: skiff.meta.v1.IntOrString
+	(*TypeMeta)(nil),                  // 7: skiff.meta.v1.TypeMeta
+	(*PartialObjectMetadata)(nil),     // 8: skiff.meta.v1.PartialObjectMetadata
+	(*GetRequest)(nil),                // 9: skiff.meta.v1.GetRequest
+	(*ListOptions)(nil),               // 10: skiff.meta.v1.ListOptions
+	(*Preconditions)(nil),             // 11: skiff.meta.v1.Preconditions
+	(*DeleteRequest)(nil),             // 12: skiff.meta.v1.DeleteRequest
+	(*WatchResponse)(nil),             // 13: skiff.meta.v1.WatchResponse
+	(*WatchEvent)(nil),                // 14: skiff.meta.v1.WatchEvent
+	(*Status)(nil),                    // 15: skiff.meta.v1.Status
+	(*StatusDetails)(nil),             // 16: skiff.meta.v1.StatusDetails
+	(*StatusCause)(nil),               // 17: skiff.meta.v1.StatusCause
+	nil,                               // 18: skiff.meta.v1.ObjectMeta.LabelsEntry
+	nil,                               // 19: skiff.meta.v1.ObjectMeta.AnnotationsEntry
+	nil,                               // 20: skiff.meta.v1.LabelSelector.MatchLabelsEntry
+	(*timestamppb.Timestamp)(nil),     // 21: google.protobuf.Timestamp
+	(*descriptorpb.FieldOptions)(nil), // 22: google.protobuf.FieldOptions
 }
 var file_skiff_meta_v1_meta_proto_depIdxs = []int32{
 	21, // 0: skiff.meta.v1.ObjectMeta.creation_timestamp:type_name -> google.protobuf.Timestamp
@@ -1533,10 +1586,13 @@ var file_skiff_meta_v1_meta_proto_depIdxs = []int32{
 	14, // 10: skiff.meta.v1.WatchResponse.events:type_name -> skiff.meta.v1.WatchEvent
 	16, // 11: skiff.meta.v1.Status.details:type_name -> skiff.meta.v1.StatusDetails
 	17, // 12: skiff.meta.v1.StatusDetails.causes:type_name -> skiff.meta.v1.StatusCause
-	13, // [13:13] is the sub-list for method output_type
-	13, // [13:13] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
+	22, // 13: skiff.meta.v1.quantity:extendee -> google.protobuf.FieldOptions
+	22, // 14: skiff.meta.v1.micro_time:extendee -> google.protobuf.FieldOptions
+	22, // 15: skiff.meta.v1.emit_zero:extendee -> google.protobuf.FieldOptions
+	16, // [16:16] is the sub-list for method output_type
+	16, // [16:16] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	13, // [13:16] is the sub-list for extension extendee
 	0,  // [0:13] is the sub-list for field type_name
 }
 
@@ -1560,12 +1616,13 @@ func file_skiff_meta_v1_meta_proto_init() {
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_skiff_meta_v1_meta_proto_rawDesc), len(file_skiff_meta_v1_meta_proto_rawDesc)),
 			NumEnums:      0,
 			NumMessages:   21,
-			NumExtensions: 0,
+			NumExtensions: 3,
 			NumServices:   0,
 		},
 		GoTypes:           file_skiff_meta_v1_meta_proto_goTypes,
 		DependencyIndexes: file_skiff_meta_v1_meta_proto_depIdxs,
 		MessageInfos:      file_skiff_meta_v1_meta_proto_msgTypes,
+		ExtensionInfos:    file_skiff_meta_v1_meta_proto_extTypes,
 	}.Build()
 	File_skiff_meta_v1_meta_proto = out.File
 	file_skiff_meta_v1_meta_proto_goTypes = nil

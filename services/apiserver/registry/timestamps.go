@@ -6,6 +6,8 @@ import (
 
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"skiff.dev/internal/object"
 )
 
 // Kubernetes keeps API times at the precision of their type: a metav1.Time
@@ -17,19 +19,12 @@ import (
 // client reads back equals what it wrote in YAML or JSON (skiffctl apply
 // of an unchanged manifest is "unchanged").
 
-// microTimeFields are the timestamps that are MicroTime in Kubernetes
-// (coordination/v1 LeaseSpec, core/v1 Event; events.k8s.io's series is
-// not served); every other timestamp is a Time. skiffctl prints them with
-// the same table (services/ctl/manifest).
-var microTimeFields = map[protoreflect.FullName]bool{
-	"skiff.core.v1.Event.event_time":               true,
-	"skiff.coordination.v1.LeaseSpec.acquire_time": true,
-	"skiff.coordination.v1.LeaseSpec.renew_time":   true,
-}
-
-// precisionOf is the precision Kubernetes keeps of a timestamp field.
+// precisionOf is the precision Kubernetes keeps of a timestamp field: a
+// MicroTime's (declared with the proto option skiff.meta.v1.micro_time:
+// coordination/v1 LeaseSpec's acquireTime and renewTime, core/v1 Event's
+// eventTime) or a Time's; skiffctl prints them by the same option.
 func precisionOf(fd protoreflect.FieldDescriptor) time.Duration {
-	if microTimeFields[fd.FullName()] {
+	if object.MicroTime(fd) {
 		return time.Microsecond
 	}
 	return time.Second

@@ -14,6 +14,8 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
 	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"skiff.dev/internal/object"
 )
 
 // FieldError is one problem with one field of a document.
@@ -53,16 +55,9 @@ const (
 	timestampName   = "google.protobuf.Timestamp"
 )
 
-// quantityFields are the string fields (and maps of strings) that hold
-// resource quantities, which manifests may write as numbers (cpu: 1).
-var quantityFields = map[protoreflect.FullName]bool{
-	"skiff.core.v1.ResourceRequirements.limits":     true,
-	"skiff.core.v1.ResourceRequirements.requests":   true,
-	"skiff.core.v1.NodeStatus.capacity":             true,
-	"skiff.core.v1.NodeStatus.allocatable":          true,
-	"skiff.core.v1.ResourceFieldSelector.divisor":   true,
-	"skiff.core.v1.EmptyDirVolumeSource.size_limit": true,
-}
+// A field of quantities (a string or map of strings, declared with the
+// proto option (skiff.meta.v1.quantity): object.Quantity) takes numbers in
+// manifests (cpu: 1, pods: 10).
 
 var protoTypes = protoregistry.GlobalTypes
 
@@ -219,7 +214,7 @@ func (d *decoder) mapField(path string, fd protoreflect.FieldDescriptor, v any, 
 	}
 	mp := m.Mutable(fd).Map()
 	kd, vd := fd.MapKey(), fd.MapValue()
-	quantity := quantityFields[fd.FullName()]
+	quantity := object.Quantity(fd)
 	for _, k := range sortedKeys(entries) {
 		p := path + "[" + k + "]"
 		key, ok := d.scalar(p, kd, k)
@@ -327,7 +322,7 @@ func (d *decoder) scalar(path string, fd protoreflect.FieldDescriptor, v any) (p
 	}
 	switch fd.Kind() {
 	case protoreflect.StringKind:
-		if quantityFields[fd.FullName()] {
+		if object.Quantity(fd) {
 			return d.quantity(path, v)
 		}
 		s, ok := v.(string)

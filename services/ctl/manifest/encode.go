@@ -7,34 +7,14 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"skiff.dev/internal/object"
 )
 
-// alwaysEmit are scalar fields Kubernetes prints even at their zero value
-// (they are not omitempty there).
-var alwaysEmit = map[protoreflect.FullName]bool{
-	"skiff.core.v1.ContainerStatus.ready":              true,
-	"skiff.core.v1.ContainerStatus.restart_count":      true,
-	"skiff.core.v1.ContainerStatus.image":              true,
-	"skiff.core.v1.ContainerStatus.image_id":           true,
-	"skiff.core.v1.ContainerStateTerminated.exit_code": true,
-	"skiff.core.v1.ContainerPort.container_port":       true,
-	"skiff.core.v1.Container.name":                     true,
-	"skiff.core.v1.PodCondition.status":                true,
-	"skiff.core.v1.PodCondition.type":                  true,
-	"skiff.core.v1.ConfigMapKeySelector.key":           true,
-	"skiff.core.v1.NodeSelectorRequirement.key":        true,
-	"skiff.core.v1.NodeSelectorRequirement.operator":   true,
-	"skiff.meta.v1.LabelSelectorRequirement.key":       true,
-	"skiff.meta.v1.LabelSelectorRequirement.operator":  true,
-}
-
-// microTimeFields are Kubernetes MicroTime fields, printed with
-// microseconds; other timestamps are whole seconds (metav1.Time).
-var microTimeFields = map[protoreflect.FullName]bool{
-	"skiff.core.v1.Event.event_time":               true,
-	"skiff.coordination.v1.LeaseSpec.acquire_time": true,
-	"skiff.coordination.v1.LeaseSpec.renew_time":   true,
-}
+// Kubernetes prints some scalar fields even at their zero value (they are
+// not omitempty there: option (skiff.meta.v1.emit_zero), object.EmitZero),
+// and MicroTime fields with microseconds (option skiff.meta.v1.micro_time,
+// object.MicroTime); other timestamps are whole seconds (metav1.Time).
 
 // Encode returns msg as a generic tree in Kubernetes' shape: JSON field
 // names, zero values omitted (but fields with explicit presence and set
@@ -54,7 +34,7 @@ func encodeMessage(m protoreflect.Message) map[string]any {
 		fd := fds.Get(i)
 		name := fd.JSONName()
 		if !m.Has(fd) {
-			if alwaysEmit[fd.FullName()] && !fd.IsList() && !fd.IsMap() && fd.Message() == nil {
+			if object.EmitZero(fd) && !fd.IsList() && !fd.IsMap() && fd.Message() == nil {
 				out[name] = encodeScalar(fd, m.Get(fd))
 			}
 			continue
@@ -101,7 +81,7 @@ func encodeValue(fd protoreflect.FieldDescriptor, v protoreflect.Value) any {
 		case timestampName:
 			ts := &timestamppb.Timestamp{}
 			proto.Merge(ts, v.Message().Interface())
-			return FormatTime(ts.AsTime(), microTimeFields[fd.FullName()])
+			return FormatTime(ts.AsTime(), object.MicroTime(fd))
 		}
 		return encodeMessage(v.Message())
 	}
