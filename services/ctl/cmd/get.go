@@ -13,7 +13,6 @@ import (
 	"skiff.dev/internal/apierrors"
 	"skiff.dev/internal/object"
 	metav1 "skiff.dev/proto/meta/v1"
-	"skiff.dev/services/ctl/kinds"
 	"skiff.dev/services/ctl/printers"
 )
 
@@ -24,6 +23,7 @@ type getFlags struct {
 	watch, watchOnly        bool
 	watchEvents             bool
 	ignoreNotFound          bool
+	sortBy                  string
 	files                   fileFlags
 }
 
@@ -33,23 +33,30 @@ func (r *root) getCmd() *cobra.Command {
 		Use:   "get TYPE[.VERSION][.GROUP] [NAME...] | TYPE/NAME...",
 		Short: "Display one or many resources",
 		Long: `Display one or many resources as a table (with each kind's columns, as
-kubectl prints them), or as YAML, JSON or names. -w streams changes.`,
+kubectl prints them), or as YAML, JSON, names, a JSONPath template or
+custom columns. -w streams changes.`,
 		Example: `  skiffctl get pods
   skiffctl get deploy web -o yaml
   skiffctl get pods -l app=web -o wide
+  skiffctl get pods -o jsonpath='{range .items[*]}{.metadata.name}{"\t"}{.status.phase}{"\n"}{end}'
+  skiffctl get pods -o custom-columns=NAME:.metadata.name,IMAGES:.spec.containers[*].image
+  skiffctl get pods --sort-by=.metadata.creationTimestamp
   skiffctl get pods -A --field-selector spec.nodeName=node-1
   skiffctl get pods -w`,
 		ValidArgsFunction: completeResourceTypes,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := g.check("", "wide", "yaml", "json", "name"); err != nil {
+			f, err := g.parseFormat("", "wide", "yaml", "json", "name")
+			if err != nil {
 				return err
 			}
-			return r.get(cmd.Context(), args, &g)
+			return r.get(cmd.Context(), args, &g, f)
 		},
 	}
 	f := c.Flags()
-	g.add(c, "wide|yaml|json|name")
+	g.add(c, "wide|yaml|json|name|jsonpath=TEMPLATE|jsonpath-file=FILE|custom-columns=HEADER:PATH,...|custom-columns-file=FILE")
 	g.addTable(c)
+	g.addTemplates(c)
+	f.StringVar(&g.sortBy, "sort-by", "", "sort lists by this field, a JSONPath (.metadata.name, {.status.replicas})")
 	f.StringVarP(&g.selector, "selector", "l", "", "label selector (app=web, tier in (a,b), !canary)")
 	f.StringVar(&g.fieldSelector, "field-selector", "", "field selector (metadata.name=x, spec.nodeName=n)")
 	f.BoolVarP(&g.allNamespaces, "all-namespaces", "A", false, "list across all namespaces")
@@ -61,7 +68,7 @@ kubectl prints them), or as YAML, JSON or names. -w streams changes.`,
 	return c
 }
 
-func (r *root) get(ctx context.Context, args []string, g *getFlags) error {
+func (r *root) get(ctx context.Context, args []string, g *getFlags, f *format) error {
 	var refs []resourceRef
 	if len(g.files.files) > 0 {
 		objs, err := r.collect(ctx, args, &g.files, "", false, false)
@@ -81,11 +88,11 @@ func (r *root) get(ctx context.Context, args []string, g *getFlags) error {
 		if len(refs) != 1 {
 			return errors.New("you may only specify a single resource type with --watch")
 		}
-		return r.watch(ctx, refs[0], g)
+		return r.watch(ctx, refs[0], g, f)
 	}
 	failed := false
-	var structured []object.Object
-	var structuredKind *kinds.Kind
+	var structured []any // the objects' JSON forms, for yaml, json and jsonpath
+	anyStructured := false
 	single := len(refs) == 1 && len(refs[0].names) == 1
 	printed := 0
 	for _, ref := range refs {
@@ -115,16 +122,36 @@ func (r *root) get(ctx context.Context, args []string, g *getFlags) error {
 				objs = append(objs, obj)
 			}
 		}
-		switch g.output {
-		case "yaml", "json":
-			structured = append(structured, objs...)
-			structuredKind = ref.kind
+		if g.sortBy != "" && !single && (len(objs) > 1 || f.name != "" && f.name != "wide") {
+			// As kubectl: a table of one row is not sorted; a list is, and
+			// a field none of its objects has is an error.
+			if objs, err = sortObjects(ref.kind, objs, g.sortBy); err != nil {
+				return err
+			}
+		}
+		switch {
+		case f.structured():
+			for _, o := range objs {
+				structured = append(structured, encode(ref.kind, o))
+			}
+			anyStructured = true
 			continue
-		case "name":
+		case f.name == "name":
 			printStructured(r.env.Out, "name", ref.kind, objs, false)
 			continue
 		}
 		if len(objs) == 0 {
+			continue
+		}
+		if f.name == "custom-columns" {
+			trees := make([]any, len(objs))
+			for i, o := range objs {
+				trees[i] = encode(ref.kind, o)
+			}
+			if err := f.printColumns(r.env.Out, trees, g.noHeaders); err != nil {
+				return err
+			}
+			printed++
 			continue
 		}
 		if printed > 0 {
@@ -132,6 +159,7 @@ func (r *root) get(ctx context.Context, args []string, g *getFlags) error {
 		}
 		printed++
 		opts := r.tableOptions(&g.printFlags, g.allNamespaces && ref.kind.Namespaced)
+		opts.KeepOrder = g.sortBy != ""
 		t := printers.MakeTable(objs, opts)
 		if len(refs) > 1 {
 			for _, row := range t.Rows { // several kinds: qualify the names
@@ -148,10 +176,12 @@ func (r *root) get(ctx context.Context, args []string, g *getFlags) error {
 			return err
 		}
 	}
-	if structuredKind != nil {
-		printStructured(r.env.Out, g.output, structuredKind, structured, single)
+	if anyStructured {
+		if err := f.printTrees(r.env.Out, structured, single); err != nil {
+			return err
+		}
 	}
-	if printed == 0 && len(structured) == 0 && !failed && g.output != "name" && !single {
+	if printed == 0 && len(structured) == 0 && !failed && f.name != "name" && !single {
 		r.noResources(refs, g.allNamespaces)
 	}
 	if failed {
@@ -171,7 +201,7 @@ func (r *root) noResources(refs []resourceRef, all bool) {
 
 // watch lists (unless --watch-only), then prints every change until ctx
 // ends, resuming where it left off when the stream ends or is cut.
-func (r *root) watch(ctx context.Context, ref resourceRef, g *getFlags) error {
+func (r *root) watch(ctx context.Context, ref resourceRef, g *getFlags, f *format) error {
 	ns, err := r.scope(ref.kind, g.allNamespaces)
 	if err != nil {
 		return err
@@ -196,12 +226,30 @@ func (r *root) watch(ctx context.Context, ref resourceRef, g *getFlags) error {
 	tw := printers.NewTabWriter(r.env.Out)
 	headerDone := g.noHeaders
 	print := func(typ string, obj object.Object) {
-		switch g.output {
+		switch f.name {
 		case "yaml", "json", "name":
-			printStructured(r.env.Out, g.output, ref.kind, []object.Object{obj}, true)
-			if g.output == "yaml" {
+			printStructured(r.env.Out, f.name, ref.kind, []object.Object{obj}, true)
+			if f.name == "yaml" {
 				fmt.Fprintln(r.env.Out, "---")
 			}
+			return
+		case "jsonpath":
+			if err := f.printTrees(r.env.Out, []any{encode(ref.kind, obj)}, true); err != nil {
+				fmt.Fprintln(r.env.Err, "error: "+err.Error())
+			}
+			return
+		case "custom-columns":
+			t, err := printers.CustomColumnsTable(f.columns, []any{encode(ref.kind, obj)})
+			if err != nil {
+				fmt.Fprintln(r.env.Err, "error: "+err.Error())
+				return
+			}
+			if !headerDone {
+				fmt.Fprintln(tw, strings.Join(t.Header, "\t"))
+				headerDone = true
+			}
+			fmt.Fprintln(tw, strings.Join(t.Rows[0], "\t"))
+			tw.Flush()
 			return
 		}
 		if !headerDone {
@@ -225,7 +273,14 @@ func (r *root) watch(ctx context.Context, ref resourceRef, g *getFlags) error {
 		return err
 	}
 	if !g.watchOnly {
-		for _, o := range printers.SortEventsIf(objs) {
+		if g.sortBy != "" && len(objs) > 1 {
+			if objs, err = sortObjects(ref.kind, objs, g.sortBy); err != nil {
+				return err
+			}
+		} else {
+			objs = printers.SortEventsIf(objs)
+		}
+		for _, o := range objs {
 			print("ADDED", o)
 		}
 		if len(objs) == 0 && len(ref.names) == 0 {

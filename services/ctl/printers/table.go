@@ -30,6 +30,9 @@ type Options struct {
 	// LabelColumns are -L keys, one column each.
 	LabelColumns []string
 	Now          time.Time
+	// KeepOrder keeps the objects' order (--sort-by ordered them) where a
+	// kind has its own (events: by when last seen).
+	KeepOrder bool
 }
 
 // Table is a header and rows of cells.
@@ -120,7 +123,7 @@ func MakeTable(objs []object.Object, o Options) Table {
 		return Table{}
 	}
 	t := Table{Header: Header(objs[0], o)}
-	if _, ok := objs[0].(*corev1.Event); ok {
+	if _, ok := objs[0].(*corev1.Event); ok && !o.KeepOrder {
 		objs = SortEvents(objs)
 	}
 	for _, obj := range objs {
