@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"skiff.dev/internal/client"
+	"skiff.dev/internal/deployutil"
 	"skiff.dev/internal/informer"
 	appsv1 "skiff.dev/proto/apps/v1"
 	appsv1beta1 "skiff.dev/proto/apps/v1beta1"
@@ -447,7 +448,7 @@ func TestRollback(t *testing.T) {
 	c.awaitEvent("web", EventDeploymentRollback, `Rolled back deployment "web" to revision 1`)
 
 	// The client-side way: RollbackTemplate, as skiffctl rollout undo.
-	tmpl, err := RollbackTemplate(c.deployment("web"), c.replicaSetsOf("web"), 2)
+	tmpl, err := deployutil.RollbackTemplate(c.deployment("web"), c.replicaSetsOf("web"), 2)
 	if err != nil {
 		t.Fatal(err)
 	}

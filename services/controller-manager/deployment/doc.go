@@ -15,7 +15,7 @@
 //     Deployment only scales (sync.go scale);
 //  3. rollback: the legacy apps/v1beta1 annotation
 //     deprecated.deployment.rollback.to copies a revision's template back
-//     into the spec (RollbackTemplate is the same lookup for clients);
+//     into the spec (deployutil.RollbackTemplate is the same lookup for clients);
 //  4. scaling: a changed spec.replicas resizes the ReplicaSets, in
 //     proportion during a rolling update;
 //  5. rollout: one step of RollingUpdate (new ReplicaSet up within

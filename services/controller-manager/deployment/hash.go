@@ -8,12 +8,13 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"skiff.dev/internal/deployutil"
 	corev1 "skiff.dev/proto/core/v1"
 )
 
 // PodTemplateHashLabel is the label that ties a ReplicaSet, its selector
 // and its pods to one pod template of a Deployment.
-const PodTemplateHashLabel = "pod-template-hash"
+const PodTemplateHashLabel = deployutil.PodTemplateHashLabel
 
 // safeAlphabet is Kubernetes' rand.SafeEncodeString alphabet: no vowels
 // (no words) and no look-alike characters (0/o, 1/l, 3/e).
@@ -51,23 +52,11 @@ func safeEncode(s string) string {
 	return string(out)
 }
 
-// withoutHash returns a copy of t without the pod-template-hash label.
-func withoutHash(t *corev1.PodTemplateSpec) *corev1.PodTemplateSpec {
-	c := proto.Clone(t).(*corev1.PodTemplateSpec)
-	if c == nil {
-		c = &corev1.PodTemplateSpec{}
-	}
-	if c.GetMetadata().GetLabels() != nil {
-		delete(c.Metadata.Labels, PodTemplateHashLabel)
-	}
-	return c
-}
-
 // EqualIgnoreHash reports whether two pod templates are the same but for
 // the pod-template-hash label: whether a ReplicaSet runs a Deployment's
 // template.
 func EqualIgnoreHash(a, b *corev1.PodTemplateSpec) bool {
-	return proto.Equal(withoutHash(a), withoutHash(b))
+	return proto.Equal(deployutil.WithoutHash(a), deployutil.WithoutHash(b))
 }
 
 // withLabel returns a copy of m with k=v added.

@@ -8,17 +8,16 @@ import (
 	"strconv"
 	"strings"
 
+	"skiff.dev/internal/deployutil"
 	appsv1 "skiff.dev/proto/apps/v1"
-	corev1 "skiff.dev/proto/core/v1"
-	"skiff.dev/services/controller-manager/controllerutil"
 )
 
 // Annotations the controller writes and reads, as Kubernetes names them.
 const (
 	// RevisionAnnotation numbers a Deployment's pod templates: each
 	// ReplicaSet carries the revision of its template, the Deployment the
-	// revision of its current one.
-	RevisionAnnotation = "deployment.kubernetes.io/revision"
+	// revision of its current one. Reading it is deployutil's.
+	RevisionAnnotation = deployutil.RevisionAnnotation
 	// RevisionHistoryAnnotation lists the earlier revisions of a ReplicaSet
 	// whose template came back (by rollback or by an edit).
 	RevisionHistoryAnnotation = "deployment.kubernetes.io/revision-history"
@@ -39,10 +38,6 @@ const (
 // maxRevisionHistoryChars bounds the revision-history annotation.
 const maxRevisionHistoryChars = 2000
 
-// ErrRevisionNotFound is returned by RollbackTemplate when no ReplicaSet of
-// the Deployment has the revision asked for.
-var ErrRevisionNotFound = errors.New("revision not found")
-
 // skipCopy lists the annotations a Deployment does not pass on to its
 // ReplicaSets (and a rollback does not take back from one).
 func skipCopy(k string) bool {
@@ -54,77 +49,15 @@ func skipCopy(k string) bool {
 	return false
 }
 
-// Revision is a ReplicaSet's revision annotation (0 when absent).
-func Revision(rs *appsv1.ReplicaSet) (int64, error) {
-	v, ok := rs.GetMetadata().GetAnnotations()[RevisionAnnotation]
-	if !ok || v == "" {
-		return 0, nil
-	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("replicaset %q: annotation %s=%q: %w", rs.GetMetadata().GetName(), RevisionAnnotation, v, err)
-	}
-	return n, nil
-}
-
 // maxRevision is the highest revision among rses (0 if none has one).
 func maxRevision(rses []*appsv1.ReplicaSet) int64 {
 	var m int64
 	for _, rs := range rses {
-		if v, err := Revision(rs); err == nil && v > m {
+		if v, err := deployutil.Revision(rs); err == nil && v > m {
 			m = v
 		}
 	}
 	return m
-}
-
-// lastRevision is the revision before the highest: the one "roll back to
-// the previous revision" means (0 if there is none).
-func lastRevision(rses []*appsv1.ReplicaSet) int64 {
-	var top, second int64
-	for _, rs := range rses {
-		v, err := Revision(rs)
-		if err != nil {
-			continue
-		}
-		switch {
-		case v >= top:
-			second, top = top, v
-		case v > second:
-			second = v
-		}
-	}
-	return second
-}
-
-// RollbackTemplate returns the pod template of revision toRevision of d
-// (0: the revision before the current one), taken from the ReplicaSet
-// carrying it among rses and without its pod-template-hash label: what to
-// put in d's spec.template to roll back, as `kubectl rollout undo` does.
-// Only ReplicaSets controlled by d count (all of rses when d has no uid).
-// The error wraps ErrRevisionNotFound when no ReplicaSet has the revision.
-func RollbackTemplate(d *appsv1.Deployment, rses []*appsv1.ReplicaSet, toRevision int64) (*corev1.PodTemplateSpec, error) {
-	if toRevision < 0 {
-		return nil, fmt.Errorf("revision %d: must not be negative", toRevision)
-	}
-	uid := d.GetMetadata().GetUid()
-	var owned []*appsv1.ReplicaSet
-	for _, rs := range rses {
-		if ref := controllerutil.ControllerOf(rs.GetMetadata()); uid == "" || ref.GetUid() == uid {
-			owned = append(owned, rs)
-		}
-	}
-	if toRevision == 0 {
-		if toRevision = lastRevision(owned); toRevision == 0 {
-			return nil, fmt.Errorf("deployment %q: no previous revision: %w", d.GetMetadata().GetName(), ErrRevisionNotFound)
-		}
-	}
-	for _, rs := range owned {
-		if v, err := Revision(rs); err == nil && v == toRevision {
-			return withoutHash(rs.GetSpec().GetTemplate()), nil
-		}
-	}
-	return nil, fmt.Errorf("deployment %q: revision %d: %w", d.GetMetadata().GetName(), toRevision, ErrRevisionNotFound)
 }
 
 // rollbackTo parses the rollback annotation: ok is false when absent.
@@ -258,8 +191,8 @@ func historyToDelete(old []*appsv1.ReplicaSet, limit int32) []*appsv1.ReplicaSet
 		return nil
 	}
 	slices.SortStableFunc(alive, func(a, b *appsv1.ReplicaSet) int {
-		ra, _ := Revision(a)
-		rb, _ := Revision(b)
+		ra, _ := deployutil.Revision(a)
+		rb, _ := deployutil.Revision(b)
 		if c := cmp.Compare(ra, rb); c != 0 {
 			return c
 		}

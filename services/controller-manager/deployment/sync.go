@@ -13,6 +13,7 @@ import (
 	"skiff.dev/internal/apierrors"
 	"skiff.dev/internal/client"
 	"skiff.dev/internal/controller"
+	"skiff.dev/internal/deployutil"
 	"skiff.dev/internal/events"
 	appsv1 "skiff.dev/proto/apps/v1"
 	corev1 "skiff.dev/proto/core/v1"
@@ -273,13 +274,13 @@ func (s *syncer) rollback(ctx context.Context, rev int64, parseErr error) error 
 	}
 	all := append(old, newRS)
 	if rev == 0 {
-		if rev = lastRevision(all); rev == 0 {
+		if rev = deployutil.LastRevision(all); rev == 0 {
 			s.c.recorder.Event(s.d, events.EventTypeWarning, EventRollbackRevisionNotFound, "Unable to find last revision.")
 			return s.clearRollback(ctx, nil)
 		}
 	}
 	for _, rs := range all {
-		if v, err := Revision(rs); err != nil || v != rev {
+		if v, err := deployutil.Revision(rs); err != nil || v != rev {
 			continue
 		}
 		if EqualIgnoreHash(s.d.GetSpec().GetTemplate(), rs.GetSpec().GetTemplate()) {
@@ -304,7 +305,7 @@ func (s *syncer) clearRollback(ctx context.Context, to *appsv1.ReplicaSet) error
 	return s.updateDeployment(ctx, func(d *appsv1.Deployment) bool {
 		if to != nil {
 			d.Metadata.Annotations = annotationsFromRS(d, to)
-			d.Spec.Template = withoutHash(to.GetSpec().GetTemplate())
+			d.Spec.Template = deployutil.WithoutHash(to.GetSpec().GetTemplate())
 		}
 		delete(d.Metadata.Annotations, RollbackToAnnotation)
 		return true

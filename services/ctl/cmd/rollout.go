@@ -14,10 +14,10 @@ import (
 
 	"skiff.dev/internal/apierrors"
 	"skiff.dev/internal/client"
+	deployment "skiff.dev/internal/deployutil"
 	appsv1 "skiff.dev/proto/apps/v1"
 	corev1 "skiff.dev/proto/core/v1"
 	metav1 "skiff.dev/proto/meta/v1"
-	"skiff.dev/services/controller-manager/deployment"
 	"skiff.dev/services/ctl/describe"
 )
 
