@@ -48,34 +48,54 @@ type columns struct {
 }
 
 func columnsFor(obj object.Object) columns {
-	switch obj.(type) {
-	case *corev1.Pod:
-		return columns{[]string{"NAME", "READY", "STATUS", "RESTARTS", "AGE"}, []string{"IP", "NODE", "NOMINATED NODE", "READINESS GATES"}, podRow}
-	case *appsv1.Deployment, *appsv1beta1.Deployment:
-		return columns{[]string{"NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE"}, []string{"CONTAINERS", "IMAGES", "SELECTOR"}, deploymentRow}
-	case *appsv1.ReplicaSet:
-		return columns{[]string{"NAME", "DESIRED", "CURRENT", "READY", "AGE"}, []string{"CONTAINERS", "IMAGES", "SELECTOR"}, replicaSetRow}
-	case *corev1.Node:
-		return columns{[]string{"NAME", "STATUS", "ROLES", "AGE", "VERSION"}, []string{"INTERNAL-IP", "EXTERNAL-IP", "OS-IMAGE", "KERNEL-VERSION", "CONTAINER-RUNTIME"}, nodeRow}
-	case *corev1.Namespace:
-		return columns{[]string{"NAME", "STATUS", "AGE"}, nil, namespaceRow}
-	case *corev1.Event:
-		return columns{[]string{"LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"}, []string{"SOURCE", "FIRST SEEN", "COUNT", "NAME"}, eventRow}
-	case *coordinationv1.Lease:
-		return columns{[]string{"NAME", "HOLDER", "AGE"}, nil, leaseRow}
-	case *corev1.ConfigMap:
-		return columns{[]string{"NAME", "DATA", "AGE"}, nil, configMapRow}
-	case *corev1.ResourceQuota:
-		return columns{[]string{"NAME", "AGE", "REQUEST", "LIMIT"}, nil, resourceQuotaRow}
-	case *rbacv1.RoleBinding, *rbacv1.ClusterRoleBinding:
-		return columns{[]string{"NAME", "ROLE", "AGE"}, []string{"USERS", "GROUPS", "SERVICEACCOUNTS"}, bindingRow}
-	case *admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfiguration:
-		return columns{[]string{"NAME", "WEBHOOKS", "AGE"}, nil, webhookConfigurationRow}
+	if c, ok := ownColumns(obj); ok {
+		return c
 	}
 	return columns{[]string{"NAME", "AGE"}, nil, func(obj object.Object, now time.Time) ([]string, []string) {
 		m := obj.GetMetadata()
 		return []string{m.GetName(), Age(m.GetCreationTimestamp(), now)}, nil
 	}}
+}
+
+// HasColumns says whether skiffctl has table columns of obj's kind (as
+// kubectl's), not only NAME and AGE (the conformance test requires them
+// of every kind).
+func HasColumns(obj object.Object) bool {
+	_, ok := ownColumns(obj)
+	return ok
+}
+
+// ownColumns are the columns of obj's kind, if it has its own.
+func ownColumns(obj object.Object) (columns, bool) {
+	switch obj.(type) {
+	case *corev1.Pod:
+		return columns{[]string{"NAME", "READY", "STATUS", "RESTARTS", "AGE"}, []string{"IP", "NODE", "NOMINATED NODE", "READINESS GATES"}, podRow}, true
+	case *appsv1.Deployment, *appsv1beta1.Deployment:
+		return columns{[]string{"NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE"}, []string{"CONTAINERS", "IMAGES", "SELECTOR"}, deploymentRow}, true
+	case *appsv1.ReplicaSet:
+		return columns{[]string{"NAME", "DESIRED", "CURRENT", "READY", "AGE"}, []string{"CONTAINERS", "IMAGES", "SELECTOR"}, replicaSetRow}, true
+	case *corev1.Node:
+		return columns{[]string{"NAME", "STATUS", "ROLES", "AGE", "VERSION"}, []string{"INTERNAL-IP", "EXTERNAL-IP", "OS-IMAGE", "KERNEL-VERSION", "CONTAINER-RUNTIME"}, nodeRow}, true
+	case *corev1.Namespace:
+		return columns{[]string{"NAME", "STATUS", "AGE"}, nil, namespaceRow}, true
+	case *corev1.Event:
+		return columns{[]string{"LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"}, []string{"SOURCE", "FIRST SEEN", "COUNT", "NAME"}, eventRow}, true
+	case *coordinationv1.Lease:
+		return columns{[]string{"NAME", "HOLDER", "AGE"}, nil, leaseRow}, true
+	case *corev1.ConfigMap:
+		return columns{[]string{"NAME", "DATA", "AGE"}, nil, configMapRow}, true
+	case *corev1.ResourceQuota:
+		return columns{[]string{"NAME", "AGE", "REQUEST", "LIMIT"}, nil, resourceQuotaRow}, true
+	case *rbacv1.RoleBinding, *rbacv1.ClusterRoleBinding:
+		return columns{[]string{"NAME", "ROLE", "AGE"}, []string{"USERS", "GROUPS", "SERVICEACCOUNTS"}, bindingRow}, true
+	case *admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfiguration:
+		return columns{[]string{"NAME", "WEBHOOKS", "AGE"}, nil, webhookConfigurationRow}, true
+	case *corev1.ServiceAccount:
+		return columns{[]string{"NAME", "SECRETS", "AGE"}, nil, serviceAccountRow}, true
+	case *corev1.LimitRange, *rbacv1.Role, *rbacv1.ClusterRole:
+		return columns{[]string{"NAME", "CREATED AT"}, nil, createdAtRow}, true
+	}
+	return columns{}, false
 }
 
 // Header returns the header of a table of objects like obj.
@@ -530,4 +550,17 @@ func webhookConfigurationRow(obj object.Object, now time.Time) ([]string, []stri
 	}
 	m := obj.GetMetadata()
 	return []string{m.GetName(), strconv.Itoa(n), Age(m.GetCreationTimestamp(), now)}, nil
+}
+
+// serviceAccountRow: NAME SECRETS AGE, as kubectl; Skiff's service
+// accounts list no secrets (their tokens are signed on demand).
+func serviceAccountRow(obj object.Object, now time.Time) ([]string, []string) {
+	m := obj.GetMetadata()
+	return []string{m.GetName(), "0", Age(m.GetCreationTimestamp(), now)}, nil
+}
+
+// createdAtRow: NAME CREATED AT, as kubectl prints limit ranges and roles.
+func createdAtRow(obj object.Object, _ time.Time) ([]string, []string) {
+	m := obj.GetMetadata()
+	return []string{m.GetName(), m.GetCreationTimestamp().AsTime().UTC().Format(time.RFC3339)}, nil
 }
