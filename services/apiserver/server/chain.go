@@ -209,10 +209,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 }
 
 // Chain is the request chain every call passes: request info ->
-// authentication -> fairness (Limiter) -> authorization -> handler (whose
-// registry runs admission); then metrics, audit, logs and the one mapping
-// of errors to gRPC statuses. A nil hook is off: without an Authenticator
-// every request is user.UnsecuredInfo.
+// authentication -> fairness (Limiter) -> authorization -> strict fields of
+// a write (decode.go) -> handler (whose registry runs admission); then
+// metrics, audit, logs and the one mapping of errors to gRPC statuses. A
+// request whose body does not decode is answered after authentication.
+// A nil hook is off: without an Authenticator every request is
+// user.UnsecuredInfo.
 type Chain struct {
 	Routes        Routes
 	Metrics       *Metrics
@@ -471,11 +473,19 @@ func (c *Chain) serveUnary(ctx context.Context, ri *RequestInfo, req any, handle
 	if err != nil {
 		return nil, err
 	}
+	if u, ok := req.(undecoded); ok {
+		return nil, u.err
+	}
 	release, err := c.admit(ctx, ri, req)
 	if err != nil {
 		return nil, err
 	}
 	defer holdUntilEnd(ctx, release)()
+	if ri.writesObject() {
+		if err := strictFields(req); err != nil {
+			return nil, err
+		}
+	}
 	return handler(ctx, req)
 }
 
@@ -496,7 +506,7 @@ type wrappedStream struct {
 func (w *wrappedStream) Context() context.Context { return w.ctx }
 
 func (w *wrappedStream) RecvMsg(m any) error {
-	if err := w.ServerStream.RecvMsg(m); err != nil {
+	if err := recvRequest(w.ServerStream, m); err != nil {
 		return err
 	}
 	if w.first != nil {

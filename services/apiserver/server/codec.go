@@ -81,7 +81,7 @@ func (p releasePool) Get(int) *[]byte { panic("releasePool only takes its buffer
 func (p releasePool) Put(*[]byte)     { p.release() }
 
 // codec is the standard protobuf codec plus rawBatch and encodedList
-// pass-through.
+// pass-through, and decodeTarget's kept errors.
 type codec struct{ proto encoding.CodecV2 }
 
 // NewCodec returns the codec the apiserver forces on its gRPC server.
@@ -110,6 +110,16 @@ func buffers(pieces [][]byte) mem.BufferSlice {
 	return out
 }
 
-func (c codec) Unmarshal(data mem.BufferSlice, v any) error { return c.proto.Unmarshal(data, v) }
+// Unmarshal decodes a request. Into a decodeTarget, it leaves its error in
+// the target and returns nil, for the caller to answer it as the client's
+// mistake (decode.go): grpc-go sends INTERNAL for any error it returns, at
+// once, before a handler could answer otherwise.
+func (c codec) Unmarshal(data mem.BufferSlice, v any) error {
+	if t, ok := v.(*decodeTarget); ok {
+		t.err = c.proto.Unmarshal(data, t.msg)
+		return nil
+	}
+	return c.proto.Unmarshal(data, v)
+}
 
 func (c codec) Name() string { return protocodec.Name }

@@ -14,7 +14,9 @@ import (
 // or a kind's server that embeds one) is served by ListEncoded: its
 // encoded list goes to the wire as it is, where the generated handler
 // needs the list as a message. (A server that embeds an Endpoint and
-// defines List of its own must not be registered through it.)
+// defines List of its own must not be registered through it.) Every unary
+// method answers a request body that does not decode with a BadRequest
+// (decode.go: decodeErrors).
 func EncodedLists(r grpc.ServiceRegistrar) grpc.ServiceRegistrar { return encodedLists{r} }
 
 type encodedLister interface {
@@ -25,16 +27,15 @@ type encodedLists struct{ grpc.ServiceRegistrar }
 
 func (r encodedLists) RegisterService(desc *grpc.ServiceDesc, impl any) {
 	l, ok := impl.(encodedLister)
-	if !ok {
-		r.ServiceRegistrar.RegisterService(desc, impl)
-		return
-	}
 	d := *desc
 	d.Methods = slices.Clone(desc.Methods)
 	for i := range d.Methods {
-		if d.Methods[i].MethodName == "List" {
-			d.Methods[i].Handler = listHandler(l, "/"+desc.ServiceName+"/List")
+		md := &d.Methods[i]
+		fullMethod := "/" + desc.ServiceName + "/" + md.MethodName
+		if ok && md.MethodName == "List" {
+			md.Handler = listHandler(l, fullMethod)
 		}
+		md.Handler = decodeErrors(md.Handler, fullMethod)
 	}
 	r.ServiceRegistrar.RegisterService(&d, impl)
 }
