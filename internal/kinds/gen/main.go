@@ -82,7 +82,6 @@ type kind struct {
 	stored  *kind  // the storage version (itself for a storage version)
 	ctor    string // typed client constructor: Pods, DeploymentsV1beta1
 	fnName  string // defaults/validation function name: Pod, DeploymentV1beta1
-	protoGo string // the proto package's go_package option
 }
 
 func generate(root string) ([]file, error) {

@@ -73,11 +73,11 @@ func ParseCustomColumns(spec string) ([]Column, error) {
 func ReadCustomColumns(r io.Reader) ([]Column, error) {
 	s := bufio.NewScanner(r)
 	if !s.Scan() {
-		return nil, fmt.Errorf("invalid template, missing header line. Expected format is one line of space separated headers, one line of space separated column specs.")
+		return nil, fmt.Errorf("invalid template, missing header line. Expected format is one line of space separated headers, one line of space separated column specs")
 	}
 	headers := strings.Fields(s.Text())
 	if !s.Scan() {
-		return nil, fmt.Errorf("invalid template, missing spec line. Expected format is one line of space separated headers, one line of space separated column specs.")
+		return nil, fmt.Errorf("invalid template, missing spec line. Expected format is one line of space separated headers, one line of space separated column specs")
 	}
 	specs := strings.Fields(s.Text())
 	if len(headers) != len(specs) {
