@@ -102,4 +102,3 @@ func (w typedWatch[T]) Next() (string, object.Object, error) {
 }
 
 func (w typedWatch[T]) Stop() { w.w.Stop() }
-

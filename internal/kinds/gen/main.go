@@ -77,11 +77,11 @@ type file struct {
 // kind is a declared kind with what the generator derives from it.
 type kind struct {
 	decl.Kind
-	alias   string // Go import alias of its proto package: corev1
-	pkg     string // Go import path: skiff.dev/proto/core/v1
-	stored  *kind  // the storage version (itself for a storage version)
-	ctor    string // typed client constructor: Pods, DeploymentsV1beta1
-	fnName  string // defaults/validation function name: Pod, DeploymentV1beta1
+	alias  string // Go import alias of its proto package: corev1
+	pkg    string // Go import path: skiff.dev/proto/core/v1
+	stored *kind  // the storage version (itself for a storage version)
+	ctor   string // typed client constructor: Pods, DeploymentsV1beta1
+	fnName string // defaults/validation function name: Pod, DeploymentV1beta1
 }
 
 func generate(root string) ([]file, error) {

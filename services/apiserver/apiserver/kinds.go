@@ -37,7 +37,9 @@ func (s *Server) install(srv *grpc.Server) {
 
 // schemeKind is k as the scheme and discovery know it.
 func schemeKind(k *kinds.Kind) *scheme.Kind {
-	gv := func(k *kinds.Kind) scheme.GroupVersion { return scheme.GroupVersion{Group: k.Group, Version: k.Version} }
+	gv := func(k *kinds.Kind) scheme.GroupVersion {
+		return scheme.GroupVersion{Group: k.Group, Version: k.Version}
+	}
 	return &scheme.Kind{
 		GVK:            scheme.GroupVersionKind{GroupVersion: gv(k), Kind: k.Kind.Kind},
 		Resource:       k.Resource,
