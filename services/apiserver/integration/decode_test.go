@@ -20,7 +20,7 @@ import (
 	"skiff.dev/services/apiserver/apiservertest"
 )
 
-// invokeRaw sends b as it is (rawCodec, fuzz_test.go) to a unary method
+// invokeRaw sends b as it is (rawCodec, rawcodec_test.go) to a unary method
 // and decodes the answer into out.
 func invokeRaw(ctx context.Context, conn *grpc.ClientConn, method string, b []byte, out proto.Message) error {
 	return conn.Invoke(ctx, method, b, out, grpc.ForceCodecV2(rawCodec{}))
