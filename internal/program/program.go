@@ -1,7 +1,9 @@
 // Package program is the main function the Skiff daemons share: parse the
 // flags, make the zap logger, run until SIGTERM or SIGINT, and exit with
 // the conventional status (0 for --help and a clean stop, 2 for bad flags,
-// 1 when the program fails). It owns nothing the programs do.
+// 1 when the program fails). --version alone prints the program's name
+// and version (internal/version) and exits 0. It owns nothing the programs
+// do.
 package program
 
 import (
@@ -9,6 +11,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -16,6 +19,7 @@ import (
 	"go.uber.org/zap"
 
 	"skiff.dev/internal/logging"
+	"skiff.dev/internal/version"
 )
 
 // Spec describes one program.
@@ -32,7 +36,14 @@ func Main[O any](s Spec[O]) {
 	os.Exit(run(s, os.Args[1:]))
 }
 
-func run[O any](s Spec[O], args []string) int {
+func run[O any](s Spec[O], args []string) int { return runTo(s, args, os.Stdout) }
+
+func runTo[O any](s Spec[O], args []string, stdout io.Writer) int {
+	if len(args) == 1 && (args[0] == "--version" || args[0] == "-version") {
+		v := version.Get()
+		fmt.Fprintln(stdout, s.Name, v.GitVersion, v.GitCommit)
+		return 0
+	}
 	o, err := s.Parse(args)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
