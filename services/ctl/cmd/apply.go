@@ -48,8 +48,11 @@ defaults), and remove fields that were applied before but are no longer in
 the configuration (the last applied configuration is kept in the
 annotation kubectl.kubernetes.io/last-applied-configuration).
 
-Every document is decoded and validated before anything is sent: one
-invalid document means nothing is applied.`,
+Every document is applied, in order, as kubectl does: one that cannot be
+decoded or is invalid, or that the server refuses, is reported on stderr
+with its file and index, the others are applied all the same, and the exit
+code is 1 if any failed. With --dry-run=client every document is
+validated first and nothing is shown as applied if one is invalid.`,
 		Example: `  skiffctl apply -f deployment.yaml
   skiffctl apply -f ./manifests/ -R
   cat pod.json | skiffctl apply -f -`,
@@ -71,22 +74,33 @@ invalid document means nothing is applied.`,
 			if err := pf.check("", "yaml", "json", "name"); err != nil {
 				return err
 			}
-			ps, err := r.readManifests(&ff, true)
+			ds, err := r.prepareManifests(&ff, true)
 			if err != nil {
 				return err
 			}
-			if err := r.served(cmd.Context(), ps); err != nil {
+			if err := r.servedEach(cmd.Context(), ds); err != nil {
 				return err
+			}
+			if mode == "client" {
+				if err := r.allValid(ds); err != nil {
+					return err
+				}
 			}
 			conn, err := r.connect()
 			if err != nil {
 				return err
 			}
 			failed := false
-			for _, p := range ps {
+			for _, d := range ds {
+				if d.err != nil {
+					fmt.Fprintln(r.env.Err, r.message(d.err))
+					failed = true
+					continue
+				}
+				p := d.p
 				result, obj, err := r.applyOne(cmd.Context(), conn, p, mode)
 				if err != nil {
-					fmt.Fprintln(r.env.Err, r.message(fmt.Errorf("%w", err)))
+					fmt.Fprintln(r.env.Err, r.requestMessage(err))
 					failed = true
 					continue
 				}
@@ -110,7 +124,7 @@ invalid document means nothing is applied.`,
 	c.Flags().BoolVarP(&ff.recursive, "recursive", "R", false, "process the directories of -f recursively")
 	c.Flags().StringVar(&ff.validate, "validate", "strict", `"strict" (or "true"): refuse unknown fields and invalid objects before sending; "false" (or "ignore"): send as is`)
 	c.Flags().Lookup("validate").NoOptDefVal = "strict"
-	c.Flags().StringVar(&dryRun, "dry-run", "none", `"none", "client" (show what would be sent) or "server"`)
+	c.Flags().StringVar(&dryRun, "dry-run", "none", `"none", "client" (show what would be sent; validate every document first and apply none if one is invalid) or "server"`)
 	c.Flags().Lookup("dry-run").NoOptDefVal = "client"
 	c.Flags().BoolVar(&serverSide, "server-side", false, "apply on the server (not supported yet)")
 	c.Flags().BoolVar(&prune, "prune", false, "delete objects not in the configuration (not supported yet)")
@@ -119,8 +133,9 @@ invalid document means nothing is applied.`,
 }
 
 // applyOne creates or updates one object; result is "created",
-// "configured" or "unchanged".
+// "configured" or "unchanged". The server's errors are requestErrors.
 func (r *root) applyOne(ctx context.Context, conn grpcConn, p *prepared, dryRun string) (string, object.Object, error) {
+	fail := func(verb string, err error) error { return &requestError{doc: p.doc, verb: verb, err: err} }
 	cl := p.kind.Client(conn)
 	modified, _ := apply.WithLastApplied(p.config)
 	live, err := cl.Get(ctx, p.namespace(), p.name())
@@ -137,12 +152,12 @@ func (r *root) applyOne(ctx context.Context, conn grpcConn, p *prepared, dryRun 
 		}
 		created, err := cl.Create(ctx, obj)
 		if err != nil {
-			return "", nil, err
+			return "", nil, fail("creating", err)
 		}
 		return "created", created, nil
 	}
 	if err != nil {
-		return "", nil, err
+		return "", nil, fail("retrieving current configuration of", err)
 	}
 	if _, ok := live.GetMetadata().GetAnnotations()[apply.LastAppliedAnnotation]; !ok {
 		fmt.Fprintf(r.env.Err, "Warning: resource %s is missing the %s annotation which is required by skiffctl apply. "+
@@ -152,10 +167,12 @@ func (r *root) applyOne(ctx context.Context, conn grpcConn, p *prepared, dryRun 
 	pinned := p.obj.GetMetadata().GetResourceVersion() != ""
 	result := "unchanged"
 	var out object.Object
+	verb := "updating"
 	err = client.RetryOnConflict(ctx, client.DefaultRetry, func() error {
 		if live == nil {
 			var err error
 			if live, err = cl.Get(ctx, p.namespace(), p.name()); err != nil {
+				verb = "retrieving current configuration of"
 				return err
 			}
 		}
@@ -171,6 +188,7 @@ func (r *root) applyOne(ctx context.Context, conn grpcConn, p *prepared, dryRun 
 			result, out = "configured", next
 			return nil
 		}
+		verb = "updating"
 		updated, err := cl.Update(ctx, next)
 		if err != nil {
 			if apierrors.IsConflict(err) && !pinned {
@@ -182,7 +200,7 @@ func (r *root) applyOne(ctx context.Context, conn grpcConn, p *prepared, dryRun 
 		return nil
 	})
 	if err != nil {
-		return "", nil, err
+		return "", nil, fail(verb, err)
 	}
 	return result, out, nil
 }

@@ -186,7 +186,7 @@ func equalMaps(a, b map[string]string) bool {
 
 func TestApplyInvalidDocumentAppliesNothing(t *testing.T) {
 	c := newCLI(t)
-	r := c.run("apply", "-f", manifestPath("invalid-multi.yaml"))
+	r := c.run("apply", "--dry-run=client", "-f", manifestPath("invalid-multi.yaml"))
 	if r.code == 0 || r.out != "" {
 		t.Fatalf("exit %d, stdout %q; want a failure with nothing applied", r.code, r.out)
 	}

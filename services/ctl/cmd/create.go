@@ -21,8 +21,12 @@ func (r *root) createCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "create -f FILENAME",
 		Short: "Create resources from a file or from stdin",
-		Long: `Create resources from a file or from stdin. Every document is decoded and
-validated before anything is sent.`,
+		Long: `Create resources from a file or from stdin. Every document is created, in
+order: one that cannot be decoded or is invalid, or that the server
+refuses, is reported on stderr with its file and index, the others are
+created all the same, and the exit code is 1 if any failed. With
+--dry-run=client every document is validated first and nothing is shown
+as created if one is invalid.`,
 		Example: `  skiffctl create -f pod.yaml`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -36,19 +40,30 @@ validated before anything is sent.`,
 			if err := pf.check("", "yaml", "json", "name"); err != nil {
 				return err
 			}
-			ps, err := r.readManifests(&ff, false)
+			ds, err := r.prepareManifests(&ff, false)
 			if err != nil {
 				return err
 			}
-			if err := r.served(cmd.Context(), ps); err != nil {
+			if err := r.servedEach(cmd.Context(), ds); err != nil {
 				return err
+			}
+			if mode != "" {
+				if err := r.allValid(ds); err != nil {
+					return err
+				}
 			}
 			conn, err := r.connect()
 			if err != nil {
 				return err
 			}
 			failed := false
-			for _, p := range ps {
+			for _, d := range ds {
+				if d.err != nil {
+					fmt.Fprintln(r.env.Err, r.message(d.err))
+					failed = true
+					continue
+				}
+				p := d.p
 				obj := proto.Clone(p.obj).(object.Object)
 				if saveConfig {
 					_, value := apply.WithLastApplied(p.config)
@@ -63,7 +78,7 @@ validated before anything is sent.`,
 					created, err := p.kind.Client(conn).Create(ctx, obj)
 					cancel()
 					if err != nil {
-						fmt.Fprintln(r.env.Err, r.message(err))
+						fmt.Fprintln(r.env.Err, r.requestMessage(&requestError{doc: p.doc, verb: "creating", err: err}))
 						failed = true
 						continue
 					}
@@ -91,7 +106,7 @@ validated before anything is sent.`,
 	c.Flags().BoolVarP(&ff.recursive, "recursive", "R", false, "process the directories of -f recursively")
 	c.Flags().StringVar(&ff.validate, "validate", "strict", `"strict" or "false"`)
 	c.Flags().Lookup("validate").NoOptDefVal = "strict"
-	c.Flags().StringVar(&dryRun, "dry-run", "none", `"none", "client" or "server"`)
+	c.Flags().StringVar(&dryRun, "dry-run", "none", `"none", "client" (show what would be sent; validate every document first and create none if one is invalid) or "server"`)
 	c.Flags().Lookup("dry-run").NoOptDefVal = "client"
 	c.Flags().BoolVar(&saveConfig, "save-config", false, "record the configuration in the last-applied annotation, for later applies")
 	pf.add(c, "yaml|json|name")
