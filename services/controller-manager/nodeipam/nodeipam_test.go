@@ -228,26 +228,28 @@ func TestExhaustionAndRelease(t *testing.T) {
 // TestForeignSubnets: a node whose podCIDR lies outside the cluster CIDR,
 // or overlaps an older node's, gets a Warning and keeps it; neither takes
 // a subnet from the others. When the older node goes, the overlapping one
-// is accounted for.
+// is accounted for. Creation timestamps have whole seconds (as
+// Kubernetes'); nodes created in the same second are ordered by name, so
+// the older node's name sorts first.
 func TestForeignSubnets(t *testing.T) {
 	const cluster, mask = "10.60.0.0/22", 24
 	env := managertest.Start(t)
-	createNode(t, env, "owner", "10.60.1.0/24")
+	createNode(t, env, "elder", "10.60.1.0/24")
 	createNode(t, env, "outside", "192.168.7.0/24")
 	createNode(t, env, "overlap", "10.60.1.128/25")
 	env, c := start(t, env, options(cluster, mask))
 	awaitEvent(env, "outside", nodeipam.ReasonInvalidPodCIDR, "outside the cluster CIDR 10.60.0.0/22")
-	awaitEvent(env, "overlap", nodeipam.ReasonPodCIDRConflict, "overlaps node owner's 10.60.1.0/24")
+	awaitEvent(env, "overlap", nodeipam.ReasonPodCIDRConflict, "overlaps node elder's 10.60.1.0/24")
 	if used, _ := c.Usage(); used != 1 {
-		t.Errorf("subnets in use: %d, want 1 (owner's)", used)
+		t.Errorf("subnets in use: %d, want 1 (elder's)", used)
 	}
-	got := podCIDRs(env, "owner", "outside", "overlap")
-	if got["owner"] != "10.60.1.0/24" || got["outside"] != "192.168.7.0/24" || got["overlap"] != "10.60.1.128/25" {
+	got := podCIDRs(env, "elder", "outside", "overlap")
+	if got["elder"] != "10.60.1.0/24" || got["outside"] != "192.168.7.0/24" || got["overlap"] != "10.60.1.128/25" {
 		t.Errorf("podCIDRs changed: %v", got)
 	}
 
-	deleteNode(t, env, "owner")
-	env.Await(patience, "the overlapping node accounted for once the owner is gone", func() (bool, string) {
+	deleteNode(t, env, "elder")
+	env.Await(patience, "the overlapping node accounted for once the elder is gone", func() (bool, string) {
 		used, _ := c.Usage()
 		released := gauge(t, env, "nodeipam_cidr_releases_total")
 		return used == 1 && released == 1, managertest.Explain("used %d, released %v", used, released)
