@@ -43,7 +43,10 @@ func TestVersionFlag(t *testing.T) {
 		parsed := false
 		s := Spec[string]{
 			Name: "skiff-test", Component: "test",
-			Parse:    func([]string) (string, error) { parsed = true; return "", errors.New("flag provided but not defined: -version") },
+			Parse: func([]string) (string, error) {
+				parsed = true
+				return "", errors.New("flag provided but not defined: -version")
+			},
 			LogLevel: func(o string) string { return o },
 			Run:      func(context.Context, string, *zap.Logger) error { return nil },
 		}
