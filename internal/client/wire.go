@@ -22,9 +22,17 @@ func (protoEncoding) Marshal(v any) (mem.BufferSlice, error) {
 func (protoEncoding) Name() string { return protocodec.Name }
 
 // rawCodec receives a message as its undecoded bytes (into a *[]byte), so
-// a watch response's events can be walked without copying them; everything
-// else goes through the standard protobuf codec.
+// a watch response's events can be walked without copying them, and sends
+// a []byte request as it is; everything else goes through the standard
+// protobuf codec.
 type rawCodec struct{ protoEncoding }
+
+func (rawCodec) Marshal(v any) (mem.BufferSlice, error) {
+	if b, ok := v.([]byte); ok {
+		return mem.BufferSlice{mem.SliceBuffer(b)}, nil
+	}
+	return protoEncoding{}.Marshal(v)
+}
 
 func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	if p, ok := v.(*[]byte); ok {
@@ -60,6 +68,11 @@ func (metaCodec) Unmarshal(data mem.BufferSlice, v any) error {
 // the bytes are valid until the next RecvMsg into the same slice); walk
 // them with WatchEvents.
 func RawWatch() grpc.CallOption { return grpc.ForceCodecV2(rawCodec{}) }
+
+// Raw is the call option that sends a []byte request as it is (tests that
+// reach the server's decoding with bytes of their choice) and, as
+// RawWatch, receives into a *[]byte.
+func Raw() grpc.CallOption { return RawWatch() }
 
 // WatchEvents walks the events of an encoded watch response (any kind's
 // <Kind>WatchResponse, or skiff.meta.v1.WatchResponse) and calls fn with

@@ -29,13 +29,8 @@ type Kind struct {
 	// is the storage version).
 	Stored *Kind
 
-	newObj         func() object.Object
-	newList        func() proto.Message
-	defaultFn      func(object.Object)
-	validate       func(object.Object) field.ErrorList
-	validateUpdate func(newObj, oldObj object.Object) field.ErrorList
-	client         func(grpc.ClientConnInterface) Client
-	fields         []selectable
+	binding
+	fields []selectable
 }
 
 // binding is what the generated bindings.gen.go gives a declared kind.
@@ -86,9 +81,7 @@ func load() {
 	}
 	byGVK = map[string]*Kind{}
 	for i, d := range decl.All {
-		b := bindings[i]
-		k := &Kind{Kind: d, newObj: b.newObj, newList: b.newList, defaultFn: b.defaultFn,
-			validate: b.validate, validateUpdate: b.validateUpdate, client: b.client}
+		k := &Kind{Kind: d, binding: bindings[i]}
 		if got := string(k.newObj().ProtoReflect().Descriptor().FullName()); got != k.ProtoPackage()+"."+d.Kind {
 			panic(fmt.Sprintf("kinds: %s is bound to %s: run make proto", k.GVK(), got))
 		}

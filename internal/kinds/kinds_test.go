@@ -68,7 +68,7 @@ func TestFieldsOfDeclaredSelectors(t *testing.T) {
 }
 
 func TestSelectorThatNamesNoFieldIsRefused(t *testing.T) {
-	k := &Kind{Kind: decl.Kind{Kind: "Pod", FieldSelectors: []string{"spec.nodeNmae"}}, newObj: MustGet("", "v1", "Pod").newObj}
+	k := &Kind{Kind: decl.Kind{Kind: "Pod", FieldSelectors: []string{"spec.nodeNmae"}}, binding: binding{newObj: MustGet("", "v1", "Pod").newObj}}
 	if _, err := selectables(k); err == nil || !strings.Contains(err.Error(), `no single field "nodeNmae"`) {
 		t.Errorf("a typo in a selector: %v", err)
 	}

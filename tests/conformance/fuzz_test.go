@@ -6,32 +6,15 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/encoding"
-	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/emptypb"
 
+	"skiff.dev/internal/client"
 	"skiff.dev/internal/kinds"
 	"skiff.dev/services/apiserver/apiservertest"
 )
-
-// rawCodec sends []byte requests as they are, so the fuzzer reaches the
-// server's decoding with arbitrary bytes.
-type rawCodec struct{}
-
-func (rawCodec) Marshal(v any) (mem.BufferSlice, error) {
-	if b, ok := v.([]byte); ok {
-		return mem.BufferSlice{mem.SliceBuffer(b)}, nil
-	}
-	return encoding.GetCodecV2("proto").Marshal(v)
-}
-func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
-	return encoding.GetCodecV2("proto").Unmarshal(data, v)
-}
-func (rawCodec) Name() string { return "proto" }
 
 // FuzzCreate sends random bytes as the Create, Update and UpdateStatus
 // requests of every declared kind, seeded with each kind's example
@@ -59,7 +42,7 @@ func FuzzCreate(f *testing.F) {
 		defer cancel()
 		for _, method := range []string{"Create", "Update", "UpdateStatus"} {
 			var out emptypb.Empty // any answer decodes as unknown fields
-			err := s.Conn.Invoke(ctx, "/"+svc+"/"+method, data, &out, grpc.ForceCodecV2(rawCodec{}))
+			err := s.Conn.Invoke(ctx, "/"+svc+"/"+method, data, &out, client.Raw())
 			if err == nil {
 				continue
 			}

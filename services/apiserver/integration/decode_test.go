@@ -20,10 +20,10 @@ import (
 	"skiff.dev/services/apiserver/apiservertest"
 )
 
-// invokeRaw sends b as it is (rawCodec, rawcodec_test.go) to a unary method
+// invokeRaw sends b as it is (client.Raw) to a unary method
 // and decodes the answer into out.
 func invokeRaw(ctx context.Context, conn *grpc.ClientConn, method string, b []byte, out proto.Message) error {
-	return conn.Invoke(ctx, method, b, out, grpc.ForceCodecV2(rawCodec{}))
+	return conn.Invoke(ctx, method, b, out, client.Raw())
 }
 
 // withUnknown returns m's encoding with a string field number num appended.
@@ -90,7 +90,7 @@ func TestUndecodableRequestIsInvalidArgument(t *testing.T) {
 		t.Errorf("debug lines of the refused creates: %d, want 4", n)
 	}
 	t.Run("a watch's options", func(t *testing.T) {
-		st, err := s.Conn.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true}, "/skiff.core.v1.ConfigMaps/Watch", grpc.ForceCodecV2(rawCodec{}))
+		st, err := s.Conn.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true}, "/skiff.core.v1.ConfigMaps/Watch", client.Raw())
 		if err != nil {
 			t.Fatal(err)
 		}
