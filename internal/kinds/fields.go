@@ -22,16 +22,18 @@ type selectable struct {
 // scalar. A typo fails here, when the kinds load.
 func selectables(k *Kind) ([]selectable, error) {
 	var out []selectable
+	root := k.newObj().ProtoReflect().Descriptor()
 	for _, fs := range k.Kind.FieldSelectors {
 		name, path, ok := strings.Cut(fs, "=")
 		if !ok {
 			path = name
 		}
-		md := k.newObj().ProtoReflect().Descriptor()
+		md := root
 		var fds []protoreflect.FieldDescriptor
-		for i, part := range strings.Split(path, ".") {
+		parts := strings.Split(path, ".")
+		for i, part := range parts {
 			if md == nil {
-				return nil, fmt.Errorf("field selector %q: %s is not a message", fs, strings.Join(strings.Split(path, ".")[:i], "."))
+				return nil, fmt.Errorf("field selector %q: %s is not a message", fs, strings.Join(parts[:i], "."))
 			}
 			fd := fieldNamed(md, part)
 			if fd == nil || fd.IsList() || fd.IsMap() {
