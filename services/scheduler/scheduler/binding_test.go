@@ -15,6 +15,7 @@ import (
 	corev1 "skiff.dev/proto/core/v1"
 	metav1 "skiff.dev/proto/meta/v1"
 	"skiff.dev/services/apiserver/flowcontrol"
+	"skiff.dev/services/scheduler/queue"
 )
 
 // TestDefaultBindsInFlightFitOneUsersSeats: the apiserver's default flow
@@ -149,9 +150,15 @@ func TestBindRefusedBecauseBoundElsewhere(t *testing.T) {
 	if n := e.nodeOf("contested", 15*time.Second); n != other {
 		t.Fatalf("bound to %s, want %s (the other writer's choice)", n, other)
 	}
-	e.await(10*time.Second, "the cache to count the pod on "+other, func() (bool, string) {
+	// The watch shows the other writer's bind before the scheduler hears its
+	// own bind refused: wait for the refusal and for the queue to be done
+	// with the pod (a retry would hold it in backoff, then bind again).
+	e.await(10*time.Second, "the refusal, an idle queue and the cache counting the pod on "+other, func() (bool, string) {
 		ni := s.cache.NodeInfo(other)
-		return ni != nil && ni.Requested.MilliCPU == 500 && !s.cache.IsAssumed(e.pod("contested").GetMetadata().GetUid()), fmt.Sprint(ni)
+		out, q := spy.outcomes("contested"), s.queue.Lengths()
+		return len(out) >= 1 && q == (queue.Lengths{}) &&
+				ni != nil && ni.Requested.MilliCPU == 500 && !s.cache.IsAssumed(e.pod("contested").GetMetadata().GetUid()),
+			fmt.Sprintf("binds %v, queue %+v, %v", out, q, ni)
 	})
 	if out := spy.outcomes("contested"); len(out) != 1 || !apierrors.IsConflict(out[0]) {
 		t.Errorf("binds of contested: %v; want one Conflict and no retry", out)
