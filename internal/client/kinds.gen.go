@@ -10,6 +10,7 @@ import (
 	appsv1beta1 "skiff.dev/proto/apps/v1beta1"
 	coordinationv1 "skiff.dev/proto/coordination/v1"
 	corev1 "skiff.dev/proto/core/v1"
+	discoveryv1 "skiff.dev/proto/discovery/v1"
 	rbacv1 "skiff.dev/proto/rbac/v1"
 )
 
@@ -93,6 +94,16 @@ func RoleBindings(c grpc.ClientConnInterface) *Resource[*rbacv1.RoleBinding, *rb
 // ClusterRoleBindings is the client of skiff.rbac.v1.ClusterRoleBindings.
 func ClusterRoleBindings(c grpc.ClientConnInterface) *Resource[*rbacv1.ClusterRoleBinding, *rbacv1.ClusterRoleBindingList] {
 	return NewResource[*rbacv1.ClusterRoleBinding, *rbacv1.ClusterRoleBindingList](c, "skiff.rbac.v1.ClusterRoleBindings")
+}
+
+// Services is the client of skiff.core.v1.Services.
+func Services(c grpc.ClientConnInterface) *Resource[*corev1.Service, *corev1.ServiceList] {
+	return NewResource[*corev1.Service, *corev1.ServiceList](c, "skiff.core.v1.Services")
+}
+
+// EndpointSlices is the client of skiff.discovery.v1.EndpointSlices.
+func EndpointSlices(c grpc.ClientConnInterface) *Resource[*discoveryv1.EndpointSlice, *discoveryv1.EndpointSliceList] {
+	return NewResource[*discoveryv1.EndpointSlice, *discoveryv1.EndpointSliceList](c, "skiff.discovery.v1.EndpointSlices")
 }
 
 // MutatingWebhookConfigurations is the client of skiff.admissionregistration.v1.MutatingWebhookConfigurations.

@@ -161,6 +161,11 @@ func resolve(root string) ([]*kind, error) {
 	return ks, nil
 }
 
+// definesMessage reports whether the proto source src defines message name.
+func definesMessage(src []byte, name string) bool {
+	return regexp.MustCompile(`(?m)^message ` + regexp.QuoteMeta(name) + `\s*\{`).Match(src)
+}
+
 // protoFiles writes kinds.gen.proto in each proto package with kinds.
 func protoFiles(root string, ks []*kind) ([]file, error) {
 	var dirs []string
@@ -174,11 +179,15 @@ func protoFiles(root string, ks []*kind) ([]file, error) {
 	}
 	var out []file
 	for _, dir := range dirs {
-		// The package's own proto files define the kinds' messages.
+		// The package's own proto files define the kinds' messages; a
+		// file that defines none of them (skiff.discovery.v1's API
+		// discovery beside discovery.k8s.io's EndpointSlice) is not
+		// imported.
 		entries, err := os.ReadDir(filepath.Join(root, dir))
 		if err != nil {
 			return nil, err
 		}
+		kinds := byDir[dir]
 		var imports []string
 		goPkg := ""
 		for _, e := range entries {
@@ -193,7 +202,9 @@ func protoFiles(root string, ks []*kind) ([]file, error) {
 			if m := goPackage.FindSubmatch(src); m != nil {
 				goPkg = string(m[1])
 			}
-			imports = append(imports, strings.TrimPrefix(filepath.ToSlash(filepath.Join(dir, name)), "proto/"))
+			if slices.ContainsFunc(kinds, func(k *kind) bool { return definesMessage(src, k.Kind.Kind) }) {
+				imports = append(imports, strings.TrimPrefix(filepath.ToSlash(filepath.Join(dir, name)), "proto/"))
+			}
 		}
 		if goPkg == "" {
 			return nil, fmt.Errorf("%s: no proto file with a go_package option defines the kinds' messages", dir)
@@ -201,7 +212,6 @@ func protoFiles(root string, ks []*kind) ([]file, error) {
 		imports = append(imports, "skiff/meta/v1/meta.proto")
 		slices.Sort(imports)
 		imports = slices.Compact(imports)
-		kinds := byDir[dir]
 		var b strings.Builder
 		fmt.Fprintf(&b, "// %s\n//\n// The List, WatchEvent and WatchResponse messages and the service of\n// each kind of this package; the standard verbs are documented once in\n// docs/api.md. Errors are gRPC statuses with a skiff.meta.v1.Status detail.\nsyntax = \"proto3\";\n\npackage %s;\n\n", header, kinds[0].ProtoPackage())
 		for _, imp := range imports {

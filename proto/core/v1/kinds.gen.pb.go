@@ -1356,6 +1356,172 @@ func (x *ResourceQuotaWatchResponse) GetEvents() []*ResourceQuotaWatchEvent {
 	return nil
 }
 
+type ServiceList struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ApiVersion    string                 `protobuf:"bytes,1,opt,name=api_version,json=apiVersion,proto3" json:"api_version,omitempty"`
+	Kind          string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	Metadata      *v1.ListMeta           `protobuf:"bytes,3,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	Items         []*Service             `protobuf:"bytes,4,rep,name=items,proto3" json:"items,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ServiceList) Reset() {
+	*x = ServiceList{}
+	mi := &file_skiff_core_v1_kinds_gen_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ServiceList) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ServiceList) ProtoMessage() {}
+
+func (x *ServiceList) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_kinds_gen_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ServiceList.ProtoReflect.Descriptor instead.
+func (*ServiceList) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_kinds_gen_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *ServiceList) GetApiVersion() string {
+	if x != nil {
+		return x.ApiVersion
+	}
+	return ""
+}
+
+func (x *ServiceList) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *ServiceList) GetMetadata() *v1.ListMeta {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+func (x *ServiceList) GetItems() []*Service {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+// ServiceWatchEvent has the wire shape of skiff.meta.v1.WatchEvent.
+type ServiceWatchEvent struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Type          string                 `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
+	Object        *Service               `protobuf:"bytes,2,opt,name=object,proto3" json:"object,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ServiceWatchEvent) Reset() {
+	*x = ServiceWatchEvent{}
+	mi := &file_skiff_core_v1_kinds_gen_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ServiceWatchEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ServiceWatchEvent) ProtoMessage() {}
+
+func (x *ServiceWatchEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_kinds_gen_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ServiceWatchEvent.ProtoReflect.Descriptor instead.
+func (*ServiceWatchEvent) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_kinds_gen_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *ServiceWatchEvent) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *ServiceWatchEvent) GetObject() *Service {
+	if x != nil {
+		return x.Object
+	}
+	return nil
+}
+
+// ServiceWatchResponse carries one or more events, in revision order.
+type ServiceWatchResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Events        []*ServiceWatchEvent   `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ServiceWatchResponse) Reset() {
+	*x = ServiceWatchResponse{}
+	mi := &file_skiff_core_v1_kinds_gen_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ServiceWatchResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ServiceWatchResponse) ProtoMessage() {}
+
+func (x *ServiceWatchResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_kinds_gen_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ServiceWatchResponse.ProtoReflect.Descriptor instead.
+func (*ServiceWatchResponse) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_kinds_gen_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *ServiceWatchResponse) GetEvents() []*ServiceWatchEvent {
+	if x != nil {
+		return x.Events
+	}
+	return nil
+}
+
 var File_skiff_core_v1_kinds_gen_proto protoreflect.FileDescriptor
 
 const file_skiff_core_v1_kinds_gen_proto_rawDesc = "" +
@@ -1448,7 +1614,18 @@ const file_skiff_core_v1_kinds_gen_proto_rawDesc = "" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x124\n" +
 	"\x06object\x18\x02 \x01(\v2\x1c.skiff.core.v1.ResourceQuotaR\x06object\"\\\n" +
 	"\x1aResourceQuotaWatchResponse\x12>\n" +
-	"\x06events\x18\x01 \x03(\v2&.skiff.core.v1.ResourceQuotaWatchEventR\x06events2\xda\x03\n" +
+	"\x06events\x18\x01 \x03(\v2&.skiff.core.v1.ResourceQuotaWatchEventR\x06events\"\xa5\x01\n" +
+	"\vServiceList\x12\x1f\n" +
+	"\vapi_version\x18\x01 \x01(\tR\n" +
+	"apiVersion\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x123\n" +
+	"\bmetadata\x18\x03 \x01(\v2\x17.skiff.meta.v1.ListMetaR\bmetadata\x12,\n" +
+	"\x05items\x18\x04 \x03(\v2\x16.skiff.core.v1.ServiceR\x05items\"W\n" +
+	"\x11ServiceWatchEvent\x12\x12\n" +
+	"\x04type\x18\x01 \x01(\tR\x04type\x12.\n" +
+	"\x06object\x18\x02 \x01(\v2\x16.skiff.core.v1.ServiceR\x06object\"P\n" +
+	"\x14ServiceWatchResponse\x128\n" +
+	"\x06events\x18\x01 \x03(\v2 .skiff.core.v1.ServiceWatchEventR\x06events2\xda\x03\n" +
 	"\n" +
 	"Namespaces\x12<\n" +
 	"\x06Create\x12\x18.skiff.core.v1.Namespace\x1a\x18.skiff.core.v1.Namespace\x12:\n" +
@@ -1516,7 +1693,15 @@ const file_skiff_core_v1_kinds_gen_proto_rawDesc = "" +
 	"\x06Update\x12\x1c.skiff.core.v1.ResourceQuota\x1a\x1c.skiff.core.v1.ResourceQuota\x12J\n" +
 	"\fUpdateStatus\x12\x1c.skiff.core.v1.ResourceQuota\x1a\x1c.skiff.core.v1.ResourceQuota\x12D\n" +
 	"\x06Delete\x12\x1c.skiff.meta.v1.DeleteRequest\x1a\x1c.skiff.core.v1.ResourceQuota\x12P\n" +
-	"\x05Watch\x12\x1a.skiff.meta.v1.ListOptions\x1a).skiff.core.v1.ResourceQuotaWatchResponse0\x01B Z\x1eskiff.dev/proto/core/v1;corev1b\x06proto3"
+	"\x05Watch\x12\x1a.skiff.meta.v1.ListOptions\x1a).skiff.core.v1.ResourceQuotaWatchResponse0\x012\xc4\x03\n" +
+	"\bServices\x128\n" +
+	"\x06Create\x12\x16.skiff.core.v1.Service\x1a\x16.skiff.core.v1.Service\x128\n" +
+	"\x03Get\x12\x19.skiff.meta.v1.GetRequest\x1a\x16.skiff.core.v1.Service\x12>\n" +
+	"\x04List\x12\x1a.skiff.meta.v1.ListOptions\x1a\x1a.skiff.core.v1.ServiceList\x128\n" +
+	"\x06Update\x12\x16.skiff.core.v1.Service\x1a\x16.skiff.core.v1.Service\x12>\n" +
+	"\fUpdateStatus\x12\x16.skiff.core.v1.Service\x1a\x16.skiff.core.v1.Service\x12>\n" +
+	"\x06Delete\x12\x1c.skiff.meta.v1.DeleteRequest\x1a\x16.skiff.core.v1.Service\x12J\n" +
+	"\x05Watch\x12\x1a.skiff.meta.v1.ListOptions\x1a#.skiff.core.v1.ServiceWatchResponse0\x01B Z\x1eskiff.dev/proto/core/v1;corev1b\x06proto3"
 
 var (
 	file_skiff_core_v1_kinds_gen_proto_rawDescOnce sync.Once
@@ -1530,7 +1715,7 @@ func file_skiff_core_v1_kinds_gen_proto_rawDescGZIP() []byte {
 	return file_skiff_core_v1_kinds_gen_proto_rawDescData
 }
 
-var file_skiff_core_v1_kinds_gen_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
+var file_skiff_core_v1_kinds_gen_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_skiff_core_v1_kinds_gen_proto_goTypes = []any{
 	(*NamespaceList)(nil),               // 0: skiff.core.v1.NamespaceList
 	(*NamespaceWatchEvent)(nil),         // 1: skiff.core.v1.NamespaceWatchEvent
@@ -1556,176 +1741,198 @@ var file_skiff_core_v1_kinds_gen_proto_goTypes = []any{
 	(*ResourceQuotaList)(nil),           // 21: skiff.core.v1.ResourceQuotaList
 	(*ResourceQuotaWatchEvent)(nil),     // 22: skiff.core.v1.ResourceQuotaWatchEvent
 	(*ResourceQuotaWatchResponse)(nil),  // 23: skiff.core.v1.ResourceQuotaWatchResponse
-	(*v1.ListMeta)(nil),                 // 24: skiff.meta.v1.ListMeta
-	(*Namespace)(nil),                   // 25: skiff.core.v1.Namespace
-	(*Pod)(nil),                         // 26: skiff.core.v1.Pod
-	(*Node)(nil),                        // 27: skiff.core.v1.Node
-	(*Event)(nil),                       // 28: skiff.core.v1.Event
-	(*ConfigMap)(nil),                   // 29: skiff.core.v1.ConfigMap
-	(*ServiceAccount)(nil),              // 30: skiff.core.v1.ServiceAccount
-	(*LimitRange)(nil),                  // 31: skiff.core.v1.LimitRange
-	(*ResourceQuota)(nil),               // 32: skiff.core.v1.ResourceQuota
-	(*v1.GetRequest)(nil),               // 33: skiff.meta.v1.GetRequest
-	(*v1.ListOptions)(nil),              // 34: skiff.meta.v1.ListOptions
-	(*v1.DeleteRequest)(nil),            // 35: skiff.meta.v1.DeleteRequest
-	(*Binding)(nil),                     // 36: skiff.core.v1.Binding
-	(*PodLogOptions)(nil),               // 37: skiff.core.v1.PodLogOptions
-	(*LogChunk)(nil),                    // 38: skiff.core.v1.LogChunk
+	(*ServiceList)(nil),                 // 24: skiff.core.v1.ServiceList
+	(*ServiceWatchEvent)(nil),           // 25: skiff.core.v1.ServiceWatchEvent
+	(*ServiceWatchResponse)(nil),        // 26: skiff.core.v1.ServiceWatchResponse
+	(*v1.ListMeta)(nil),                 // 27: skiff.meta.v1.ListMeta
+	(*Namespace)(nil),                   // 28: skiff.core.v1.Namespace
+	(*Pod)(nil),                         // 29: skiff.core.v1.Pod
+	(*Node)(nil),                        // 30: skiff.core.v1.Node
+	(*Event)(nil),                       // 31: skiff.core.v1.Event
+	(*ConfigMap)(nil),                   // 32: skiff.core.v1.ConfigMap
+	(*ServiceAccount)(nil),              // 33: skiff.core.v1.ServiceAccount
+	(*LimitRange)(nil),                  // 34: skiff.core.v1.LimitRange
+	(*ResourceQuota)(nil),               // 35: skiff.core.v1.ResourceQuota
+	(*Service)(nil),                     // 36: skiff.core.v1.Service
+	(*v1.GetRequest)(nil),               // 37: skiff.meta.v1.GetRequest
+	(*v1.ListOptions)(nil),              // 38: skiff.meta.v1.ListOptions
+	(*v1.DeleteRequest)(nil),            // 39: skiff.meta.v1.DeleteRequest
+	(*Binding)(nil),                     // 40: skiff.core.v1.Binding
+	(*PodLogOptions)(nil),               // 41: skiff.core.v1.PodLogOptions
+	(*LogChunk)(nil),                    // 42: skiff.core.v1.LogChunk
 }
 var file_skiff_core_v1_kinds_gen_proto_depIdxs = []int32{
-	24, // 0: skiff.core.v1.NamespaceList.metadata:type_name -> skiff.meta.v1.ListMeta
-	25, // 1: skiff.core.v1.NamespaceList.items:type_name -> skiff.core.v1.Namespace
-	25, // 2: skiff.core.v1.NamespaceWatchEvent.object:type_name -> skiff.core.v1.Namespace
-	1,  // 3: skiff.core.v1.NamespaceWatchResponse.events:type_name -> skiff.core.v1.NamespaceWatchEvent
-	24, // 4: skiff.core.v1.PodList.metadata:type_name -> skiff.meta.v1.ListMeta
-	26, // 5: skiff.core.v1.PodList.items:type_name -> skiff.core.v1.Pod
-	26, // 6: skiff.core.v1.PodWatchEvent.object:type_name -> skiff.core.v1.Pod
-	4,  // 7: skiff.core.v1.PodWatchResponse.events:type_name -> skiff.core.v1.PodWatchEvent
-	24, // 8: skiff.core.v1.NodeList.metadata:type_name -> skiff.meta.v1.ListMeta
-	27, // 9: skiff.core.v1.NodeList.items:type_name -> skiff.core.v1.Node
-	27, // 10: skiff.core.v1.NodeWatchEvent.object:type_name -> skiff.core.v1.Node
-	7,  // 11: skiff.core.v1.NodeWatchResponse.events:type_name -> skiff.core.v1.NodeWatchEvent
-	24, // 12: skiff.core.v1.EventList.metadata:type_name -> skiff.meta.v1.ListMeta
-	28, // 13: skiff.core.v1.EventList.items:type_name -> skiff.core.v1.Event
-	28, // 14: skiff.core.v1.EventWatchEvent.object:type_name -> skiff.core.v1.Event
-	10, // 15: skiff.core.v1.EventWatchResponse.events:type_name -> skiff.core.v1.EventWatchEvent
-	24, // 16: skiff.core.v1.ConfigMapList.metadata:type_name -> skiff.meta.v1.ListMeta
-	29, // 17: skiff.core.v1.ConfigMapList.items:type_name -> skiff.core.v1.ConfigMap
-	29, // 18: skiff.core.v1.ConfigMapWatchEvent.object:type_name -> skiff.core.v1.ConfigMap
-	13, // 19: skiff.core.v1.ConfigMapWatchResponse.events:type_name -> skiff.core.v1.ConfigMapWatchEvent
-	24, // 20: skiff.core.v1.ServiceAccountList.metadata:type_name -> skiff.meta.v1.ListMeta
-	30, // 21: skiff.core.v1.ServiceAccountList.items:type_name -> skiff.core.v1.ServiceAccount
-	30, // 22: skiff.core.v1.ServiceAccountWatchEvent.object:type_name -> skiff.core.v1.ServiceAccount
-	16, // 23: skiff.core.v1.ServiceAccountWatchResponse.events:type_name -> skiff.core.v1.ServiceAccountWatchEvent
-	24, // 24: skiff.core.v1.LimitRangeList.metadata:type_name -> skiff.meta.v1.ListMeta
-	31, // 25: skiff.core.v1.LimitRangeList.items:type_name -> skiff.core.v1.LimitRange
-	31, // 26: skiff.core.v1.LimitRangeWatchEvent.object:type_name -> skiff.core.v1.LimitRange
-	19, // 27: skiff.core.v1.LimitRangeWatchResponse.events:type_name -> skiff.core.v1.LimitRangeWatchEvent
-	24, // 28: skiff.core.v1.ResourceQuotaList.metadata:type_name -> skiff.meta.v1.ListMeta
-	32, // 29: skiff.core.v1.ResourceQuotaList.items:type_name -> skiff.core.v1.ResourceQuota
-	32, // 30: skiff.core.v1.ResourceQuotaWatchEvent.object:type_name -> skiff.core.v1.ResourceQuota
-	22, // 31: skiff.core.v1.ResourceQuotaWatchResponse.events:type_name -> skiff.core.v1.ResourceQuotaWatchEvent
-	25, // 32: skiff.core.v1.Namespaces.Create:input_type -> skiff.core.v1.Namespace
-	33, // 33: skiff.core.v1.Namespaces.Get:input_type -> skiff.meta.v1.GetRequest
-	34, // 34: skiff.core.v1.Namespaces.List:input_type -> skiff.meta.v1.ListOptions
-	25, // 35: skiff.core.v1.Namespaces.Update:input_type -> skiff.core.v1.Namespace
-	25, // 36: skiff.core.v1.Namespaces.UpdateStatus:input_type -> skiff.core.v1.Namespace
-	35, // 37: skiff.core.v1.Namespaces.Delete:input_type -> skiff.meta.v1.DeleteRequest
-	34, // 38: skiff.core.v1.Namespaces.Watch:input_type -> skiff.meta.v1.ListOptions
-	26, // 39: skiff.core.v1.Pods.Create:input_type -> skiff.core.v1.Pod
-	33, // 40: skiff.core.v1.Pods.Get:input_type -> skiff.meta.v1.GetRequest
-	34, // 41: skiff.core.v1.Pods.List:input_type -> skiff.meta.v1.ListOptions
-	26, // 42: skiff.core.v1.Pods.Update:input_type -> skiff.core.v1.Pod
-	26, // 43: skiff.core.v1.Pods.UpdateStatus:input_type -> skiff.core.v1.Pod
-	35, // 44: skiff.core.v1.Pods.Delete:input_type -> skiff.meta.v1.DeleteRequest
-	34, // 45: skiff.core.v1.Pods.Watch:input_type -> skiff.meta.v1.ListOptions
-	36, // 46: skiff.core.v1.Pods.Bind:input_type -> skiff.core.v1.Binding
-	37, // 47: skiff.core.v1.Pods.Logs:input_type -> skiff.core.v1.PodLogOptions
-	27, // 48: skiff.core.v1.Nodes.Create:input_type -> skiff.core.v1.Node
-	33, // 49: skiff.core.v1.Nodes.Get:input_type -> skiff.meta.v1.GetRequest
-	34, // 50: skiff.core.v1.Nodes.List:input_type -> skiff.meta.v1.ListOptions
-	27, // 51: skiff.core.v1.Nodes.Update:input_type -> skiff.core.v1.Node
-	27, // 52: skiff.core.v1.Nodes.UpdateStatus:input_type -> skiff.core.v1.Node
-	35, // 53: skiff.core.v1.Nodes.Delete:input_type -> skiff.meta.v1.DeleteRequest
-	34, // 54: skiff.core.v1.Nodes.Watch:input_type -> skiff.meta.v1.ListOptions
-	28, // 55: skiff.core.v1.Events.Create:input_type -> skiff.core.v1.Event
-	33, // 56: skiff.core.v1.Events.Get:input_type -> skiff.meta.v1.GetRequest
-	34, // 57: skiff.core.v1.Events.List:input_type -> skiff.meta.v1.ListOptions
-	28, // 58: skiff.core.v1.Events.Update:input_type -> skiff.core.v1.Event
-	28, // 59: skiff.core.v1.Events.UpdateStatus:input_type -> skiff.core.v1.Event
-	35, // 60: skiff.core.v1.Events.Delete:input_type -> skiff.meta.v1.DeleteRequest
-	34, // 61: skiff.core.v1.Events.Watch:input_type -> skiff.meta.v1.ListOptions
-	29, // 62: skiff.core.v1.ConfigMaps.Create:input_type -> skiff.core.v1.ConfigMap
-	33, // 63: skiff.core.v1.ConfigMaps.Get:input_type -> skiff.meta.v1.GetRequest
-	34, // 64: skiff.core.v1.ConfigMaps.List:input_type -> skiff.meta.v1.ListOptions
-	29, // 65: skiff.core.v1.ConfigMaps.Update:input_type -> skiff.core.v1.ConfigMap
-	29, // 66: skiff.core.v1.ConfigMaps.UpdateStatus:input_type -> skiff.core.v1.ConfigMap
-	35, // 67: skiff.core.v1.ConfigMaps.Delete:input_type -> skiff.meta.v1.DeleteRequest
-	34, // 68: skiff.core.v1.ConfigMaps.Watch:input_type -> skiff.meta.v1.ListOptions
-	30, // 69: skiff.core.v1.ServiceAccounts.Create:input_type -> skiff.core.v1.ServiceAccount
-	33, // 70: skiff.core.v1.ServiceAccounts.Get:input_type -> skiff.meta.v1.GetRequest
-	34, // 71: skiff.core.v1.ServiceAccounts.List:input_type -> skiff.meta.v1.ListOptions
-	30, // 72: skiff.core.v1.ServiceAccounts.Update:input_type -> skiff.core.v1.ServiceAccount
-	30, // 73: skiff.core.v1.ServiceAccounts.UpdateStatus:input_type -> skiff.core.v1.ServiceAccount
-	35, // 74: skiff.core.v1.ServiceAccounts.Delete:input_type -> skiff.meta.v1.DeleteRequest
-	34, // 75: skiff.core.v1.ServiceAccounts.Watch:input_type -> skiff.meta.v1.ListOptions
-	31, // 76: skiff.core.v1.LimitRanges.Create:input_type -> skiff.core.v1.LimitRange
-	33, // 77: skiff.core.v1.LimitRanges.Get:input_type -> skiff.meta.v1.GetRequest
-	34, // 78: skiff.core.v1.LimitRanges.List:input_type -> skiff.meta.v1.ListOptions
-	31, // 79: skiff.core.v1.LimitRanges.Update:input_type -> skiff.core.v1.LimitRange
-	31, // 80: skiff.core.v1.LimitRanges.UpdateStatus:input_type -> skiff.core.v1.LimitRange
-	35, // 81: skiff.core.v1.LimitRanges.Delete:input_type -> skiff.meta.v1.DeleteRequest
-	34, // 82: skiff.core.v1.LimitRanges.Watch:input_type -> skiff.meta.v1.ListOptions
-	32, // 83: skiff.core.v1.ResourceQuotas.Create:input_type -> skiff.core.v1.ResourceQuota
-	33, // 84: skiff.core.v1.ResourceQuotas.Get:input_type -> skiff.meta.v1.GetRequest
-	34, // 85: skiff.core.v1.ResourceQuotas.List:input_type -> skiff.meta.v1.ListOptions
-	32, // 86: skiff.core.v1.ResourceQuotas.Update:input_type -> skiff.core.v1.ResourceQuota
-	32, // 87: skiff.core.v1.ResourceQuotas.UpdateStatus:input_type -> skiff.core.v1.ResourceQuota
-	35, // 88: skiff.core.v1.ResourceQuotas.Delete:input_type -> skiff.meta.v1.DeleteRequest
-	34, // 89: skiff.core.v1.ResourceQuotas.Watch:input_type -> skiff.meta.v1.ListOptions
-	25, // 90: skiff.core.v1.Namespaces.Create:output_type -> skiff.core.v1.Namespace
-	25, // 91: skiff.core.v1.Namespaces.Get:output_type -> skiff.core.v1.Namespace
-	0,  // 92: skiff.core.v1.Namespaces.List:output_type -> skiff.core.v1.NamespaceList
-	25, // 93: skiff.core.v1.Namespaces.Update:output_type -> skiff.core.v1.Namespace
-	25, // 94: skiff.core.v1.Namespaces.UpdateStatus:output_type -> skiff.core.v1.Namespace
-	25, // 95: skiff.core.v1.Namespaces.Delete:output_type -> skiff.core.v1.Namespace
-	2,  // 96: skiff.core.v1.Namespaces.Watch:output_type -> skiff.core.v1.NamespaceWatchResponse
-	26, // 97: skiff.core.v1.Pods.Create:output_type -> skiff.core.v1.Pod
-	26, // 98: skiff.core.v1.Pods.Get:output_type -> skiff.core.v1.Pod
-	3,  // 99: skiff.core.v1.Pods.List:output_type -> skiff.core.v1.PodList
-	26, // 100: skiff.core.v1.Pods.Update:output_type -> skiff.core.v1.Pod
-	26, // 101: skiff.core.v1.Pods.UpdateStatus:output_type -> skiff.core.v1.Pod
-	26, // 102: skiff.core.v1.Pods.Delete:output_type -> skiff.core.v1.Pod
-	5,  // 103: skiff.core.v1.Pods.Watch:output_type -> skiff.core.v1.PodWatchResponse
-	26, // 104: skiff.core.v1.Pods.Bind:output_type -> skiff.core.v1.Pod
-	38, // 105: skiff.core.v1.Pods.Logs:output_type -> skiff.core.v1.LogChunk
-	27, // 106: skiff.core.v1.Nodes.Create:output_type -> skiff.core.v1.Node
-	27, // 107: skiff.core.v1.Nodes.Get:output_type -> skiff.core.v1.Node
-	6,  // 108: skiff.core.v1.Nodes.List:output_type -> skiff.core.v1.NodeList
-	27, // 109: skiff.core.v1.Nodes.Update:output_type -> skiff.core.v1.Node
-	27, // 110: skiff.core.v1.Nodes.UpdateStatus:output_type -> skiff.core.v1.Node
-	27, // 111: skiff.core.v1.Nodes.Delete:output_type -> skiff.core.v1.Node
-	8,  // 112: skiff.core.v1.Nodes.Watch:output_type -> skiff.core.v1.NodeWatchResponse
-	28, // 113: skiff.core.v1.Events.Create:output_type -> skiff.core.v1.Event
-	28, // 114: skiff.core.v1.Events.Get:output_type -> skiff.core.v1.Event
-	9,  // 115: skiff.core.v1.Events.List:output_type -> skiff.core.v1.EventList
-	28, // 116: skiff.core.v1.Events.Update:output_type -> skiff.core.v1.Event
-	28, // 117: skiff.core.v1.Events.UpdateStatus:output_type -> skiff.core.v1.Event
-	28, // 118: skiff.core.v1.Events.Delete:output_type -> skiff.core.v1.Event
-	11, // 119: skiff.core.v1.Events.Watch:output_type -> skiff.core.v1.EventWatchResponse
-	29, // 120: skiff.core.v1.ConfigMaps.Create:output_type -> skiff.core.v1.ConfigMap
-	29, // 121: skiff.core.v1.ConfigMaps.Get:output_type -> skiff.core.v1.ConfigMap
-	12, // 122: skiff.core.v1.ConfigMaps.List:output_type -> skiff.core.v1.ConfigMapList
-	29, // 123: skiff.core.v1.ConfigMaps.Update:output_type -> skiff.core.v1.ConfigMap
-	29, // 124: skiff.core.v1.ConfigMaps.UpdateStatus:output_type -> skiff.core.v1.ConfigMap
-	29, // 125: skiff.core.v1.ConfigMaps.Delete:output_type -> skiff.core.v1.ConfigMap
-	14, // 126: skiff.core.v1.ConfigMaps.Watch:output_type -> skiff.core.v1.ConfigMapWatchResponse
-	30, // 127: skiff.core.v1.ServiceAccounts.Create:output_type -> skiff.core.v1.ServiceAccount
-	30, // 128: skiff.core.v1.ServiceAccounts.Get:output_type -> skiff.core.v1.ServiceAccount
-	15, // 129: skiff.core.v1.ServiceAccounts.List:output_type -> skiff.core.v1.ServiceAccountList
-	30, // 130: skiff.core.v1.ServiceAccounts.Update:output_type -> skiff.core.v1.ServiceAccount
-	30, // 131: skiff.core.v1.ServiceAccounts.UpdateStatus:output_type -> skiff.core.v1.ServiceAccount
-	30, // 132: skiff.core.v1.ServiceAccounts.Delete:output_type -> skiff.core.v1.ServiceAccount
-	17, // 133: skiff.core.v1.ServiceAccounts.Watch:output_type -> skiff.core.v1.ServiceAccountWatchResponse
-	31, // 134: skiff.core.v1.LimitRanges.Create:output_type -> skiff.core.v1.LimitRange
-	31, // 135: skiff.core.v1.LimitRanges.Get:output_type -> skiff.core.v1.LimitRange
-	18, // 136: skiff.core.v1.LimitRanges.List:output_type -> skiff.core.v1.LimitRangeList
-	31, // 137: skiff.core.v1.LimitRanges.Update:output_type -> skiff.core.v1.LimitRange
-	31, // 138: skiff.core.v1.LimitRanges.UpdateStatus:output_type -> skiff.core.v1.LimitRange
-	31, // 139: skiff.core.v1.LimitRanges.Delete:output_type -> skiff.core.v1.LimitRange
-	20, // 140: skiff.core.v1.LimitRanges.Watch:output_type -> skiff.core.v1.LimitRangeWatchResponse
-	32, // 141: skiff.core.v1.ResourceQuotas.Create:output_type -> skiff.core.v1.ResourceQuota
-	32, // 142: skiff.core.v1.ResourceQuotas.Get:output_type -> skiff.core.v1.ResourceQuota
-	21, // 143: skiff.core.v1.ResourceQuotas.List:output_type -> skiff.core.v1.ResourceQuotaList
-	32, // 144: skiff.core.v1.ResourceQuotas.Update:output_type -> skiff.core.v1.ResourceQuota
-	32, // 145: skiff.core.v1.ResourceQuotas.UpdateStatus:output_type -> skiff.core.v1.ResourceQuota
-	32, // 146: skiff.core.v1.ResourceQuotas.Delete:output_type -> skiff.core.v1.ResourceQuota
-	23, // 147: skiff.core.v1.ResourceQuotas.Watch:output_type -> skiff.core.v1.ResourceQuotaWatchResponse
-	90, // [90:148] is the sub-list for method output_type
-	32, // [32:90] is the sub-list for method input_type
-	32, // [32:32] is the sub-list for extension type_name
-	32, // [32:32] is the sub-list for extension extendee
-	0,  // [0:32] is the sub-list for field type_name
+	27,  // 0: skiff.core.v1.NamespaceList.metadata:type_name -> skiff.meta.v1.ListMeta
+	28,  // 1: skiff.core.v1.NamespaceList.items:type_name -> skiff.core.v1.Namespace
+	28,  // 2: skiff.core.v1.NamespaceWatchEvent.object:type_name -> skiff.core.v1.Namespace
+	1,   // 3: skiff.core.v1.NamespaceWatchResponse.events:type_name -> skiff.core.v1.NamespaceWatchEvent
+	27,  // 4: skiff.core.v1.PodList.metadata:type_name -> skiff.meta.v1.ListMeta
+	29,  // 5: skiff.core.v1.PodList.items:type_name -> skiff.core.v1.Pod
+	29,  // 6: skiff.core.v1.PodWatchEvent.object:type_name -> skiff.core.v1.Pod
+	4,   // 7: skiff.core.v1.PodWatchResponse.events:type_name -> skiff.core.v1.PodWatchEvent
+	27,  // 8: skiff.core.v1.NodeList.metadata:type_name -> skiff.meta.v1.ListMeta
+	30,  // 9: skiff.core.v1.NodeList.items:type_name -> skiff.core.v1.Node
+	30,  // 10: skiff.core.v1.NodeWatchEvent.object:type_name -> skiff.core.v1.Node
+	7,   // 11: skiff.core.v1.NodeWatchResponse.events:type_name -> skiff.core.v1.NodeWatchEvent
+	27,  // 12: skiff.core.v1.EventList.metadata:type_name -> skiff.meta.v1.ListMeta
+	31,  // 13: skiff.core.v1.EventList.items:type_name -> skiff.core.v1.Event
+	31,  // 14: skiff.core.v1.EventWatchEvent.object:type_name -> skiff.core.v1.Event
+	10,  // 15: skiff.core.v1.EventWatchResponse.events:type_name -> skiff.core.v1.EventWatchEvent
+	27,  // 16: skiff.core.v1.ConfigMapList.metadata:type_name -> skiff.meta.v1.ListMeta
+	32,  // 17: skiff.core.v1.ConfigMapList.items:type_name -> skiff.core.v1.ConfigMap
+	32,  // 18: skiff.core.v1.ConfigMapWatchEvent.object:type_name -> skiff.core.v1.ConfigMap
+	13,  // 19: skiff.core.v1.ConfigMapWatchResponse.events:type_name -> skiff.core.v1.ConfigMapWatchEvent
+	27,  // 20: skiff.core.v1.ServiceAccountList.metadata:type_name -> skiff.meta.v1.ListMeta
+	33,  // 21: skiff.core.v1.ServiceAccountList.items:type_name -> skiff.core.v1.ServiceAccount
+	33,  // 22: skiff.core.v1.ServiceAccountWatchEvent.object:type_name -> skiff.core.v1.ServiceAccount
+	16,  // 23: skiff.core.v1.ServiceAccountWatchResponse.events:type_name -> skiff.core.v1.ServiceAccountWatchEvent
+	27,  // 24: skiff.core.v1.LimitRangeList.metadata:type_name -> skiff.meta.v1.ListMeta
+	34,  // 25: skiff.core.v1.LimitRangeList.items:type_name -> skiff.core.v1.LimitRange
+	34,  // 26: skiff.core.v1.LimitRangeWatchEvent.object:type_name -> skiff.core.v1.LimitRange
+	19,  // 27: skiff.core.v1.LimitRangeWatchResponse.events:type_name -> skiff.core.v1.LimitRangeWatchEvent
+	27,  // 28: skiff.core.v1.ResourceQuotaList.metadata:type_name -> skiff.meta.v1.ListMeta
+	35,  // 29: skiff.core.v1.ResourceQuotaList.items:type_name -> skiff.core.v1.ResourceQuota
+	35,  // 30: skiff.core.v1.ResourceQuotaWatchEvent.object:type_name -> skiff.core.v1.ResourceQuota
+	22,  // 31: skiff.core.v1.ResourceQuotaWatchResponse.events:type_name -> skiff.core.v1.ResourceQuotaWatchEvent
+	27,  // 32: skiff.core.v1.ServiceList.metadata:type_name -> skiff.meta.v1.ListMeta
+	36,  // 33: skiff.core.v1.ServiceList.items:type_name -> skiff.core.v1.Service
+	36,  // 34: skiff.core.v1.ServiceWatchEvent.object:type_name -> skiff.core.v1.Service
+	25,  // 35: skiff.core.v1.ServiceWatchResponse.events:type_name -> skiff.core.v1.ServiceWatchEvent
+	28,  // 36: skiff.core.v1.Namespaces.Create:input_type -> skiff.core.v1.Namespace
+	37,  // 37: skiff.core.v1.Namespaces.Get:input_type -> skiff.meta.v1.GetRequest
+	38,  // 38: skiff.core.v1.Namespaces.List:input_type -> skiff.meta.v1.ListOptions
+	28,  // 39: skiff.core.v1.Namespaces.Update:input_type -> skiff.core.v1.Namespace
+	28,  // 40: skiff.core.v1.Namespaces.UpdateStatus:input_type -> skiff.core.v1.Namespace
+	39,  // 41: skiff.core.v1.Namespaces.Delete:input_type -> skiff.meta.v1.DeleteRequest
+	38,  // 42: skiff.core.v1.Namespaces.Watch:input_type -> skiff.meta.v1.ListOptions
+	29,  // 43: skiff.core.v1.Pods.Create:input_type -> skiff.core.v1.Pod
+	37,  // 44: skiff.core.v1.Pods.Get:input_type -> skiff.meta.v1.GetRequest
+	38,  // 45: skiff.core.v1.Pods.List:input_type -> skiff.meta.v1.ListOptions
+	29,  // 46: skiff.core.v1.Pods.Update:input_type -> skiff.core.v1.Pod
+	29,  // 47: skiff.core.v1.Pods.UpdateStatus:input_type -> skiff.core.v1.Pod
+	39,  // 48: skiff.core.v1.Pods.Delete:input_type -> skiff.meta.v1.DeleteRequest
+	38,  // 49: skiff.core.v1.Pods.Watch:input_type -> skiff.meta.v1.ListOptions
+	40,  // 50: skiff.core.v1.Pods.Bind:input_type -> skiff.core.v1.Binding
+	41,  // 51: skiff.core.v1.Pods.Logs:input_type -> skiff.core.v1.PodLogOptions
+	30,  // 52: skiff.core.v1.Nodes.Create:input_type -> skiff.core.v1.Node
+	37,  // 53: skiff.core.v1.Nodes.Get:input_type -> skiff.meta.v1.GetRequest
+	38,  // 54: skiff.core.v1.Nodes.List:input_type -> skiff.meta.v1.ListOptions
+	30,  // 55: skiff.core.v1.Nodes.Update:input_type -> skiff.core.v1.Node
+	30,  // 56: skiff.core.v1.Nodes.UpdateStatus:input_type -> skiff.core.v1.Node
+	39,  // 57: skiff.core.v1.Nodes.Delete:input_type -> skiff.meta.v1.DeleteRequest
+	38,  // 58: skiff.core.v1.Nodes.Watch:input_type -> skiff.meta.v1.ListOptions
+	31,  // 59: skiff.core.v1.Events.Create:input_type -> skiff.core.v1.Event
+	37,  // 60: skiff.core.v1.Events.Get:input_type -> skiff.meta.v1.GetRequest
+	38,  // 61: skiff.core.v1.Events.List:input_type -> skiff.meta.v1.ListOptions
+	31,  // 62: skiff.core.v1.Events.Update:input_type -> skiff.core.v1.Event
+	31,  // 63: skiff.core.v1.Events.UpdateStatus:input_type -> skiff.core.v1.Event
+	39,  // 64: skiff.core.v1.Events.Delete:input_type -> skiff.meta.v1.DeleteRequest
+	38,  // 65: skiff.core.v1.Events.Watch:input_type -> skiff.meta.v1.ListOptions
+	32,  // 66: skiff.core.v1.ConfigMaps.Create:input_type -> skiff.core.v1.ConfigMap
+	37,  // 67: skiff.core.v1.ConfigMaps.Get:input_type -> skiff.meta.v1.GetRequest
+	38,  // 68: skiff.core.v1.ConfigMaps.List:input_type -> skiff.meta.v1.ListOptions
+	32,  // 69: skiff.core.v1.ConfigMaps.Update:input_type -> skiff.core.v1.ConfigMap
+	32,  // 70: skiff.core.v1.ConfigMaps.UpdateStatus:input_type -> skiff.core.v1.ConfigMap
+	39,  // 71: skiff.core.v1.ConfigMaps.Delete:input_type -> skiff.meta.v1.DeleteRequest
+	38,  // 72: skiff.core.v1.ConfigMaps.Watch:input_type -> skiff.meta.v1.ListOptions
+	33,  // 73: skiff.core.v1.ServiceAccounts.Create:input_type -> skiff.core.v1.ServiceAccount
+	37,  // 74: skiff.core.v1.ServiceAccounts.Get:input_type -> skiff.meta.v1.GetRequest
+	38,  // 75: skiff.core.v1.ServiceAccounts.List:input_type -> skiff.meta.v1.ListOptions
+	33,  // 76: skiff.core.v1.ServiceAccounts.Update:input_type -> skiff.core.v1.ServiceAccount
+	33,  // 77: skiff.core.v1.ServiceAccounts.UpdateStatus:input_type -> skiff.core.v1.ServiceAccount
+	39,  // 78: skiff.core.v1.ServiceAccounts.Delete:input_type -> skiff.meta.v1.DeleteRequest
+	38,  // 79: skiff.core.v1.ServiceAccounts.Watch:input_type -> skiff.meta.v1.ListOptions
+	34,  // 80: skiff.core.v1.LimitRanges.Create:input_type -> skiff.core.v1.LimitRange
+	37,  // 81: skiff.core.v1.LimitRanges.Get:input_type -> skiff.meta.v1.GetRequest
+	38,  // 82: skiff.core.v1.LimitRanges.List:input_type -> skiff.meta.v1.ListOptions
+	34,  // 83: skiff.core.v1.LimitRanges.Update:input_type -> skiff.core.v1.LimitRange
+	34,  // 84: skiff.core.v1.LimitRanges.UpdateStatus:input_type -> skiff.core.v1.LimitRange
+	39,  // 85: skiff.core.v1.LimitRanges.Delete:input_type -> skiff.meta.v1.DeleteRequest
+	38,  // 86: skiff.core.v1.LimitRanges.Watch:input_type -> skiff.meta.v1.ListOptions
+	35,  // 87: skiff.core.v1.ResourceQuotas.Create:input_type -> skiff.core.v1.ResourceQuota
+	37,  // 88: skiff.core.v1.ResourceQuotas.Get:input_type -> skiff.meta.v1.GetRequest
+	38,  // 89: skiff.core.v1.ResourceQuotas.List:input_type -> skiff.meta.v1.ListOptions
+	35,  // 90: skiff.core.v1.ResourceQuotas.Update:input_type -> skiff.core.v1.ResourceQuota
+	35,  // 91: skiff.core.v1.ResourceQuotas.UpdateStatus:input_type -> skiff.core.v1.ResourceQuota
+	39,  // 92: skiff.core.v1.ResourceQuotas.Delete:input_type -> skiff.meta.v1.DeleteRequest
+	38,  // 93: skiff.core.v1.ResourceQuotas.Watch:input_type -> skiff.meta.v1.ListOptions
+	36,  // 94: skiff.core.v1.Services.Create:input_type -> skiff.core.v1.Service
+	37,  // 95: skiff.core.v1.Services.Get:input_type -> skiff.meta.v1.GetRequest
+	38,  // 96: skiff.core.v1.Services.List:input_type -> skiff.meta.v1.ListOptions
+	36,  // 97: skiff.core.v1.Services.Update:input_type -> skiff.core.v1.Service
+	36,  // 98: skiff.core.v1.Services.UpdateStatus:input_type -> skiff.core.v1.Service
+	39,  // 99: skiff.core.v1.Services.Delete:input_type -> skiff.meta.v1.DeleteRequest
+	38,  // 100: skiff.core.v1.Services.Watch:input_type -> skiff.meta.v1.ListOptions
+	28,  // 101: skiff.core.v1.Namespaces.Create:output_type -> skiff.core.v1.Namespace
+	28,  // 102: skiff.core.v1.Namespaces.Get:output_type -> skiff.core.v1.Namespace
+	0,   // 103: skiff.core.v1.Namespaces.List:output_type -> skiff.core.v1.NamespaceList
+	28,  // 104: skiff.core.v1.Namespaces.Update:output_type -> skiff.core.v1.Namespace
+	28,  // 105: skiff.core.v1.Namespaces.UpdateStatus:output_type -> skiff.core.v1.Namespace
+	28,  // 106: skiff.core.v1.Namespaces.Delete:output_type -> skiff.core.v1.Namespace
+	2,   // 107: skiff.core.v1.Namespaces.Watch:output_type -> skiff.core.v1.NamespaceWatchResponse
+	29,  // 108: skiff.core.v1.Pods.Create:output_type -> skiff.core.v1.Pod
+	29,  // 109: skiff.core.v1.Pods.Get:output_type -> skiff.core.v1.Pod
+	3,   // 110: skiff.core.v1.Pods.List:output_type -> skiff.core.v1.PodList
+	29,  // 111: skiff.core.v1.Pods.Update:output_type -> skiff.core.v1.Pod
+	29,  // 112: skiff.core.v1.Pods.UpdateStatus:output_type -> skiff.core.v1.Pod
+	29,  // 113: skiff.core.v1.Pods.Delete:output_type -> skiff.core.v1.Pod
+	5,   // 114: skiff.core.v1.Pods.Watch:output_type -> skiff.core.v1.PodWatchResponse
+	29,  // 115: skiff.core.v1.Pods.Bind:output_type -> skiff.core.v1.Pod
+	42,  // 116: skiff.core.v1.Pods.Logs:output_type -> skiff.core.v1.LogChunk
+	30,  // 117: skiff.core.v1.Nodes.Create:output_type -> skiff.core.v1.Node
+	30,  // 118: skiff.core.v1.Nodes.Get:output_type -> skiff.core.v1.Node
+	6,   // 119: skiff.core.v1.Nodes.List:output_type -> skiff.core.v1.NodeList
+	30,  // 120: skiff.core.v1.Nodes.Update:output_type -> skiff.core.v1.Node
+	30,  // 121: skiff.core.v1.Nodes.UpdateStatus:output_type -> skiff.core.v1.Node
+	30,  // 122: skiff.core.v1.Nodes.Delete:output_type -> skiff.core.v1.Node
+	8,   // 123: skiff.core.v1.Nodes.Watch:output_type -> skiff.core.v1.NodeWatchResponse
+	31,  // 124: skiff.core.v1.Events.Create:output_type -> skiff.core.v1.Event
+	31,  // 125: skiff.core.v1.Events.Get:output_type -> skiff.core.v1.Event
+	9,   // 126: skiff.core.v1.Events.List:output_type -> skiff.core.v1.EventList
+	31,  // 127: skiff.core.v1.Events.Update:output_type -> skiff.core.v1.Event
+	31,  // 128: skiff.core.v1.Events.UpdateStatus:output_type -> skiff.core.v1.Event
+	31,  // 129: skiff.core.v1.Events.Delete:output_type -> skiff.core.v1.Event
+	11,  // 130: skiff.core.v1.Events.Watch:output_type -> skiff.core.v1.EventWatchResponse
+	32,  // 131: skiff.core.v1.ConfigMaps.Create:output_type -> skiff.core.v1.ConfigMap
+	32,  // 132: skiff.core.v1.ConfigMaps.Get:output_type -> skiff.core.v1.ConfigMap
+	12,  // 133: skiff.core.v1.ConfigMaps.List:output_type -> skiff.core.v1.ConfigMapList
+	32,  // 134: skiff.core.v1.ConfigMaps.Update:output_type -> skiff.core.v1.ConfigMap
+	32,  // 135: skiff.core.v1.ConfigMaps.UpdateStatus:output_type -> skiff.core.v1.ConfigMap
+	32,  // 136: skiff.core.v1.ConfigMaps.Delete:output_type -> skiff.core.v1.ConfigMap
+	14,  // 137: skiff.core.v1.ConfigMaps.Watch:output_type -> skiff.core.v1.ConfigMapWatchResponse
+	33,  // 138: skiff.core.v1.ServiceAccounts.Create:output_type -> skiff.core.v1.ServiceAccount
+	33,  // 139: skiff.core.v1.ServiceAccounts.Get:output_type -> skiff.core.v1.ServiceAccount
+	15,  // 140: skiff.core.v1.ServiceAccounts.List:output_type -> skiff.core.v1.ServiceAccountList
+	33,  // 141: skiff.core.v1.ServiceAccounts.Update:output_type -> skiff.core.v1.ServiceAccount
+	33,  // 142: skiff.core.v1.ServiceAccounts.UpdateStatus:output_type -> skiff.core.v1.ServiceAccount
+	33,  // 143: skiff.core.v1.ServiceAccounts.Delete:output_type -> skiff.core.v1.ServiceAccount
+	17,  // 144: skiff.core.v1.ServiceAccounts.Watch:output_type -> skiff.core.v1.ServiceAccountWatchResponse
+	34,  // 145: skiff.core.v1.LimitRanges.Create:output_type -> skiff.core.v1.LimitRange
+	34,  // 146: skiff.core.v1.LimitRanges.Get:output_type -> skiff.core.v1.LimitRange
+	18,  // 147: skiff.core.v1.LimitRanges.List:output_type -> skiff.core.v1.LimitRangeList
+	34,  // 148: skiff.core.v1.LimitRanges.Update:output_type -> skiff.core.v1.LimitRange
+	34,  // 149: skiff.core.v1.LimitRanges.UpdateStatus:output_type -> skiff.core.v1.LimitRange
+	34,  // 150: skiff.core.v1.LimitRanges.Delete:output_type -> skiff.core.v1.LimitRange
+	20,  // 151: skiff.core.v1.LimitRanges.Watch:output_type -> skiff.core.v1.LimitRangeWatchResponse
+	35,  // 152: skiff.core.v1.ResourceQuotas.Create:output_type -> skiff.core.v1.ResourceQuota
+	35,  // 153: skiff.core.v1.ResourceQuotas.Get:output_type -> skiff.core.v1.ResourceQuota
+	21,  // 154: skiff.core.v1.ResourceQuotas.List:output_type -> skiff.core.v1.ResourceQuotaList
+	35,  // 155: skiff.core.v1.ResourceQuotas.Update:output_type -> skiff.core.v1.ResourceQuota
+	35,  // 156: skiff.core.v1.ResourceQuotas.UpdateStatus:output_type -> skiff.core.v1.ResourceQuota
+	35,  // 157: skiff.core.v1.ResourceQuotas.Delete:output_type -> skiff.core.v1.ResourceQuota
+	23,  // 158: skiff.core.v1.ResourceQuotas.Watch:output_type -> skiff.core.v1.ResourceQuotaWatchResponse
+	36,  // 159: skiff.core.v1.Services.Create:output_type -> skiff.core.v1.Service
+	36,  // 160: skiff.core.v1.Services.Get:output_type -> skiff.core.v1.Service
+	24,  // 161: skiff.core.v1.Services.List:output_type -> skiff.core.v1.ServiceList
+	36,  // 162: skiff.core.v1.Services.Update:output_type -> skiff.core.v1.Service
+	36,  // 163: skiff.core.v1.Services.UpdateStatus:output_type -> skiff.core.v1.Service
+	36,  // 164: skiff.core.v1.Services.Delete:output_type -> skiff.core.v1.Service
+	26,  // 165: skiff.core.v1.Services.Watch:output_type -> skiff.core.v1.ServiceWatchResponse
+	101, // [101:166] is the sub-list for method output_type
+	36,  // [36:101] is the sub-list for method input_type
+	36,  // [36:36] is the sub-list for extension type_name
+	36,  // [36:36] is the sub-list for extension extendee
+	0,   // [0:36] is the sub-list for field type_name
 }
 
 func init() { file_skiff_core_v1_kinds_gen_proto_init() }
@@ -1740,9 +1947,9 @@ func file_skiff_core_v1_kinds_gen_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_skiff_core_v1_kinds_gen_proto_rawDesc), len(file_skiff_core_v1_kinds_gen_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   24,
+			NumMessages:   27,
 			NumExtensions: 0,
-			NumServices:   8,
+			NumServices:   9,
 		},
 		GoTypes:           file_skiff_core_v1_kinds_gen_proto_goTypes,
 		DependencyIndexes: file_skiff_core_v1_kinds_gen_proto_depIdxs,

@@ -2803,3 +2803,339 @@ var ResourceQuotas_ServiceDesc = grpc.ServiceDesc{
 	},
 	Metadata: "skiff/core/v1/kinds.gen.proto",
 }
+
+const (
+	Services_Create_FullMethodName       = "/skiff.core.v1.Services/Create"
+	Services_Get_FullMethodName          = "/skiff.core.v1.Services/Get"
+	Services_List_FullMethodName         = "/skiff.core.v1.Services/List"
+	Services_Update_FullMethodName       = "/skiff.core.v1.Services/Update"
+	Services_UpdateStatus_FullMethodName = "/skiff.core.v1.Services/UpdateStatus"
+	Services_Delete_FullMethodName       = "/skiff.core.v1.Services/Delete"
+	Services_Watch_FullMethodName        = "/skiff.core.v1.Services/Watch"
+)
+
+// ServicesClient is the client API for Services service.
+//
+// For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
+//
+// Services are namespaced.
+type ServicesClient interface {
+	Create(ctx context.Context, in *Service, opts ...grpc.CallOption) (*Service, error)
+	Get(ctx context.Context, in *v1.GetRequest, opts ...grpc.CallOption) (*Service, error)
+	List(ctx context.Context, in *v1.ListOptions, opts ...grpc.CallOption) (*ServiceList, error)
+	Update(ctx context.Context, in *Service, opts ...grpc.CallOption) (*Service, error)
+	UpdateStatus(ctx context.Context, in *Service, opts ...grpc.CallOption) (*Service, error)
+	Delete(ctx context.Context, in *v1.DeleteRequest, opts ...grpc.CallOption) (*Service, error)
+	Watch(ctx context.Context, in *v1.ListOptions, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ServiceWatchResponse], error)
+}
+
+type servicesClient struct {
+	cc grpc.ClientConnInterface
+}
+
+func NewServicesClient(cc grpc.ClientConnInterface) ServicesClient {
+	return &servicesClient{cc}
+}
+
+func (c *servicesClient) Create(ctx context.Context, in *Service, opts ...grpc.CallOption) (*Service, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Service)
+	err := c.cc.Invoke(ctx, Services_Create_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *servicesClient) Get(ctx context.Context, in *v1.GetRequest, opts ...grpc.CallOption) (*Service, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Service)
+	err := c.cc.Invoke(ctx, Services_Get_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *servicesClient) List(ctx context.Context, in *v1.ListOptions, opts ...grpc.CallOption) (*ServiceList, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ServiceList)
+	err := c.cc.Invoke(ctx, Services_List_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *servicesClient) Update(ctx context.Context, in *Service, opts ...grpc.CallOption) (*Service, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Service)
+	err := c.cc.Invoke(ctx, Services_Update_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *servicesClient) UpdateStatus(ctx context.Context, in *Service, opts ...grpc.CallOption) (*Service, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Service)
+	err := c.cc.Invoke(ctx, Services_UpdateStatus_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *servicesClient) Delete(ctx context.Context, in *v1.DeleteRequest, opts ...grpc.CallOption) (*Service, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Service)
+	err := c.cc.Invoke(ctx, Services_Delete_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *servicesClient) Watch(ctx context.Context, in *v1.ListOptions, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ServiceWatchResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Services_ServiceDesc.Streams[0], Services_Watch_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[v1.ListOptions, ServiceWatchResponse]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Services_WatchClient = grpc.ServerStreamingClient[ServiceWatchResponse]
+
+// ServicesServer is the server API for Services service.
+// All implementations should embed UnimplementedServicesServer
+// for forward compatibility.
+//
+// Services are namespaced.
+type ServicesServer interface {
+	Create(context.Context, *Service) (*Service, error)
+	Get(context.Context, *v1.GetRequest) (*Service, error)
+	List(context.Context, *v1.ListOptions) (*ServiceList, error)
+	Update(context.Context, *Service) (*Service, error)
+	UpdateStatus(context.Context, *Service) (*Service, error)
+	Delete(context.Context, *v1.DeleteRequest) (*Service, error)
+	Watch(*v1.ListOptions, grpc.ServerStreamingServer[ServiceWatchResponse]) error
+}
+
+// UnimplementedServicesServer should be embedded to have
+// forward compatible implementations.
+//
+// NOTE: this should be embedded by value instead of pointer to avoid a nil
+// pointer dereference when methods are called.
+type UnimplementedServicesServer struct{}
+
+func (UnimplementedServicesServer) Create(context.Context, *Service) (*Service, error) {
+	return nil, status.Error(codes.Unimplemented, "method Create not implemented")
+}
+func (UnimplementedServicesServer) Get(context.Context, *v1.GetRequest) (*Service, error) {
+	return nil, status.Error(codes.Unimplemented, "method Get not implemented")
+}
+func (UnimplementedServicesServer) List(context.Context, *v1.ListOptions) (*ServiceList, error) {
+	return nil, status.Error(codes.Unimplemented, "method List not implemented")
+}
+func (UnimplementedServicesServer) Update(context.Context, *Service) (*Service, error) {
+	return nil, status.Error(codes.Unimplemented, "method Update not implemented")
+}
+func (UnimplementedServicesServer) UpdateStatus(context.Context, *Service) (*Service, error) {
+	return nil, status.Error(codes.Unimplemented, "method UpdateStatus not implemented")
+}
+func (UnimplementedServicesServer) Delete(context.Context, *v1.DeleteRequest) (*Service, error) {
+	return nil, status.Error(codes.Unimplemented, "method Delete not implemented")
+}
+func (UnimplementedServicesServer) Watch(*v1.ListOptions, grpc.ServerStreamingServer[ServiceWatchResponse]) error {
+	return status.Error(codes.Unimplemented, "method Watch not implemented")
+}
+func (UnimplementedServicesServer) testEmbeddedByValue() {}
+
+// UnsafeServicesServer may be embedded to opt out of forward compatibility for this service.
+// Use of this interface is not recommended, as added methods to ServicesServer will
+// result in compilation errors.
+type UnsafeServicesServer interface {
+	mustEmbedUnimplementedServicesServer()
+}
+
+func RegisterServicesServer(s grpc.ServiceRegistrar, srv ServicesServer) {
+	// If the following call panics, it indicates UnimplementedServicesServer was
+	// embedded by pointer and is nil.  This will cause panics if an
+	// unimplemented method is ever invoked, so we test this at initialization
+	// time to prevent it from happening at runtime later due to I/O.
+	if t, ok := srv.(interface{ testEmbeddedByValue() }); ok {
+		t.testEmbeddedByValue()
+	}
+	s.RegisterService(&Services_ServiceDesc, srv)
+}
+
+func _Services_Create_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(Service)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ServicesServer).Create(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Services_Create_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ServicesServer).Create(ctx, req.(*Service))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Services_Get_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(v1.GetRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ServicesServer).Get(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Services_Get_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ServicesServer).Get(ctx, req.(*v1.GetRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Services_List_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(v1.ListOptions)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ServicesServer).List(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Services_List_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ServicesServer).List(ctx, req.(*v1.ListOptions))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Services_Update_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(Service)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ServicesServer).Update(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Services_Update_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ServicesServer).Update(ctx, req.(*Service))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Services_UpdateStatus_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(Service)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ServicesServer).UpdateStatus(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Services_UpdateStatus_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ServicesServer).UpdateStatus(ctx, req.(*Service))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Services_Delete_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(v1.DeleteRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ServicesServer).Delete(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Services_Delete_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ServicesServer).Delete(ctx, req.(*v1.DeleteRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Services_Watch_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(v1.ListOptions)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(ServicesServer).Watch(m, &grpc.GenericServerStream[v1.ListOptions, ServiceWatchResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Services_WatchServer = grpc.ServerStreamingServer[ServiceWatchResponse]
+
+// Services_ServiceDesc is the grpc.ServiceDesc for Services service.
+// It's only intended for direct use with grpc.RegisterService,
+// and not to be introspected or modified (even as a copy)
+var Services_ServiceDesc = grpc.ServiceDesc{
+	ServiceName: "skiff.core.v1.Services",
+	HandlerType: (*ServicesServer)(nil),
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "Create",
+			Handler:    _Services_Create_Handler,
+		},
+		{
+			MethodName: "Get",
+			Handler:    _Services_Get_Handler,
+		},
+		{
+			MethodName: "List",
+			Handler:    _Services_List_Handler,
+		},
+		{
+			MethodName: "Update",
+			Handler:    _Services_Update_Handler,
+		},
+		{
+			MethodName: "UpdateStatus",
+			Handler:    _Services_UpdateStatus_Handler,
+		},
+		{
+			MethodName: "Delete",
+			Handler:    _Services_Delete_Handler,
+		},
+	},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "Watch",
+			Handler:       _Services_Watch_Handler,
+			ServerStreams: true,
+		},
+	},
+	Metadata: "skiff/core/v1/kinds.gen.proto",
+}

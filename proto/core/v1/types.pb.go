@@ -5012,6 +5012,694 @@ func (x *ResourceQuotaStatus) GetUsed() map[string]string {
 	return nil
 }
 
+// Service is a stable virtual address for the pods its selector matches:
+// the apiserver allocates its clusterIP (and nodePorts), the endpointslice
+// controller lists its endpoints, every node agent's proxy routes to them
+// and its DNS server names them.
+type Service struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ApiVersion    string                 `protobuf:"bytes,1,opt,name=api_version,json=apiVersion,proto3" json:"api_version,omitempty"`
+	Kind          string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	Metadata      *v1.ObjectMeta         `protobuf:"bytes,3,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	Spec          *ServiceSpec           `protobuf:"bytes,4,opt,name=spec,proto3" json:"spec,omitempty"`
+	Status        *ServiceStatus         `protobuf:"bytes,5,opt,name=status,proto3" json:"status,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Service) Reset() {
+	*x = Service{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[70]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Service) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Service) ProtoMessage() {}
+
+func (x *Service) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[70]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Service.ProtoReflect.Descriptor instead.
+func (*Service) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{70}
+}
+
+func (x *Service) GetApiVersion() string {
+	if x != nil {
+		return x.ApiVersion
+	}
+	return ""
+}
+
+func (x *Service) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *Service) GetMetadata() *v1.ObjectMeta {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+func (x *Service) GetSpec() *ServiceSpec {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+func (x *Service) GetStatus() *ServiceStatus {
+	if x != nil {
+		return x.Status
+	}
+	return nil
+}
+
+type ServiceSpec struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Ports    []*ServicePort         `protobuf:"bytes,1,rep,name=ports,proto3" json:"ports,omitempty"`
+	Selector map[string]string      `protobuf:"bytes,2,rep,name=selector,proto3" json:"selector,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// ClusterIP is allocated from --service-cluster-ip-range unless given;
+	// "None" makes the Service headless. Immutable once set.
+	ClusterIp  string   `protobuf:"bytes,3,opt,name=cluster_ip,json=clusterIP,proto3" json:"cluster_ip,omitempty"`
+	ClusterIps []string `protobuf:"bytes,4,rep,name=cluster_ips,json=clusterIPs,proto3" json:"cluster_ips,omitempty"`
+	// Type is ClusterIP (default), NodePort, LoadBalancer or ExternalName.
+	Type        string   `protobuf:"bytes,5,opt,name=type,proto3" json:"type,omitempty"`
+	ExternalIps []string `protobuf:"bytes,6,rep,name=external_ips,json=externalIPs,proto3" json:"external_ips,omitempty"`
+	// SessionAffinity is None (default) or ClientIP.
+	SessionAffinity          string   `protobuf:"bytes,7,opt,name=session_affinity,json=sessionAffinity,proto3" json:"session_affinity,omitempty"`
+	LoadBalancerIp           string   `protobuf:"bytes,8,opt,name=load_balancer_ip,json=loadBalancerIP,proto3" json:"load_balancer_ip,omitempty"`
+	LoadBalancerSourceRanges []string `protobuf:"bytes,9,rep,name=load_balancer_source_ranges,json=loadBalancerSourceRanges,proto3" json:"load_balancer_source_ranges,omitempty"`
+	ExternalName             string   `protobuf:"bytes,10,opt,name=external_name,json=externalName,proto3" json:"external_name,omitempty"`
+	// ExternalTrafficPolicy is Cluster or Local (NodePort and LoadBalancer).
+	ExternalTrafficPolicy    string                 `protobuf:"bytes,11,opt,name=external_traffic_policy,json=externalTrafficPolicy,proto3" json:"external_traffic_policy,omitempty"`
+	HealthCheckNodePort      int32                  `protobuf:"varint,12,opt,name=health_check_node_port,json=healthCheckNodePort,proto3" json:"health_check_node_port,omitempty"`
+	PublishNotReadyAddresses bool                   `protobuf:"varint,13,opt,name=publish_not_ready_addresses,json=publishNotReadyAddresses,proto3" json:"publish_not_ready_addresses,omitempty"`
+	SessionAffinityConfig    *SessionAffinityConfig `protobuf:"bytes,14,opt,name=session_affinity_config,json=sessionAffinityConfig,proto3" json:"session_affinity_config,omitempty"`
+	// IPFamilies: IPv4 (the only family Skiff allocates from).
+	IpFamilies []string `protobuf:"bytes,15,rep,name=ip_families,json=ipFamilies,proto3" json:"ip_families,omitempty"`
+	// IPFamilyPolicy: SingleStack, PreferDualStack or RequireDualStack.
+	IpFamilyPolicy                *string `protobuf:"bytes,16,opt,name=ip_family_policy,json=ipFamilyPolicy,proto3,oneof" json:"ip_family_policy,omitempty"`
+	AllocateLoadBalancerNodePorts *bool   `protobuf:"varint,17,opt,name=allocate_load_balancer_node_ports,json=allocateLoadBalancerNodePorts,proto3,oneof" json:"allocate_load_balancer_node_ports,omitempty"`
+	LoadBalancerClass             *string `protobuf:"bytes,18,opt,name=load_balancer_class,json=loadBalancerClass,proto3,oneof" json:"load_balancer_class,omitempty"`
+	// InternalTrafficPolicy is Cluster (default) or Local: traffic from a
+	// node's pods goes to endpoints on that node only.
+	InternalTrafficPolicy *string `protobuf:"bytes,19,opt,name=internal_traffic_policy,json=internalTrafficPolicy,proto3,oneof" json:"internal_traffic_policy,omitempty"`
+	TrafficDistribution   *string `protobuf:"bytes,20,opt,name=traffic_distribution,json=trafficDistribution,proto3,oneof" json:"traffic_distribution,omitempty"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
+}
+
+func (x *ServiceSpec) Reset() {
+	*x = ServiceSpec{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[71]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ServiceSpec) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ServiceSpec) ProtoMessage() {}
+
+func (x *ServiceSpec) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[71]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ServiceSpec.ProtoReflect.Descriptor instead.
+func (*ServiceSpec) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{71}
+}
+
+func (x *ServiceSpec) GetPorts() []*ServicePort {
+	if x != nil {
+		return x.Ports
+	}
+	return nil
+}
+
+func (x *ServiceSpec) GetSelector() map[string]string {
+	if x != nil {
+		return x.Selector
+	}
+	return nil
+}
+
+func (x *ServiceSpec) GetClusterIp() string {
+	if x != nil {
+		return x.ClusterIp
+	}
+	return ""
+}
+
+func (x *ServiceSpec) GetClusterIps() []string {
+	if x != nil {
+		return x.ClusterIps
+	}
+	return nil
+}
+
+func (x *ServiceSpec) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *ServiceSpec) GetExternalIps() []string {
+	if x != nil {
+		return x.ExternalIps
+	}
+	return nil
+}
+
+func (x *ServiceSpec) GetSessionAffinity() string {
+	if x != nil {
+		return x.SessionAffinity
+	}
+	return ""
+}
+
+func (x *ServiceSpec) GetLoadBalancerIp() string {
+	if x != nil {
+		return x.LoadBalancerIp
+	}
+	return ""
+}
+
+func (x *ServiceSpec) GetLoadBalancerSourceRanges() []string {
+	if x != nil {
+		return x.LoadBalancerSourceRanges
+	}
+	return nil
+}
+
+func (x *ServiceSpec) GetExternalName() string {
+	if x != nil {
+		return x.ExternalName
+	}
+	return ""
+}
+
+func (x *ServiceSpec) GetExternalTrafficPolicy() string {
+	if x != nil {
+		return x.ExternalTrafficPolicy
+	}
+	return ""
+}
+
+func (x *ServiceSpec) GetHealthCheckNodePort() int32 {
+	if x != nil {
+		return x.HealthCheckNodePort
+	}
+	return 0
+}
+
+func (x *ServiceSpec) GetPublishNotReadyAddresses() bool {
+	if x != nil {
+		return x.PublishNotReadyAddresses
+	}
+	return false
+}
+
+func (x *ServiceSpec) GetSessionAffinityConfig() *SessionAffinityConfig {
+	if x != nil {
+		return x.SessionAffinityConfig
+	}
+	return nil
+}
+
+func (x *ServiceSpec) GetIpFamilies() []string {
+	if x != nil {
+		return x.IpFamilies
+	}
+	return nil
+}
+
+func (x *ServiceSpec) GetIpFamilyPolicy() string {
+	if x != nil && x.IpFamilyPolicy != nil {
+		return *x.IpFamilyPolicy
+	}
+	return ""
+}
+
+func (x *ServiceSpec) GetAllocateLoadBalancerNodePorts() bool {
+	if x != nil && x.AllocateLoadBalancerNodePorts != nil {
+		return *x.AllocateLoadBalancerNodePorts
+	}
+	return false
+}
+
+func (x *ServiceSpec) GetLoadBalancerClass() string {
+	if x != nil && x.LoadBalancerClass != nil {
+		return *x.LoadBalancerClass
+	}
+	return ""
+}
+
+func (x *ServiceSpec) GetInternalTrafficPolicy() string {
+	if x != nil && x.InternalTrafficPolicy != nil {
+		return *x.InternalTrafficPolicy
+	}
+	return ""
+}
+
+func (x *ServiceSpec) GetTrafficDistribution() string {
+	if x != nil && x.TrafficDistribution != nil {
+		return *x.TrafficDistribution
+	}
+	return ""
+}
+
+type ServicePort struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Name is required when a Service has more than one port; unique.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Protocol is TCP (default), UDP or SCTP.
+	Protocol    string  `protobuf:"bytes,2,opt,name=protocol,proto3" json:"protocol,omitempty"`
+	AppProtocol *string `protobuf:"bytes,3,opt,name=app_protocol,json=appProtocol,proto3,oneof" json:"app_protocol,omitempty"`
+	Port        int32   `protobuf:"varint,4,opt,name=port,proto3" json:"port,omitempty"`
+	// TargetPort is the pods' port: a number, or the name of a container
+	// port (resolved per pod). Defaults to port.
+	TargetPort *v1.IntOrString `protobuf:"bytes,5,opt,name=target_port,json=targetPort,proto3" json:"target_port,omitempty"`
+	// NodePort is allocated from --service-node-port-range for NodePort and
+	// LoadBalancer Services unless given.
+	NodePort      int32 `protobuf:"varint,6,opt,name=node_port,json=nodePort,proto3" json:"node_port,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ServicePort) Reset() {
+	*x = ServicePort{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[72]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ServicePort) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ServicePort) ProtoMessage() {}
+
+func (x *ServicePort) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[72]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ServicePort.ProtoReflect.Descriptor instead.
+func (*ServicePort) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{72}
+}
+
+func (x *ServicePort) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ServicePort) GetProtocol() string {
+	if x != nil {
+		return x.Protocol
+	}
+	return ""
+}
+
+func (x *ServicePort) GetAppProtocol() string {
+	if x != nil && x.AppProtocol != nil {
+		return *x.AppProtocol
+	}
+	return ""
+}
+
+func (x *ServicePort) GetPort() int32 {
+	if x != nil {
+		return x.Port
+	}
+	return 0
+}
+
+func (x *ServicePort) GetTargetPort() *v1.IntOrString {
+	if x != nil {
+		return x.TargetPort
+	}
+	return nil
+}
+
+func (x *ServicePort) GetNodePort() int32 {
+	if x != nil {
+		return x.NodePort
+	}
+	return 0
+}
+
+type SessionAffinityConfig struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ClientIp      *ClientIPConfig        `protobuf:"bytes,1,opt,name=client_ip,json=clientIP,proto3" json:"client_ip,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SessionAffinityConfig) Reset() {
+	*x = SessionAffinityConfig{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[73]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionAffinityConfig) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionAffinityConfig) ProtoMessage() {}
+
+func (x *SessionAffinityConfig) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[73]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionAffinityConfig.ProtoReflect.Descriptor instead.
+func (*SessionAffinityConfig) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{73}
+}
+
+func (x *SessionAffinityConfig) GetClientIp() *ClientIPConfig {
+	if x != nil {
+		return x.ClientIp
+	}
+	return nil
+}
+
+type ClientIPConfig struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// TimeoutSeconds of ClientIP affinity: 1 to 86400, default 10800.
+	TimeoutSeconds *int32 `protobuf:"varint,1,opt,name=timeout_seconds,json=timeoutSeconds,proto3,oneof" json:"timeout_seconds,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *ClientIPConfig) Reset() {
+	*x = ClientIPConfig{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[74]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClientIPConfig) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClientIPConfig) ProtoMessage() {}
+
+func (x *ClientIPConfig) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[74]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClientIPConfig.ProtoReflect.Descriptor instead.
+func (*ClientIPConfig) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{74}
+}
+
+func (x *ClientIPConfig) GetTimeoutSeconds() int32 {
+	if x != nil && x.TimeoutSeconds != nil {
+		return *x.TimeoutSeconds
+	}
+	return 0
+}
+
+type ServiceStatus struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	LoadBalancer  *LoadBalancerStatus    `protobuf:"bytes,1,opt,name=load_balancer,json=loadBalancer,proto3" json:"load_balancer,omitempty"`
+	Conditions    []*v1.Condition        `protobuf:"bytes,2,rep,name=conditions,proto3" json:"conditions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ServiceStatus) Reset() {
+	*x = ServiceStatus{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[75]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ServiceStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ServiceStatus) ProtoMessage() {}
+
+func (x *ServiceStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[75]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ServiceStatus.ProtoReflect.Descriptor instead.
+func (*ServiceStatus) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{75}
+}
+
+func (x *ServiceStatus) GetLoadBalancer() *LoadBalancerStatus {
+	if x != nil {
+		return x.LoadBalancer
+	}
+	return nil
+}
+
+func (x *ServiceStatus) GetConditions() []*v1.Condition {
+	if x != nil {
+		return x.Conditions
+	}
+	return nil
+}
+
+type LoadBalancerStatus struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Ingress       []*LoadBalancerIngress `protobuf:"bytes,1,rep,name=ingress,proto3" json:"ingress,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LoadBalancerStatus) Reset() {
+	*x = LoadBalancerStatus{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[76]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LoadBalancerStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LoadBalancerStatus) ProtoMessage() {}
+
+func (x *LoadBalancerStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[76]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LoadBalancerStatus.ProtoReflect.Descriptor instead.
+func (*LoadBalancerStatus) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{76}
+}
+
+func (x *LoadBalancerStatus) GetIngress() []*LoadBalancerIngress {
+	if x != nil {
+		return x.Ingress
+	}
+	return nil
+}
+
+type LoadBalancerIngress struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Ip            string                 `protobuf:"bytes,1,opt,name=ip,proto3" json:"ip,omitempty"`
+	Hostname      string                 `protobuf:"bytes,2,opt,name=hostname,proto3" json:"hostname,omitempty"`
+	IpMode        *string                `protobuf:"bytes,3,opt,name=ip_mode,json=ipMode,proto3,oneof" json:"ip_mode,omitempty"`
+	Ports         []*PortStatus          `protobuf:"bytes,4,rep,name=ports,proto3" json:"ports,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LoadBalancerIngress) Reset() {
+	*x = LoadBalancerIngress{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[77]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LoadBalancerIngress) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LoadBalancerIngress) ProtoMessage() {}
+
+func (x *LoadBalancerIngress) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[77]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LoadBalancerIngress.ProtoReflect.Descriptor instead.
+func (*LoadBalancerIngress) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{77}
+}
+
+func (x *LoadBalancerIngress) GetIp() string {
+	if x != nil {
+		return x.Ip
+	}
+	return ""
+}
+
+func (x *LoadBalancerIngress) GetHostname() string {
+	if x != nil {
+		return x.Hostname
+	}
+	return ""
+}
+
+func (x *LoadBalancerIngress) GetIpMode() string {
+	if x != nil && x.IpMode != nil {
+		return *x.IpMode
+	}
+	return ""
+}
+
+func (x *LoadBalancerIngress) GetPorts() []*PortStatus {
+	if x != nil {
+		return x.Ports
+	}
+	return nil
+}
+
+type PortStatus struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Port          int32                  `protobuf:"varint,1,opt,name=port,proto3" json:"port,omitempty"`
+	Protocol      string                 `protobuf:"bytes,2,opt,name=protocol,proto3" json:"protocol,omitempty"`
+	Error         *string                `protobuf:"bytes,3,opt,name=error,proto3,oneof" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PortStatus) Reset() {
+	*x = PortStatus{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[78]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PortStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PortStatus) ProtoMessage() {}
+
+func (x *PortStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[78]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PortStatus.ProtoReflect.Descriptor instead.
+func (*PortStatus) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{78}
+}
+
+func (x *PortStatus) GetPort() int32 {
+	if x != nil {
+		return x.Port
+	}
+	return 0
+}
+
+func (x *PortStatus) GetProtocol() string {
+	if x != nil {
+		return x.Protocol
+	}
+	return ""
+}
+
+func (x *PortStatus) GetError() string {
+	if x != nil && x.Error != nil {
+		return *x.Error
+	}
+	return ""
+}
+
 var File_skiff_core_v1_types_proto protoreflect.FileDescriptor
 
 const file_skiff_core_v1_types_proto_rawDesc = "" +
@@ -5526,7 +6214,81 @@ const file_skiff_core_v1_types_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a7\n" +
 	"\tUsedEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B Z\x1eskiff.dev/proto/core/v1;corev1b\x06proto3"
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xdb\x01\n" +
+	"\aService\x12\x1f\n" +
+	"\vapi_version\x18\x01 \x01(\tR\n" +
+	"apiVersion\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x125\n" +
+	"\bmetadata\x18\x03 \x01(\v2\x19.skiff.meta.v1.ObjectMetaR\bmetadata\x12.\n" +
+	"\x04spec\x18\x04 \x01(\v2\x1a.skiff.core.v1.ServiceSpecR\x04spec\x124\n" +
+	"\x06status\x18\x05 \x01(\v2\x1c.skiff.core.v1.ServiceStatusR\x06status\"\xcd\t\n" +
+	"\vServiceSpec\x120\n" +
+	"\x05ports\x18\x01 \x03(\v2\x1a.skiff.core.v1.ServicePortR\x05ports\x12D\n" +
+	"\bselector\x18\x02 \x03(\v2(.skiff.core.v1.ServiceSpec.SelectorEntryR\bselector\x12\x1d\n" +
+	"\n" +
+	"cluster_ip\x18\x03 \x01(\tR\tclusterIP\x12\x1f\n" +
+	"\vcluster_ips\x18\x04 \x03(\tR\n" +
+	"clusterIPs\x12\x12\n" +
+	"\x04type\x18\x05 \x01(\tR\x04type\x12!\n" +
+	"\fexternal_ips\x18\x06 \x03(\tR\vexternalIPs\x12)\n" +
+	"\x10session_affinity\x18\a \x01(\tR\x0fsessionAffinity\x12(\n" +
+	"\x10load_balancer_ip\x18\b \x01(\tR\x0eloadBalancerIP\x12=\n" +
+	"\x1bload_balancer_source_ranges\x18\t \x03(\tR\x18loadBalancerSourceRanges\x12#\n" +
+	"\rexternal_name\x18\n" +
+	" \x01(\tR\fexternalName\x126\n" +
+	"\x17external_traffic_policy\x18\v \x01(\tR\x15externalTrafficPolicy\x123\n" +
+	"\x16health_check_node_port\x18\f \x01(\x05R\x13healthCheckNodePort\x12=\n" +
+	"\x1bpublish_not_ready_addresses\x18\r \x01(\bR\x18publishNotReadyAddresses\x12\\\n" +
+	"\x17session_affinity_config\x18\x0e \x01(\v2$.skiff.core.v1.SessionAffinityConfigR\x15sessionAffinityConfig\x12\x1f\n" +
+	"\vip_families\x18\x0f \x03(\tR\n" +
+	"ipFamilies\x12-\n" +
+	"\x10ip_family_policy\x18\x10 \x01(\tH\x00R\x0eipFamilyPolicy\x88\x01\x01\x12M\n" +
+	"!allocate_load_balancer_node_ports\x18\x11 \x01(\bH\x01R\x1dallocateLoadBalancerNodePorts\x88\x01\x01\x123\n" +
+	"\x13load_balancer_class\x18\x12 \x01(\tH\x02R\x11loadBalancerClass\x88\x01\x01\x12;\n" +
+	"\x17internal_traffic_policy\x18\x13 \x01(\tH\x03R\x15internalTrafficPolicy\x88\x01\x01\x126\n" +
+	"\x14traffic_distribution\x18\x14 \x01(\tH\x04R\x13trafficDistribution\x88\x01\x01\x1a;\n" +
+	"\rSelectorEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x13\n" +
+	"\x11_ip_family_policyB$\n" +
+	"\"_allocate_load_balancer_node_portsB\x16\n" +
+	"\x14_load_balancer_classB\x1a\n" +
+	"\x18_internal_traffic_policyB\x17\n" +
+	"\x15_traffic_distribution\"\xea\x01\n" +
+	"\vServicePort\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
+	"\bprotocol\x18\x02 \x01(\tR\bprotocol\x12&\n" +
+	"\fapp_protocol\x18\x03 \x01(\tH\x00R\vappProtocol\x88\x01\x01\x12\x18\n" +
+	"\x04port\x18\x04 \x01(\x05B\x04\xd8\xf3\x18\x01R\x04port\x12;\n" +
+	"\vtarget_port\x18\x05 \x01(\v2\x1a.skiff.meta.v1.IntOrStringR\n" +
+	"targetPort\x12\x1b\n" +
+	"\tnode_port\x18\x06 \x01(\x05R\bnodePortB\x0f\n" +
+	"\r_app_protocol\"S\n" +
+	"\x15SessionAffinityConfig\x12:\n" +
+	"\tclient_ip\x18\x01 \x01(\v2\x1d.skiff.core.v1.ClientIPConfigR\bclientIP\"R\n" +
+	"\x0eClientIPConfig\x12,\n" +
+	"\x0ftimeout_seconds\x18\x01 \x01(\x05H\x00R\x0etimeoutSeconds\x88\x01\x01B\x12\n" +
+	"\x10_timeout_seconds\"\x91\x01\n" +
+	"\rServiceStatus\x12F\n" +
+	"\rload_balancer\x18\x01 \x01(\v2!.skiff.core.v1.LoadBalancerStatusR\floadBalancer\x128\n" +
+	"\n" +
+	"conditions\x18\x02 \x03(\v2\x18.skiff.meta.v1.ConditionR\n" +
+	"conditions\"R\n" +
+	"\x12LoadBalancerStatus\x12<\n" +
+	"\aingress\x18\x01 \x03(\v2\".skiff.core.v1.LoadBalancerIngressR\aingress\"\x9c\x01\n" +
+	"\x13LoadBalancerIngress\x12\x0e\n" +
+	"\x02ip\x18\x01 \x01(\tR\x02ip\x12\x1a\n" +
+	"\bhostname\x18\x02 \x01(\tR\bhostname\x12\x1c\n" +
+	"\aip_mode\x18\x03 \x01(\tH\x00R\x06ipMode\x88\x01\x01\x12/\n" +
+	"\x05ports\x18\x04 \x03(\v2\x19.skiff.core.v1.PortStatusR\x05portsB\n" +
+	"\n" +
+	"\b_ip_mode\"a\n" +
+	"\n" +
+	"PortStatus\x12\x12\n" +
+	"\x04port\x18\x01 \x01(\x05R\x04port\x12\x1a\n" +
+	"\bprotocol\x18\x02 \x01(\tR\bprotocol\x12\x19\n" +
+	"\x05error\x18\x03 \x01(\tH\x00R\x05error\x88\x01\x01B\b\n" +
+	"\x06_errorB Z\x1eskiff.dev/proto/core/v1;corev1b\x06proto3"
 
 var (
 	file_skiff_core_v1_types_proto_rawDescOnce sync.Once
@@ -5540,7 +6302,7 @@ func file_skiff_core_v1_types_proto_rawDescGZIP() []byte {
 	return file_skiff_core_v1_types_proto_rawDescData
 }
 
-var file_skiff_core_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 85)
+var file_skiff_core_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 95)
 var file_skiff_core_v1_types_proto_goTypes = []any{
 	(*Namespace)(nil),                // 0: skiff.core.v1.Namespace
 	(*NamespaceSpec)(nil),            // 1: skiff.core.v1.NamespaceSpec
@@ -5612,41 +6374,51 @@ var file_skiff_core_v1_types_proto_goTypes = []any{
 	(*ResourceQuota)(nil),            // 67: skiff.core.v1.ResourceQuota
 	(*ResourceQuotaSpec)(nil),        // 68: skiff.core.v1.ResourceQuotaSpec
 	(*ResourceQuotaStatus)(nil),      // 69: skiff.core.v1.ResourceQuotaStatus
-	nil,                              // 70: skiff.core.v1.PodSpec.NodeSelectorEntry
-	nil,                              // 71: skiff.core.v1.ResourceRequirements.LimitsEntry
-	nil,                              // 72: skiff.core.v1.ResourceRequirements.RequestsEntry
-	nil,                              // 73: skiff.core.v1.NodeStatus.CapacityEntry
-	nil,                              // 74: skiff.core.v1.NodeStatus.AllocatableEntry
-	nil,                              // 75: skiff.core.v1.ConfigMap.DataEntry
-	nil,                              // 76: skiff.core.v1.ConfigMap.BinaryDataEntry
-	nil,                              // 77: skiff.core.v1.LimitRangeItem.MaxEntry
-	nil,                              // 78: skiff.core.v1.LimitRangeItem.MinEntry
-	nil,                              // 79: skiff.core.v1.LimitRangeItem.DefaultEntry
-	nil,                              // 80: skiff.core.v1.LimitRangeItem.DefaultRequestEntry
-	nil,                              // 81: skiff.core.v1.LimitRangeItem.MaxLimitRequestRatioEntry
-	nil,                              // 82: skiff.core.v1.ResourceQuotaSpec.HardEntry
-	nil,                              // 83: skiff.core.v1.ResourceQuotaStatus.HardEntry
-	nil,                              // 84: skiff.core.v1.ResourceQuotaStatus.UsedEntry
-	(*v1.ObjectMeta)(nil),            // 85: skiff.meta.v1.ObjectMeta
-	(*v1.Condition)(nil),             // 86: skiff.meta.v1.Condition
-	(*v1.IntOrString)(nil),           // 87: skiff.meta.v1.IntOrString
-	(*v1.LabelSelector)(nil),         // 88: skiff.meta.v1.LabelSelector
-	(*timestamppb.Timestamp)(nil),    // 89: google.protobuf.Timestamp
+	(*Service)(nil),                  // 70: skiff.core.v1.Service
+	(*ServiceSpec)(nil),              // 71: skiff.core.v1.ServiceSpec
+	(*ServicePort)(nil),              // 72: skiff.core.v1.ServicePort
+	(*SessionAffinityConfig)(nil),    // 73: skiff.core.v1.SessionAffinityConfig
+	(*ClientIPConfig)(nil),           // 74: skiff.core.v1.ClientIPConfig
+	(*ServiceStatus)(nil),            // 75: skiff.core.v1.ServiceStatus
+	(*LoadBalancerStatus)(nil),       // 76: skiff.core.v1.LoadBalancerStatus
+	(*LoadBalancerIngress)(nil),      // 77: skiff.core.v1.LoadBalancerIngress
+	(*PortStatus)(nil),               // 78: skiff.core.v1.PortStatus
+	nil,                              // 79: skiff.core.v1.PodSpec.NodeSelectorEntry
+	nil,                              // 80: skiff.core.v1.ResourceRequirements.LimitsEntry
+	nil,                              // 81: skiff.core.v1.ResourceRequirements.RequestsEntry
+	nil,                              // 82: skiff.core.v1.NodeStatus.CapacityEntry
+	nil,                              // 83: skiff.core.v1.NodeStatus.AllocatableEntry
+	nil,                              // 84: skiff.core.v1.ConfigMap.DataEntry
+	nil,                              // 85: skiff.core.v1.ConfigMap.BinaryDataEntry
+	nil,                              // 86: skiff.core.v1.LimitRangeItem.MaxEntry
+	nil,                              // 87: skiff.core.v1.LimitRangeItem.MinEntry
+	nil,                              // 88: skiff.core.v1.LimitRangeItem.DefaultEntry
+	nil,                              // 89: skiff.core.v1.LimitRangeItem.DefaultRequestEntry
+	nil,                              // 90: skiff.core.v1.LimitRangeItem.MaxLimitRequestRatioEntry
+	nil,                              // 91: skiff.core.v1.ResourceQuotaSpec.HardEntry
+	nil,                              // 92: skiff.core.v1.ResourceQuotaStatus.HardEntry
+	nil,                              // 93: skiff.core.v1.ResourceQuotaStatus.UsedEntry
+	nil,                              // 94: skiff.core.v1.ServiceSpec.SelectorEntry
+	(*v1.ObjectMeta)(nil),            // 95: skiff.meta.v1.ObjectMeta
+	(*v1.Condition)(nil),             // 96: skiff.meta.v1.Condition
+	(*v1.IntOrString)(nil),           // 97: skiff.meta.v1.IntOrString
+	(*v1.LabelSelector)(nil),         // 98: skiff.meta.v1.LabelSelector
+	(*timestamppb.Timestamp)(nil),    // 99: google.protobuf.Timestamp
 }
 var file_skiff_core_v1_types_proto_depIdxs = []int32{
-	85,  // 0: skiff.core.v1.Namespace.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	95,  // 0: skiff.core.v1.Namespace.metadata:type_name -> skiff.meta.v1.ObjectMeta
 	1,   // 1: skiff.core.v1.Namespace.spec:type_name -> skiff.core.v1.NamespaceSpec
 	2,   // 2: skiff.core.v1.Namespace.status:type_name -> skiff.core.v1.NamespaceStatus
-	86,  // 3: skiff.core.v1.NamespaceStatus.conditions:type_name -> skiff.meta.v1.Condition
-	85,  // 4: skiff.core.v1.Pod.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	96,  // 3: skiff.core.v1.NamespaceStatus.conditions:type_name -> skiff.meta.v1.Condition
+	95,  // 4: skiff.core.v1.Pod.metadata:type_name -> skiff.meta.v1.ObjectMeta
 	5,   // 5: skiff.core.v1.Pod.spec:type_name -> skiff.core.v1.PodSpec
 	38,  // 6: skiff.core.v1.Pod.status:type_name -> skiff.core.v1.PodStatus
-	85,  // 7: skiff.core.v1.PodTemplateSpec.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	95,  // 7: skiff.core.v1.PodTemplateSpec.metadata:type_name -> skiff.meta.v1.ObjectMeta
 	5,   // 8: skiff.core.v1.PodTemplateSpec.spec:type_name -> skiff.core.v1.PodSpec
 	20,  // 9: skiff.core.v1.PodSpec.volumes:type_name -> skiff.core.v1.Volume
 	9,   // 10: skiff.core.v1.PodSpec.init_containers:type_name -> skiff.core.v1.Container
 	9,   // 11: skiff.core.v1.PodSpec.containers:type_name -> skiff.core.v1.Container
-	70,  // 12: skiff.core.v1.PodSpec.node_selector:type_name -> skiff.core.v1.PodSpec.NodeSelectorEntry
+	79,  // 12: skiff.core.v1.PodSpec.node_selector:type_name -> skiff.core.v1.PodSpec.NodeSelectorEntry
 	30,  // 13: skiff.core.v1.PodSpec.affinity:type_name -> skiff.core.v1.Affinity
 	36,  // 14: skiff.core.v1.PodSpec.tolerations:type_name -> skiff.core.v1.Toleration
 	37,  // 15: skiff.core.v1.PodSpec.topology_spread_constraints:type_name -> skiff.core.v1.TopologySpreadConstraint
@@ -5666,8 +6438,8 @@ var file_skiff_core_v1_types_proto_depIdxs = []int32{
 	15,  // 29: skiff.core.v1.EnvVarSource.config_map_key_ref:type_name -> skiff.core.v1.ConfigMapKeySelector
 	14,  // 30: skiff.core.v1.EnvVarSource.resource_field_ref:type_name -> skiff.core.v1.ResourceFieldSelector
 	17,  // 31: skiff.core.v1.EnvFromSource.config_map_ref:type_name -> skiff.core.v1.ConfigMapEnvSource
-	71,  // 32: skiff.core.v1.ResourceRequirements.limits:type_name -> skiff.core.v1.ResourceRequirements.LimitsEntry
-	72,  // 33: skiff.core.v1.ResourceRequirements.requests:type_name -> skiff.core.v1.ResourceRequirements.RequestsEntry
+	80,  // 32: skiff.core.v1.ResourceRequirements.limits:type_name -> skiff.core.v1.ResourceRequirements.LimitsEntry
+	81,  // 33: skiff.core.v1.ResourceRequirements.requests:type_name -> skiff.core.v1.ResourceRequirements.RequestsEntry
 	21,  // 34: skiff.core.v1.Volume.empty_dir:type_name -> skiff.core.v1.EmptyDirVolumeSource
 	22,  // 35: skiff.core.v1.Volume.host_path:type_name -> skiff.core.v1.HostPathVolumeSource
 	23,  // 36: skiff.core.v1.Volume.config_map:type_name -> skiff.core.v1.ConfigMapVolumeSource
@@ -5675,9 +6447,9 @@ var file_skiff_core_v1_types_proto_depIdxs = []int32{
 	26,  // 38: skiff.core.v1.Probe.exec:type_name -> skiff.core.v1.ExecAction
 	27,  // 39: skiff.core.v1.Probe.http_get:type_name -> skiff.core.v1.HTTPGetAction
 	29,  // 40: skiff.core.v1.Probe.tcp_socket:type_name -> skiff.core.v1.TCPSocketAction
-	87,  // 41: skiff.core.v1.HTTPGetAction.port:type_name -> skiff.meta.v1.IntOrString
+	97,  // 41: skiff.core.v1.HTTPGetAction.port:type_name -> skiff.meta.v1.IntOrString
 	28,  // 42: skiff.core.v1.HTTPGetAction.http_headers:type_name -> skiff.core.v1.HTTPHeader
-	87,  // 43: skiff.core.v1.TCPSocketAction.port:type_name -> skiff.meta.v1.IntOrString
+	97,  // 43: skiff.core.v1.TCPSocketAction.port:type_name -> skiff.meta.v1.IntOrString
 	31,  // 44: skiff.core.v1.Affinity.node_affinity:type_name -> skiff.core.v1.NodeAffinity
 	32,  // 45: skiff.core.v1.NodeAffinity.required_during_scheduling_ignored_during_execution:type_name -> skiff.core.v1.NodeSelector
 	35,  // 46: skiff.core.v1.NodeAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> skiff.core.v1.PreferredSchedulingTerm
@@ -5685,68 +6457,80 @@ var file_skiff_core_v1_types_proto_depIdxs = []int32{
 	34,  // 48: skiff.core.v1.NodeSelectorTerm.match_expressions:type_name -> skiff.core.v1.NodeSelectorRequirement
 	34,  // 49: skiff.core.v1.NodeSelectorTerm.match_fields:type_name -> skiff.core.v1.NodeSelectorRequirement
 	33,  // 50: skiff.core.v1.PreferredSchedulingTerm.preference:type_name -> skiff.core.v1.NodeSelectorTerm
-	88,  // 51: skiff.core.v1.TopologySpreadConstraint.label_selector:type_name -> skiff.meta.v1.LabelSelector
+	98,  // 51: skiff.core.v1.TopologySpreadConstraint.label_selector:type_name -> skiff.meta.v1.LabelSelector
 	40,  // 52: skiff.core.v1.PodStatus.conditions:type_name -> skiff.core.v1.PodCondition
 	39,  // 53: skiff.core.v1.PodStatus.pod_ips:type_name -> skiff.core.v1.PodIP
-	89,  // 54: skiff.core.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
+	99,  // 54: skiff.core.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
 	41,  // 55: skiff.core.v1.PodStatus.init_container_statuses:type_name -> skiff.core.v1.ContainerStatus
 	41,  // 56: skiff.core.v1.PodStatus.container_statuses:type_name -> skiff.core.v1.ContainerStatus
-	89,  // 57: skiff.core.v1.PodCondition.last_probe_time:type_name -> google.protobuf.Timestamp
-	89,  // 58: skiff.core.v1.PodCondition.last_transition_time:type_name -> google.protobuf.Timestamp
+	99,  // 57: skiff.core.v1.PodCondition.last_probe_time:type_name -> google.protobuf.Timestamp
+	99,  // 58: skiff.core.v1.PodCondition.last_transition_time:type_name -> google.protobuf.Timestamp
 	42,  // 59: skiff.core.v1.ContainerStatus.state:type_name -> skiff.core.v1.ContainerState
 	42,  // 60: skiff.core.v1.ContainerStatus.last_state:type_name -> skiff.core.v1.ContainerState
 	43,  // 61: skiff.core.v1.ContainerState.waiting:type_name -> skiff.core.v1.ContainerStateWaiting
 	44,  // 62: skiff.core.v1.ContainerState.running:type_name -> skiff.core.v1.ContainerStateRunning
 	45,  // 63: skiff.core.v1.ContainerState.terminated:type_name -> skiff.core.v1.ContainerStateTerminated
-	89,  // 64: skiff.core.v1.ContainerStateRunning.started_at:type_name -> google.protobuf.Timestamp
-	89,  // 65: skiff.core.v1.ContainerStateTerminated.started_at:type_name -> google.protobuf.Timestamp
-	89,  // 66: skiff.core.v1.ContainerStateTerminated.finished_at:type_name -> google.protobuf.Timestamp
-	85,  // 67: skiff.core.v1.Binding.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	99,  // 64: skiff.core.v1.ContainerStateRunning.started_at:type_name -> google.protobuf.Timestamp
+	99,  // 65: skiff.core.v1.ContainerStateTerminated.started_at:type_name -> google.protobuf.Timestamp
+	99,  // 66: skiff.core.v1.ContainerStateTerminated.finished_at:type_name -> google.protobuf.Timestamp
+	95,  // 67: skiff.core.v1.Binding.metadata:type_name -> skiff.meta.v1.ObjectMeta
 	47,  // 68: skiff.core.v1.Binding.target:type_name -> skiff.core.v1.ObjectReference
-	85,  // 69: skiff.core.v1.Node.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	95,  // 69: skiff.core.v1.Node.metadata:type_name -> skiff.meta.v1.ObjectMeta
 	49,  // 70: skiff.core.v1.Node.spec:type_name -> skiff.core.v1.NodeSpec
 	51,  // 71: skiff.core.v1.Node.status:type_name -> skiff.core.v1.NodeStatus
 	50,  // 72: skiff.core.v1.NodeSpec.taints:type_name -> skiff.core.v1.Taint
-	89,  // 73: skiff.core.v1.Taint.time_added:type_name -> google.protobuf.Timestamp
-	73,  // 74: skiff.core.v1.NodeStatus.capacity:type_name -> skiff.core.v1.NodeStatus.CapacityEntry
-	74,  // 75: skiff.core.v1.NodeStatus.allocatable:type_name -> skiff.core.v1.NodeStatus.AllocatableEntry
+	99,  // 73: skiff.core.v1.Taint.time_added:type_name -> google.protobuf.Timestamp
+	82,  // 74: skiff.core.v1.NodeStatus.capacity:type_name -> skiff.core.v1.NodeStatus.CapacityEntry
+	83,  // 75: skiff.core.v1.NodeStatus.allocatable:type_name -> skiff.core.v1.NodeStatus.AllocatableEntry
 	56,  // 76: skiff.core.v1.NodeStatus.conditions:type_name -> skiff.core.v1.NodeCondition
 	57,  // 77: skiff.core.v1.NodeStatus.addresses:type_name -> skiff.core.v1.NodeAddress
 	58,  // 78: skiff.core.v1.NodeStatus.node_info:type_name -> skiff.core.v1.NodeSystemInfo
 	59,  // 79: skiff.core.v1.NodeStatus.images:type_name -> skiff.core.v1.ContainerImage
 	52,  // 80: skiff.core.v1.NodeStatus.daemon_endpoints:type_name -> skiff.core.v1.NodeDaemonEndpoints
 	53,  // 81: skiff.core.v1.NodeDaemonEndpoints.kubelet_endpoint:type_name -> skiff.core.v1.DaemonEndpoint
-	89,  // 82: skiff.core.v1.NodeCondition.last_heartbeat_time:type_name -> google.protobuf.Timestamp
-	89,  // 83: skiff.core.v1.NodeCondition.last_transition_time:type_name -> google.protobuf.Timestamp
-	85,  // 84: skiff.core.v1.Event.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	99,  // 82: skiff.core.v1.NodeCondition.last_heartbeat_time:type_name -> google.protobuf.Timestamp
+	99,  // 83: skiff.core.v1.NodeCondition.last_transition_time:type_name -> google.protobuf.Timestamp
+	95,  // 84: skiff.core.v1.Event.metadata:type_name -> skiff.meta.v1.ObjectMeta
 	47,  // 85: skiff.core.v1.Event.involved_object:type_name -> skiff.core.v1.ObjectReference
 	61,  // 86: skiff.core.v1.Event.source:type_name -> skiff.core.v1.EventSource
-	89,  // 87: skiff.core.v1.Event.first_timestamp:type_name -> google.protobuf.Timestamp
-	89,  // 88: skiff.core.v1.Event.last_timestamp:type_name -> google.protobuf.Timestamp
-	89,  // 89: skiff.core.v1.Event.event_time:type_name -> google.protobuf.Timestamp
-	85,  // 90: skiff.core.v1.ConfigMap.metadata:type_name -> skiff.meta.v1.ObjectMeta
-	75,  // 91: skiff.core.v1.ConfigMap.data:type_name -> skiff.core.v1.ConfigMap.DataEntry
-	76,  // 92: skiff.core.v1.ConfigMap.binary_data:type_name -> skiff.core.v1.ConfigMap.BinaryDataEntry
-	85,  // 93: skiff.core.v1.ServiceAccount.metadata:type_name -> skiff.meta.v1.ObjectMeta
-	85,  // 94: skiff.core.v1.LimitRange.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	99,  // 87: skiff.core.v1.Event.first_timestamp:type_name -> google.protobuf.Timestamp
+	99,  // 88: skiff.core.v1.Event.last_timestamp:type_name -> google.protobuf.Timestamp
+	99,  // 89: skiff.core.v1.Event.event_time:type_name -> google.protobuf.Timestamp
+	95,  // 90: skiff.core.v1.ConfigMap.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	84,  // 91: skiff.core.v1.ConfigMap.data:type_name -> skiff.core.v1.ConfigMap.DataEntry
+	85,  // 92: skiff.core.v1.ConfigMap.binary_data:type_name -> skiff.core.v1.ConfigMap.BinaryDataEntry
+	95,  // 93: skiff.core.v1.ServiceAccount.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	95,  // 94: skiff.core.v1.LimitRange.metadata:type_name -> skiff.meta.v1.ObjectMeta
 	65,  // 95: skiff.core.v1.LimitRange.spec:type_name -> skiff.core.v1.LimitRangeSpec
 	66,  // 96: skiff.core.v1.LimitRangeSpec.limits:type_name -> skiff.core.v1.LimitRangeItem
-	77,  // 97: skiff.core.v1.LimitRangeItem.max:type_name -> skiff.core.v1.LimitRangeItem.MaxEntry
-	78,  // 98: skiff.core.v1.LimitRangeItem.min:type_name -> skiff.core.v1.LimitRangeItem.MinEntry
-	79,  // 99: skiff.core.v1.LimitRangeItem.default:type_name -> skiff.core.v1.LimitRangeItem.DefaultEntry
-	80,  // 100: skiff.core.v1.LimitRangeItem.default_request:type_name -> skiff.core.v1.LimitRangeItem.DefaultRequestEntry
-	81,  // 101: skiff.core.v1.LimitRangeItem.max_limit_request_ratio:type_name -> skiff.core.v1.LimitRangeItem.MaxLimitRequestRatioEntry
-	85,  // 102: skiff.core.v1.ResourceQuota.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	86,  // 97: skiff.core.v1.LimitRangeItem.max:type_name -> skiff.core.v1.LimitRangeItem.MaxEntry
+	87,  // 98: skiff.core.v1.LimitRangeItem.min:type_name -> skiff.core.v1.LimitRangeItem.MinEntry
+	88,  // 99: skiff.core.v1.LimitRangeItem.default:type_name -> skiff.core.v1.LimitRangeItem.DefaultEntry
+	89,  // 100: skiff.core.v1.LimitRangeItem.default_request:type_name -> skiff.core.v1.LimitRangeItem.DefaultRequestEntry
+	90,  // 101: skiff.core.v1.LimitRangeItem.max_limit_request_ratio:type_name -> skiff.core.v1.LimitRangeItem.MaxLimitRequestRatioEntry
+	95,  // 102: skiff.core.v1.ResourceQuota.metadata:type_name -> skiff.meta.v1.ObjectMeta
 	68,  // 103: skiff.core.v1.ResourceQuota.spec:type_name -> skiff.core.v1.ResourceQuotaSpec
 	69,  // 104: skiff.core.v1.ResourceQuota.status:type_name -> skiff.core.v1.ResourceQuotaStatus
-	82,  // 105: skiff.core.v1.ResourceQuotaSpec.hard:type_name -> skiff.core.v1.ResourceQuotaSpec.HardEntry
-	83,  // 106: skiff.core.v1.ResourceQuotaStatus.hard:type_name -> skiff.core.v1.ResourceQuotaStatus.HardEntry
-	84,  // 107: skiff.core.v1.ResourceQuotaStatus.used:type_name -> skiff.core.v1.ResourceQuotaStatus.UsedEntry
-	108, // [108:108] is the sub-list for method output_type
-	108, // [108:108] is the sub-list for method input_type
-	108, // [108:108] is the sub-list for extension type_name
-	108, // [108:108] is the sub-list for extension extendee
-	0,   // [0:108] is the sub-list for field type_name
+	91,  // 105: skiff.core.v1.ResourceQuotaSpec.hard:type_name -> skiff.core.v1.ResourceQuotaSpec.HardEntry
+	92,  // 106: skiff.core.v1.ResourceQuotaStatus.hard:type_name -> skiff.core.v1.ResourceQuotaStatus.HardEntry
+	93,  // 107: skiff.core.v1.ResourceQuotaStatus.used:type_name -> skiff.core.v1.ResourceQuotaStatus.UsedEntry
+	95,  // 108: skiff.core.v1.Service.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	71,  // 109: skiff.core.v1.Service.spec:type_name -> skiff.core.v1.ServiceSpec
+	75,  // 110: skiff.core.v1.Service.status:type_name -> skiff.core.v1.ServiceStatus
+	72,  // 111: skiff.core.v1.ServiceSpec.ports:type_name -> skiff.core.v1.ServicePort
+	94,  // 112: skiff.core.v1.ServiceSpec.selector:type_name -> skiff.core.v1.ServiceSpec.SelectorEntry
+	73,  // 113: skiff.core.v1.ServiceSpec.session_affinity_config:type_name -> skiff.core.v1.SessionAffinityConfig
+	97,  // 114: skiff.core.v1.ServicePort.target_port:type_name -> skiff.meta.v1.IntOrString
+	74,  // 115: skiff.core.v1.SessionAffinityConfig.client_ip:type_name -> skiff.core.v1.ClientIPConfig
+	76,  // 116: skiff.core.v1.ServiceStatus.load_balancer:type_name -> skiff.core.v1.LoadBalancerStatus
+	96,  // 117: skiff.core.v1.ServiceStatus.conditions:type_name -> skiff.meta.v1.Condition
+	77,  // 118: skiff.core.v1.LoadBalancerStatus.ingress:type_name -> skiff.core.v1.LoadBalancerIngress
+	78,  // 119: skiff.core.v1.LoadBalancerIngress.ports:type_name -> skiff.core.v1.PortStatus
+	120, // [120:120] is the sub-list for method output_type
+	120, // [120:120] is the sub-list for method input_type
+	120, // [120:120] is the sub-list for extension type_name
+	120, // [120:120] is the sub-list for extension extendee
+	0,   // [0:120] is the sub-list for field type_name
 }
 
 func init() { file_skiff_core_v1_types_proto_init() }
@@ -5768,13 +6552,18 @@ func file_skiff_core_v1_types_proto_init() {
 	file_skiff_core_v1_types_proto_msgTypes[54].OneofWrappers = []any{}
 	file_skiff_core_v1_types_proto_msgTypes[62].OneofWrappers = []any{}
 	file_skiff_core_v1_types_proto_msgTypes[63].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[71].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[72].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[74].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[77].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[78].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_skiff_core_v1_types_proto_rawDesc), len(file_skiff_core_v1_types_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   85,
+			NumMessages:   95,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -12,6 +12,7 @@ import (
 	appsv1beta1 "skiff.dev/proto/apps/v1beta1"
 	coordinationv1 "skiff.dev/proto/coordination/v1"
 	corev1 "skiff.dev/proto/core/v1"
+	discoveryv1 "skiff.dev/proto/discovery/v1"
 	rbacv1 "skiff.dev/proto/rbac/v1"
 )
 
@@ -34,6 +35,8 @@ func (s *Server) installKinds(g grpc.ServiceRegistrar) {
 	rbacv1.RegisterClusterRolesServer(g, serve[rbacv1.ClusterRolesServer](s, install[*rbacv1.ClusterRole, *rbacv1.ClusterRoleList, rbacv1.ClusterRoleWatchResponse](s, kinds.MustGet("rbac.authorization.k8s.io", "v1", "ClusterRole"))))
 	rbacv1.RegisterRoleBindingsServer(g, serve[rbacv1.RoleBindingsServer](s, install[*rbacv1.RoleBinding, *rbacv1.RoleBindingList, rbacv1.RoleBindingWatchResponse](s, kinds.MustGet("rbac.authorization.k8s.io", "v1", "RoleBinding"))))
 	rbacv1.RegisterClusterRoleBindingsServer(g, serve[rbacv1.ClusterRoleBindingsServer](s, install[*rbacv1.ClusterRoleBinding, *rbacv1.ClusterRoleBindingList, rbacv1.ClusterRoleBindingWatchResponse](s, kinds.MustGet("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding"))))
+	corev1.RegisterServicesServer(g, serve[corev1.ServicesServer](s, install[*corev1.Service, *corev1.ServiceList, corev1.ServiceWatchResponse](s, kinds.MustGet("", "v1", "Service"))))
+	discoveryv1.RegisterEndpointSlicesServer(g, serve[discoveryv1.EndpointSlicesServer](s, install[*discoveryv1.EndpointSlice, *discoveryv1.EndpointSliceList, discoveryv1.EndpointSliceWatchResponse](s, kinds.MustGet("discovery.k8s.io", "v1", "EndpointSlice"))))
 	admissionregistrationv1.RegisterMutatingWebhookConfigurationsServer(g, serve[admissionregistrationv1.MutatingWebhookConfigurationsServer](s, install[*admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.MutatingWebhookConfigurationList, admissionregistrationv1.MutatingWebhookConfigurationWatchResponse](s, kinds.MustGet("admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration"))))
 	admissionregistrationv1.RegisterValidatingWebhookConfigurationsServer(g, serve[admissionregistrationv1.ValidatingWebhookConfigurationsServer](s, install[*admissionregistrationv1.ValidatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfigurationList, admissionregistrationv1.ValidatingWebhookConfigurationWatchResponse](s, kinds.MustGet("admissionregistration.k8s.io", "v1", "ValidatingWebhookConfiguration"))))
 }

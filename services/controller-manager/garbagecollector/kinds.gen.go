@@ -26,6 +26,8 @@ func watchKinds(c *Controller, f *informer.Factory, conn grpc.ClientConnInterfac
 	watchKind(c, f, client.ClusterRoles(conn), "rbac.authorization.k8s.io/v1", "ClusterRole", false)
 	watchKind(c, f, client.RoleBindings(conn), "rbac.authorization.k8s.io/v1", "RoleBinding", true)
 	watchKind(c, f, client.ClusterRoleBindings(conn), "rbac.authorization.k8s.io/v1", "ClusterRoleBinding", false)
+	watchKind(c, f, client.Services(conn), "v1", "Service", true)
+	watchKind(c, f, client.EndpointSlices(conn), "discovery.k8s.io/v1", "EndpointSlice", true)
 	watchKind(c, f, client.MutatingWebhookConfigurations(conn), "admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration", false)
 	watchKind(c, f, client.ValidatingWebhookConfigurations(conn), "admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration", false)
 }
