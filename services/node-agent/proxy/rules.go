@@ -1,0 +1,376 @@
+package proxy
+
+import (
+	"crypto/sha256"
+	"encoding/base32"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"sigs.k8s.io/knftables"
+)
+
+// TableName is the nftables table the proxy owns, in family ip. Nothing
+// else in it is anyone else's: every sync rewrites it whole.
+const TableName = "skiff-proxy"
+
+// MasqueradeMark is the packet mark bit that asks the masquerading chain
+// to source-NAT a packet (kube-proxy's default bit, 14).
+const MasqueradeMark = "0x00004000"
+
+// Chains, maps and sets of the table that do not depend on the Services.
+const (
+	servicesChain      = "services"
+	endpointsCheck     = "endpoints-check"
+	rejectChain        = "reject-chain"
+	markMasqChain      = "mark-for-masquerade"
+	masqueradingChain  = "masquerading"
+	podEgressChain     = "pod-egress"
+	serviceIPsMap      = "service-ips"
+	serviceNodePorts   = "service-nodeports"
+	noEndpointServices = "no-endpoint-services"
+	noEndpointNodePort = "no-endpoint-nodeports"
+	nodePortIPsSet     = "nodeport-ips"
+)
+
+// Prefixes of the per-service-port chains and sets. Every one of their
+// names has a "/" in it (none of the fixed names does): that is how a sync
+// tells the chains it manages per Service from the fixed ones.
+const (
+	serviceChainPrefix  = "service-"
+	localChainPrefix    = "local-"
+	externalChainPrefix = "external-"
+	endpointChainPrefix = "endpoint-"
+	affinitySetPrefix   = "affinity-"
+)
+
+type baseChain struct {
+	name     string
+	typ      knftables.BaseChainType
+	hook     knftables.BaseChainHook
+	priority knftables.BaseChainPriority
+}
+
+// baseChains hook the table into netfilter. The filter chains run before
+// DNAT (they look at the service address); reject is only allowed in
+// input, forward and output. The nat output chain is what lets a process
+// of the node itself reach a ClusterIP.
+var baseChains = []baseChain{
+	{"filter-input", knftables.FilterType, knftables.InputHook, knftables.DNATPriority + "-10"},
+	{"filter-forward", knftables.FilterType, knftables.ForwardHook, knftables.DNATPriority + "-10"},
+	{"filter-output", knftables.FilterType, knftables.OutputHook, knftables.DNATPriority + "-10"},
+	{"nat-prerouting", knftables.NATType, knftables.PreroutingHook, knftables.DNATPriority},
+	{"nat-output", knftables.NATType, knftables.OutputHook, knftables.DNATPriority},
+	{"nat-postrouting", knftables.NATType, knftables.PostroutingHook, knftables.SNATPriority},
+}
+
+// jumps are the fixed rules of the base chains.
+var jumps = []struct{ from, rule string }{
+	{"filter-input", "ct state new jump " + endpointsCheck},
+	{"filter-forward", "ct state new jump " + endpointsCheck},
+	{"filter-output", "ct state new jump " + endpointsCheck},
+	{"nat-prerouting", "jump " + servicesChain},
+	{"nat-output", "jump " + servicesChain},
+	{"nat-postrouting", "jump " + masqueradingChain},
+	{"nat-postrouting", "jump " + podEgressChain},
+}
+
+// Existing is what the table holds before a sync, as far as WriteTable
+// needs to know: the names of its chains and sets (nil when the table
+// does not exist yet).
+type Existing struct {
+	Chains, Sets []string
+}
+
+// Written is what WriteTable put in a transaction.
+type Written struct {
+	// Chains are the per-service-port chains the table has after it, Sets
+	// its affinity sets.
+	Chains, Sets map[string]bool
+	// Stale are per-service-port chains of Existing no longer used: the
+	// transaction flushes them (and nothing jumps to them any more); they
+	// are to be deleted by a later transaction (see Proxier: kernels
+	// before 6.2 refuse to delete a chain a just-removed map element
+	// pointed to).
+	Stale []string
+	// Rules is the number of rules the transaction adds, Elements the
+	// number of map and set elements.
+	Rules, Elements int
+}
+
+// writer adds to one transaction and counts what it adds.
+type writer struct {
+	tx  *knftables.Transaction
+	s   *Snapshot
+	out *Written
+}
+
+func (w *writer) rule(chain string, parts ...any) {
+	w.tx.Add(&knftables.Rule{Chain: chain, Rule: knftables.Concat(parts...)})
+	w.out.Rules++
+}
+
+func (w *writer) element(e *knftables.Element) {
+	w.tx.Add(e)
+	w.out.Elements++
+}
+
+// chain makes sure a chain exists and is empty.
+func (w *writer) chain(c *knftables.Chain) {
+	w.tx.Add(c)
+	w.tx.Flush(c)
+}
+
+// WriteTable adds to tx what makes table TableName hold exactly the rules
+// of s, whatever it held before: the table, its fixed chains, maps and
+// sets (created if missing, emptied), every service port's chains written
+// anew, the chains and affinity sets of Existing that s no longer uses
+// flushed and removed (sets at once, chains by the caller later: see
+// Written.Stale). Affinity sets of ports still there are kept with their
+// contents, so clients stay on their endpoints across syncs.
+//
+// A packet to ClusterIP:port (nat prerouting for pods and the outside,
+// nat output for the node's own processes) meets the service-ips verdict
+// map and goes to the port's chain; a packet to a node address at a
+// NodePort meets service-nodeports and goes to the port's external chain,
+// which marks it for masquerading first. A port chain picks an endpoint
+// (the one the client's address has affinity to, if any, else one at
+// random) and the endpoint chain DNATs to it, marking the packet for
+// masquerading when the client is the endpoint itself (hairpin). Ports
+// without endpoints are in the no-endpoint maps instead, whose verdict is
+// reject (drop when only the Local policy leaves none), checked for new
+// connections in the filter chains.
+func WriteTable(tx *knftables.Transaction, s *Snapshot, existing Existing) Written {
+	out := Written{Chains: map[string]bool{}, Sets: map[string]bool{}}
+	w := &writer{tx: tx, s: s, out: &out}
+	w.fixed(s)
+	for i := range s.Ports {
+		w.servicePort(&s.Ports[i])
+	}
+	for _, c := range existing.Chains {
+		if isPortChain(c) && !out.Chains[c] {
+			tx.Flush(&knftables.Chain{Name: c})
+			out.Stale = append(out.Stale, c)
+		}
+	}
+	for _, set := range existing.Sets {
+		if strings.HasPrefix(set, affinitySetPrefix) && !out.Sets[set] {
+			tx.Delete(&knftables.Set{Name: set})
+		}
+	}
+	return out
+}
+
+// isPortChain reports whether a chain is one made per service port.
+func isPortChain(name string) bool { return strings.Contains(name, "/") }
+
+// fixed writes what does not depend on the Services.
+func (w *writer) fixed(s *Snapshot) {
+	tx := w.tx
+	tx.Add(&knftables.Table{Comment: knftables.PtrTo("Skiff node agent: Service virtual IPs and NodePorts")})
+	for _, bc := range baseChains {
+		w.chain(&knftables.Chain{Name: bc.name, Type: knftables.PtrTo(bc.typ), Hook: knftables.PtrTo(bc.hook), Priority: knftables.PtrTo(bc.priority)})
+	}
+	for _, c := range []string{servicesChain, endpointsCheck, rejectChain, markMasqChain, masqueradingChain, podEgressChain} {
+		w.chain(&knftables.Chain{Name: c})
+	}
+	for _, j := range jumps {
+		w.rule(j.from, j.rule)
+	}
+
+	w.rule(markMasqChain, "mark set mark or", MasqueradeMark)
+	w.rule(masqueradingChain, "mark and", MasqueradeMark, "== 0 return")
+	w.rule(masqueradingChain, "mark set mark xor", MasqueradeMark)
+	w.rule(masqueradingChain, "masquerade fully-random")
+	if s.ClusterCIDR.IsValid() {
+		cidr := s.ClusterCIDR.Masked()
+		w.rule(podEgressChain, "ip saddr", cidr, "ip daddr !=", cidr, "masquerade")
+	}
+	w.rule(rejectChain, "reject")
+
+	const key = "ipv4_addr . inet_proto . inet_service : verdict"
+	for _, m := range []*knftables.Map{
+		{Name: serviceIPsMap, Type: key, Comment: knftables.PtrTo("ClusterIP traffic")},
+		{Name: serviceNodePorts, Type: "inet_proto . inet_service : verdict", Comment: knftables.PtrTo("NodePort traffic")},
+		{Name: noEndpointServices, Type: key, Comment: knftables.PtrTo("service ports without endpoints: reject or drop")},
+		{Name: noEndpointNodePort, Type: "inet_proto . inet_service : verdict", Comment: knftables.PtrTo("NodePorts without endpoints: reject")},
+	} {
+		tx.Add(m)
+		tx.Flush(m)
+	}
+	tx.Add(&knftables.Set{Name: nodePortIPsSet, Type: "ipv4_addr", Comment: knftables.PtrTo("addresses NodePorts answer on")})
+	tx.Flush(&knftables.Set{Name: nodePortIPsSet})
+	for _, a := range s.NodePortAddresses {
+		if a.Is4() && !a.IsLoopback() {
+			w.element(&knftables.Element{Set: nodePortIPsSet, Key: []string{a.String()}})
+		}
+	}
+
+	w.rule(servicesChain, "ip daddr . meta l4proto . th dport vmap @"+serviceIPsMap)
+	w.rule(endpointsCheck, "ip daddr . meta l4proto . th dport vmap @"+noEndpointServices)
+	nodePortMatch := "fib daddr type local ip daddr != 127.0.0.0/8"
+	if len(s.NodePortAddresses) > 0 {
+		nodePortMatch = "ip daddr @" + nodePortIPsSet
+	}
+	w.rule(servicesChain, nodePortMatch, "meta l4proto . th dport vmap @"+serviceNodePorts)
+	w.rule(endpointsCheck, nodePortMatch, "meta l4proto . th dport vmap @"+noEndpointNodePort)
+}
+
+// servicePort writes the chains and map elements of one service port.
+func (w *writer) servicePort(sp *ServicePort) {
+	base := portChainBase(sp.Name)
+	clusterChain := serviceChainPrefix + base
+	internalChain := clusterChain
+	internalSame := sameEndpoints(sp.InternalEndpoints, sp.Endpoints)
+	if !internalSame {
+		internalChain = localChainPrefix + base
+	}
+	proto := string(sp.Name.Protocol)
+	port := strconv.Itoa(int(sp.Port))
+	// Everything is written before what refers to it: affinity sets and
+	// endpoint chains, port chains, then the map elements.
+
+	// Endpoint chains: one per endpoint any port chain uses. The rule
+	// marking the client that is the endpoint itself (hairpin) comes
+	// first, then the affinity record, then the DNAT.
+	done := map[string]bool{}
+	for _, eps := range [][]Endpoint{sp.Endpoints, sp.InternalEndpoints} {
+		for _, ep := range eps {
+			eb := endpointBase(base, ep)
+			c := endpointChainPrefix + eb
+			if done[c] {
+				continue
+			}
+			done[c] = true
+			w.use(c)
+			w.rule(c, "ip saddr", ep.Addr.Addr(), "jump", markMasqChain)
+			if sp.Affinity > 0 {
+				set := affinitySetPrefix + eb
+				w.out.Sets[set] = true
+				w.tx.Add(&knftables.Set{
+					Name:    set,
+					Type:    "ipv4_addr",
+					Flags:   []knftables.SetFlag{knftables.DynamicFlag, knftables.TimeoutFlag},
+					Timeout: knftables.PtrTo(sp.Affinity),
+				})
+				w.rule(c, "update @"+set, "{ ip saddr }")
+			}
+			w.rule(c, "meta l4proto", proto, "dnat to", ep.Addr)
+		}
+	}
+
+	// The port chains: the cluster one (all endpoints) and, under policy
+	// Local, the internal one (this node's) when they differ. Traffic to
+	// the ClusterIP from outside the pod network (the node's own
+	// processes, or a router sending the service range here) is marked
+	// for masquerading so that the reply comes back through this node.
+	var masq []any
+	if cidr := w.s.ClusterCIDR; cidr.IsValid() {
+		masq = []any{"ip daddr", sp.ClusterIP, proto, "dport", port, "ip saddr !=", cidr.Masked(), "jump", markMasqChain}
+	}
+	if len(sp.Endpoints) > 0 && (sp.NodePort != 0 || internalSame) {
+		w.use(clusterChain)
+		if internalSame && masq != nil {
+			w.rule(clusterChain, masq...)
+		}
+		w.endpointsRules(sp, base, clusterChain, sp.Endpoints)
+	}
+	if len(sp.InternalEndpoints) > 0 && !internalSame {
+		w.use(internalChain)
+		if masq != nil {
+			w.rule(internalChain, masq...)
+		}
+		w.endpointsRules(sp, base, internalChain, sp.InternalEndpoints)
+	}
+
+	// ClusterIP traffic.
+	vip := []string{sp.ClusterIP.String(), proto, port}
+	comment := knftables.PtrTo(sp.Name.String())
+	switch {
+	case len(sp.InternalEndpoints) > 0:
+		w.element(&knftables.Element{Map: serviceIPsMap, Key: vip, Value: []string{"goto " + internalChain}})
+	case len(sp.Endpoints) > 0: // policy Local, none here: drop, as Kubernetes
+		w.element(&knftables.Element{Map: noEndpointServices, Key: vip, Value: []string{"drop"}, Comment: comment})
+	default:
+		w.element(&knftables.Element{Map: noEndpointServices, Key: vip, Value: []string{"goto " + rejectChain}, Comment: comment})
+	}
+
+	// NodePort traffic: marked for masquerading (it may leave for another
+	// node, whose reply must come back here), then to the cluster chain.
+	if sp.NodePort != 0 {
+		np := []string{proto, strconv.Itoa(int(sp.NodePort))}
+		if len(sp.Endpoints) > 0 {
+			ext := externalChainPrefix + base
+			w.use(ext)
+			w.rule(ext, "jump", markMasqChain)
+			w.rule(ext, "goto", clusterChain)
+			w.element(&knftables.Element{Map: serviceNodePorts, Key: np, Value: []string{"goto " + ext}})
+		} else {
+			w.element(&knftables.Element{Map: noEndpointNodePort, Key: np, Value: []string{"goto " + rejectChain}, Comment: comment})
+		}
+	}
+}
+
+// use creates (empty) a per-service-port chain the table keeps.
+func (w *writer) use(chain string) {
+	if w.out.Chains[chain] {
+		return
+	}
+	w.out.Chains[chain] = true
+	w.chain(&knftables.Chain{Name: chain})
+}
+
+// endpointsRules fills a port chain: affinity first, then a random pick.
+func (w *writer) endpointsRules(sp *ServicePort, base, chain string, eps []Endpoint) {
+	if sp.Affinity > 0 {
+		for _, ep := range eps {
+			eb := endpointBase(base, ep)
+			w.rule(chain, "ip saddr @"+affinitySetPrefix+eb, "goto", endpointChainPrefix+eb)
+		}
+	}
+	var vmap []string
+	for i, ep := range eps {
+		if i > 0 {
+			vmap = append(vmap, ",")
+		}
+		vmap = append(vmap, strconv.Itoa(i), ":", "goto", endpointChainPrefix+endpointBase(base, ep))
+	}
+	w.rule(chain, "numgen random mod", len(eps), "vmap {", vmap, "}")
+}
+
+func sameEndpoints(a, b []Endpoint) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Addr != b[i].Addr {
+			return false
+		}
+	}
+	return true
+}
+
+// portChainBase is the name part shared by a service port's chains:
+// "HASH-namespace/name/protocol/port". Namespaces, names and port names
+// are DNS labels, so the name is valid for nftables as it is; the hash
+// keeps names apart that differ only near their end, as kube-proxy's.
+func portChainBase(n ServicePortName) string {
+	return hashed(n.String())
+}
+
+// endpointBase adds the endpoint: "HASH-namespace/name/protocol/port__ip/port".
+func endpointBase(portBase string, ep Endpoint) string {
+	_, name, _ := strings.Cut(portBase, "-")
+	return hashed(fmt.Sprintf("%s__%s/%d", name, ep.Addr.Addr(), ep.Addr.Port()))
+}
+
+// hashed prefixes name with 8 characters of its hash, and cuts it to fit
+// in an nftables name with the longest prefix ("affinity-").
+func hashed(name string) string {
+	sum := sha256.Sum256([]byte(name))
+	s := base32.StdEncoding.EncodeToString(sum[:])[:8] + "-" + name
+	if max := knftables.NameLengthMax - 16; len(s) > max {
+		s = s[:max-3] + "..."
+	}
+	return s
+}
