@@ -22,6 +22,7 @@ import (
 	"skiff.dev/internal/serving"
 	"skiff.dev/internal/tracing"
 	"skiff.dev/services/controller-manager/deployment"
+	"skiff.dev/services/controller-manager/endpointslice"
 	"skiff.dev/services/controller-manager/garbagecollector"
 	"skiff.dev/services/controller-manager/manager"
 	"skiff.dev/services/controller-manager/namespace"
@@ -69,6 +70,9 @@ func Builders() map[string]manager.Builder {
 		resourcequota.Name: func(mc *manager.Context, cfg *manager.Config) manager.Controller {
 			return resourcequota.New(mc, resourcequota.Options{Workers: cfg.Workers[resourcequota.Name], SyncPeriod: cfg.ResourceQuotaSyncPeriod})
 		},
+		endpointslice.Name: func(mc *manager.Context, cfg *manager.Config) manager.Controller {
+			return endpointslice.New(mc, endpointslice.Options{Workers: cfg.Workers[endpointslice.Name]})
+		},
 		podgc.Name: func(mc *manager.Context, cfg *manager.Config) manager.Controller {
 			threshold := cfg.TerminatedPodGCThreshold
 			if threshold == 0 {
@@ -81,7 +85,7 @@ func Builders() map[string]manager.Builder {
 
 // Defaults are the controllers "*" stands for: all of them.
 func Defaults() []string {
-	return []string{replicaset.Name, deployment.Name, garbagecollector.Name, nodelifecycle.Name, nodeipam.Name, namespace.Name, resourcequota.Name, podgc.Name}
+	return []string{replicaset.Name, deployment.Name, garbagecollector.Name, nodelifecycle.Name, nodeipam.Name, namespace.Name, resourcequota.Name, podgc.Name, endpointslice.Name}
 }
 
 // Options are the program's settings, from flags.
