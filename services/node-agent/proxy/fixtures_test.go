@@ -97,3 +97,7 @@ func addrPorts(s ...string) []netip.AddrPort {
 	}
 	return out
 }
+
+func mustPrefix(s string) netip.Prefix { return netip.MustParsePrefix(s) }
+
+func mustAddr(s string) netip.Addr { return netip.MustParseAddr(s) }
