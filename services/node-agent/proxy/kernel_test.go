@@ -111,7 +111,7 @@ func newTestNet(t testing.TB) *testNet {
 	must(t, h.RouteAdd(&netlink.Route{Gw: net.ParseIP(outsideIP), LinkIndex: out.Attrs().Index}))
 	inNetns(t, n.node, func() error {
 		for file, v := range map[string]string{
-			"/proc/sys/net/ipv4/ip_forward":                 "1",
+			"/proc/sys/net/ipv4/ip_forward":                "1",
 			"/proc/sys/net/bridge/bridge-nf-call-iptables": "1",
 		} {
 			if err := os.WriteFile(file, []byte(v), 0o644); err != nil {
