@@ -76,6 +76,7 @@ const (
 	ErrorTypeDuplicate    ErrorType = "FieldValueDuplicate"
 	ErrorTypeForbidden    ErrorType = "FieldValueForbidden"
 	ErrorTypeTooLong      ErrorType = "FieldValueTooLong"
+	ErrorTypeTooMany      ErrorType = "FieldValueTooMany"
 )
 
 // String is the human phrase printed before the detail.
@@ -93,6 +94,8 @@ func (t ErrorType) String() string {
 		return "Forbidden"
 	case ErrorTypeTooLong:
 		return "Too long"
+	case ErrorTypeTooMany:
+		return "Too many"
 	}
 	return string(t)
 }
@@ -112,7 +115,7 @@ func (e *Error) Error() string {
 	b.WriteString(": ")
 	b.WriteString(e.Type.String())
 	switch e.Type {
-	case ErrorTypeInvalid, ErrorTypeNotSupported, ErrorTypeDuplicate:
+	case ErrorTypeInvalid, ErrorTypeNotSupported, ErrorTypeDuplicate, ErrorTypeTooMany:
 		fmt.Fprintf(&b, ": %s", quote(e.BadValue))
 	}
 	if e.Detail != "" {
@@ -165,6 +168,11 @@ func Forbidden(p *Path, detail string) *Error {
 // TooLong says the value exceeds maxLength.
 func TooLong(p *Path, maxLength int) *Error {
 	return &Error{Type: ErrorTypeTooLong, Field: p.String(), Detail: fmt.Sprintf("must have at most %d bytes", maxLength)}
+}
+
+// TooMany says a list has more than maxItems items (it has n).
+func TooMany(p *Path, n, maxItems int) *Error {
+	return &Error{Type: ErrorTypeTooMany, Field: p.String(), BadValue: n, Detail: fmt.Sprintf("must have at most %d items", maxItems)}
 }
 
 // ErrorList collects the problems of one object.

@@ -26,8 +26,8 @@ var bindings = []binding{
 	bind(client.ClusterRoles, def(defaults.ClusterRole), val(validation.ClusterRole), valUpdate(validation.ClusterRoleUpdate)),
 	bind(client.RoleBindings, def(defaults.RoleBinding), val(validation.RoleBinding), valUpdate(validation.RoleBindingUpdate)),
 	bind(client.ClusterRoleBindings, def(defaults.ClusterRoleBinding), val(validation.ClusterRoleBinding), valUpdate(validation.ClusterRoleBindingUpdate)),
-	bind(client.Services, nil, nil, nil),
-	bind(client.EndpointSlices, nil, nil, nil),
+	bind(client.Services, def(defaults.Service), val(validation.Service), valUpdate(validation.ServiceUpdate)),
+	bind(client.EndpointSlices, def(defaults.EndpointSlice), val(validation.EndpointSlice), valUpdate(validation.EndpointSliceUpdate)),
 	bind(client.MutatingWebhookConfigurations, def(defaults.MutatingWebhookConfiguration), val(validation.MutatingWebhookConfiguration), valUpdate(validation.MutatingWebhookConfigurationUpdate)),
 	bind(client.ValidatingWebhookConfigurations, def(defaults.ValidatingWebhookConfiguration), val(validation.ValidatingWebhookConfiguration), valUpdate(validation.ValidatingWebhookConfigurationUpdate)),
 }

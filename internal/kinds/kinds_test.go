@@ -82,10 +82,11 @@ func TestRoleResources(t *testing.T) {
 		want map[string]string
 	}{
 		{decl.View, map[string]string{
-			"":     "namespaces namespaces/status pods pods/status pods/log events configmaps serviceaccounts limitranges resourcequotas resourcequotas/status",
-			"apps": "deployments deployments/status deployments/scale replicasets replicasets/status replicasets/scale"}},
+			"":                 "namespaces namespaces/status pods pods/status pods/log events configmaps serviceaccounts limitranges resourcequotas resourcequotas/status services services/status",
+			"apps":             "deployments deployments/status deployments/scale replicasets replicasets/status replicasets/scale",
+			"discovery.k8s.io": "endpointslices"}},
 		{decl.Edit, map[string]string{
-			"":     "pods events configmaps serviceaccounts",
+			"":     "pods events configmaps serviceaccounts services",
 			"apps": "deployments deployments/scale replicasets replicasets/scale"}},
 		{decl.Admin, map[string]string{"rbac.authorization.k8s.io": "roles rolebindings"}},
 	} {

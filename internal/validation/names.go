@@ -267,3 +267,25 @@ func maxLenError(n int) string { return fmt.Sprintf("must be no more than %d cha
 func inclusiveRangeError(lo, hi int64) string {
 	return fmt.Sprintf("must be between %d and %d, inclusive", lo, hi)
 }
+
+const (
+	dns1035LabelErrMsg = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character"
+)
+
+// NameIsDNS1035Label is the name rule of Services: a lowercase RFC 1035
+// label of at most 63 characters (an RFC 1123 label that starts with a
+// letter), so that the name is a DNS name on its own.
+func NameIsDNS1035Label(name string) []string {
+	var msgs []string
+	if len(name) > dns1123LabelMaxLength {
+		msgs = append(msgs, maxLenError(dns1123LabelMaxLength))
+	}
+	ok := name != "" && 'a' <= name[0] && name[0] <= 'z' && isAlnumLower(name[len(name)-1])
+	for i := 0; ok && i < len(name); i++ {
+		ok = isAlnumLower(name[i]) || name[i] == '-'
+	}
+	if !ok {
+		msgs = append(msgs, regexError(dns1035LabelErrMsg, "[a-z]([-a-z0-9]*[a-z0-9])?", "my-name", "abc-123"))
+	}
+	return msgs
+}

@@ -101,6 +101,17 @@ type Config struct {
 	// Tracing exports spans of the API's calls and of the apiserver's own
 	// (to etcd, to node agents); the zero value is off.
 	Tracing tracing.Options
+	// ServiceClusterIPRange is the IPv4 CIDR Services' cluster IPs are
+	// allocated from (its first address is the kubernetes Service's);
+	// ServiceNodePortRange the node ports' ("30000-32767").
+	ServiceClusterIPRange string
+	ServiceNodePortRange  string
+	// ServiceRepairInterval is how often allocations no Service holds are
+	// freed (0: DefaultServiceRepairInterval).
+	ServiceRepairInterval time.Duration
+	// AdvertiseAddress is the address the kubernetes Service's endpoint
+	// names ("": the listen address, or this host's first IPv4 address).
+	AdvertiseAddress string
 	// AccessLog logs an info line per request: user, verb, resource,
 	// namespace, name, code, duration (server.Chain.AccessLog).
 	AccessLog bool
@@ -137,6 +148,12 @@ func (c *Config) Defaults() {
 	}
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	if c.ServiceClusterIPRange == "" {
+		c.ServiceClusterIPRange = DefaultServiceClusterIPRange
+	}
+	if c.ServiceNodePortRange == "" {
+		c.ServiceNodePortRange = DefaultServiceNodePortRange
 	}
 	if c.GitVersion == "" {
 		v := version.Get()
@@ -185,6 +202,7 @@ type Server struct {
 	loopbackLis   *bufconn.Listener
 	loopback      *grpc.ClientConn
 	postStart     []postStartHook
+	services      *services // Services' cluster IPs and node ports
 	// admissionTargets give each registry the admission chain (wire_admission.go).
 	admissionTargets []func(registry.Admission)
 }
@@ -252,6 +270,11 @@ func newServer(cfg Config, tr *tracing.Tracing) (*Server, error) {
 	}
 	reg := cfg.Registry
 	if err := s.connectEtcd(); err != nil {
+		return nil, err
+	}
+	var err error
+	if s.services, err = newServices(s); err != nil {
+		s.closeEtcd()
 		return nil, err
 	}
 	s.storeM = storage.NewMetrics(reg)
@@ -384,6 +407,8 @@ func (s *Server) Run(ctx context.Context) error {
 			return fmt.Errorf("%s: %w", h.name, err)
 		}
 	}
+	wg.Add(1)
+	go func() { defer wg.Done(); s.repairServices(runCtx) }()
 	if s.metrics != nil {
 		go func() {
 			if err := s.metrics.Serve(s.metricsL); err != nil && !errors.Is(err, http.ErrServerClosed) {

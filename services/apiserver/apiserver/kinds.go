@@ -73,7 +73,7 @@ func install[S object.Object, L proto.Message, W any](s *Server, k *kinds.Kind) 
 	if len(k.Kind.FieldSelectors) > 0 {
 		strategy.Fields = func(obj S) map[string]string { return k.Fields(obj) }
 	}
-	customize(any(strategy))
+	s.customize(any(strategy))
 	s.scheme.AddKind(sk)
 	s.routes.Add(sk.Service, sk.GVK.Group, sk.Resource, sk.Namespaced)
 	reg := newRegistry(s, strategy, object.New[S])
@@ -114,8 +114,10 @@ func serve[Srv any](s *Server, ep any) Srv {
 }
 
 // customize adds to a kind's strategy what its declaration cannot say.
-func customize(strategy any) {
+func (s *Server) customize(strategy any) {
 	switch st := strategy.(type) {
+	case *registry.Strategy[*corev1.Service]:
+		s.services.strategy(st)
 	case *registry.Strategy[*corev1.Namespace]:
 		st.PrepareForDeletion = namespaceTerminating
 		st.PendingFinalizers = namespaceSpecFinalizers

@@ -85,6 +85,7 @@ func (r *Registry[T]) setTypeMeta(obj T) {
 // Create stores a new object. obj is owned by the call.
 func (r *Registry[T]) Create(ctx context.Context, obj T) (T, error) {
 	var zero T
+	stored := false
 	meta := object.Meta(obj)
 	ns, err := r.namespaceOf(meta.Namespace)
 	if err != nil {
@@ -132,10 +133,19 @@ func (r *Registry[T]) Create(ctx context.Context, obj T) (T, error) {
 		if err != nil {
 			return zero, err
 		}
+		if attempt == 0 && r.strategy.Allocate != nil {
+			var zeroOld T
+			done, err := r.strategy.Allocate(ctx, obj, zeroOld)
+			if err != nil {
+				return zero, err
+			}
+			defer func() { done(stored) }()
+		}
 		created, err := r.store.Create(ctx, key, obj)
 		if generated && attempt < 5 && apierrors.IsAlreadyExists(err) {
 			continue // another name, as Kubernetes retries generated names
 		}
+		stored = err == nil
 		return created, err
 	}
 }
@@ -202,7 +212,12 @@ func (r *Registry[T]) update(ctx context.Context, obj T, status bool) (T, error)
 		return zero, err
 	}
 	wantRV := meta.ResourceVersion
+	var allocated func(stored bool) // the last attempt's Allocate
 	updated, err := r.store.GuaranteedUpdate(ctx, key, meta.Name, r.cached(key, wantRV), func(cur T) (T, error) {
+		if allocated != nil {
+			allocated(false) // an earlier attempt's, tried again on a newer object
+			allocated = nil
+		}
 		if wantRV != "" && wantRV != cur.GetMetadata().GetResourceVersion() {
 			return zero, r.conflict(meta.Name)
 		}
@@ -227,8 +242,17 @@ func (r *Registry[T]) update(ctx context.Context, obj T, status bool) (T, error)
 		if proto.Equal(next, cur) {
 			return cur, nil // nothing changed: no write, same resourceVersion
 		}
+		if r.strategy.Allocate != nil && !status {
+			var err error
+			if allocated, err = r.strategy.Allocate(ctx, next, cur); err != nil {
+				return zero, err
+			}
+		}
 		return next, nil
 	})
+	if allocated != nil {
+		allocated(err == nil)
+	}
 	if err != nil {
 		return zero, err
 	}
@@ -248,6 +272,9 @@ func (r *Registry[T]) prepareUpdate(req, cur T, status bool) T {
 		object.CopyStatus(next, cur)
 		if r.strategy.Default != nil {
 			r.strategy.Default(next)
+		}
+		if r.strategy.PrepareForUpdate != nil {
+			r.strategy.PrepareForUpdate(next, cur)
 		}
 	}
 	r.setTypeMeta(next)
@@ -308,7 +335,15 @@ func (r *Registry[T]) finishIfDeletable(ctx context.Context, key string, obj T) 
 	if err != nil {
 		return obj, err
 	}
+	r.released(ctx, last)
 	return last, nil
+}
+
+// released frees what a deleted object held.
+func (r *Registry[T]) released(ctx context.Context, obj T) {
+	if r.strategy.Release != nil {
+		r.strategy.Release(ctx, obj)
+	}
 }
 
 // Delete removes an object, or marks it with a deletionTimestamp when
@@ -365,7 +400,11 @@ func (r *Registry[T]) Delete(ctx context.Context, req *metav1.DeleteRequest) (T,
 			finalizers = append(append([]string(nil), finalizers...), policyFinalizer)
 		}
 		if len(finalizers) == 0 && !graceful && r.strategy.PrepareForDeletion == nil {
-			return r.store.Delete(ctx, key, name, cur, check)
+			last, err := r.store.Delete(ctx, key, name, cur, check)
+			if err == nil {
+				r.released(ctx, last)
+			}
+			return last, err
 		}
 		marked, err := r.store.GuaranteedUpdate(ctx, key, name, cur, func(c T) (T, error) {
 			if err := check(c); err != nil {

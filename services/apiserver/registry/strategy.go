@@ -1,6 +1,8 @@
 package registry
 
 import (
+	"context"
+
 	"skiff.dev/internal/field"
 	"skiff.dev/internal/object"
 	metav1 "skiff.dev/proto/meta/v1"
@@ -36,6 +38,19 @@ type Strategy[T object.Object] struct {
 	// controller removes with an Update): like those, they hold an object
 	// marked for deletion until they are gone. nil: none.
 	PendingFinalizers func(T) []string
+	// Allocate reserves from shared pools what obj needs (a Service's
+	// cluster IP and node ports), filling them in, after validation and
+	// admission and before the object is stored; old is the stored object
+	// on update (nil on create). The write then calls done once, with
+	// whether it stored obj: false undoes what Allocate reserved, true
+	// frees what old held and obj no longer does. nil: nothing to allocate.
+	Allocate func(ctx context.Context, obj, old T) (done func(stored bool), err error)
+	// PrepareForUpdate adjusts an update before validation: obj is the
+	// request (defaulted), old the stored object (a Service keeps the
+	// cluster IP and node ports it was given when the update omits them).
+	PrepareForUpdate func(obj, old T)
+	// Release frees what a deleted object held. nil: nothing.
+	Release func(ctx context.Context, obj T)
 }
 
 // FieldSet returns every selectable field of obj.

@@ -176,6 +176,12 @@ func (r *root) related(ctx context.Context, obj object.Object, events bool) (des
 				rel.Pods = append(rel.Pods, p)
 			}
 		}
+	case *corev1.Service:
+		items, err := listAll(ctx, client.EndpointSlices(conn), listOptions(m.GetNamespace(), "kubernetes.io/service-name="+m.GetName(), ""))
+		if err != nil {
+			return rel, err
+		}
+		rel.EndpointSlices = items
 	case *corev1.Node:
 		items, err := listAll(ctx, client.Pods(conn), listOptions("", "", "spec.nodeName="+m.GetName()))
 		if err != nil {

@@ -22,6 +22,7 @@ import (
 	"skiff.dev/internal/object"
 	appsv1 "skiff.dev/proto/apps/v1"
 	corev1 "skiff.dev/proto/core/v1"
+	discoveryv1 "skiff.dev/proto/discovery/v1"
 	metav1 "skiff.dev/proto/meta/v1"
 	"skiff.dev/services/ctl/manifest"
 	"skiff.dev/services/ctl/printers"
@@ -35,6 +36,8 @@ type Related struct {
 	ReplicaSets []*appsv1.ReplicaSet
 	// Pods a ReplicaSet controls, or that run on a Node.
 	Pods []*corev1.Pod
+	// EndpointSlices of a Service.
+	EndpointSlices []*discoveryv1.EndpointSlice
 }
 
 const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
@@ -57,6 +60,8 @@ func Describe(w io.Writer, obj object.Object, rel Related, now time.Time) error 
 		p.node(o, rel)
 	case *corev1.ConfigMap:
 		p.configMap(o)
+	case *corev1.Service:
+		p.service(o, rel)
 	default:
 		p.generic(obj)
 	}
@@ -799,4 +804,80 @@ func scalar(v any) any {
 		return strings.TrimSpace(manifest.CompactJSON(v))
 	}
 	return v
+}
+
+// ---------------------------------------------------------------- services
+
+// service describes a Service as kubectl does: its addresses and, per
+// port, its target port, node port and endpoints (ready addresses with
+// the port's number, from the Service's EndpointSlices).
+func (p *out) service(svc *corev1.Service, rel Related) {
+	m, sp := svc.GetMetadata(), svc.GetSpec()
+	p.meta(m, true)
+	p.multi(0, "Labels", m.GetLabels(), "=")
+	p.multi(0, "Annotations", m.GetAnnotations(), ": ")
+	sel := "<none>"
+	if len(sp.GetSelector()) > 0 {
+		sel = printers.FormatSelector(&metav1.LabelSelector{MatchLabels: sp.GetSelector()})
+	}
+	p.kv(0, "Selector", sel)
+	p.kv(0, "Type", sp.GetType())
+	p.kv(0, "IP Family Policy", orDefault(sp.GetIpFamilyPolicy(), "<none>"))
+	p.kv(0, "IP Families", orDefault(strings.Join(sp.GetIpFamilies(), ","), "<none>"))
+	if sp.GetType() == "ExternalName" {
+		p.kv(0, "External Name", sp.GetExternalName())
+	} else {
+		p.kv(0, "IP", orDefault(sp.GetClusterIp(), "<none>"))
+		p.kv(0, "IPs", orDefault(strings.Join(sp.GetClusterIps(), ","), "<none>"))
+	}
+	if ext := printers.ServiceExternalIP(svc); sp.GetType() == "LoadBalancer" {
+		p.kv(0, "LoadBalancer Ingress", ext)
+	}
+	for _, port := range sp.GetPorts() {
+		name := orDefault(port.GetName(), "<unset>")
+		p.kv(0, "Port", fmt.Sprintf("%s  %d/%s", name, port.GetPort(), port.GetProtocol()))
+		p.kv(0, "TargetPort", fmt.Sprintf("%s/%s", intOrString(port.GetTargetPort()), port.GetProtocol()))
+		if port.GetNodePort() != 0 {
+			p.kv(0, "NodePort", fmt.Sprintf("%s  %d/%s", name, port.GetNodePort(), port.GetProtocol()))
+		}
+		if sp.GetType() != "ExternalName" {
+			p.kv(0, "Endpoints", serviceEndpoints(rel.EndpointSlices, port))
+		}
+	}
+	p.kv(0, "Session Affinity", sp.GetSessionAffinity())
+	if sp.GetExternalTrafficPolicy() != "" {
+		p.kv(0, "External Traffic Policy", sp.GetExternalTrafficPolicy())
+	}
+	if sp.InternalTrafficPolicy != nil {
+		p.kv(0, "Internal Traffic Policy", sp.GetInternalTrafficPolicy())
+	}
+}
+
+// serviceEndpoints lists the ready addresses serving port (by its name)
+// as address:port, as kubectl's describe does (the first three), <none>
+// when there are none.
+func serviceEndpoints(slices []*discoveryv1.EndpointSlice, port *corev1.ServicePort) string {
+	var addrs []string
+	for _, es := range slices {
+		for _, ep := range es.GetPorts() {
+			if ep.GetName() != port.GetName() || ep.GetProtocol() != port.GetProtocol() || ep.Port == nil {
+				continue
+			}
+			for _, e := range es.GetEndpoints() {
+				if c := e.GetConditions(); c != nil && c.Ready != nil && !c.GetReady() {
+					continue
+				}
+				for _, a := range e.GetAddresses() {
+					addrs = append(addrs, fmt.Sprintf("%s:%d", a, ep.GetPort()))
+				}
+			}
+		}
+	}
+	switch {
+	case len(addrs) == 0:
+		return "<none>"
+	case len(addrs) > 3:
+		return strings.Join(addrs[:3], ",") + fmt.Sprintf(" + %d more...", len(addrs)-3)
+	}
+	return strings.Join(addrs, ",")
 }

@@ -17,6 +17,7 @@ import (
 	appsv1beta1 "skiff.dev/proto/apps/v1beta1"
 	coordinationv1 "skiff.dev/proto/coordination/v1"
 	corev1 "skiff.dev/proto/core/v1"
+	discoveryv1 "skiff.dev/proto/discovery/v1"
 	metav1 "skiff.dev/proto/meta/v1"
 	rbacv1 "skiff.dev/proto/rbac/v1"
 )
@@ -92,6 +93,10 @@ func ownColumns(obj object.Object) (columns, bool) {
 		return columns{[]string{"NAME", "WEBHOOKS", "AGE"}, nil, webhookConfigurationRow}, true
 	case *corev1.ServiceAccount:
 		return columns{[]string{"NAME", "SECRETS", "AGE"}, nil, serviceAccountRow}, true
+	case *corev1.Service:
+		return columns{[]string{"NAME", "TYPE", "CLUSTER-IP", "EXTERNAL-IP", "PORT(S)", "AGE"}, []string{"SELECTOR"}, serviceRow}, true
+	case *discoveryv1.EndpointSlice:
+		return columns{[]string{"NAME", "ADDRESSTYPE", "PORTS", "ENDPOINTS", "AGE"}, nil, endpointSliceRow}, true
 	case *corev1.LimitRange, *rbacv1.Role, *rbacv1.ClusterRole:
 		return columns{[]string{"NAME", "CREATED AT"}, nil, createdAtRow}, true
 	}
@@ -563,4 +568,95 @@ func serviceAccountRow(obj object.Object, now time.Time) ([]string, []string) {
 func createdAtRow(obj object.Object, _ time.Time) ([]string, []string) {
 	m := obj.GetMetadata()
 	return []string{m.GetName(), m.GetCreationTimestamp().AsTime().UTC().Format(time.RFC3339)}, nil
+}
+
+// ---------------------------------------------------------------- services
+
+func serviceRow(obj object.Object, now time.Time) ([]string, []string) {
+	svc := obj.(*corev1.Service)
+	sp := svc.GetSpec()
+	sel := "<none>"
+	if len(sp.GetSelector()) > 0 {
+		sel = FormatSelector(&metav1.LabelSelector{MatchLabels: sp.GetSelector()})
+	}
+	return []string{svc.GetMetadata().GetName(), sp.GetType(), orNone(sp.GetClusterIp()), ServiceExternalIP(svc), ServicePorts(sp.GetPorts()),
+		Age(svc.GetMetadata().GetCreationTimestamp(), now)}, []string{sel}
+}
+
+// ServiceExternalIP is kubectl's EXTERNAL-IP of a Service: the external
+// name, the load balancer's addresses (<pending> until it has some), the
+// external IPs, else <none>.
+func ServiceExternalIP(svc *corev1.Service) string {
+	sp := svc.GetSpec()
+	switch sp.GetType() {
+	case "ExternalName":
+		return sp.GetExternalName()
+	case "LoadBalancer":
+		var ips []string
+		for _, in := range svc.GetStatus().GetLoadBalancer().GetIngress() {
+			if in.GetIp() != "" {
+				ips = append(ips, in.GetIp())
+			} else if in.GetHostname() != "" {
+				ips = append(ips, in.GetHostname())
+			}
+		}
+		ips = append(ips, sp.GetExternalIps()...)
+		if len(ips) == 0 {
+			return "<pending>"
+		}
+		return strings.Join(ips, ",")
+	}
+	if len(sp.GetExternalIps()) > 0 {
+		return strings.Join(sp.GetExternalIps(), ",")
+	}
+	return "<none>"
+}
+
+// ServicePorts is kubectl's PORT(S): port[:nodePort]/protocol, joined.
+func ServicePorts(ports []*corev1.ServicePort) string {
+	if len(ports) == 0 {
+		return "<none>"
+	}
+	parts := make([]string, len(ports))
+	for i, p := range ports {
+		parts[i] = strconv.Itoa(int(p.GetPort()))
+		if p.GetNodePort() != 0 {
+			parts[i] += ":" + strconv.Itoa(int(p.GetNodePort()))
+		}
+		parts[i] += "/" + p.GetProtocol()
+	}
+	return strings.Join(parts, ",")
+}
+
+func endpointSliceRow(obj object.Object, now time.Time) ([]string, []string) {
+	es := obj.(*discoveryv1.EndpointSlice)
+	ports := "<unset>"
+	if len(es.GetPorts()) > 0 {
+		parts := make([]string, len(es.GetPorts()))
+		for i, p := range es.GetPorts() {
+			parts[i] = "<unset>"
+			if p.Port != nil {
+				parts[i] = strconv.Itoa(int(p.GetPort()))
+			}
+		}
+		ports = strings.Join(parts, ",")
+	}
+	return []string{es.GetMetadata().GetName(), es.GetAddressType(), ports, EndpointAddresses(es.GetEndpoints(), 3),
+		Age(es.GetMetadata().GetCreationTimestamp(), now)}, nil
+}
+
+// EndpointAddresses lists the first max addresses of endpoints as kubectl
+// does ("10.0.0.1,10.0.0.2 + 3 more..."), <unset> when there are none.
+func EndpointAddresses(endpoints []*discoveryv1.Endpoint, max int) string {
+	var all []string
+	for _, e := range endpoints {
+		all = append(all, e.GetAddresses()...)
+	}
+	if len(all) == 0 {
+		return "<unset>"
+	}
+	if len(all) <= max {
+		return strings.Join(all, ",")
+	}
+	return strings.Join(all[:max], ",") + fmt.Sprintf(" + %d more...", len(all)-max)
 }
