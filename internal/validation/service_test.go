@@ -32,7 +32,9 @@ func TestService(t *testing.T) {
 		{"name starts with a digit", func(s *corev1.ServiceSpec, m *metav1.ObjectMeta) { m.Name = "1web" }, []string{"metadata.name: Invalid value"}},
 		{"name with a dot", func(s *corev1.ServiceSpec, m *metav1.ObjectMeta) { m.Name = "web.a" }, []string{"metadata.name: Invalid value"}},
 		{"no ports", func(s *corev1.ServiceSpec, m *metav1.ObjectMeta) { s.Ports = nil }, []string{"spec.ports: Required value"}},
-		{"headless without ports", func(s *corev1.ServiceSpec, m *metav1.ObjectMeta) { s.Ports, s.ClusterIp, s.ClusterIps = nil, "None", []string{"None"} }, nil},
+		{"headless without ports", func(s *corev1.ServiceSpec, m *metav1.ObjectMeta) {
+			s.Ports, s.ClusterIp, s.ClusterIps = nil, "None", []string{"None"}
+		}, nil},
 		{"two ports, one unnamed", func(s *corev1.ServiceSpec, m *metav1.ObjectMeta) { s.Ports = append(s.Ports, port("", 81)) },
 			[]string{"spec.ports[0].name: Required value", "spec.ports[1].name: Required value"}},
 		{"duplicate port names", func(s *corev1.ServiceSpec, m *metav1.ObjectMeta) {
@@ -46,13 +48,22 @@ func TestService(t *testing.T) {
 		{"bad target port name", func(s *corev1.ServiceSpec, m *metav1.ObjectMeta) { s.Ports[0].TargetPort = named("http_x") }, []string{"spec.ports[0].targetPort: Invalid value"}},
 		{"node port on ClusterIP", func(s *corev1.ServiceSpec, m *metav1.ObjectMeta) { s.Ports[0].NodePort = 30080 }, []string{"spec.ports[0].nodePort: Forbidden"}},
 		{"type", func(s *corev1.ServiceSpec, m *metav1.ObjectMeta) { s.Type = "Internal" }, []string{"spec.type: Unsupported value"}},
-		{"cluster IP not an address", func(s *corev1.ServiceSpec, m *metav1.ObjectMeta) { s.ClusterIp, s.ClusterIps = "10.96.0.300", []string{"10.96.0.300"} },
+		{"cluster IP not an address", func(s *corev1.ServiceSpec, m *metav1.ObjectMeta) {
+			s.ClusterIp, s.ClusterIps = "10.96.0.300", []string{"10.96.0.300"}
+		},
 			[]string{"spec.clusterIP: Invalid value"}},
-		{"IPv6 cluster IP", func(s *corev1.ServiceSpec, m *metav1.ObjectMeta) { s.ClusterIp, s.ClusterIps = "fd00::1", []string{"fd00::1"} },
+		{"IPv6 cluster IP", func(s *corev1.ServiceSpec, m *metav1.ObjectMeta) {
+			s.ClusterIp, s.ClusterIps = "fd00::1", []string{"fd00::1"}
+		},
 			[]string{"spec.clusterIP: Invalid value"}},
-		{"clusterIPs disagree", func(s *corev1.ServiceSpec, m *metav1.ObjectMeta) { s.ClusterIp, s.ClusterIps = "10.96.0.10", []string{"10.96.0.11"} },
+		{"clusterIPs disagree", func(s *corev1.ServiceSpec, m *metav1.ObjectMeta) {
+			s.ClusterIp, s.ClusterIps = "10.96.0.10", []string{"10.96.0.11"}
+		},
 			[]string{"spec.clusterIPs[0]: Invalid value"}},
-		{"external name missing", func(s *corev1.ServiceSpec, m *metav1.ObjectMeta) { s.Type = "ExternalName"; s.InternalTrafficPolicy = nil },
+		{"external name missing", func(s *corev1.ServiceSpec, m *metav1.ObjectMeta) {
+			s.Type = "ExternalName"
+			s.InternalTrafficPolicy = nil
+		},
 			[]string{"spec.externalName: Required value"}},
 		{"external name with cluster IP", func(s *corev1.ServiceSpec, m *metav1.ObjectMeta) {
 			s.Type, s.ExternalName, s.ClusterIp, s.ClusterIps = "ExternalName", "db.example.com.", "10.96.0.10", []string{"10.96.0.10"}
@@ -69,7 +80,9 @@ func TestService(t *testing.T) {
 			[]string{"spec.externalIPs: Forbidden"}},
 		{"external traffic policy on ClusterIP", func(s *corev1.ServiceSpec, m *metav1.ObjectMeta) { s.ExternalTrafficPolicy = "Cluster" },
 			[]string{"spec.externalTrafficPolicy: Invalid value"}},
-		{"external traffic policy Local", func(s *corev1.ServiceSpec, m *metav1.ObjectMeta) { s.Type, s.ExternalTrafficPolicy = "NodePort", "Local" },
+		{"external traffic policy Local", func(s *corev1.ServiceSpec, m *metav1.ObjectMeta) {
+			s.Type, s.ExternalTrafficPolicy = "NodePort", "Local"
+		},
 			[]string{"spec.externalTrafficPolicy: Forbidden"}},
 		{"internal traffic policy", func(s *corev1.ServiceSpec, m *metav1.ObjectMeta) { s.InternalTrafficPolicy = proto.String("Node") },
 			[]string{"spec.internalTrafficPolicy: Unsupported value"}},
@@ -139,7 +152,9 @@ func TestEndpointSlice(t *testing.T) {
 			}
 		}, []string{"endpoints: Too many"}},
 		{"hostname", func(es *discoveryv1.EndpointSlice) { es.Endpoints[0].Hostname = proto.String("Web_0") }, []string{"endpoints[0].hostname: Invalid value"}},
-		{"duplicate port names", func(es *discoveryv1.EndpointSlice) { es.Ports = append(es.Ports, proto.Clone(es.Ports[0]).(*discoveryv1.EndpointPort)) },
+		{"duplicate port names", func(es *discoveryv1.EndpointSlice) {
+			es.Ports = append(es.Ports, proto.Clone(es.Ports[0]).(*discoveryv1.EndpointPort))
+		},
 			[]string{"ports[1].name: Duplicate value"}},
 		{"port protocol", func(es *discoveryv1.EndpointSlice) { es.Ports[0].Protocol = proto.String("ICMP") }, []string{"ports[0].protocol: Unsupported value"}},
 	}

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-
 	"skiff.dev/internal/apierrors"
 	"skiff.dev/internal/await"
 	"skiff.dev/internal/client"
