@@ -6,9 +6,8 @@ import "skiff.dev/services/apiserver/admission"
 // to the registries; its informers start in the first post-start hook. The
 // second creates the system namespaces (with admission on or off), the
 // third the kubernetes Service; the other parts' hooks run after them.
-// Webhooks without a caBundle are
-// verified with the cluster CA when TLS is on and the options name no
-// other (WebhookClusterCA).
+// Webhooks without a caBundle are verified with the cluster CA when TLS
+// is on and the options name no other (WebhookClusterCA).
 func (s *Server) wireAdmission() error {
 	first := []postStartHook{s.systemNamespacesHook(), s.kubernetesServiceHook()}
 	defer func() { s.postStart = append(first, s.postStart...) }()
