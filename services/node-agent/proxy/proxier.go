@@ -72,6 +72,9 @@ type Config struct {
 	// service port whose applied state changed (Removed for one that went
 	// away), from the Proxier's goroutine. It must not block.
 	OnApplied func(ServicePortName, AppliedPort)
+	// OnSync, when set, is called after every sync Run makes (nil error:
+	// the table is as the Proxier was told), from the Proxier's goroutine.
+	OnSync func(error)
 
 	Logger     *zap.Logger
 	Registerer prometheus.Registerer
@@ -358,7 +361,11 @@ func (p *Proxier) syncOnce(ctx context.Context, now time.Time, dirty bool) {
 	if full {
 		p.lastFull = now
 	}
-	if err := p.Sync(ctx, full || !dirty); err != nil {
+	err := p.Sync(ctx, full || !dirty)
+	if p.cfg.OnSync != nil && ctx.Err() == nil {
+		p.cfg.OnSync(err)
+	}
+	if err != nil {
 		if ctx.Err() != nil {
 			return
 		}
