@@ -150,7 +150,7 @@ kubectl merges them, else $SKIFFCONFIG, else ~/.skiff/config. --server,
 			c.AddCommand(sc)
 		}
 	}
-	add("basic", r.createCmd(), r.getCmd(), r.deleteCmd())
+	add("basic", r.createCmd(), r.exposeCmd(), r.getCmd(), r.deleteCmd())
 	add("deploy", r.rolloutCmd(), r.scaleCmd())
 	add("cluster", r.cordonCmd(true), r.cordonCmd(false), r.topCmd())
 	add("debug", r.describeCmd(), r.logsCmd())
