@@ -102,6 +102,12 @@ type Controller struct {
 // nodes, endpointslices) and registers its handlers. Options that are not
 // valid make Run return the error.
 func New(mc *manager.Context, o Options) *Controller {
+	return newController(mc, o, informer.For(mc.Informers, client.EndpointSlices(mc.Conn)))
+}
+
+// newController builds the controller on the given slices informer (tests
+// pass one whose events lag).
+func newController(mc *manager.Context, o Options, slices *informer.Informer[*discoveryv1.EndpointSlice]) *Controller {
 	err := o.Validate()
 	if o.Workers <= 0 {
 		o.Workers = DefaultWorkers
@@ -119,7 +125,7 @@ func New(mc *manager.Context, o Options) *Controller {
 		services:    informer.For(mc.Informers, client.Services(mc.Conn)),
 		pods:        informer.For(mc.Informers, client.Pods(mc.Conn)),
 		nodes:       informer.For(mc.Informers, client.Nodes(mc.Conn)),
-		slices:      informer.For(mc.Informers, client.EndpointSlices(mc.Conn)),
+		slices:      slices,
 		sliceClient: client.EndpointSlices(mc.Conn),
 		tracker:     newTracker(),
 		m:           newMetrics(mc.Registerer),
