@@ -13,7 +13,7 @@ import (
 var (
 	restartPolicies = []string{"Always", "OnFailure", "Never"}
 	// dnsPolicies omits None: it needs a dnsConfig, which Skiff pods lack.
-	dnsPolicies = []string{"ClusterFirstWithHostNet", "ClusterFirst", "Default"}
+	dnsPolicies = []string{"ClusterFirstWithHostNet", "ClusterFirst", "Default", "None"}
 )
 
 // Pod validates a pod being created: metadata (namespaced, name a DNS
@@ -116,6 +116,7 @@ func PodSpec(spec *corev1.PodSpec, path *field.Path) field.ErrorList {
 	errs = append(errs, containers(spec, vols, path)...)
 	errs = append(errs, supported(spec.RestartPolicy, restartPolicies, path.Child("restartPolicy"))...)
 	errs = append(errs, supported(spec.DnsPolicy, dnsPolicies, path.Child("dnsPolicy"))...)
+	errs = append(errs, podDNSConfig(spec.DnsPolicy, spec.DnsConfig, path.Child("dnsConfig"))...)
 	errs = append(errs, Labels(spec.NodeSelector, path.Child("nodeSelector"))...)
 	errs = append(errs, podSecurityContext(spec.SecurityContext, path.Child("securityContext"))...)
 	errs = append(errs, affinity(spec.Affinity, path.Child("affinity"))...)

@@ -1,6 +1,8 @@
 package validation_test
 
 import (
+	"google.golang.org/protobuf/proto"
+
 	corev1 "skiff.dev/proto/core/v1"
 	metav1 "skiff.dev/proto/meta/v1"
 )
@@ -170,7 +172,17 @@ func podSpecCases() []podSpecCase {
 
 		// policies
 		{"restartPolicy missing", func(s *corev1.PodSpec) { s.RestartPolicy = "" }, []string{"restartPolicy: Required value"}},
-		{"dnsPolicy unsupported", func(s *corev1.PodSpec) { s.DnsPolicy = "None" }, []string{"dnsPolicy: Unsupported value"}},
+		{"dnsPolicy unsupported", func(s *corev1.PodSpec) { s.DnsPolicy = "Cluster" }, []string{"dnsPolicy: Unsupported value"}},
+		{"dnsPolicy None without dnsConfig", func(s *corev1.PodSpec) { s.DnsPolicy = "None" }, []string{"dnsConfig: Required value"}},
+		{"dnsPolicy None without nameservers", func(s *corev1.PodSpec) {
+			s.DnsPolicy, s.DnsConfig = "None", &corev1.PodDNSConfig{Searches: []string{"example.com"}}
+		}, []string{"dnsConfig.nameservers: Required value"}},
+		{"dnsPolicy None", func(s *corev1.PodSpec) {
+			s.DnsPolicy, s.DnsConfig = "None", &corev1.PodDNSConfig{Nameservers: []string{"192.0.2.53"}, Searches: []string{"example.com."}, Options: []*corev1.PodDNSConfigOption{{Name: "ndots", Value: proto.String("2")}}}
+		}, nil},
+		{"dnsConfig bad", func(s *corev1.PodSpec) {
+			s.DnsConfig = &corev1.PodDNSConfig{Nameservers: []string{"1.1.1.1", "2.2.2.2", "3.3.3.3", "dns.example.com"}, Searches: []string{"Bad_Domain"}, Options: []*corev1.PodDNSConfigOption{{}}}
+		}, []string{"dnsConfig.nameservers: Invalid value", "dnsConfig.nameservers[3]: Invalid value", "dnsConfig.searches[0]: Invalid value", "dnsConfig.options[0].name: Required value"}},
 		{"imagePullPolicy unsupported", func(s *corev1.PodSpec) { c0(s).ImagePullPolicy = "Sometimes" }, []string{"containers[0].imagePullPolicy: Unsupported value"}},
 		{"terminationMessagePolicy unsupported", func(s *corev1.PodSpec) { c0(s).TerminationMessagePolicy = "Stdout" },
 			[]string{"containers[0].terminationMessagePolicy: Unsupported value"}},

@@ -340,7 +340,9 @@ type PodSpec struct {
 	RestartPolicy                 string `protobuf:"bytes,4,opt,name=restart_policy,json=restartPolicy,proto3" json:"restart_policy,omitempty"`
 	TerminationGracePeriodSeconds *int64 `protobuf:"varint,5,opt,name=termination_grace_period_seconds,json=terminationGracePeriodSeconds,proto3,oneof" json:"termination_grace_period_seconds,omitempty"`
 	ActiveDeadlineSeconds         *int64 `protobuf:"varint,6,opt,name=active_deadline_seconds,json=activeDeadlineSeconds,proto3,oneof" json:"active_deadline_seconds,omitempty"`
-	// DNSPolicy is accepted for compatibility with manifests.
+	// DNSPolicy is ClusterFirst (default: the cluster DNS, then the node's
+	// resolvers), ClusterFirstWithHostNet (the same for a hostNetwork pod),
+	// Default (the node's resolv.conf) or None (dnsConfig alone).
 	DnsPolicy          string            `protobuf:"bytes,7,opt,name=dns_policy,json=dnsPolicy,proto3" json:"dns_policy,omitempty"`
 	NodeSelector       map[string]string `protobuf:"bytes,8,rep,name=node_selector,json=nodeSelector,proto3" json:"node_selector,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	ServiceAccountName string            `protobuf:"bytes,9,opt,name=service_account_name,json=serviceAccountName,proto3" json:"service_account_name,omitempty"`
@@ -359,8 +361,11 @@ type PodSpec struct {
 	ImagePullSecrets             []*LocalObjectReference     `protobuf:"bytes,21,rep,name=image_pull_secrets,json=imagePullSecrets,proto3" json:"image_pull_secrets,omitempty"`
 	AutomountServiceAccountToken *bool                       `protobuf:"varint,22,opt,name=automount_service_account_token,json=automountServiceAccountToken,proto3,oneof" json:"automount_service_account_token,omitempty"`
 	EnableServiceLinks           *bool                       `protobuf:"varint,23,opt,name=enable_service_links,json=enableServiceLinks,proto3,oneof" json:"enable_service_links,omitempty"`
-	unknownFields                protoimpl.UnknownFields
-	sizeCache                    protoimpl.SizeCache
+	// DNSConfig adds nameservers, search domains and options to those of
+	// dnsPolicy (with None, they are all there is).
+	DnsConfig     *PodDNSConfig `protobuf:"bytes,24,opt,name=dns_config,json=dnsConfig,proto3" json:"dns_config,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PodSpec) Reset() {
@@ -554,6 +559,125 @@ func (x *PodSpec) GetEnableServiceLinks() bool {
 	return false
 }
 
+func (x *PodSpec) GetDnsConfig() *PodDNSConfig {
+	if x != nil {
+		return x.DnsConfig
+	}
+	return nil
+}
+
+type PodDNSConfig struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Nameservers   []string               `protobuf:"bytes,1,rep,name=nameservers,proto3" json:"nameservers,omitempty"`
+	Searches      []string               `protobuf:"bytes,2,rep,name=searches,proto3" json:"searches,omitempty"`
+	Options       []*PodDNSConfigOption  `protobuf:"bytes,3,rep,name=options,proto3" json:"options,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PodDNSConfig) Reset() {
+	*x = PodDNSConfig{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PodDNSConfig) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PodDNSConfig) ProtoMessage() {}
+
+func (x *PodDNSConfig) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PodDNSConfig.ProtoReflect.Descriptor instead.
+func (*PodDNSConfig) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *PodDNSConfig) GetNameservers() []string {
+	if x != nil {
+		return x.Nameservers
+	}
+	return nil
+}
+
+func (x *PodDNSConfig) GetSearches() []string {
+	if x != nil {
+		return x.Searches
+	}
+	return nil
+}
+
+func (x *PodDNSConfig) GetOptions() []*PodDNSConfigOption {
+	if x != nil {
+		return x.Options
+	}
+	return nil
+}
+
+type PodDNSConfigOption struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Value         *string                `protobuf:"bytes,2,opt,name=value,proto3,oneof" json:"value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PodDNSConfigOption) Reset() {
+	*x = PodDNSConfigOption{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PodDNSConfigOption) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PodDNSConfigOption) ProtoMessage() {}
+
+func (x *PodDNSConfigOption) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PodDNSConfigOption.ProtoReflect.Descriptor instead.
+func (*PodDNSConfigOption) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *PodDNSConfigOption) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *PodDNSConfigOption) GetValue() string {
+	if x != nil && x.Value != nil {
+		return *x.Value
+	}
+	return ""
+}
+
 type LocalObjectReference struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -563,7 +687,7 @@ type LocalObjectReference struct {
 
 func (x *LocalObjectReference) Reset() {
 	*x = LocalObjectReference{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[6]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -575,7 +699,7 @@ func (x *LocalObjectReference) String() string {
 func (*LocalObjectReference) ProtoMessage() {}
 
 func (x *LocalObjectReference) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[6]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -588,7 +712,7 @@ func (x *LocalObjectReference) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LocalObjectReference.ProtoReflect.Descriptor instead.
 func (*LocalObjectReference) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{6}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *LocalObjectReference) GetName() string {
@@ -610,7 +734,7 @@ type PodSecurityContext struct {
 
 func (x *PodSecurityContext) Reset() {
 	*x = PodSecurityContext{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[7]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -622,7 +746,7 @@ func (x *PodSecurityContext) String() string {
 func (*PodSecurityContext) ProtoMessage() {}
 
 func (x *PodSecurityContext) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[7]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -635,7 +759,7 @@ func (x *PodSecurityContext) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodSecurityContext.ProtoReflect.Descriptor instead.
 func (*PodSecurityContext) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{7}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *PodSecurityContext) GetRunAsUser() int64 {
@@ -680,7 +804,7 @@ type SecurityContext struct {
 
 func (x *SecurityContext) Reset() {
 	*x = SecurityContext{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[8]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -692,7 +816,7 @@ func (x *SecurityContext) String() string {
 func (*SecurityContext) ProtoMessage() {}
 
 func (x *SecurityContext) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[8]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -705,7 +829,7 @@ func (x *SecurityContext) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecurityContext.ProtoReflect.Descriptor instead.
 func (*SecurityContext) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{8}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *SecurityContext) GetRunAsUser() int64 {
@@ -778,7 +902,7 @@ type Container struct {
 
 func (x *Container) Reset() {
 	*x = Container{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[9]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -790,7 +914,7 @@ func (x *Container) String() string {
 func (*Container) ProtoMessage() {}
 
 func (x *Container) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[9]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -803,7 +927,7 @@ func (x *Container) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Container.ProtoReflect.Descriptor instead.
 func (*Container) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{9}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Container) GetName() string {
@@ -953,7 +1077,7 @@ type ContainerPort struct {
 
 func (x *ContainerPort) Reset() {
 	*x = ContainerPort{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[10]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -965,7 +1089,7 @@ func (x *ContainerPort) String() string {
 func (*ContainerPort) ProtoMessage() {}
 
 func (x *ContainerPort) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[10]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -978,7 +1102,7 @@ func (x *ContainerPort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerPort.ProtoReflect.Descriptor instead.
 func (*ContainerPort) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{10}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ContainerPort) GetName() string {
@@ -1027,7 +1151,7 @@ type EnvVar struct {
 
 func (x *EnvVar) Reset() {
 	*x = EnvVar{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[11]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1039,7 +1163,7 @@ func (x *EnvVar) String() string {
 func (*EnvVar) ProtoMessage() {}
 
 func (x *EnvVar) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[11]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1052,7 +1176,7 @@ func (x *EnvVar) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnvVar.ProtoReflect.Descriptor instead.
 func (*EnvVar) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{11}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *EnvVar) GetName() string {
@@ -1087,7 +1211,7 @@ type EnvVarSource struct {
 
 func (x *EnvVarSource) Reset() {
 	*x = EnvVarSource{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[12]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1099,7 +1223,7 @@ func (x *EnvVarSource) String() string {
 func (*EnvVarSource) ProtoMessage() {}
 
 func (x *EnvVarSource) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[12]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1112,7 +1236,7 @@ func (x *EnvVarSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnvVarSource.ProtoReflect.Descriptor instead.
 func (*EnvVarSource) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{12}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *EnvVarSource) GetFieldRef() *ObjectFieldSelector {
@@ -1146,7 +1270,7 @@ type ObjectFieldSelector struct {
 
 func (x *ObjectFieldSelector) Reset() {
 	*x = ObjectFieldSelector{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[13]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1158,7 +1282,7 @@ func (x *ObjectFieldSelector) String() string {
 func (*ObjectFieldSelector) ProtoMessage() {}
 
 func (x *ObjectFieldSelector) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[13]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1171,7 +1295,7 @@ func (x *ObjectFieldSelector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectFieldSelector.ProtoReflect.Descriptor instead.
 func (*ObjectFieldSelector) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{13}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ObjectFieldSelector) GetApiVersion() string {
@@ -1199,7 +1323,7 @@ type ResourceFieldSelector struct {
 
 func (x *ResourceFieldSelector) Reset() {
 	*x = ResourceFieldSelector{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[14]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1211,7 +1335,7 @@ func (x *ResourceFieldSelector) String() string {
 func (*ResourceFieldSelector) ProtoMessage() {}
 
 func (x *ResourceFieldSelector) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[14]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1224,7 +1348,7 @@ func (x *ResourceFieldSelector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceFieldSelector.ProtoReflect.Descriptor instead.
 func (*ResourceFieldSelector) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{14}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ResourceFieldSelector) GetContainerName() string {
@@ -1259,7 +1383,7 @@ type ConfigMapKeySelector struct {
 
 func (x *ConfigMapKeySelector) Reset() {
 	*x = ConfigMapKeySelector{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[15]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1271,7 +1395,7 @@ func (x *ConfigMapKeySelector) String() string {
 func (*ConfigMapKeySelector) ProtoMessage() {}
 
 func (x *ConfigMapKeySelector) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[15]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1284,7 +1408,7 @@ func (x *ConfigMapKeySelector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMapKeySelector.ProtoReflect.Descriptor instead.
 func (*ConfigMapKeySelector) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{15}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ConfigMapKeySelector) GetName() string {
@@ -1318,7 +1442,7 @@ type EnvFromSource struct {
 
 func (x *EnvFromSource) Reset() {
 	*x = EnvFromSource{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[16]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1330,7 +1454,7 @@ func (x *EnvFromSource) String() string {
 func (*EnvFromSource) ProtoMessage() {}
 
 func (x *EnvFromSource) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[16]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1343,7 +1467,7 @@ func (x *EnvFromSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnvFromSource.ProtoReflect.Descriptor instead.
 func (*EnvFromSource) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{16}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *EnvFromSource) GetPrefix() string {
@@ -1370,7 +1494,7 @@ type ConfigMapEnvSource struct {
 
 func (x *ConfigMapEnvSource) Reset() {
 	*x = ConfigMapEnvSource{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[17]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1382,7 +1506,7 @@ func (x *ConfigMapEnvSource) String() string {
 func (*ConfigMapEnvSource) ProtoMessage() {}
 
 func (x *ConfigMapEnvSource) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[17]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1395,7 +1519,7 @@ func (x *ConfigMapEnvSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMapEnvSource.ProtoReflect.Descriptor instead.
 func (*ConfigMapEnvSource) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{17}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ConfigMapEnvSource) GetName() string {
@@ -1423,7 +1547,7 @@ type ResourceRequirements struct {
 
 func (x *ResourceRequirements) Reset() {
 	*x = ResourceRequirements{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[18]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1435,7 +1559,7 @@ func (x *ResourceRequirements) String() string {
 func (*ResourceRequirements) ProtoMessage() {}
 
 func (x *ResourceRequirements) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[18]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1448,7 +1572,7 @@ func (x *ResourceRequirements) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceRequirements.ProtoReflect.Descriptor instead.
 func (*ResourceRequirements) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{18}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ResourceRequirements) GetLimits() map[string]string {
@@ -1477,7 +1601,7 @@ type VolumeMount struct {
 
 func (x *VolumeMount) Reset() {
 	*x = VolumeMount{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[19]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1489,7 +1613,7 @@ func (x *VolumeMount) String() string {
 func (*VolumeMount) ProtoMessage() {}
 
 func (x *VolumeMount) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[19]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1502,7 +1626,7 @@ func (x *VolumeMount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VolumeMount.ProtoReflect.Descriptor instead.
 func (*VolumeMount) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{19}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *VolumeMount) GetName() string {
@@ -1545,7 +1669,7 @@ type Volume struct {
 
 func (x *Volume) Reset() {
 	*x = Volume{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[20]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1557,7 +1681,7 @@ func (x *Volume) String() string {
 func (*Volume) ProtoMessage() {}
 
 func (x *Volume) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[20]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1570,7 +1694,7 @@ func (x *Volume) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Volume.ProtoReflect.Descriptor instead.
 func (*Volume) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{20}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Volume) GetName() string {
@@ -1611,7 +1735,7 @@ type EmptyDirVolumeSource struct {
 
 func (x *EmptyDirVolumeSource) Reset() {
 	*x = EmptyDirVolumeSource{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[21]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1623,7 +1747,7 @@ func (x *EmptyDirVolumeSource) String() string {
 func (*EmptyDirVolumeSource) ProtoMessage() {}
 
 func (x *EmptyDirVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[21]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1636,7 +1760,7 @@ func (x *EmptyDirVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EmptyDirVolumeSource.ProtoReflect.Descriptor instead.
 func (*EmptyDirVolumeSource) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{21}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *EmptyDirVolumeSource) GetMedium() string {
@@ -1663,7 +1787,7 @@ type HostPathVolumeSource struct {
 
 func (x *HostPathVolumeSource) Reset() {
 	*x = HostPathVolumeSource{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[22]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1675,7 +1799,7 @@ func (x *HostPathVolumeSource) String() string {
 func (*HostPathVolumeSource) ProtoMessage() {}
 
 func (x *HostPathVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[22]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1688,7 +1812,7 @@ func (x *HostPathVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostPathVolumeSource.ProtoReflect.Descriptor instead.
 func (*HostPathVolumeSource) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{22}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *HostPathVolumeSource) GetPath() string {
@@ -1717,7 +1841,7 @@ type ConfigMapVolumeSource struct {
 
 func (x *ConfigMapVolumeSource) Reset() {
 	*x = ConfigMapVolumeSource{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[23]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1729,7 +1853,7 @@ func (x *ConfigMapVolumeSource) String() string {
 func (*ConfigMapVolumeSource) ProtoMessage() {}
 
 func (x *ConfigMapVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[23]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1742,7 +1866,7 @@ func (x *ConfigMapVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMapVolumeSource.ProtoReflect.Descriptor instead.
 func (*ConfigMapVolumeSource) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{23}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ConfigMapVolumeSource) GetName() string {
@@ -1784,7 +1908,7 @@ type KeyToPath struct {
 
 func (x *KeyToPath) Reset() {
 	*x = KeyToPath{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[24]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1796,7 +1920,7 @@ func (x *KeyToPath) String() string {
 func (*KeyToPath) ProtoMessage() {}
 
 func (x *KeyToPath) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[24]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1809,7 +1933,7 @@ func (x *KeyToPath) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyToPath.ProtoReflect.Descriptor instead.
 func (*KeyToPath) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{24}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *KeyToPath) GetKey() string {
@@ -1850,7 +1974,7 @@ type Probe struct {
 
 func (x *Probe) Reset() {
 	*x = Probe{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[25]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1862,7 +1986,7 @@ func (x *Probe) String() string {
 func (*Probe) ProtoMessage() {}
 
 func (x *Probe) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[25]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1875,7 +1999,7 @@ func (x *Probe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Probe.ProtoReflect.Descriptor instead.
 func (*Probe) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{25}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Probe) GetExec() *ExecAction {
@@ -1950,7 +2074,7 @@ type ExecAction struct {
 
 func (x *ExecAction) Reset() {
 	*x = ExecAction{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[26]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1962,7 +2086,7 @@ func (x *ExecAction) String() string {
 func (*ExecAction) ProtoMessage() {}
 
 func (x *ExecAction) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[26]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1975,7 +2099,7 @@ func (x *ExecAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecAction.ProtoReflect.Descriptor instead.
 func (*ExecAction) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{26}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ExecAction) GetCommand() []string {
@@ -1999,7 +2123,7 @@ type HTTPGetAction struct {
 
 func (x *HTTPGetAction) Reset() {
 	*x = HTTPGetAction{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[27]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2011,7 +2135,7 @@ func (x *HTTPGetAction) String() string {
 func (*HTTPGetAction) ProtoMessage() {}
 
 func (x *HTTPGetAction) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[27]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2024,7 +2148,7 @@ func (x *HTTPGetAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HTTPGetAction.ProtoReflect.Descriptor instead.
 func (*HTTPGetAction) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{27}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *HTTPGetAction) GetPath() string {
@@ -2072,7 +2196,7 @@ type HTTPHeader struct {
 
 func (x *HTTPHeader) Reset() {
 	*x = HTTPHeader{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[28]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2084,7 +2208,7 @@ func (x *HTTPHeader) String() string {
 func (*HTTPHeader) ProtoMessage() {}
 
 func (x *HTTPHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[28]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2097,7 +2221,7 @@ func (x *HTTPHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HTTPHeader.ProtoReflect.Descriptor instead.
 func (*HTTPHeader) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{28}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *HTTPHeader) GetName() string {
@@ -2124,7 +2248,7 @@ type TCPSocketAction struct {
 
 func (x *TCPSocketAction) Reset() {
 	*x = TCPSocketAction{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[29]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2136,7 +2260,7 @@ func (x *TCPSocketAction) String() string {
 func (*TCPSocketAction) ProtoMessage() {}
 
 func (x *TCPSocketAction) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[29]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2149,7 +2273,7 @@ func (x *TCPSocketAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TCPSocketAction.ProtoReflect.Descriptor instead.
 func (*TCPSocketAction) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{29}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *TCPSocketAction) GetPort() *v1.IntOrString {
@@ -2175,7 +2299,7 @@ type Affinity struct {
 
 func (x *Affinity) Reset() {
 	*x = Affinity{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[30]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2187,7 +2311,7 @@ func (x *Affinity) String() string {
 func (*Affinity) ProtoMessage() {}
 
 func (x *Affinity) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[30]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2200,7 +2324,7 @@ func (x *Affinity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Affinity.ProtoReflect.Descriptor instead.
 func (*Affinity) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{30}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *Affinity) GetNodeAffinity() *NodeAffinity {
@@ -2220,7 +2344,7 @@ type NodeAffinity struct {
 
 func (x *NodeAffinity) Reset() {
 	*x = NodeAffinity{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[31]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2232,7 +2356,7 @@ func (x *NodeAffinity) String() string {
 func (*NodeAffinity) ProtoMessage() {}
 
 func (x *NodeAffinity) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[31]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2245,7 +2369,7 @@ func (x *NodeAffinity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeAffinity.ProtoReflect.Descriptor instead.
 func (*NodeAffinity) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{31}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *NodeAffinity) GetRequiredDuringSchedulingIgnoredDuringExecution() *NodeSelector {
@@ -2272,7 +2396,7 @@ type NodeSelector struct {
 
 func (x *NodeSelector) Reset() {
 	*x = NodeSelector{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[32]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2284,7 +2408,7 @@ func (x *NodeSelector) String() string {
 func (*NodeSelector) ProtoMessage() {}
 
 func (x *NodeSelector) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[32]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2297,7 +2421,7 @@ func (x *NodeSelector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeSelector.ProtoReflect.Descriptor instead.
 func (*NodeSelector) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{32}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *NodeSelector) GetNodeSelectorTerms() []*NodeSelectorTerm {
@@ -2318,7 +2442,7 @@ type NodeSelectorTerm struct {
 
 func (x *NodeSelectorTerm) Reset() {
 	*x = NodeSelectorTerm{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[33]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2330,7 +2454,7 @@ func (x *NodeSelectorTerm) String() string {
 func (*NodeSelectorTerm) ProtoMessage() {}
 
 func (x *NodeSelectorTerm) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[33]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2343,7 +2467,7 @@ func (x *NodeSelectorTerm) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeSelectorTerm.ProtoReflect.Descriptor instead.
 func (*NodeSelectorTerm) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{33}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *NodeSelectorTerm) GetMatchExpressions() []*NodeSelectorRequirement {
@@ -2372,7 +2496,7 @@ type NodeSelectorRequirement struct {
 
 func (x *NodeSelectorRequirement) Reset() {
 	*x = NodeSelectorRequirement{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[34]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2384,7 +2508,7 @@ func (x *NodeSelectorRequirement) String() string {
 func (*NodeSelectorRequirement) ProtoMessage() {}
 
 func (x *NodeSelectorRequirement) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[34]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2397,7 +2521,7 @@ func (x *NodeSelectorRequirement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeSelectorRequirement.ProtoReflect.Descriptor instead.
 func (*NodeSelectorRequirement) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{34}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *NodeSelectorRequirement) GetKey() string {
@@ -2431,7 +2555,7 @@ type PreferredSchedulingTerm struct {
 
 func (x *PreferredSchedulingTerm) Reset() {
 	*x = PreferredSchedulingTerm{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[35]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2443,7 +2567,7 @@ func (x *PreferredSchedulingTerm) String() string {
 func (*PreferredSchedulingTerm) ProtoMessage() {}
 
 func (x *PreferredSchedulingTerm) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[35]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2456,7 +2580,7 @@ func (x *PreferredSchedulingTerm) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreferredSchedulingTerm.ProtoReflect.Descriptor instead.
 func (*PreferredSchedulingTerm) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{35}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *PreferredSchedulingTerm) GetWeight() int32 {
@@ -2488,7 +2612,7 @@ type Toleration struct {
 
 func (x *Toleration) Reset() {
 	*x = Toleration{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[36]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2500,7 +2624,7 @@ func (x *Toleration) String() string {
 func (*Toleration) ProtoMessage() {}
 
 func (x *Toleration) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[36]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2513,7 +2637,7 @@ func (x *Toleration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Toleration.ProtoReflect.Descriptor instead.
 func (*Toleration) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{36}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *Toleration) GetKey() string {
@@ -2565,7 +2689,7 @@ type TopologySpreadConstraint struct {
 
 func (x *TopologySpreadConstraint) Reset() {
 	*x = TopologySpreadConstraint{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[37]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2577,7 +2701,7 @@ func (x *TopologySpreadConstraint) String() string {
 func (*TopologySpreadConstraint) ProtoMessage() {}
 
 func (x *TopologySpreadConstraint) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[37]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2590,7 +2714,7 @@ func (x *TopologySpreadConstraint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopologySpreadConstraint.ProtoReflect.Descriptor instead.
 func (*TopologySpreadConstraint) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{37}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *TopologySpreadConstraint) GetMaxSkew() int32 {
@@ -2649,7 +2773,7 @@ type PodStatus struct {
 
 func (x *PodStatus) Reset() {
 	*x = PodStatus{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[38]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2661,7 +2785,7 @@ func (x *PodStatus) String() string {
 func (*PodStatus) ProtoMessage() {}
 
 func (x *PodStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[38]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2674,7 +2798,7 @@ func (x *PodStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodStatus.ProtoReflect.Descriptor instead.
 func (*PodStatus) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{38}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *PodStatus) GetPhase() string {
@@ -2770,7 +2894,7 @@ type PodIP struct {
 
 func (x *PodIP) Reset() {
 	*x = PodIP{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[39]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2782,7 +2906,7 @@ func (x *PodIP) String() string {
 func (*PodIP) ProtoMessage() {}
 
 func (x *PodIP) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[39]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2795,7 +2919,7 @@ func (x *PodIP) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodIP.ProtoReflect.Descriptor instead.
 func (*PodIP) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{39}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *PodIP) GetIp() string {
@@ -2821,7 +2945,7 @@ type PodCondition struct {
 
 func (x *PodCondition) Reset() {
 	*x = PodCondition{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[40]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2833,7 +2957,7 @@ func (x *PodCondition) String() string {
 func (*PodCondition) ProtoMessage() {}
 
 func (x *PodCondition) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[40]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2846,7 +2970,7 @@ func (x *PodCondition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodCondition.ProtoReflect.Descriptor instead.
 func (*PodCondition) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{40}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *PodCondition) GetType() string {
@@ -2908,7 +3032,7 @@ type ContainerStatus struct {
 
 func (x *ContainerStatus) Reset() {
 	*x = ContainerStatus{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[41]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2920,7 +3044,7 @@ func (x *ContainerStatus) String() string {
 func (*ContainerStatus) ProtoMessage() {}
 
 func (x *ContainerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[41]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2933,7 +3057,7 @@ func (x *ContainerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStatus.ProtoReflect.Descriptor instead.
 func (*ContainerStatus) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{41}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ContainerStatus) GetName() string {
@@ -3011,7 +3135,7 @@ type ContainerState struct {
 
 func (x *ContainerState) Reset() {
 	*x = ContainerState{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[42]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3023,7 +3147,7 @@ func (x *ContainerState) String() string {
 func (*ContainerState) ProtoMessage() {}
 
 func (x *ContainerState) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[42]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3036,7 +3160,7 @@ func (x *ContainerState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerState.ProtoReflect.Descriptor instead.
 func (*ContainerState) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{42}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ContainerState) GetWaiting() *ContainerStateWaiting {
@@ -3070,7 +3194,7 @@ type ContainerStateWaiting struct {
 
 func (x *ContainerStateWaiting) Reset() {
 	*x = ContainerStateWaiting{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[43]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3082,7 +3206,7 @@ func (x *ContainerStateWaiting) String() string {
 func (*ContainerStateWaiting) ProtoMessage() {}
 
 func (x *ContainerStateWaiting) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[43]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3095,7 +3219,7 @@ func (x *ContainerStateWaiting) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStateWaiting.ProtoReflect.Descriptor instead.
 func (*ContainerStateWaiting) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{43}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ContainerStateWaiting) GetReason() string {
@@ -3121,7 +3245,7 @@ type ContainerStateRunning struct {
 
 func (x *ContainerStateRunning) Reset() {
 	*x = ContainerStateRunning{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[44]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3133,7 +3257,7 @@ func (x *ContainerStateRunning) String() string {
 func (*ContainerStateRunning) ProtoMessage() {}
 
 func (x *ContainerStateRunning) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[44]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3146,7 +3270,7 @@ func (x *ContainerStateRunning) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStateRunning.ProtoReflect.Descriptor instead.
 func (*ContainerStateRunning) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{44}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ContainerStateRunning) GetStartedAt() *timestamppb.Timestamp {
@@ -3171,7 +3295,7 @@ type ContainerStateTerminated struct {
 
 func (x *ContainerStateTerminated) Reset() {
 	*x = ContainerStateTerminated{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[45]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3183,7 +3307,7 @@ func (x *ContainerStateTerminated) String() string {
 func (*ContainerStateTerminated) ProtoMessage() {}
 
 func (x *ContainerStateTerminated) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[45]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3196,7 +3320,7 @@ func (x *ContainerStateTerminated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStateTerminated.ProtoReflect.Descriptor instead.
 func (*ContainerStateTerminated) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{45}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ContainerStateTerminated) GetExitCode() int32 {
@@ -3263,7 +3387,7 @@ type Binding struct {
 
 func (x *Binding) Reset() {
 	*x = Binding{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[46]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3275,7 +3399,7 @@ func (x *Binding) String() string {
 func (*Binding) ProtoMessage() {}
 
 func (x *Binding) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[46]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3288,7 +3412,7 @@ func (x *Binding) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Binding.ProtoReflect.Descriptor instead.
 func (*Binding) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{46}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *Binding) GetApiVersion() string {
@@ -3334,7 +3458,7 @@ type ObjectReference struct {
 
 func (x *ObjectReference) Reset() {
 	*x = ObjectReference{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[47]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3346,7 +3470,7 @@ func (x *ObjectReference) String() string {
 func (*ObjectReference) ProtoMessage() {}
 
 func (x *ObjectReference) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[47]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3359,7 +3483,7 @@ func (x *ObjectReference) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectReference.ProtoReflect.Descriptor instead.
 func (*ObjectReference) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{47}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ObjectReference) GetKind() string {
@@ -3424,7 +3548,7 @@ type Node struct {
 
 func (x *Node) Reset() {
 	*x = Node{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[48]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3436,7 +3560,7 @@ func (x *Node) String() string {
 func (*Node) ProtoMessage() {}
 
 func (x *Node) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[48]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3449,7 +3573,7 @@ func (x *Node) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Node.ProtoReflect.Descriptor instead.
 func (*Node) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{48}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *Node) GetApiVersion() string {
@@ -3500,7 +3624,7 @@ type NodeSpec struct {
 
 func (x *NodeSpec) Reset() {
 	*x = NodeSpec{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[49]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3512,7 +3636,7 @@ func (x *NodeSpec) String() string {
 func (*NodeSpec) ProtoMessage() {}
 
 func (x *NodeSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[49]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3525,7 +3649,7 @@ func (x *NodeSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeSpec.ProtoReflect.Descriptor instead.
 func (*NodeSpec) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{49}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *NodeSpec) GetPodCidr() string {
@@ -3576,7 +3700,7 @@ type Taint struct {
 
 func (x *Taint) Reset() {
 	*x = Taint{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[50]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3588,7 +3712,7 @@ func (x *Taint) String() string {
 func (*Taint) ProtoMessage() {}
 
 func (x *Taint) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[50]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3601,7 +3725,7 @@ func (x *Taint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Taint.ProtoReflect.Descriptor instead.
 func (*Taint) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{50}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *Taint) GetKey() string {
@@ -3650,7 +3774,7 @@ type NodeStatus struct {
 
 func (x *NodeStatus) Reset() {
 	*x = NodeStatus{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[51]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3662,7 +3786,7 @@ func (x *NodeStatus) String() string {
 func (*NodeStatus) ProtoMessage() {}
 
 func (x *NodeStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[51]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3675,7 +3799,7 @@ func (x *NodeStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeStatus.ProtoReflect.Descriptor instead.
 func (*NodeStatus) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{51}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *NodeStatus) GetCapacity() map[string]string {
@@ -3743,7 +3867,7 @@ type NodeDaemonEndpoints struct {
 
 func (x *NodeDaemonEndpoints) Reset() {
 	*x = NodeDaemonEndpoints{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[52]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3755,7 +3879,7 @@ func (x *NodeDaemonEndpoints) String() string {
 func (*NodeDaemonEndpoints) ProtoMessage() {}
 
 func (x *NodeDaemonEndpoints) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[52]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3768,7 +3892,7 @@ func (x *NodeDaemonEndpoints) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeDaemonEndpoints.ProtoReflect.Descriptor instead.
 func (*NodeDaemonEndpoints) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{52}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *NodeDaemonEndpoints) GetKubeletEndpoint() *DaemonEndpoint {
@@ -3787,7 +3911,7 @@ type DaemonEndpoint struct {
 
 func (x *DaemonEndpoint) Reset() {
 	*x = DaemonEndpoint{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[53]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3799,7 +3923,7 @@ func (x *DaemonEndpoint) String() string {
 func (*DaemonEndpoint) ProtoMessage() {}
 
 func (x *DaemonEndpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[53]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3812,7 +3936,7 @@ func (x *DaemonEndpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DaemonEndpoint.ProtoReflect.Descriptor instead.
 func (*DaemonEndpoint) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{53}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *DaemonEndpoint) GetPort() int32 {
@@ -3846,7 +3970,7 @@ type PodLogOptions struct {
 
 func (x *PodLogOptions) Reset() {
 	*x = PodLogOptions{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[54]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3858,7 +3982,7 @@ func (x *PodLogOptions) String() string {
 func (*PodLogOptions) ProtoMessage() {}
 
 func (x *PodLogOptions) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[54]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3871,7 +3995,7 @@ func (x *PodLogOptions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodLogOptions.ProtoReflect.Descriptor instead.
 func (*PodLogOptions) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{54}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *PodLogOptions) GetNamespace() string {
@@ -3940,7 +4064,7 @@ type LogChunk struct {
 
 func (x *LogChunk) Reset() {
 	*x = LogChunk{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[55]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3952,7 +4076,7 @@ func (x *LogChunk) String() string {
 func (*LogChunk) ProtoMessage() {}
 
 func (x *LogChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[55]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3965,7 +4089,7 @@ func (x *LogChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogChunk.ProtoReflect.Descriptor instead.
 func (*LogChunk) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{55}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *LogChunk) GetData() []byte {
@@ -3990,7 +4114,7 @@ type NodeCondition struct {
 
 func (x *NodeCondition) Reset() {
 	*x = NodeCondition{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[56]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4002,7 +4126,7 @@ func (x *NodeCondition) String() string {
 func (*NodeCondition) ProtoMessage() {}
 
 func (x *NodeCondition) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[56]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4015,7 +4139,7 @@ func (x *NodeCondition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeCondition.ProtoReflect.Descriptor instead.
 func (*NodeCondition) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{56}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *NodeCondition) GetType() string {
@@ -4071,7 +4195,7 @@ type NodeAddress struct {
 
 func (x *NodeAddress) Reset() {
 	*x = NodeAddress{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[57]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4083,7 +4207,7 @@ func (x *NodeAddress) String() string {
 func (*NodeAddress) ProtoMessage() {}
 
 func (x *NodeAddress) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[57]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4096,7 +4220,7 @@ func (x *NodeAddress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeAddress.ProtoReflect.Descriptor instead.
 func (*NodeAddress) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{57}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *NodeAddress) GetType() string {
@@ -4130,7 +4254,7 @@ type NodeSystemInfo struct {
 
 func (x *NodeSystemInfo) Reset() {
 	*x = NodeSystemInfo{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[58]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4142,7 +4266,7 @@ func (x *NodeSystemInfo) String() string {
 func (*NodeSystemInfo) ProtoMessage() {}
 
 func (x *NodeSystemInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[58]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4155,7 +4279,7 @@ func (x *NodeSystemInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeSystemInfo.ProtoReflect.Descriptor instead.
 func (*NodeSystemInfo) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{58}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *NodeSystemInfo) GetMachineId() string {
@@ -4231,7 +4355,7 @@ type ContainerImage struct {
 
 func (x *ContainerImage) Reset() {
 	*x = ContainerImage{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[59]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4243,7 +4367,7 @@ func (x *ContainerImage) String() string {
 func (*ContainerImage) ProtoMessage() {}
 
 func (x *ContainerImage) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[59]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4256,7 +4380,7 @@ func (x *ContainerImage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerImage.ProtoReflect.Descriptor instead.
 func (*ContainerImage) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{59}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *ContainerImage) GetNames() []string {
@@ -4297,7 +4421,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[60]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4309,7 +4433,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[60]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4322,7 +4446,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{60}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *Event) GetApiVersion() string {
@@ -4440,7 +4564,7 @@ type EventSource struct {
 
 func (x *EventSource) Reset() {
 	*x = EventSource{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[61]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4452,7 +4576,7 @@ func (x *EventSource) String() string {
 func (*EventSource) ProtoMessage() {}
 
 func (x *EventSource) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[61]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4465,7 +4589,7 @@ func (x *EventSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventSource.ProtoReflect.Descriptor instead.
 func (*EventSource) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{61}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *EventSource) GetComponent() string {
@@ -4496,7 +4620,7 @@ type ConfigMap struct {
 
 func (x *ConfigMap) Reset() {
 	*x = ConfigMap{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[62]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4508,7 +4632,7 @@ func (x *ConfigMap) String() string {
 func (*ConfigMap) ProtoMessage() {}
 
 func (x *ConfigMap) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[62]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4521,7 +4645,7 @@ func (x *ConfigMap) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMap.ProtoReflect.Descriptor instead.
 func (*ConfigMap) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{62}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *ConfigMap) GetApiVersion() string {
@@ -4580,7 +4704,7 @@ type ServiceAccount struct {
 
 func (x *ServiceAccount) Reset() {
 	*x = ServiceAccount{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[63]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4592,7 +4716,7 @@ func (x *ServiceAccount) String() string {
 func (*ServiceAccount) ProtoMessage() {}
 
 func (x *ServiceAccount) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[63]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4605,7 +4729,7 @@ func (x *ServiceAccount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceAccount.ProtoReflect.Descriptor instead.
 func (*ServiceAccount) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{63}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *ServiceAccount) GetApiVersion() string {
@@ -4650,7 +4774,7 @@ type LimitRange struct {
 
 func (x *LimitRange) Reset() {
 	*x = LimitRange{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[64]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4662,7 +4786,7 @@ func (x *LimitRange) String() string {
 func (*LimitRange) ProtoMessage() {}
 
 func (x *LimitRange) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[64]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4675,7 +4799,7 @@ func (x *LimitRange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LimitRange.ProtoReflect.Descriptor instead.
 func (*LimitRange) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{64}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *LimitRange) GetApiVersion() string {
@@ -4715,7 +4839,7 @@ type LimitRangeSpec struct {
 
 func (x *LimitRangeSpec) Reset() {
 	*x = LimitRangeSpec{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[65]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4727,7 +4851,7 @@ func (x *LimitRangeSpec) String() string {
 func (*LimitRangeSpec) ProtoMessage() {}
 
 func (x *LimitRangeSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[65]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4740,7 +4864,7 @@ func (x *LimitRangeSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LimitRangeSpec.ProtoReflect.Descriptor instead.
 func (*LimitRangeSpec) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{65}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *LimitRangeSpec) GetLimits() []*LimitRangeItem {
@@ -4767,7 +4891,7 @@ type LimitRangeItem struct {
 
 func (x *LimitRangeItem) Reset() {
 	*x = LimitRangeItem{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[66]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4779,7 +4903,7 @@ func (x *LimitRangeItem) String() string {
 func (*LimitRangeItem) ProtoMessage() {}
 
 func (x *LimitRangeItem) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[66]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4792,7 +4916,7 @@ func (x *LimitRangeItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LimitRangeItem.ProtoReflect.Descriptor instead.
 func (*LimitRangeItem) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{66}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *LimitRangeItem) GetType() string {
@@ -4853,7 +4977,7 @@ type ResourceQuota struct {
 
 func (x *ResourceQuota) Reset() {
 	*x = ResourceQuota{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[67]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4865,7 +4989,7 @@ func (x *ResourceQuota) String() string {
 func (*ResourceQuota) ProtoMessage() {}
 
 func (x *ResourceQuota) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[67]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4878,7 +5002,7 @@ func (x *ResourceQuota) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceQuota.ProtoReflect.Descriptor instead.
 func (*ResourceQuota) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{67}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *ResourceQuota) GetApiVersion() string {
@@ -4925,7 +5049,7 @@ type ResourceQuotaSpec struct {
 
 func (x *ResourceQuotaSpec) Reset() {
 	*x = ResourceQuotaSpec{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[68]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4937,7 +5061,7 @@ func (x *ResourceQuotaSpec) String() string {
 func (*ResourceQuotaSpec) ProtoMessage() {}
 
 func (x *ResourceQuotaSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[68]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4950,7 +5074,7 @@ func (x *ResourceQuotaSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceQuotaSpec.ProtoReflect.Descriptor instead.
 func (*ResourceQuotaSpec) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{68}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *ResourceQuotaSpec) GetHard() map[string]string {
@@ -4970,7 +5094,7 @@ type ResourceQuotaStatus struct {
 
 func (x *ResourceQuotaStatus) Reset() {
 	*x = ResourceQuotaStatus{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[69]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4982,7 +5106,7 @@ func (x *ResourceQuotaStatus) String() string {
 func (*ResourceQuotaStatus) ProtoMessage() {}
 
 func (x *ResourceQuotaStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[69]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4995,7 +5119,7 @@ func (x *ResourceQuotaStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceQuotaStatus.ProtoReflect.Descriptor instead.
 func (*ResourceQuotaStatus) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{69}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *ResourceQuotaStatus) GetHard() map[string]string {
@@ -5029,7 +5153,7 @@ type Service struct {
 
 func (x *Service) Reset() {
 	*x = Service{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[70]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5041,7 +5165,7 @@ func (x *Service) String() string {
 func (*Service) ProtoMessage() {}
 
 func (x *Service) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[70]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5054,7 +5178,7 @@ func (x *Service) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Service.ProtoReflect.Descriptor instead.
 func (*Service) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{70}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *Service) GetApiVersion() string {
@@ -5129,7 +5253,7 @@ type ServiceSpec struct {
 
 func (x *ServiceSpec) Reset() {
 	*x = ServiceSpec{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[71]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5141,7 +5265,7 @@ func (x *ServiceSpec) String() string {
 func (*ServiceSpec) ProtoMessage() {}
 
 func (x *ServiceSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[71]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5154,7 +5278,7 @@ func (x *ServiceSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceSpec.ProtoReflect.Descriptor instead.
 func (*ServiceSpec) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{71}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *ServiceSpec) GetPorts() []*ServicePort {
@@ -5317,7 +5441,7 @@ type ServicePort struct {
 
 func (x *ServicePort) Reset() {
 	*x = ServicePort{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[72]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5329,7 +5453,7 @@ func (x *ServicePort) String() string {
 func (*ServicePort) ProtoMessage() {}
 
 func (x *ServicePort) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[72]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5342,7 +5466,7 @@ func (x *ServicePort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServicePort.ProtoReflect.Descriptor instead.
 func (*ServicePort) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{72}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *ServicePort) GetName() string {
@@ -5396,7 +5520,7 @@ type SessionAffinityConfig struct {
 
 func (x *SessionAffinityConfig) Reset() {
 	*x = SessionAffinityConfig{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[73]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5408,7 +5532,7 @@ func (x *SessionAffinityConfig) String() string {
 func (*SessionAffinityConfig) ProtoMessage() {}
 
 func (x *SessionAffinityConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[73]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5421,7 +5545,7 @@ func (x *SessionAffinityConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionAffinityConfig.ProtoReflect.Descriptor instead.
 func (*SessionAffinityConfig) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{73}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *SessionAffinityConfig) GetClientIp() *ClientIPConfig {
@@ -5441,7 +5565,7 @@ type ClientIPConfig struct {
 
 func (x *ClientIPConfig) Reset() {
 	*x = ClientIPConfig{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[74]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5453,7 +5577,7 @@ func (x *ClientIPConfig) String() string {
 func (*ClientIPConfig) ProtoMessage() {}
 
 func (x *ClientIPConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[74]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5466,7 +5590,7 @@ func (x *ClientIPConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClientIPConfig.ProtoReflect.Descriptor instead.
 func (*ClientIPConfig) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{74}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *ClientIPConfig) GetTimeoutSeconds() int32 {
@@ -5486,7 +5610,7 @@ type ServiceStatus struct {
 
 func (x *ServiceStatus) Reset() {
 	*x = ServiceStatus{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[75]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5498,7 +5622,7 @@ func (x *ServiceStatus) String() string {
 func (*ServiceStatus) ProtoMessage() {}
 
 func (x *ServiceStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[75]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5511,7 +5635,7 @@ func (x *ServiceStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceStatus.ProtoReflect.Descriptor instead.
 func (*ServiceStatus) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{75}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *ServiceStatus) GetLoadBalancer() *LoadBalancerStatus {
@@ -5537,7 +5661,7 @@ type LoadBalancerStatus struct {
 
 func (x *LoadBalancerStatus) Reset() {
 	*x = LoadBalancerStatus{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[76]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5549,7 +5673,7 @@ func (x *LoadBalancerStatus) String() string {
 func (*LoadBalancerStatus) ProtoMessage() {}
 
 func (x *LoadBalancerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[76]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5562,7 +5686,7 @@ func (x *LoadBalancerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadBalancerStatus.ProtoReflect.Descriptor instead.
 func (*LoadBalancerStatus) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{76}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *LoadBalancerStatus) GetIngress() []*LoadBalancerIngress {
@@ -5584,7 +5708,7 @@ type LoadBalancerIngress struct {
 
 func (x *LoadBalancerIngress) Reset() {
 	*x = LoadBalancerIngress{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[77]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5596,7 +5720,7 @@ func (x *LoadBalancerIngress) String() string {
 func (*LoadBalancerIngress) ProtoMessage() {}
 
 func (x *LoadBalancerIngress) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[77]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5609,7 +5733,7 @@ func (x *LoadBalancerIngress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadBalancerIngress.ProtoReflect.Descriptor instead.
 func (*LoadBalancerIngress) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{77}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *LoadBalancerIngress) GetIp() string {
@@ -5651,7 +5775,7 @@ type PortStatus struct {
 
 func (x *PortStatus) Reset() {
 	*x = PortStatus{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[78]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5663,7 +5787,7 @@ func (x *PortStatus) String() string {
 func (*PortStatus) ProtoMessage() {}
 
 func (x *PortStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[78]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5676,7 +5800,7 @@ func (x *PortStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PortStatus.ProtoReflect.Descriptor instead.
 func (*PortStatus) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{78}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *PortStatus) GetPort() int32 {
@@ -5730,7 +5854,7 @@ const file_skiff_core_v1_types_proto_rawDesc = "" +
 	"\x06status\x18\x05 \x01(\v2\x18.skiff.core.v1.PodStatusR\x06status\"t\n" +
 	"\x0fPodTemplateSpec\x125\n" +
 	"\bmetadata\x18\x01 \x01(\v2\x19.skiff.meta.v1.ObjectMetaR\bmetadata\x12*\n" +
-	"\x04spec\x18\x02 \x01(\v2\x16.skiff.core.v1.PodSpecR\x04spec\"\xc6\v\n" +
+	"\x04spec\x18\x02 \x01(\v2\x16.skiff.core.v1.PodSpecR\x04spec\"\x82\f\n" +
 	"\aPodSpec\x12/\n" +
 	"\avolumes\x18\x01 \x03(\v2\x15.skiff.core.v1.VolumeR\avolumes\x12A\n" +
 	"\x0finit_containers\x18\x02 \x03(\v2\x18.skiff.core.v1.ContainerR\x0einitContainers\x128\n" +
@@ -5758,7 +5882,9 @@ const file_skiff_core_v1_types_proto_rawDesc = "" +
 	"\x10security_context\x18\x14 \x01(\v2!.skiff.core.v1.PodSecurityContextR\x0fsecurityContext\x12Q\n" +
 	"\x12image_pull_secrets\x18\x15 \x03(\v2#.skiff.core.v1.LocalObjectReferenceR\x10imagePullSecrets\x12J\n" +
 	"\x1fautomount_service_account_token\x18\x16 \x01(\bH\x03R\x1cautomountServiceAccountToken\x88\x01\x01\x125\n" +
-	"\x14enable_service_links\x18\x17 \x01(\bH\x04R\x12enableServiceLinks\x88\x01\x01\x1a?\n" +
+	"\x14enable_service_links\x18\x17 \x01(\bH\x04R\x12enableServiceLinks\x88\x01\x01\x12:\n" +
+	"\n" +
+	"dns_config\x18\x18 \x01(\v2\x1b.skiff.core.v1.PodDNSConfigR\tdnsConfig\x1a?\n" +
 	"\x11NodeSelectorEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B#\n" +
@@ -5766,7 +5892,15 @@ const file_skiff_core_v1_types_proto_rawDesc = "" +
 	"\x18_active_deadline_secondsB\v\n" +
 	"\t_priorityB\"\n" +
 	" _automount_service_account_tokenB\x17\n" +
-	"\x15_enable_service_links\"*\n" +
+	"\x15_enable_service_links\"\x89\x01\n" +
+	"\fPodDNSConfig\x12 \n" +
+	"\vnameservers\x18\x01 \x03(\tR\vnameservers\x12\x1a\n" +
+	"\bsearches\x18\x02 \x03(\tR\bsearches\x12;\n" +
+	"\aoptions\x18\x03 \x03(\v2!.skiff.core.v1.PodDNSConfigOptionR\aoptions\"M\n" +
+	"\x12PodDNSConfigOption\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x19\n" +
+	"\x05value\x18\x02 \x01(\tH\x00R\x05value\x88\x01\x01B\b\n" +
+	"\x06_value\"*\n" +
 	"\x14LocalObjectReference\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"\xee\x01\n" +
 	"\x12PodSecurityContext\x12#\n" +
@@ -6302,7 +6436,7 @@ func file_skiff_core_v1_types_proto_rawDescGZIP() []byte {
 	return file_skiff_core_v1_types_proto_rawDescData
 }
 
-var file_skiff_core_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 95)
+var file_skiff_core_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 97)
 var file_skiff_core_v1_types_proto_goTypes = []any{
 	(*Namespace)(nil),                // 0: skiff.core.v1.Namespace
 	(*NamespaceSpec)(nil),            // 1: skiff.core.v1.NamespaceSpec
@@ -6310,227 +6444,231 @@ var file_skiff_core_v1_types_proto_goTypes = []any{
 	(*Pod)(nil),                      // 3: skiff.core.v1.Pod
 	(*PodTemplateSpec)(nil),          // 4: skiff.core.v1.PodTemplateSpec
 	(*PodSpec)(nil),                  // 5: skiff.core.v1.PodSpec
-	(*LocalObjectReference)(nil),     // 6: skiff.core.v1.LocalObjectReference
-	(*PodSecurityContext)(nil),       // 7: skiff.core.v1.PodSecurityContext
-	(*SecurityContext)(nil),          // 8: skiff.core.v1.SecurityContext
-	(*Container)(nil),                // 9: skiff.core.v1.Container
-	(*ContainerPort)(nil),            // 10: skiff.core.v1.ContainerPort
-	(*EnvVar)(nil),                   // 11: skiff.core.v1.EnvVar
-	(*EnvVarSource)(nil),             // 12: skiff.core.v1.EnvVarSource
-	(*ObjectFieldSelector)(nil),      // 13: skiff.core.v1.ObjectFieldSelector
-	(*ResourceFieldSelector)(nil),    // 14: skiff.core.v1.ResourceFieldSelector
-	(*ConfigMapKeySelector)(nil),     // 15: skiff.core.v1.ConfigMapKeySelector
-	(*EnvFromSource)(nil),            // 16: skiff.core.v1.EnvFromSource
-	(*ConfigMapEnvSource)(nil),       // 17: skiff.core.v1.ConfigMapEnvSource
-	(*ResourceRequirements)(nil),     // 18: skiff.core.v1.ResourceRequirements
-	(*VolumeMount)(nil),              // 19: skiff.core.v1.VolumeMount
-	(*Volume)(nil),                   // 20: skiff.core.v1.Volume
-	(*EmptyDirVolumeSource)(nil),     // 21: skiff.core.v1.EmptyDirVolumeSource
-	(*HostPathVolumeSource)(nil),     // 22: skiff.core.v1.HostPathVolumeSource
-	(*ConfigMapVolumeSource)(nil),    // 23: skiff.core.v1.ConfigMapVolumeSource
-	(*KeyToPath)(nil),                // 24: skiff.core.v1.KeyToPath
-	(*Probe)(nil),                    // 25: skiff.core.v1.Probe
-	(*ExecAction)(nil),               // 26: skiff.core.v1.ExecAction
-	(*HTTPGetAction)(nil),            // 27: skiff.core.v1.HTTPGetAction
-	(*HTTPHeader)(nil),               // 28: skiff.core.v1.HTTPHeader
-	(*TCPSocketAction)(nil),          // 29: skiff.core.v1.TCPSocketAction
-	(*Affinity)(nil),                 // 30: skiff.core.v1.Affinity
-	(*NodeAffinity)(nil),             // 31: skiff.core.v1.NodeAffinity
-	(*NodeSelector)(nil),             // 32: skiff.core.v1.NodeSelector
-	(*NodeSelectorTerm)(nil),         // 33: skiff.core.v1.NodeSelectorTerm
-	(*NodeSelectorRequirement)(nil),  // 34: skiff.core.v1.NodeSelectorRequirement
-	(*PreferredSchedulingTerm)(nil),  // 35: skiff.core.v1.PreferredSchedulingTerm
-	(*Toleration)(nil),               // 36: skiff.core.v1.Toleration
-	(*TopologySpreadConstraint)(nil), // 37: skiff.core.v1.TopologySpreadConstraint
-	(*PodStatus)(nil),                // 38: skiff.core.v1.PodStatus
-	(*PodIP)(nil),                    // 39: skiff.core.v1.PodIP
-	(*PodCondition)(nil),             // 40: skiff.core.v1.PodCondition
-	(*ContainerStatus)(nil),          // 41: skiff.core.v1.ContainerStatus
-	(*ContainerState)(nil),           // 42: skiff.core.v1.ContainerState
-	(*ContainerStateWaiting)(nil),    // 43: skiff.core.v1.ContainerStateWaiting
-	(*ContainerStateRunning)(nil),    // 44: skiff.core.v1.ContainerStateRunning
-	(*ContainerStateTerminated)(nil), // 45: skiff.core.v1.ContainerStateTerminated
-	(*Binding)(nil),                  // 46: skiff.core.v1.Binding
-	(*ObjectReference)(nil),          // 47: skiff.core.v1.ObjectReference
-	(*Node)(nil),                     // 48: skiff.core.v1.Node
-	(*NodeSpec)(nil),                 // 49: skiff.core.v1.NodeSpec
-	(*Taint)(nil),                    // 50: skiff.core.v1.Taint
-	(*NodeStatus)(nil),               // 51: skiff.core.v1.NodeStatus
-	(*NodeDaemonEndpoints)(nil),      // 52: skiff.core.v1.NodeDaemonEndpoints
-	(*DaemonEndpoint)(nil),           // 53: skiff.core.v1.DaemonEndpoint
-	(*PodLogOptions)(nil),            // 54: skiff.core.v1.PodLogOptions
-	(*LogChunk)(nil),                 // 55: skiff.core.v1.LogChunk
-	(*NodeCondition)(nil),            // 56: skiff.core.v1.NodeCondition
-	(*NodeAddress)(nil),              // 57: skiff.core.v1.NodeAddress
-	(*NodeSystemInfo)(nil),           // 58: skiff.core.v1.NodeSystemInfo
-	(*ContainerImage)(nil),           // 59: skiff.core.v1.ContainerImage
-	(*Event)(nil),                    // 60: skiff.core.v1.Event
-	(*EventSource)(nil),              // 61: skiff.core.v1.EventSource
-	(*ConfigMap)(nil),                // 62: skiff.core.v1.ConfigMap
-	(*ServiceAccount)(nil),           // 63: skiff.core.v1.ServiceAccount
-	(*LimitRange)(nil),               // 64: skiff.core.v1.LimitRange
-	(*LimitRangeSpec)(nil),           // 65: skiff.core.v1.LimitRangeSpec
-	(*LimitRangeItem)(nil),           // 66: skiff.core.v1.LimitRangeItem
-	(*ResourceQuota)(nil),            // 67: skiff.core.v1.ResourceQuota
-	(*ResourceQuotaSpec)(nil),        // 68: skiff.core.v1.ResourceQuotaSpec
-	(*ResourceQuotaStatus)(nil),      // 69: skiff.core.v1.ResourceQuotaStatus
-	(*Service)(nil),                  // 70: skiff.core.v1.Service
-	(*ServiceSpec)(nil),              // 71: skiff.core.v1.ServiceSpec
-	(*ServicePort)(nil),              // 72: skiff.core.v1.ServicePort
-	(*SessionAffinityConfig)(nil),    // 73: skiff.core.v1.SessionAffinityConfig
-	(*ClientIPConfig)(nil),           // 74: skiff.core.v1.ClientIPConfig
-	(*ServiceStatus)(nil),            // 75: skiff.core.v1.ServiceStatus
-	(*LoadBalancerStatus)(nil),       // 76: skiff.core.v1.LoadBalancerStatus
-	(*LoadBalancerIngress)(nil),      // 77: skiff.core.v1.LoadBalancerIngress
-	(*PortStatus)(nil),               // 78: skiff.core.v1.PortStatus
-	nil,                              // 79: skiff.core.v1.PodSpec.NodeSelectorEntry
-	nil,                              // 80: skiff.core.v1.ResourceRequirements.LimitsEntry
-	nil,                              // 81: skiff.core.v1.ResourceRequirements.RequestsEntry
-	nil,                              // 82: skiff.core.v1.NodeStatus.CapacityEntry
-	nil,                              // 83: skiff.core.v1.NodeStatus.AllocatableEntry
-	nil,                              // 84: skiff.core.v1.ConfigMap.DataEntry
-	nil,                              // 85: skiff.core.v1.ConfigMap.BinaryDataEntry
-	nil,                              // 86: skiff.core.v1.LimitRangeItem.MaxEntry
-	nil,                              // 87: skiff.core.v1.LimitRangeItem.MinEntry
-	nil,                              // 88: skiff.core.v1.LimitRangeItem.DefaultEntry
-	nil,                              // 89: skiff.core.v1.LimitRangeItem.DefaultRequestEntry
-	nil,                              // 90: skiff.core.v1.LimitRangeItem.MaxLimitRequestRatioEntry
-	nil,                              // 91: skiff.core.v1.ResourceQuotaSpec.HardEntry
-	nil,                              // 92: skiff.core.v1.ResourceQuotaStatus.HardEntry
-	nil,                              // 93: skiff.core.v1.ResourceQuotaStatus.UsedEntry
-	nil,                              // 94: skiff.core.v1.ServiceSpec.SelectorEntry
-	(*v1.ObjectMeta)(nil),            // 95: skiff.meta.v1.ObjectMeta
-	(*v1.Condition)(nil),             // 96: skiff.meta.v1.Condition
-	(*v1.IntOrString)(nil),           // 97: skiff.meta.v1.IntOrString
-	(*v1.LabelSelector)(nil),         // 98: skiff.meta.v1.LabelSelector
-	(*timestamppb.Timestamp)(nil),    // 99: google.protobuf.Timestamp
+	(*PodDNSConfig)(nil),             // 6: skiff.core.v1.PodDNSConfig
+	(*PodDNSConfigOption)(nil),       // 7: skiff.core.v1.PodDNSConfigOption
+	(*LocalObjectReference)(nil),     // 8: skiff.core.v1.LocalObjectReference
+	(*PodSecurityContext)(nil),       // 9: skiff.core.v1.PodSecurityContext
+	(*SecurityContext)(nil),          // 10: skiff.core.v1.SecurityContext
+	(*Container)(nil),                // 11: skiff.core.v1.Container
+	(*ContainerPort)(nil),            // 12: skiff.core.v1.ContainerPort
+	(*EnvVar)(nil),                   // 13: skiff.core.v1.EnvVar
+	(*EnvVarSource)(nil),             // 14: skiff.core.v1.EnvVarSource
+	(*ObjectFieldSelector)(nil),      // 15: skiff.core.v1.ObjectFieldSelector
+	(*ResourceFieldSelector)(nil),    // 16: skiff.core.v1.ResourceFieldSelector
+	(*ConfigMapKeySelector)(nil),     // 17: skiff.core.v1.ConfigMapKeySelector
+	(*EnvFromSource)(nil),            // 18: skiff.core.v1.EnvFromSource
+	(*ConfigMapEnvSource)(nil),       // 19: skiff.core.v1.ConfigMapEnvSource
+	(*ResourceRequirements)(nil),     // 20: skiff.core.v1.ResourceRequirements
+	(*VolumeMount)(nil),              // 21: skiff.core.v1.VolumeMount
+	(*Volume)(nil),                   // 22: skiff.core.v1.Volume
+	(*EmptyDirVolumeSource)(nil),     // 23: skiff.core.v1.EmptyDirVolumeSource
+	(*HostPathVolumeSource)(nil),     // 24: skiff.core.v1.HostPathVolumeSource
+	(*ConfigMapVolumeSource)(nil),    // 25: skiff.core.v1.ConfigMapVolumeSource
+	(*KeyToPath)(nil),                // 26: skiff.core.v1.KeyToPath
+	(*Probe)(nil),                    // 27: skiff.core.v1.Probe
+	(*ExecAction)(nil),               // 28: skiff.core.v1.ExecAction
+	(*HTTPGetAction)(nil),            // 29: skiff.core.v1.HTTPGetAction
+	(*HTTPHeader)(nil),               // 30: skiff.core.v1.HTTPHeader
+	(*TCPSocketAction)(nil),          // 31: skiff.core.v1.TCPSocketAction
+	(*Affinity)(nil),                 // 32: skiff.core.v1.Affinity
+	(*NodeAffinity)(nil),             // 33: skiff.core.v1.NodeAffinity
+	(*NodeSelector)(nil),             // 34: skiff.core.v1.NodeSelector
+	(*NodeSelectorTerm)(nil),         // 35: skiff.core.v1.NodeSelectorTerm
+	(*NodeSelectorRequirement)(nil),  // 36: skiff.core.v1.NodeSelectorRequirement
+	(*PreferredSchedulingTerm)(nil),  // 37: skiff.core.v1.PreferredSchedulingTerm
+	(*Toleration)(nil),               // 38: skiff.core.v1.Toleration
+	(*TopologySpreadConstraint)(nil), // 39: skiff.core.v1.TopologySpreadConstraint
+	(*PodStatus)(nil),                // 40: skiff.core.v1.PodStatus
+	(*PodIP)(nil),                    // 41: skiff.core.v1.PodIP
+	(*PodCondition)(nil),             // 42: skiff.core.v1.PodCondition
+	(*ContainerStatus)(nil),          // 43: skiff.core.v1.ContainerStatus
+	(*ContainerState)(nil),           // 44: skiff.core.v1.ContainerState
+	(*ContainerStateWaiting)(nil),    // 45: skiff.core.v1.ContainerStateWaiting
+	(*ContainerStateRunning)(nil),    // 46: skiff.core.v1.ContainerStateRunning
+	(*ContainerStateTerminated)(nil), // 47: skiff.core.v1.ContainerStateTerminated
+	(*Binding)(nil),                  // 48: skiff.core.v1.Binding
+	(*ObjectReference)(nil),          // 49: skiff.core.v1.ObjectReference
+	(*Node)(nil),                     // 50: skiff.core.v1.Node
+	(*NodeSpec)(nil),                 // 51: skiff.core.v1.NodeSpec
+	(*Taint)(nil),                    // 52: skiff.core.v1.Taint
+	(*NodeStatus)(nil),               // 53: skiff.core.v1.NodeStatus
+	(*NodeDaemonEndpoints)(nil),      // 54: skiff.core.v1.NodeDaemonEndpoints
+	(*DaemonEndpoint)(nil),           // 55: skiff.core.v1.DaemonEndpoint
+	(*PodLogOptions)(nil),            // 56: skiff.core.v1.PodLogOptions
+	(*LogChunk)(nil),                 // 57: skiff.core.v1.LogChunk
+	(*NodeCondition)(nil),            // 58: skiff.core.v1.NodeCondition
+	(*NodeAddress)(nil),              // 59: skiff.core.v1.NodeAddress
+	(*NodeSystemInfo)(nil),           // 60: skiff.core.v1.NodeSystemInfo
+	(*ContainerImage)(nil),           // 61: skiff.core.v1.ContainerImage
+	(*Event)(nil),                    // 62: skiff.core.v1.Event
+	(*EventSource)(nil),              // 63: skiff.core.v1.EventSource
+	(*ConfigMap)(nil),                // 64: skiff.core.v1.ConfigMap
+	(*ServiceAccount)(nil),           // 65: skiff.core.v1.ServiceAccount
+	(*LimitRange)(nil),               // 66: skiff.core.v1.LimitRange
+	(*LimitRangeSpec)(nil),           // 67: skiff.core.v1.LimitRangeSpec
+	(*LimitRangeItem)(nil),           // 68: skiff.core.v1.LimitRangeItem
+	(*ResourceQuota)(nil),            // 69: skiff.core.v1.ResourceQuota
+	(*ResourceQuotaSpec)(nil),        // 70: skiff.core.v1.ResourceQuotaSpec
+	(*ResourceQuotaStatus)(nil),      // 71: skiff.core.v1.ResourceQuotaStatus
+	(*Service)(nil),                  // 72: skiff.core.v1.Service
+	(*ServiceSpec)(nil),              // 73: skiff.core.v1.ServiceSpec
+	(*ServicePort)(nil),              // 74: skiff.core.v1.ServicePort
+	(*SessionAffinityConfig)(nil),    // 75: skiff.core.v1.SessionAffinityConfig
+	(*ClientIPConfig)(nil),           // 76: skiff.core.v1.ClientIPConfig
+	(*ServiceStatus)(nil),            // 77: skiff.core.v1.ServiceStatus
+	(*LoadBalancerStatus)(nil),       // 78: skiff.core.v1.LoadBalancerStatus
+	(*LoadBalancerIngress)(nil),      // 79: skiff.core.v1.LoadBalancerIngress
+	(*PortStatus)(nil),               // 80: skiff.core.v1.PortStatus
+	nil,                              // 81: skiff.core.v1.PodSpec.NodeSelectorEntry
+	nil,                              // 82: skiff.core.v1.ResourceRequirements.LimitsEntry
+	nil,                              // 83: skiff.core.v1.ResourceRequirements.RequestsEntry
+	nil,                              // 84: skiff.core.v1.NodeStatus.CapacityEntry
+	nil,                              // 85: skiff.core.v1.NodeStatus.AllocatableEntry
+	nil,                              // 86: skiff.core.v1.ConfigMap.DataEntry
+	nil,                              // 87: skiff.core.v1.ConfigMap.BinaryDataEntry
+	nil,                              // 88: skiff.core.v1.LimitRangeItem.MaxEntry
+	nil,                              // 89: skiff.core.v1.LimitRangeItem.MinEntry
+	nil,                              // 90: skiff.core.v1.LimitRangeItem.DefaultEntry
+	nil,                              // 91: skiff.core.v1.LimitRangeItem.DefaultRequestEntry
+	nil,                              // 92: skiff.core.v1.LimitRangeItem.MaxLimitRequestRatioEntry
+	nil,                              // 93: skiff.core.v1.ResourceQuotaSpec.HardEntry
+	nil,                              // 94: skiff.core.v1.ResourceQuotaStatus.HardEntry
+	nil,                              // 95: skiff.core.v1.ResourceQuotaStatus.UsedEntry
+	nil,                              // 96: skiff.core.v1.ServiceSpec.SelectorEntry
+	(*v1.ObjectMeta)(nil),            // 97: skiff.meta.v1.ObjectMeta
+	(*v1.Condition)(nil),             // 98: skiff.meta.v1.Condition
+	(*v1.IntOrString)(nil),           // 99: skiff.meta.v1.IntOrString
+	(*v1.LabelSelector)(nil),         // 100: skiff.meta.v1.LabelSelector
+	(*timestamppb.Timestamp)(nil),    // 101: google.protobuf.Timestamp
 }
 var file_skiff_core_v1_types_proto_depIdxs = []int32{
-	95,  // 0: skiff.core.v1.Namespace.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	97,  // 0: skiff.core.v1.Namespace.metadata:type_name -> skiff.meta.v1.ObjectMeta
 	1,   // 1: skiff.core.v1.Namespace.spec:type_name -> skiff.core.v1.NamespaceSpec
 	2,   // 2: skiff.core.v1.Namespace.status:type_name -> skiff.core.v1.NamespaceStatus
-	96,  // 3: skiff.core.v1.NamespaceStatus.conditions:type_name -> skiff.meta.v1.Condition
-	95,  // 4: skiff.core.v1.Pod.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	98,  // 3: skiff.core.v1.NamespaceStatus.conditions:type_name -> skiff.meta.v1.Condition
+	97,  // 4: skiff.core.v1.Pod.metadata:type_name -> skiff.meta.v1.ObjectMeta
 	5,   // 5: skiff.core.v1.Pod.spec:type_name -> skiff.core.v1.PodSpec
-	38,  // 6: skiff.core.v1.Pod.status:type_name -> skiff.core.v1.PodStatus
-	95,  // 7: skiff.core.v1.PodTemplateSpec.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	40,  // 6: skiff.core.v1.Pod.status:type_name -> skiff.core.v1.PodStatus
+	97,  // 7: skiff.core.v1.PodTemplateSpec.metadata:type_name -> skiff.meta.v1.ObjectMeta
 	5,   // 8: skiff.core.v1.PodTemplateSpec.spec:type_name -> skiff.core.v1.PodSpec
-	20,  // 9: skiff.core.v1.PodSpec.volumes:type_name -> skiff.core.v1.Volume
-	9,   // 10: skiff.core.v1.PodSpec.init_containers:type_name -> skiff.core.v1.Container
-	9,   // 11: skiff.core.v1.PodSpec.containers:type_name -> skiff.core.v1.Container
-	79,  // 12: skiff.core.v1.PodSpec.node_selector:type_name -> skiff.core.v1.PodSpec.NodeSelectorEntry
-	30,  // 13: skiff.core.v1.PodSpec.affinity:type_name -> skiff.core.v1.Affinity
-	36,  // 14: skiff.core.v1.PodSpec.tolerations:type_name -> skiff.core.v1.Toleration
-	37,  // 15: skiff.core.v1.PodSpec.topology_spread_constraints:type_name -> skiff.core.v1.TopologySpreadConstraint
-	7,   // 16: skiff.core.v1.PodSpec.security_context:type_name -> skiff.core.v1.PodSecurityContext
-	6,   // 17: skiff.core.v1.PodSpec.image_pull_secrets:type_name -> skiff.core.v1.LocalObjectReference
-	10,  // 18: skiff.core.v1.Container.ports:type_name -> skiff.core.v1.ContainerPort
-	16,  // 19: skiff.core.v1.Container.env_from:type_name -> skiff.core.v1.EnvFromSource
-	11,  // 20: skiff.core.v1.Container.env:type_name -> skiff.core.v1.EnvVar
-	18,  // 21: skiff.core.v1.Container.resources:type_name -> skiff.core.v1.ResourceRequirements
-	19,  // 22: skiff.core.v1.Container.volume_mounts:type_name -> skiff.core.v1.VolumeMount
-	25,  // 23: skiff.core.v1.Container.liveness_probe:type_name -> skiff.core.v1.Probe
-	25,  // 24: skiff.core.v1.Container.readiness_probe:type_name -> skiff.core.v1.Probe
-	25,  // 25: skiff.core.v1.Container.startup_probe:type_name -> skiff.core.v1.Probe
-	8,   // 26: skiff.core.v1.Container.security_context:type_name -> skiff.core.v1.SecurityContext
-	12,  // 27: skiff.core.v1.EnvVar.value_from:type_name -> skiff.core.v1.EnvVarSource
-	13,  // 28: skiff.core.v1.EnvVarSource.field_ref:type_name -> skiff.core.v1.ObjectFieldSelector
-	15,  // 29: skiff.core.v1.EnvVarSource.config_map_key_ref:type_name -> skiff.core.v1.ConfigMapKeySelector
-	14,  // 30: skiff.core.v1.EnvVarSource.resource_field_ref:type_name -> skiff.core.v1.ResourceFieldSelector
-	17,  // 31: skiff.core.v1.EnvFromSource.config_map_ref:type_name -> skiff.core.v1.ConfigMapEnvSource
-	80,  // 32: skiff.core.v1.ResourceRequirements.limits:type_name -> skiff.core.v1.ResourceRequirements.LimitsEntry
-	81,  // 33: skiff.core.v1.ResourceRequirements.requests:type_name -> skiff.core.v1.ResourceRequirements.RequestsEntry
-	21,  // 34: skiff.core.v1.Volume.empty_dir:type_name -> skiff.core.v1.EmptyDirVolumeSource
-	22,  // 35: skiff.core.v1.Volume.host_path:type_name -> skiff.core.v1.HostPathVolumeSource
-	23,  // 36: skiff.core.v1.Volume.config_map:type_name -> skiff.core.v1.ConfigMapVolumeSource
-	24,  // 37: skiff.core.v1.ConfigMapVolumeSource.items:type_name -> skiff.core.v1.KeyToPath
-	26,  // 38: skiff.core.v1.Probe.exec:type_name -> skiff.core.v1.ExecAction
-	27,  // 39: skiff.core.v1.Probe.http_get:type_name -> skiff.core.v1.HTTPGetAction
-	29,  // 40: skiff.core.v1.Probe.tcp_socket:type_name -> skiff.core.v1.TCPSocketAction
-	97,  // 41: skiff.core.v1.HTTPGetAction.port:type_name -> skiff.meta.v1.IntOrString
-	28,  // 42: skiff.core.v1.HTTPGetAction.http_headers:type_name -> skiff.core.v1.HTTPHeader
-	97,  // 43: skiff.core.v1.TCPSocketAction.port:type_name -> skiff.meta.v1.IntOrString
-	31,  // 44: skiff.core.v1.Affinity.node_affinity:type_name -> skiff.core.v1.NodeAffinity
-	32,  // 45: skiff.core.v1.NodeAffinity.required_during_scheduling_ignored_during_execution:type_name -> skiff.core.v1.NodeSelector
-	35,  // 46: skiff.core.v1.NodeAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> skiff.core.v1.PreferredSchedulingTerm
-	33,  // 47: skiff.core.v1.NodeSelector.node_selector_terms:type_name -> skiff.core.v1.NodeSelectorTerm
-	34,  // 48: skiff.core.v1.NodeSelectorTerm.match_expressions:type_name -> skiff.core.v1.NodeSelectorRequirement
-	34,  // 49: skiff.core.v1.NodeSelectorTerm.match_fields:type_name -> skiff.core.v1.NodeSelectorRequirement
-	33,  // 50: skiff.core.v1.PreferredSchedulingTerm.preference:type_name -> skiff.core.v1.NodeSelectorTerm
-	98,  // 51: skiff.core.v1.TopologySpreadConstraint.label_selector:type_name -> skiff.meta.v1.LabelSelector
-	40,  // 52: skiff.core.v1.PodStatus.conditions:type_name -> skiff.core.v1.PodCondition
-	39,  // 53: skiff.core.v1.PodStatus.pod_ips:type_name -> skiff.core.v1.PodIP
-	99,  // 54: skiff.core.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
-	41,  // 55: skiff.core.v1.PodStatus.init_container_statuses:type_name -> skiff.core.v1.ContainerStatus
-	41,  // 56: skiff.core.v1.PodStatus.container_statuses:type_name -> skiff.core.v1.ContainerStatus
-	99,  // 57: skiff.core.v1.PodCondition.last_probe_time:type_name -> google.protobuf.Timestamp
-	99,  // 58: skiff.core.v1.PodCondition.last_transition_time:type_name -> google.protobuf.Timestamp
-	42,  // 59: skiff.core.v1.ContainerStatus.state:type_name -> skiff.core.v1.ContainerState
-	42,  // 60: skiff.core.v1.ContainerStatus.last_state:type_name -> skiff.core.v1.ContainerState
-	43,  // 61: skiff.core.v1.ContainerState.waiting:type_name -> skiff.core.v1.ContainerStateWaiting
-	44,  // 62: skiff.core.v1.ContainerState.running:type_name -> skiff.core.v1.ContainerStateRunning
-	45,  // 63: skiff.core.v1.ContainerState.terminated:type_name -> skiff.core.v1.ContainerStateTerminated
-	99,  // 64: skiff.core.v1.ContainerStateRunning.started_at:type_name -> google.protobuf.Timestamp
-	99,  // 65: skiff.core.v1.ContainerStateTerminated.started_at:type_name -> google.protobuf.Timestamp
-	99,  // 66: skiff.core.v1.ContainerStateTerminated.finished_at:type_name -> google.protobuf.Timestamp
-	95,  // 67: skiff.core.v1.Binding.metadata:type_name -> skiff.meta.v1.ObjectMeta
-	47,  // 68: skiff.core.v1.Binding.target:type_name -> skiff.core.v1.ObjectReference
-	95,  // 69: skiff.core.v1.Node.metadata:type_name -> skiff.meta.v1.ObjectMeta
-	49,  // 70: skiff.core.v1.Node.spec:type_name -> skiff.core.v1.NodeSpec
-	51,  // 71: skiff.core.v1.Node.status:type_name -> skiff.core.v1.NodeStatus
-	50,  // 72: skiff.core.v1.NodeSpec.taints:type_name -> skiff.core.v1.Taint
-	99,  // 73: skiff.core.v1.Taint.time_added:type_name -> google.protobuf.Timestamp
-	82,  // 74: skiff.core.v1.NodeStatus.capacity:type_name -> skiff.core.v1.NodeStatus.CapacityEntry
-	83,  // 75: skiff.core.v1.NodeStatus.allocatable:type_name -> skiff.core.v1.NodeStatus.AllocatableEntry
-	56,  // 76: skiff.core.v1.NodeStatus.conditions:type_name -> skiff.core.v1.NodeCondition
-	57,  // 77: skiff.core.v1.NodeStatus.addresses:type_name -> skiff.core.v1.NodeAddress
-	58,  // 78: skiff.core.v1.NodeStatus.node_info:type_name -> skiff.core.v1.NodeSystemInfo
-	59,  // 79: skiff.core.v1.NodeStatus.images:type_name -> skiff.core.v1.ContainerImage
-	52,  // 80: skiff.core.v1.NodeStatus.daemon_endpoints:type_name -> skiff.core.v1.NodeDaemonEndpoints
-	53,  // 81: skiff.core.v1.NodeDaemonEndpoints.kubelet_endpoint:type_name -> skiff.core.v1.DaemonEndpoint
-	99,  // 82: skiff.core.v1.NodeCondition.last_heartbeat_time:type_name -> google.protobuf.Timestamp
-	99,  // 83: skiff.core.v1.NodeCondition.last_transition_time:type_name -> google.protobuf.Timestamp
-	95,  // 84: skiff.core.v1.Event.metadata:type_name -> skiff.meta.v1.ObjectMeta
-	47,  // 85: skiff.core.v1.Event.involved_object:type_name -> skiff.core.v1.ObjectReference
-	61,  // 86: skiff.core.v1.Event.source:type_name -> skiff.core.v1.EventSource
-	99,  // 87: skiff.core.v1.Event.first_timestamp:type_name -> google.protobuf.Timestamp
-	99,  // 88: skiff.core.v1.Event.last_timestamp:type_name -> google.protobuf.Timestamp
-	99,  // 89: skiff.core.v1.Event.event_time:type_name -> google.protobuf.Timestamp
-	95,  // 90: skiff.core.v1.ConfigMap.metadata:type_name -> skiff.meta.v1.ObjectMeta
-	84,  // 91: skiff.core.v1.ConfigMap.data:type_name -> skiff.core.v1.ConfigMap.DataEntry
-	85,  // 92: skiff.core.v1.ConfigMap.binary_data:type_name -> skiff.core.v1.ConfigMap.BinaryDataEntry
-	95,  // 93: skiff.core.v1.ServiceAccount.metadata:type_name -> skiff.meta.v1.ObjectMeta
-	95,  // 94: skiff.core.v1.LimitRange.metadata:type_name -> skiff.meta.v1.ObjectMeta
-	65,  // 95: skiff.core.v1.LimitRange.spec:type_name -> skiff.core.v1.LimitRangeSpec
-	66,  // 96: skiff.core.v1.LimitRangeSpec.limits:type_name -> skiff.core.v1.LimitRangeItem
-	86,  // 97: skiff.core.v1.LimitRangeItem.max:type_name -> skiff.core.v1.LimitRangeItem.MaxEntry
-	87,  // 98: skiff.core.v1.LimitRangeItem.min:type_name -> skiff.core.v1.LimitRangeItem.MinEntry
-	88,  // 99: skiff.core.v1.LimitRangeItem.default:type_name -> skiff.core.v1.LimitRangeItem.DefaultEntry
-	89,  // 100: skiff.core.v1.LimitRangeItem.default_request:type_name -> skiff.core.v1.LimitRangeItem.DefaultRequestEntry
-	90,  // 101: skiff.core.v1.LimitRangeItem.max_limit_request_ratio:type_name -> skiff.core.v1.LimitRangeItem.MaxLimitRequestRatioEntry
-	95,  // 102: skiff.core.v1.ResourceQuota.metadata:type_name -> skiff.meta.v1.ObjectMeta
-	68,  // 103: skiff.core.v1.ResourceQuota.spec:type_name -> skiff.core.v1.ResourceQuotaSpec
-	69,  // 104: skiff.core.v1.ResourceQuota.status:type_name -> skiff.core.v1.ResourceQuotaStatus
-	91,  // 105: skiff.core.v1.ResourceQuotaSpec.hard:type_name -> skiff.core.v1.ResourceQuotaSpec.HardEntry
-	92,  // 106: skiff.core.v1.ResourceQuotaStatus.hard:type_name -> skiff.core.v1.ResourceQuotaStatus.HardEntry
-	93,  // 107: skiff.core.v1.ResourceQuotaStatus.used:type_name -> skiff.core.v1.ResourceQuotaStatus.UsedEntry
-	95,  // 108: skiff.core.v1.Service.metadata:type_name -> skiff.meta.v1.ObjectMeta
-	71,  // 109: skiff.core.v1.Service.spec:type_name -> skiff.core.v1.ServiceSpec
-	75,  // 110: skiff.core.v1.Service.status:type_name -> skiff.core.v1.ServiceStatus
-	72,  // 111: skiff.core.v1.ServiceSpec.ports:type_name -> skiff.core.v1.ServicePort
-	94,  // 112: skiff.core.v1.ServiceSpec.selector:type_name -> skiff.core.v1.ServiceSpec.SelectorEntry
-	73,  // 113: skiff.core.v1.ServiceSpec.session_affinity_config:type_name -> skiff.core.v1.SessionAffinityConfig
-	97,  // 114: skiff.core.v1.ServicePort.target_port:type_name -> skiff.meta.v1.IntOrString
-	74,  // 115: skiff.core.v1.SessionAffinityConfig.client_ip:type_name -> skiff.core.v1.ClientIPConfig
-	76,  // 116: skiff.core.v1.ServiceStatus.load_balancer:type_name -> skiff.core.v1.LoadBalancerStatus
-	96,  // 117: skiff.core.v1.ServiceStatus.conditions:type_name -> skiff.meta.v1.Condition
-	77,  // 118: skiff.core.v1.LoadBalancerStatus.ingress:type_name -> skiff.core.v1.LoadBalancerIngress
-	78,  // 119: skiff.core.v1.LoadBalancerIngress.ports:type_name -> skiff.core.v1.PortStatus
-	120, // [120:120] is the sub-list for method output_type
-	120, // [120:120] is the sub-list for method input_type
-	120, // [120:120] is the sub-list for extension type_name
-	120, // [120:120] is the sub-list for extension extendee
-	0,   // [0:120] is the sub-list for field type_name
+	22,  // 9: skiff.core.v1.PodSpec.volumes:type_name -> skiff.core.v1.Volume
+	11,  // 10: skiff.core.v1.PodSpec.init_containers:type_name -> skiff.core.v1.Container
+	11,  // 11: skiff.core.v1.PodSpec.containers:type_name -> skiff.core.v1.Container
+	81,  // 12: skiff.core.v1.PodSpec.node_selector:type_name -> skiff.core.v1.PodSpec.NodeSelectorEntry
+	32,  // 13: skiff.core.v1.PodSpec.affinity:type_name -> skiff.core.v1.Affinity
+	38,  // 14: skiff.core.v1.PodSpec.tolerations:type_name -> skiff.core.v1.Toleration
+	39,  // 15: skiff.core.v1.PodSpec.topology_spread_constraints:type_name -> skiff.core.v1.TopologySpreadConstraint
+	9,   // 16: skiff.core.v1.PodSpec.security_context:type_name -> skiff.core.v1.PodSecurityContext
+	8,   // 17: skiff.core.v1.PodSpec.image_pull_secrets:type_name -> skiff.core.v1.LocalObjectReference
+	6,   // 18: skiff.core.v1.PodSpec.dns_config:type_name -> skiff.core.v1.PodDNSConfig
+	7,   // 19: skiff.core.v1.PodDNSConfig.options:type_name -> skiff.core.v1.PodDNSConfigOption
+	12,  // 20: skiff.core.v1.Container.ports:type_name -> skiff.core.v1.ContainerPort
+	18,  // 21: skiff.core.v1.Container.env_from:type_name -> skiff.core.v1.EnvFromSource
+	13,  // 22: skiff.core.v1.Container.env:type_name -> skiff.core.v1.EnvVar
+	20,  // 23: skiff.core.v1.Container.resources:type_name -> skiff.core.v1.ResourceRequirements
+	21,  // 24: skiff.core.v1.Container.volume_mounts:type_name -> skiff.core.v1.VolumeMount
+	27,  // 25: skiff.core.v1.Container.liveness_probe:type_name -> skiff.core.v1.Probe
+	27,  // 26: skiff.core.v1.Container.readiness_probe:type_name -> skiff.core.v1.Probe
+	27,  // 27: skiff.core.v1.Container.startup_probe:type_name -> skiff.core.v1.Probe
+	10,  // 28: skiff.core.v1.Container.security_context:type_name -> skiff.core.v1.SecurityContext
+	14,  // 29: skiff.core.v1.EnvVar.value_from:type_name -> skiff.core.v1.EnvVarSource
+	15,  // 30: skiff.core.v1.EnvVarSource.field_ref:type_name -> skiff.core.v1.ObjectFieldSelector
+	17,  // 31: skiff.core.v1.EnvVarSource.config_map_key_ref:type_name -> skiff.core.v1.ConfigMapKeySelector
+	16,  // 32: skiff.core.v1.EnvVarSource.resource_field_ref:type_name -> skiff.core.v1.ResourceFieldSelector
+	19,  // 33: skiff.core.v1.EnvFromSource.config_map_ref:type_name -> skiff.core.v1.ConfigMapEnvSource
+	82,  // 34: skiff.core.v1.ResourceRequirements.limits:type_name -> skiff.core.v1.ResourceRequirements.LimitsEntry
+	83,  // 35: skiff.core.v1.ResourceRequirements.requests:type_name -> skiff.core.v1.ResourceRequirements.RequestsEntry
+	23,  // 36: skiff.core.v1.Volume.empty_dir:type_name -> skiff.core.v1.EmptyDirVolumeSource
+	24,  // 37: skiff.core.v1.Volume.host_path:type_name -> skiff.core.v1.HostPathVolumeSource
+	25,  // 38: skiff.core.v1.Volume.config_map:type_name -> skiff.core.v1.ConfigMapVolumeSource
+	26,  // 39: skiff.core.v1.ConfigMapVolumeSource.items:type_name -> skiff.core.v1.KeyToPath
+	28,  // 40: skiff.core.v1.Probe.exec:type_name -> skiff.core.v1.ExecAction
+	29,  // 41: skiff.core.v1.Probe.http_get:type_name -> skiff.core.v1.HTTPGetAction
+	31,  // 42: skiff.core.v1.Probe.tcp_socket:type_name -> skiff.core.v1.TCPSocketAction
+	99,  // 43: skiff.core.v1.HTTPGetAction.port:type_name -> skiff.meta.v1.IntOrString
+	30,  // 44: skiff.core.v1.HTTPGetAction.http_headers:type_name -> skiff.core.v1.HTTPHeader
+	99,  // 45: skiff.core.v1.TCPSocketAction.port:type_name -> skiff.meta.v1.IntOrString
+	33,  // 46: skiff.core.v1.Affinity.node_affinity:type_name -> skiff.core.v1.NodeAffinity
+	34,  // 47: skiff.core.v1.NodeAffinity.required_during_scheduling_ignored_during_execution:type_name -> skiff.core.v1.NodeSelector
+	37,  // 48: skiff.core.v1.NodeAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> skiff.core.v1.PreferredSchedulingTerm
+	35,  // 49: skiff.core.v1.NodeSelector.node_selector_terms:type_name -> skiff.core.v1.NodeSelectorTerm
+	36,  // 50: skiff.core.v1.NodeSelectorTerm.match_expressions:type_name -> skiff.core.v1.NodeSelectorRequirement
+	36,  // 51: skiff.core.v1.NodeSelectorTerm.match_fields:type_name -> skiff.core.v1.NodeSelectorRequirement
+	35,  // 52: skiff.core.v1.PreferredSchedulingTerm.preference:type_name -> skiff.core.v1.NodeSelectorTerm
+	100, // 53: skiff.core.v1.TopologySpreadConstraint.label_selector:type_name -> skiff.meta.v1.LabelSelector
+	42,  // 54: skiff.core.v1.PodStatus.conditions:type_name -> skiff.core.v1.PodCondition
+	41,  // 55: skiff.core.v1.PodStatus.pod_ips:type_name -> skiff.core.v1.PodIP
+	101, // 56: skiff.core.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
+	43,  // 57: skiff.core.v1.PodStatus.init_container_statuses:type_name -> skiff.core.v1.ContainerStatus
+	43,  // 58: skiff.core.v1.PodStatus.container_statuses:type_name -> skiff.core.v1.ContainerStatus
+	101, // 59: skiff.core.v1.PodCondition.last_probe_time:type_name -> google.protobuf.Timestamp
+	101, // 60: skiff.core.v1.PodCondition.last_transition_time:type_name -> google.protobuf.Timestamp
+	44,  // 61: skiff.core.v1.ContainerStatus.state:type_name -> skiff.core.v1.ContainerState
+	44,  // 62: skiff.core.v1.ContainerStatus.last_state:type_name -> skiff.core.v1.ContainerState
+	45,  // 63: skiff.core.v1.ContainerState.waiting:type_name -> skiff.core.v1.ContainerStateWaiting
+	46,  // 64: skiff.core.v1.ContainerState.running:type_name -> skiff.core.v1.ContainerStateRunning
+	47,  // 65: skiff.core.v1.ContainerState.terminated:type_name -> skiff.core.v1.ContainerStateTerminated
+	101, // 66: skiff.core.v1.ContainerStateRunning.started_at:type_name -> google.protobuf.Timestamp
+	101, // 67: skiff.core.v1.ContainerStateTerminated.started_at:type_name -> google.protobuf.Timestamp
+	101, // 68: skiff.core.v1.ContainerStateTerminated.finished_at:type_name -> google.protobuf.Timestamp
+	97,  // 69: skiff.core.v1.Binding.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	49,  // 70: skiff.core.v1.Binding.target:type_name -> skiff.core.v1.ObjectReference
+	97,  // 71: skiff.core.v1.Node.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	51,  // 72: skiff.core.v1.Node.spec:type_name -> skiff.core.v1.NodeSpec
+	53,  // 73: skiff.core.v1.Node.status:type_name -> skiff.core.v1.NodeStatus
+	52,  // 74: skiff.core.v1.NodeSpec.taints:type_name -> skiff.core.v1.Taint
+	101, // 75: skiff.core.v1.Taint.time_added:type_name -> google.protobuf.Timestamp
+	84,  // 76: skiff.core.v1.NodeStatus.capacity:type_name -> skiff.core.v1.NodeStatus.CapacityEntry
+	85,  // 77: skiff.core.v1.NodeStatus.allocatable:type_name -> skiff.core.v1.NodeStatus.AllocatableEntry
+	58,  // 78: skiff.core.v1.NodeStatus.conditions:type_name -> skiff.core.v1.NodeCondition
+	59,  // 79: skiff.core.v1.NodeStatus.addresses:type_name -> skiff.core.v1.NodeAddress
+	60,  // 80: skiff.core.v1.NodeStatus.node_info:type_name -> skiff.core.v1.NodeSystemInfo
+	61,  // 81: skiff.core.v1.NodeStatus.images:type_name -> skiff.core.v1.ContainerImage
+	54,  // 82: skiff.core.v1.NodeStatus.daemon_endpoints:type_name -> skiff.core.v1.NodeDaemonEndpoints
+	55,  // 83: skiff.core.v1.NodeDaemonEndpoints.kubelet_endpoint:type_name -> skiff.core.v1.DaemonEndpoint
+	101, // 84: skiff.core.v1.NodeCondition.last_heartbeat_time:type_name -> google.protobuf.Timestamp
+	101, // 85: skiff.core.v1.NodeCondition.last_transition_time:type_name -> google.protobuf.Timestamp
+	97,  // 86: skiff.core.v1.Event.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	49,  // 87: skiff.core.v1.Event.involved_object:type_name -> skiff.core.v1.ObjectReference
+	63,  // 88: skiff.core.v1.Event.source:type_name -> skiff.core.v1.EventSource
+	101, // 89: skiff.core.v1.Event.first_timestamp:type_name -> google.protobuf.Timestamp
+	101, // 90: skiff.core.v1.Event.last_timestamp:type_name -> google.protobuf.Timestamp
+	101, // 91: skiff.core.v1.Event.event_time:type_name -> google.protobuf.Timestamp
+	97,  // 92: skiff.core.v1.ConfigMap.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	86,  // 93: skiff.core.v1.ConfigMap.data:type_name -> skiff.core.v1.ConfigMap.DataEntry
+	87,  // 94: skiff.core.v1.ConfigMap.binary_data:type_name -> skiff.core.v1.ConfigMap.BinaryDataEntry
+	97,  // 95: skiff.core.v1.ServiceAccount.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	97,  // 96: skiff.core.v1.LimitRange.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	67,  // 97: skiff.core.v1.LimitRange.spec:type_name -> skiff.core.v1.LimitRangeSpec
+	68,  // 98: skiff.core.v1.LimitRangeSpec.limits:type_name -> skiff.core.v1.LimitRangeItem
+	88,  // 99: skiff.core.v1.LimitRangeItem.max:type_name -> skiff.core.v1.LimitRangeItem.MaxEntry
+	89,  // 100: skiff.core.v1.LimitRangeItem.min:type_name -> skiff.core.v1.LimitRangeItem.MinEntry
+	90,  // 101: skiff.core.v1.LimitRangeItem.default:type_name -> skiff.core.v1.LimitRangeItem.DefaultEntry
+	91,  // 102: skiff.core.v1.LimitRangeItem.default_request:type_name -> skiff.core.v1.LimitRangeItem.DefaultRequestEntry
+	92,  // 103: skiff.core.v1.LimitRangeItem.max_limit_request_ratio:type_name -> skiff.core.v1.LimitRangeItem.MaxLimitRequestRatioEntry
+	97,  // 104: skiff.core.v1.ResourceQuota.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	70,  // 105: skiff.core.v1.ResourceQuota.spec:type_name -> skiff.core.v1.ResourceQuotaSpec
+	71,  // 106: skiff.core.v1.ResourceQuota.status:type_name -> skiff.core.v1.ResourceQuotaStatus
+	93,  // 107: skiff.core.v1.ResourceQuotaSpec.hard:type_name -> skiff.core.v1.ResourceQuotaSpec.HardEntry
+	94,  // 108: skiff.core.v1.ResourceQuotaStatus.hard:type_name -> skiff.core.v1.ResourceQuotaStatus.HardEntry
+	95,  // 109: skiff.core.v1.ResourceQuotaStatus.used:type_name -> skiff.core.v1.ResourceQuotaStatus.UsedEntry
+	97,  // 110: skiff.core.v1.Service.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	73,  // 111: skiff.core.v1.Service.spec:type_name -> skiff.core.v1.ServiceSpec
+	77,  // 112: skiff.core.v1.Service.status:type_name -> skiff.core.v1.ServiceStatus
+	74,  // 113: skiff.core.v1.ServiceSpec.ports:type_name -> skiff.core.v1.ServicePort
+	96,  // 114: skiff.core.v1.ServiceSpec.selector:type_name -> skiff.core.v1.ServiceSpec.SelectorEntry
+	75,  // 115: skiff.core.v1.ServiceSpec.session_affinity_config:type_name -> skiff.core.v1.SessionAffinityConfig
+	99,  // 116: skiff.core.v1.ServicePort.target_port:type_name -> skiff.meta.v1.IntOrString
+	76,  // 117: skiff.core.v1.SessionAffinityConfig.client_ip:type_name -> skiff.core.v1.ClientIPConfig
+	78,  // 118: skiff.core.v1.ServiceStatus.load_balancer:type_name -> skiff.core.v1.LoadBalancerStatus
+	98,  // 119: skiff.core.v1.ServiceStatus.conditions:type_name -> skiff.meta.v1.Condition
+	79,  // 120: skiff.core.v1.LoadBalancerStatus.ingress:type_name -> skiff.core.v1.LoadBalancerIngress
+	80,  // 121: skiff.core.v1.LoadBalancerIngress.ports:type_name -> skiff.core.v1.PortStatus
+	122, // [122:122] is the sub-list for method output_type
+	122, // [122:122] is the sub-list for method input_type
+	122, // [122:122] is the sub-list for extension type_name
+	122, // [122:122] is the sub-list for extension extendee
+	0,   // [0:122] is the sub-list for field type_name
 }
 
 func init() { file_skiff_core_v1_types_proto_init() }
@@ -6540,30 +6678,31 @@ func file_skiff_core_v1_types_proto_init() {
 	}
 	file_skiff_core_v1_types_proto_msgTypes[5].OneofWrappers = []any{}
 	file_skiff_core_v1_types_proto_msgTypes[7].OneofWrappers = []any{}
-	file_skiff_core_v1_types_proto_msgTypes[8].OneofWrappers = []any{}
-	file_skiff_core_v1_types_proto_msgTypes[15].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[9].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[10].OneofWrappers = []any{}
 	file_skiff_core_v1_types_proto_msgTypes[17].OneofWrappers = []any{}
-	file_skiff_core_v1_types_proto_msgTypes[23].OneofWrappers = []any{}
-	file_skiff_core_v1_types_proto_msgTypes[24].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[19].OneofWrappers = []any{}
 	file_skiff_core_v1_types_proto_msgTypes[25].OneofWrappers = []any{}
-	file_skiff_core_v1_types_proto_msgTypes[36].OneofWrappers = []any{}
-	file_skiff_core_v1_types_proto_msgTypes[37].OneofWrappers = []any{}
-	file_skiff_core_v1_types_proto_msgTypes[41].OneofWrappers = []any{}
-	file_skiff_core_v1_types_proto_msgTypes[54].OneofWrappers = []any{}
-	file_skiff_core_v1_types_proto_msgTypes[62].OneofWrappers = []any{}
-	file_skiff_core_v1_types_proto_msgTypes[63].OneofWrappers = []any{}
-	file_skiff_core_v1_types_proto_msgTypes[71].OneofWrappers = []any{}
-	file_skiff_core_v1_types_proto_msgTypes[72].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[26].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[27].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[38].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[39].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[43].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[56].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[64].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[65].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[73].OneofWrappers = []any{}
 	file_skiff_core_v1_types_proto_msgTypes[74].OneofWrappers = []any{}
-	file_skiff_core_v1_types_proto_msgTypes[77].OneofWrappers = []any{}
-	file_skiff_core_v1_types_proto_msgTypes[78].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[76].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[79].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[80].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_skiff_core_v1_types_proto_rawDesc), len(file_skiff_core_v1_types_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   95,
+			NumMessages:   97,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -92,6 +92,16 @@ type Config struct {
 	// network namespace).
 	Router network.Router
 
+	// ClusterDNS are the nameservers of pods with dnsPolicy ClusterFirst
+	// (the agent's own DNS server's address); empty: such pods get the
+	// node's resolv.conf, as the kubelet does without --cluster-dns.
+	ClusterDNS []string
+	// ClusterDomain is the cluster's DNS domain (DefaultClusterDomain).
+	ClusterDomain string
+	// ResolvConf is the node's resolv.conf: the search domains added to
+	// a ClusterFirst pod's, the resolvers of a Default pod ("": none).
+	ResolvConf string
+
 	LeaseDuration      time.Duration
 	LeaseRenewInterval time.Duration
 	// NodeStatusUpdatePeriod: how often the runtime's readiness is checked

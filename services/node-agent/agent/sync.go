@@ -237,6 +237,11 @@ func (a *Agent) createSandbox(ctx context.Context, pod *corev1.Pod, attempt uint
 		}
 	}
 	cfg := sandboxConfig(pod, attempt, a.cfg.PodLogDir, a.cfg.CgroupRoot)
+	host, err := readResolvConf(a.cfg.ResolvConf)
+	if err != nil {
+		return nil, err
+	}
+	cfg.DnsConfig = dnsConfig(pod, a.cfg.ClusterDNS, a.cfg.ClusterDomain, host)
 	if err := os.MkdirAll(cfg.GetLogDirectory(), 0o755); err != nil {
 		return nil, fmt.Errorf("pod log directory: %w", err)
 	}
