@@ -36,6 +36,8 @@ const NodeLeaseNamespace = "kube-node-lease"
 //	               envFrom)
 //	events         create, update, patch, get (the event sink re-reads an
 //	               event after a conflict): anywhere
+//	services,      get, list, watch: all (the agent's service proxy and
+//	endpointslices DNS server follow every one, as kube-proxy does)
 //
 // Anything else a node asks is not its business: no opinion, and RBAC
 // (which grants nodes nothing by default) decides. Users that are not
@@ -176,6 +178,11 @@ func (n *nodeAuthorizer) decide(ctx context.Context, ri *server.RequestInfo) (De
 		return n.decidePod(ctx, node, ri)
 	case core && ri.Resource == "configmaps":
 		return n.decideConfigMap(ctx, node, ri)
+	case core && ri.Resource == "services", ri.APIGroup == "discovery.k8s.io" && ri.Resource == "endpointslices":
+		switch ri.Verb {
+		case "get", "list", "watch":
+			return Allow, "", nil
+		}
 	}
 	return NoOpinion, "", nil
 }

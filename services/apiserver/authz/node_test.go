@@ -166,6 +166,14 @@ func TestNodeAuthorizer(t *testing.T) {
 		{"update an event", ri("update", "", "events", "", "team-b", "e"), Allow, ""},
 		{"list events", &server.RequestInfo{Verb: "list", Resource: "events", Namespaced: true}, NoOpinion, ""},
 
+		// The agent's service proxy and DNS server follow every Service and EndpointSlice.
+		{"list services", &server.RequestInfo{Verb: "list", Resource: "services", Namespaced: true}, Allow, ""},
+		{"watch services", &server.RequestInfo{Verb: "watch", Resource: "services", Namespaced: true}, Allow, ""},
+		{"get a service", ri("get", "", "services", "", "team-b", "web"), Allow, ""},
+		{"watch endpointslices", &server.RequestInfo{Verb: "watch", APIGroup: "discovery.k8s.io", Resource: "endpointslices", Namespaced: true}, Allow, ""},
+		{"change a service", ri("update", "", "services", "", "team-a", "web"), NoOpinion, ""},
+		{"create an endpointslice", ri("create", "discovery.k8s.io", "endpointslices", "", "team-a", "web-x"), NoOpinion, ""},
+
 		{"anything else: no opinion", ri("get", "apps", "deployments", "", "team-a", "d"), NoOpinion, ""},
 		{"a path: no opinion", pathRI("/skiff.discovery.v1.Discovery/Groups"), NoOpinion, ""},
 	}
