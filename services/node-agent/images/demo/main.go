@@ -15,6 +15,11 @@
 //	GET /env      the environment, one KEY=value a line, sorted
 //	GET /file?path=P  the contents of file P (volume tests), 404 if missing
 //	GET /exit?code=N  answers, then exits with code N
+//	GET /call     with -backend URL (the frontend mode): GETs URL and
+//	              answers "frontend <version> on <hostname> -> <its answer>",
+//	              or 502 with the error; 404 without -backend
+//	GET /resolve?name=N  the addresses N resolves to, one a line, sorted
+//	              (the pod's resolv.conf: cluster DNS), 404 when none
 //
 // Every request is logged to stdout as one line. Flags, each defaulting to
 // the environment variable in brackets:
@@ -25,6 +30,7 @@
 //	-exit-after   [EXIT_AFTER] exit on its own after this delay (0: never)
 //	-exit-code    [EXIT_CODE] the code of that exit, default 0
 //	-ignore-sigterm [IGNORE_SIGTERM=1] ignore SIGTERM (grace period tests)
+//	-backend      [BACKEND] the URL /call gets (a Service's name: two tiers)
 //
 // SIGTERM and SIGINT make it exit 0. With a tool name as first argument it
 // runs that tool instead of the server, which gives exec probes and init
@@ -73,6 +79,7 @@ func serve(args []string) int {
 	exitCode := fs.Int("exit-code", envInt("EXIT_CODE", 0), "code of the -exit-after exit [EXIT_CODE]")
 	unhealthy := fs.String("unhealthy-file", "/tmp/unhealthy", "/healthz answers 500 while this file exists")
 	ignoreTerm := fs.Bool("ignore-sigterm", os.Getenv("IGNORE_SIGTERM") == "1", "ignore SIGTERM [IGNORE_SIGTERM=1]")
+	backend := fs.String("backend", os.Getenv("BACKEND"), "the URL /call gets [BACKEND]")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -93,6 +100,9 @@ func serve(args []string) int {
 		started:       time.Now(),
 		readyAfter:    ready,
 		unhealthyFile: *unhealthy,
+		backend:       *backend,
+		client:        &http.Client{Timeout: 5 * time.Second},
+		lookup:        net.DefaultResolver.LookupHost,
 		now:           time.Now,
 		out:           os.Stdout,
 		exit:          os.Exit,
@@ -139,6 +149,9 @@ type server struct {
 	started       time.Time
 	readyAfter    time.Duration
 	unhealthyFile string
+	backend       string // the URL /call gets
+	client        *http.Client
+	lookup        func(ctx context.Context, host string) ([]string, error)
 	failed        atomic.Bool
 	now           func() time.Time
 	out           io.Writer
@@ -171,6 +184,16 @@ func (s *server) handler() http.Handler {
 			return
 		}
 		fmt.Fprintln(w, "ready")
+	})
+	mux.HandleFunc("/call", s.call)
+	mux.HandleFunc("/resolve", func(w http.ResponseWriter, r *http.Request) {
+		addrs, err := s.lookup(r.Context(), r.URL.Query().Get("name"))
+		if err != nil || len(addrs) == 0 {
+			http.Error(w, fmt.Sprintf("resolving %q: %v", r.URL.Query().Get("name"), err), http.StatusNotFound)
+			return
+		}
+		sort.Strings(addrs)
+		fmt.Fprintln(w, strings.Join(addrs, "\n"))
 	})
 	mux.HandleFunc("/env", func(w http.ResponseWriter, r *http.Request) {
 		env := os.Environ()
@@ -381,4 +404,29 @@ func parseDelay(s string) (time.Duration, error) {
 		return time.Duration(secs * float64(time.Second)), nil
 	}
 	return time.ParseDuration(s)
+}
+
+// call is the frontend mode: it asks the backend and shows its answer.
+func (s *server) call(w http.ResponseWriter, r *http.Request) {
+	if s.backend == "" {
+		http.Error(w, "no -backend (BACKEND) to call", http.StatusNotFound)
+		return
+	}
+	req, err := http.NewRequestWithContext(r.Context(), http.MethodGet, s.backend, nil)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	resp, err := s.client.Do(req)
+	if err != nil {
+		http.Error(w, fmt.Sprintf("frontend %s on %s -> %v", s.version, s.hostname, err), http.StatusBadGateway)
+		return
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if err != nil || resp.StatusCode != http.StatusOK {
+		http.Error(w, fmt.Sprintf("frontend %s on %s -> %s: %s %v", s.version, s.hostname, s.backend, resp.Status, err), http.StatusBadGateway)
+		return
+	}
+	fmt.Fprintf(w, "frontend %s on %s -> %s", s.version, s.hostname, body)
 }

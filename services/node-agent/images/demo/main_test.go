@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -141,5 +143,45 @@ func TestParseDelay(t *testing.T) {
 	}
 	if _, err := parseDelay("soon"); err == nil {
 		t.Error("parseDelay(soon): no error")
+	}
+}
+
+// TestFrontendCallsBackend: /call shows the backend's answer, a 502 with
+// the reason when the backend fails or is unreachable.
+func TestFrontendCallsBackend(t *testing.T) {
+	_, _, _, backend := newTestServer(t, 0)
+	front, _, _, ts := newTestServer(t, 0)
+	if code, _ := get(t, ts.URL+"/call"); code != 404 {
+		t.Errorf("/call without a backend = %d, want 404", code)
+	}
+	front.client = backend.Client()
+	front.backend = backend.URL + "/"
+	if code, body := get(t, ts.URL+"/call"); code != 200 || body != "frontend v9 on pod-a -> demo v9 on pod-a\n" {
+		t.Errorf("/call = %d %q", code, body)
+	}
+	front.backend = backend.URL + "/nope"
+	if code, body := get(t, ts.URL+"/call"); code != 502 || !strings.Contains(body, "404 Not Found") {
+		t.Errorf("/call of a failing backend = %d %q", code, body)
+	}
+	backend.Close()
+	front.backend = backend.URL + "/"
+	if code, body := get(t, ts.URL+"/call"); code != 502 || !strings.Contains(body, "frontend v9 on pod-a -> ") {
+		t.Errorf("/call of a closed backend = %d %q", code, body)
+	}
+}
+
+func TestResolve(t *testing.T) {
+	s, _, _, ts := newTestServer(t, 0)
+	s.lookup = func(_ context.Context, host string) ([]string, error) {
+		if host == "web.shop.svc.cluster.local" {
+			return []string{"10.244.2.3", "10.244.1.9"}, nil
+		}
+		return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+	}
+	if code, body := get(t, ts.URL+"/resolve?name=web.shop.svc.cluster.local"); code != 200 || body != "10.244.1.9\n10.244.2.3\n" {
+		t.Errorf("/resolve = %d %q", code, body)
+	}
+	if code, body := get(t, ts.URL+"/resolve?name=nope"); code != 404 || !strings.Contains(body, "no such host") {
+		t.Errorf("/resolve of a missing name = %d %q", code, body)
 	}
 }
