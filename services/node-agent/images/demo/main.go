@@ -31,6 +31,9 @@
 //	-exit-code    [EXIT_CODE] the code of that exit, default 0
 //	-ignore-sigterm [IGNORE_SIGTERM=1] ignore SIGTERM (grace period tests)
 //	-backend      [BACKEND] the URL /call gets (a Service's name: two tiers)
+//	-shutdown-delay [SHUTDOWN_DELAY] on SIGTERM, keep serving this long
+//	              (while the Service's endpoints drop the pod), then close
+//	              the connections and exit 0
 //
 // SIGTERM and SIGINT make it exit 0. With a tool name as first argument it
 // runs that tool instead of the server, which gives exec probes and init
@@ -80,12 +83,18 @@ func serve(args []string) int {
 	unhealthy := fs.String("unhealthy-file", "/tmp/unhealthy", "/healthz answers 500 while this file exists")
 	ignoreTerm := fs.Bool("ignore-sigterm", os.Getenv("IGNORE_SIGTERM") == "1", "ignore SIGTERM [IGNORE_SIGTERM=1]")
 	backend := fs.String("backend", os.Getenv("BACKEND"), "the URL /call gets [BACKEND]")
+	shutdownDelay := fs.String("shutdown-delay", envOr("SHUTDOWN_DELAY", "0"), "on SIGTERM, keep serving this long, then exit [SHUTDOWN_DELAY]")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	ready, err := parseDelay(*readyAfter)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "demo: -ready-after:", err)
+		return 2
+	}
+	drain, err := parseDelay(*shutdownDelay)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "demo: -shutdown-delay:", err)
 		return 2
 	}
 	exitIn, err := parseDelay(*exitAfter)
@@ -114,6 +123,7 @@ func serve(args []string) int {
 	}
 	fmt.Printf("demo %s on %s listening on %s\n", srv.version, host, ln.Addr())
 
+	hs := &http.Server{Handler: srv.handler(), ReadHeaderTimeout: 10 * time.Second}
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	go func() {
@@ -121,6 +131,13 @@ func serve(args []string) int {
 			if sig == syscall.SIGTERM && *ignoreTerm {
 				fmt.Println("demo: ignoring SIGTERM")
 				continue
+			}
+			if drain > 0 {
+				fmt.Printf("demo: %v, serving %v more, then exiting\n", sig, drain)
+				time.Sleep(drain) // a real app's drain: its endpoints go meanwhile
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				_ = hs.Shutdown(ctx) // closes idle keep-alive connections
+				cancel()
 			}
 			fmt.Printf("demo: %v, exiting\n", sig)
 			os.Exit(0)
@@ -133,7 +150,6 @@ func serve(args []string) int {
 			os.Exit(code)
 		})
 	}
-	hs := &http.Server{Handler: srv.handler(), ReadHeaderTimeout: 10 * time.Second}
 	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		return 1
