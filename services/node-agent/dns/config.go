@@ -20,6 +20,9 @@ const (
 	DefaultZone       = "cluster.local"
 	DefaultResolvConf = "/etc/resolv.conf"
 	DefaultTimeout    = 2 * time.Second
+	// DefaultMaxConcurrentForwards bounds the forwarded queries in flight
+	// (each holds a socket until its answer or the timeout).
+	DefaultMaxConcurrentForwards = 1000
 	// TTL of the cluster's records, CoreDNS's kubernetes plugin's default.
 	TTL = 5
 	// SchemaVersion is the Kubernetes DNS specification version served
@@ -44,6 +47,11 @@ type Config struct {
 	// Timeout bounds a forwarded query over all upstreams
 	// (DefaultTimeout); the client gets SERVFAIL when it ends.
 	Timeout time.Duration
+	// MaxConcurrentForwards bounds the forwarded queries in flight
+	// (DefaultMaxConcurrentForwards); a query beyond it is REFUSED at
+	// once, as with CoreDNS's forward max_concurrent, rather than opening
+	// sockets without end while the upstreams are unreachable.
+	MaxConcurrentForwards int
 
 	Logger     *zap.Logger
 	Registerer prometheus.Registerer
@@ -70,6 +78,12 @@ func (c *Config) setDefaults() error {
 	}
 	if c.Timeout == 0 {
 		c.Timeout = DefaultTimeout
+	}
+	if c.MaxConcurrentForwards < 0 {
+		return fmt.Errorf("dns: Config.MaxConcurrentForwards %d: must not be negative", c.MaxConcurrentForwards)
+	}
+	if c.MaxConcurrentForwards == 0 {
+		c.MaxConcurrentForwards = DefaultMaxConcurrentForwards
 	}
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()

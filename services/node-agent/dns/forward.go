@@ -14,8 +14,12 @@ import (
 	"go.uber.org/zap"
 )
 
-// errNoUpstream: nothing to forward to.
-var errNoUpstream = errors.New("no upstream resolver configured")
+var (
+	// errNoUpstream: nothing to forward to.
+	errNoUpstream = errors.New("no upstream resolver configured")
+	// errOverloaded: MaxConcurrentForwards queries are in flight already.
+	errOverloaded = errors.New("too many forwarded queries in flight")
+)
 
 // forwarder sends the queries outside the cluster's names to the upstream
 // resolvers, in their order (as a stub resolver reads resolv.conf): over
@@ -29,10 +33,12 @@ type forwarder struct {
 	log     *zap.Logger
 	down    []atomic.Bool // the upstream's last attempt failed (logged on change)
 	now     func() time.Time
+	slots   chan struct{} // one per forwarded query in flight
 }
 
-func newForwarder(ups []netip.AddrPort, timeout time.Duration, m *metrics, log *zap.Logger) *forwarder {
-	f := &forwarder{ups: ups, timeout: timeout, m: m, log: log, down: make([]atomic.Bool, len(ups)), now: time.Now}
+func newForwarder(ups []netip.AddrPort, timeout time.Duration, maxInFlight int, m *metrics, log *zap.Logger) *forwarder {
+	f := &forwarder{ups: ups, timeout: timeout, m: m, log: log, down: make([]atomic.Bool, len(ups)), now: time.Now,
+		slots: make(chan struct{}, maxInFlight)}
 	for _, u := range ups {
 		f.names = append(f.names, u.String())
 	}
@@ -55,6 +61,12 @@ func (f *forwarder) exchange(ctx context.Context, req *dns.Msg) (*dns.Msg, error
 	f.m.forwarded.Inc()
 	if len(f.ups) == 0 {
 		return nil, &forwardError{failNone, errNoUpstream}
+	}
+	select {
+	case f.slots <- struct{}{}:
+		defer func() { <-f.slots }()
+	default:
+		return nil, &forwardError{failOverloaded, errOverloaded}
 	}
 	deadline := f.now().Add(f.timeout)
 	ctx, cancel := context.WithDeadline(ctx, deadline)
@@ -95,11 +107,9 @@ func (f *forwarder) exchange(ctx context.Context, req *dns.Msg) (*dns.Msg, error
 func (f *forwarder) try(ctx context.Context, i int, req *dns.Msg) (*dns.Msg, error) {
 	q := req.Copy()
 	q.Id = dns.Id() // not the client's: an answer must match our question
-	c := &dns.Client{Net: "udp", UDPSize: dns.DefaultMsgSize}
-	resp, _, err := c.ExchangeContext(ctx, q, f.names[i])
+	resp, err := f.exchangeOver(ctx, "udp", f.names[i], q)
 	if err == nil && resp.Truncated {
-		c.Net = "tcp"
-		resp, _, err = c.ExchangeContext(ctx, q, f.names[i])
+		resp, err = f.exchangeOver(ctx, "tcp", f.names[i], q)
 	}
 	if err != nil {
 		return nil, err
@@ -110,4 +120,24 @@ func (f *forwarder) try(ctx context.Context, i int, req *dns.Msg) (*dns.Msg, err
 	}
 	resp.Id = req.Id
 	return resp, nil
+}
+
+// exchangeOver sends q to addr over network and reads the answer, until
+// ctx's deadline; ctx's end (the server stopping) closes the socket at once.
+func (f *forwarder) exchangeOver(ctx context.Context, network, addr string, q *dns.Msg) (*dns.Msg, error) {
+	// Timeout: miekg/dns's own default (2 s) must not cut a longer
+	// Config.Timeout short; ctx's deadline, earlier, is what counts.
+	c := &dns.Client{Net: network, UDPSize: dns.DefaultMsgSize, Timeout: f.timeout}
+	conn, err := c.DialContext(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+	resp, _, err := c.ExchangeWithConnContext(ctx, q, conn)
+	if err != nil && ctx.Err() != nil {
+		return nil, fmt.Errorf("%w (%v)", ctx.Err(), err)
+	}
+	return resp, err
 }

@@ -13,6 +13,8 @@ import (
 
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"skiff.dev/internal/await"
 )
 
 func TestForwardRetriesTruncatedOverTCP(t *testing.T) {
@@ -220,5 +222,36 @@ func TestServerNeverForwardsToItself(t *testing.T) {
 	defer s.Close()
 	if len(s.fwd.ups) != 0 {
 		t.Errorf("upstreams %v, want none (the only one was the server itself)", s.fwd.ups)
+	}
+}
+
+func TestForwardsInFlightAreBounded(t *testing.T) {
+	first := make(chan struct{})
+	t.Cleanup(func() { <-first }) // after the server stops: it ends the forward in flight
+	s := startServer(t, Config{Upstreams: []string{blackhole(t)}, Timeout: patience, MaxConcurrentForwards: 1}, Informers{})
+	// The first query waits on an upstream that never answers, holding
+	// the only slot until the server stops (Run's end cancels it).
+	c := &dns.Client{Net: "udp", Timeout: patience}
+	m := new(dns.Msg)
+	m.SetQuestion("slow.example.org.", dns.TypeA)
+	go func() {
+		defer close(first)
+		c.Exchange(m, s.Addr()) // answered SERVFAIL when the server stops
+	}()
+	var never await.Signal
+	never.Until(t, patience, "the first query to hold the slot", nil, func() (bool, string) {
+		return len(s.fwd.slots) == 1, "no query in flight"
+	})
+	start := time.Now()
+	r := ask(t, "udp", s.Addr(), "www.example.org.", dns.TypeA)
+	if r.Rcode != dns.RcodeRefused || time.Since(start) > time.Second {
+		t.Errorf("a query beyond the bound: %s after %v, want REFUSED at once", dns.RcodeToString[r.Rcode], time.Since(start))
+	}
+	if n := testutil.ToFloat64(s.m.failures.WithLabelValues(failOverloaded)); n != 1 {
+		t.Errorf("failures{reason=overloaded} = %v, want 1", n)
+	}
+	// The cluster's names are not forwarded: still answered.
+	if r := ask(t, "udp", s.Addr(), "x.default.svc.cluster.local.", dns.TypeA); r.Rcode != dns.RcodeNameError {
+		t.Errorf("a cluster name meanwhile: %s, want NXDOMAIN", dns.RcodeToString[r.Rcode])
 	}
 }

@@ -16,9 +16,10 @@ const (
 
 // Reasons of skiff_node_dns_forward_failures_total.
 const (
-	failTimeout = "timeout"     // Config.Timeout ended
-	failError   = "error"       // every upstream failed (refused, unreachable, bad answer)
-	failNone    = "no_upstream" // none configured (or all of them were the server itself)
+	failTimeout    = "timeout"     // Config.Timeout ended
+	failError      = "error"       // every upstream failed (refused, unreachable, bad answer)
+	failNone       = "no_upstream" // none configured (or all of them were the server itself)
+	failOverloaded = "overloaded"  // MaxConcurrentForwards in flight: REFUSED
 )
 
 // metrics of the cluster DNS server; the label values are bounded (query
@@ -74,7 +75,7 @@ func newMetrics(reg prometheus.Registerer, idx *Index) *metrics {
 		}),
 		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "skiff_node_dns_forward_failures_total",
-			Help: "Forwarded DNS queries answered SERVFAIL because no upstream answered, by reason (timeout, error, no_upstream).",
+			Help: "Forwarded DNS queries no upstream answered, by reason: timeout, error, no_upstream (SERVFAIL), overloaded (REFUSED at once).",
 		}, []string{"reason"}),
 		upstream: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "skiff_node_dns_upstream_errors_total",
@@ -94,7 +95,7 @@ func newMetrics(reg prometheus.Registerer, idx *Index) *metrics {
 	if reg != nil {
 		_ = reg.Register(m.services)
 	}
-	for _, r := range []string{failTimeout, failError, failNone} {
+	for _, r := range []string{failTimeout, failError, failNone, failOverloaded} {
 		m.failures.WithLabelValues(r)
 	}
 	return m

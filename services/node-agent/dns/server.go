@@ -87,7 +87,7 @@ func New(cfg Config, inf Informers) (*Server, error) {
 		s.log.Warn("No upstream resolver: names outside the cluster get SERVFAIL",
 			zap.Strings("configured", cfg.Upstreams), zap.String("resolvConf", cfg.ResolvConf))
 	}
-	s.fwd = newForwarder(kept, cfg.Timeout, s.m, s.log)
+	s.fwd = newForwarder(kept, cfg.Timeout, cfg.MaxConcurrentForwards, s.m, s.log)
 	s.synced = func() bool { return true }
 	if inf.Services != nil {
 		s.feed(inf)
@@ -292,6 +292,9 @@ func (s *Server) answer(req *dns.Msg) (*dns.Msg, string) {
 			reason = fe.reason
 		}
 		s.m.failures.WithLabelValues(reason).Inc()
+		if reason == failOverloaded {
+			return s.withEdns(req, reply(req, dns.RcodeRefused)), sourceForward
+		}
 		m := s.withEdns(req, reply(req, dns.RcodeServerFailure))
 		if opt := m.IsEdns0(); opt != nil {
 			// RFC 8914: say why, for dig and the curious.
