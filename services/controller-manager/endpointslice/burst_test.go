@@ -29,15 +29,16 @@ func TestBurstOfPodChanges(t *testing.T) {
 	c := start(t, endpointslice.Options{})
 	writes := c.countWrites()
 	c.node(t, "node-a", "")
-	pods := make([]*corev1.Pod, 0, burstServices*burstPods)
+	var specs []podSpec
 	for s := range burstServices {
 		sel := map[string]string{"app": fmt.Sprintf("app%d", s)}
 		c.service(t, fmt.Sprintf("svc%d", s), sel, port("http", 80, 8080))
 		for i := range burstPods {
-			pods = append(pods, c.pod(t, podSpec{name: fmt.Sprintf("app%d-%03d", s, i), labels: sel, node: "node-a",
-				ip: fmt.Sprintf("10.%d.%d.%d", s, i/200, i%200+1), ready: true}))
+			specs = append(specs, podSpec{name: fmt.Sprintf("app%d-%03d", s, i), labels: sel, node: "node-a",
+				ip: fmt.Sprintf("10.%d.%d.%d", s, i/200, i%200+1), ready: true})
 		}
 	}
+	pods := c.pods(t, specs)
 	allReady := func(ready bool) func() (bool, string) {
 		return func() (bool, string) {
 			for s := range burstServices {

@@ -205,9 +205,11 @@ func TestPodChanges(t *testing.T) {
 func TestTwoHundredFiftyPods(t *testing.T) {
 	c := start(t, endpointslice.Options{})
 	c.node(t, "node-a", "")
+	var specs []podSpec
 	for i := range 250 {
-		c.pod(t, podSpec{name: fmt.Sprintf("p%03d", i), labels: web, node: "node-a", ip: fmt.Sprintf("10.0.%d.%d", i/200, i%200+1), ready: true})
+		specs = append(specs, podSpec{name: fmt.Sprintf("p%03d", i), labels: web, node: "node-a", ip: fmt.Sprintf("10.0.%d.%d", i/200, i%200+1), ready: true})
 	}
+	c.pods(t, specs)
 	c.service(t, "web", web, port("http", 80, 8080))
 	c.Await(patience, "250 endpoints", func() (bool, string) {
 		eps, n := c.endpointsOf("web")

@@ -124,6 +124,41 @@ type podSpec struct {
 // as a node agent would.
 func (c *cluster) pod(t *testing.T, ps podSpec) *corev1.Pod {
 	t.Helper()
+	p, err := c.createPod(ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// pods creates pods as pod does, 8 at a time, and returns them in order.
+func (c *cluster) pods(t *testing.T, specs []podSpec) []*corev1.Pod {
+	t.Helper()
+	out := make([]*corev1.Pod, len(specs))
+	errs := make([]error, len(specs))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for i := range next {
+				out[i], errs[i] = c.createPod(specs[i])
+			}
+		})
+	}
+	for i := range specs {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+func (c *cluster) createPod(ps podSpec) (*corev1.Pod, error) {
 	ctr := &corev1.Container{Name: "app", Image: "demo"}
 	for _, name := range slices.Sorted(maps.Keys(ps.ports)) {
 		ctr.Ports = append(ctr.Ports, &corev1.ContainerPort{Name: name, ContainerPort: ps.ports[name], Protocol: "TCP"})
@@ -137,7 +172,7 @@ func (c *cluster) pod(t *testing.T, ps podSpec) *corev1.Pod {
 		},
 	})
 	if err != nil {
-		t.Fatalf("create pod %s: %v", ps.name, err)
+		return nil, fmt.Errorf("create pod %s: %w", ps.name, err)
 	}
 	phase := ps.phase
 	if phase == "" {
@@ -148,11 +183,10 @@ func (c *cluster) pod(t *testing.T, ps podSpec) *corev1.Pod {
 		p.Status.PodIps = []*corev1.PodIP{{Ip: ps.ip}}
 	}
 	p.Status.Conditions = []*corev1.PodCondition{readyCondition(ps.ready)}
-	p, err = client.Pods(c.Conn).UpdateStatus(c.Ctx, p)
-	if err != nil {
-		t.Fatalf("pod %s: write status: %v", ps.name, err)
+	if p, err = client.Pods(c.Conn).UpdateStatus(c.Ctx, p); err != nil {
+		return nil, fmt.Errorf("pod %s: write status: %w", ps.name, err)
 	}
-	return p
+	return p, nil
 }
 
 func readyCondition(ready bool) *corev1.PodCondition {
