@@ -81,6 +81,7 @@ func All() []*Scenario {
 		fairnessScenario(),
 		fairnessFloodScenario(),
 		memoryScenario(),
+		servicesScenario(),
 		dnsScenario(),
 	}
 }
