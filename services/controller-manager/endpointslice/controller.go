@@ -127,7 +127,7 @@ func newController(mc *manager.Context, o Options, slices *informer.Informer[*di
 		nodes:       informer.For(mc.Informers, client.Nodes(mc.Conn)),
 		slices:      slices,
 		sliceClient: client.EndpointSlices(mc.Conn),
-		tracker:     newTracker(),
+		tracker:     newTracker(parts.Clock.Now),
 		m:           newMetrics(mc.Registerer),
 	}
 	c.queue = parts.Runner(Name, o.Workers, controller.ReconcileFunc(c.Reconcile))
@@ -147,6 +147,10 @@ func (c *Controller) Run(ctx context.Context) error {
 	return c.queue.Run(ctx)
 }
 
+// staleRetry is when a Service whose cache was stale syncs again if no
+// slice event woke it first.
+const staleRetry = 100 * time.Millisecond
+
 // errStale says the slices cache does not show the controller's last
 // writes for a Service yet.
 var errStale = errors.New("the EndpointSlice cache does not show this controller's last writes yet")
@@ -156,8 +160,10 @@ func (c *Controller) Reconcile(ctx context.Context, key string) (controller.Resu
 	res, err := c.sync(ctx, key)
 	switch {
 	case errors.Is(err, errStale):
+		// The slice event that brings the cache up to date wakes the
+		// Service (handlers.go); staleRetry is the fallback.
 		c.m.syncs.WithLabelValues(syncStale).Inc()
-		return controller.Result{Requeue: true}, nil // after backoff, without an error logged
+		return controller.Result{RequeueAfter: staleRetry}, nil
 	case err != nil:
 		c.m.syncs.WithLabelValues(syncError).Inc()
 	default:

@@ -136,12 +136,22 @@ func (c *Controller) enqueueForSlice(key string) {
 	}
 }
 
+// wakeIfWaiting syncs a Service at once if its last sync waited for the
+// slices cache, which just changed.
+func (c *Controller) wakeIfWaiting(key string) {
+	if key != "" && c.tracker.wake(key) {
+		c.queue.Enqueue(key)
+	}
+}
+
 // addSlice: a slice the controller did not just write (after a restart,
 // or someone else's) makes its Service sync.
 func (c *Controller) addSlice(s *discoveryv1.EndpointSlice) {
-	if key := serviceKeyOf(s); key != "" && !c.tracker.ownWrite(key, s) {
+	key := serviceKeyOf(s)
+	if key != "" && !c.tracker.ownWrite(key, s) {
 		c.enqueueForSlice(key)
 	}
+	c.wakeIfWaiting(key)
 }
 
 // updateSlice: a slice moved between Services (its labels changed) makes
@@ -157,6 +167,7 @@ func (c *Controller) updateSlice(old, cur *discoveryv1.EndpointSlice) {
 	if curKey != "" && old.GetMetadata().GetResourceVersion() != cur.GetMetadata().GetResourceVersion() && !c.tracker.ownWrite(curKey, cur) {
 		c.enqueueForSlice(curKey)
 	}
+	c.wakeIfWaiting(curKey)
 }
 
 // deleteSlice: a slice the controller did not delete itself makes its
@@ -169,6 +180,7 @@ func (c *Controller) deleteSlice(s *discoveryv1.EndpointSlice) {
 	if !c.tracker.gone(key, s) {
 		c.enqueueForSlice(key)
 	}
+	c.wakeIfWaiting(key)
 }
 
 // nodeChanged queues the Services of the pods on a node that appeared,

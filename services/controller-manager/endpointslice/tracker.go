@@ -3,12 +3,21 @@ package endpointslice
 import (
 	"strconv"
 	"sync"
+	"time"
 
 	discoveryv1 "skiff.dev/proto/discovery/v1"
 )
 
 // deleted marks a slice the controller deleted, in tracker.written.
 const deleted = "<deleted>"
+
+// trackTTL is how long the tracker waits for the cache to show a write or
+// deletion before it stops waiting for it: a cache that missed an event
+// (a slice created and deleted by someone else between two lists) must
+// not stop a Service's syncs for good. The replicaset controller trusts
+// its expectations for 5 minutes; slices are cheaper to get wrong (a
+// duplicate slice is packed away by the next sync), so one minute.
+const trackTTL = time.Minute
 
 // tracker remembers, per Service, the slices the controller wrote (by uid,
 // with the resourceVersion the write returned) and deleted, so that a sync
@@ -17,11 +26,23 @@ const deleted = "<deleted>"
 // generation alone here, so resourceVersions are tracked). It is safe for
 // concurrent use.
 type tracker struct {
+	now func() time.Time
+
 	mu      sync.Mutex
-	written map[string]map[string]string // service key -> slice uid -> resourceVersion or deleted
+	written map[string]map[string]tracked // service key -> slice uid -> what was written
+	waiting map[string]bool               // services whose last sync found the cache stale
 }
 
-func newTracker() *tracker { return &tracker{written: map[string]map[string]string{}} }
+// tracked is one write: the resourceVersion it returned (or deleted), and
+// when.
+type tracked struct {
+	rv string
+	at time.Time
+}
+
+func newTracker(now func() time.Time) *tracker {
+	return &tracker{now: now, written: map[string]map[string]tracked{}, waiting: map[string]bool{}}
+}
 
 // wrote records a slice as the API returned it after a create or update.
 func (t *tracker) wrote(svcKey string, s *discoveryv1.EndpointSlice) {
@@ -38,15 +59,17 @@ func (t *tracker) set(svcKey, uid, rv string) {
 	defer t.mu.Unlock()
 	m := t.written[svcKey]
 	if m == nil {
-		m = map[string]string{}
+		m = map[string]tracked{}
 		t.written[svcKey] = m
 	}
-	m[uid] = rv
+	m[uid] = tracked{rv, t.now()}
 }
 
 // stale reports whether cached, the Service's slices in the cache, misses
 // a write or deletion of the controller: a slice it wrote absent or at an
-// older resourceVersion, or a slice it deleted still there.
+// older resourceVersion, or a slice it deleted still there. Writes older
+// than trackTTL are forgotten. A stale Service is marked waiting (see
+// wake).
 func (t *tracker) stale(svcKey string, cached []*discoveryv1.EndpointSlice) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -54,21 +77,42 @@ func (t *tracker) stale(svcKey string, cached []*discoveryv1.EndpointSlice) bool
 	if len(m) == 0 {
 		return false
 	}
+	now := t.now()
+	for uid, w := range m {
+		if now.Sub(w.at) > trackTTL {
+			delete(m, uid)
+		}
+	}
 	seen := make(map[string]bool, len(cached))
+	stale := false
 	for _, s := range cached {
 		uid := s.GetMetadata().GetUid()
 		seen[uid] = true
-		rv, ok := m[uid]
-		if ok && (rv == deleted || olderThan(s.GetMetadata().GetResourceVersion(), rv)) {
-			return true
+		w, ok := m[uid]
+		if ok && (w.rv == deleted || olderThan(s.GetMetadata().GetResourceVersion(), w.rv)) {
+			stale = true
 		}
 	}
-	for uid, rv := range m {
-		if rv != deleted && !seen[uid] {
-			return true
+	for uid, w := range m {
+		if w.rv != deleted && !seen[uid] {
+			stale = true
 		}
 	}
-	return false
+	if stale {
+		t.waiting[svcKey] = true
+	}
+	return stale
+}
+
+// wake reports whether the Service's last sync found the cache stale, and
+// clears the mark: the caller, having seen the cache change, syncs it
+// again.
+func (t *tracker) wake(svcKey string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	w := t.waiting[svcKey]
+	delete(t.waiting, svcKey)
+	return w
 }
 
 // ownWrite reports whether the cache's s is a write of the controller (or
@@ -76,8 +120,8 @@ func (t *tracker) stale(svcKey string, cached []*discoveryv1.EndpointSlice) bool
 func (t *tracker) ownWrite(svcKey string, s *discoveryv1.EndpointSlice) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	rv, ok := t.written[svcKey][s.GetMetadata().GetUid()]
-	return ok && rv != deleted && !olderThan(rv, s.GetMetadata().GetResourceVersion())
+	w, ok := t.written[svcKey][s.GetMetadata().GetUid()]
+	return ok && w.rv != deleted && !olderThan(w.rv, s.GetMetadata().GetResourceVersion())
 }
 
 // gone forgets a slice the cache no longer has, and reports whether the
@@ -87,12 +131,12 @@ func (t *tracker) gone(svcKey string, s *discoveryv1.EndpointSlice) (expected bo
 	defer t.mu.Unlock()
 	m := t.written[svcKey]
 	uid := s.GetMetadata().GetUid()
-	rv, ok := m[uid]
+	w, ok := m[uid]
 	delete(m, uid)
 	if len(m) == 0 {
 		delete(t.written, svcKey)
 	}
-	return ok && rv == deleted
+	return ok && w.rv == deleted
 }
 
 // forgetService drops what is known of a Service that is gone.
@@ -100,6 +144,7 @@ func (t *tracker) forgetService(svcKey string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	delete(t.written, svcKey)
+	delete(t.waiting, svcKey)
 }
 
 // olderThan reports whether resourceVersion a is older than b. They are

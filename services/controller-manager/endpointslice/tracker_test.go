@@ -2,12 +2,13 @@ package endpointslice
 
 import (
 	"testing"
+	"time"
 
 	discoveryv1 "skiff.dev/proto/discovery/v1"
 	metav1 "skiff.dev/proto/meta/v1"
 )
 
-func tracked(uid, rv string) *discoveryv1.EndpointSlice {
+func trackedSlice(uid, rv string) *discoveryv1.EndpointSlice {
 	return &discoveryv1.EndpointSlice{Metadata: &metav1.ObjectMeta{Uid: uid, ResourceVersion: rv,
 		Labels: map[string]string{LabelServiceName: "web", LabelManagedBy: ControllerName}}}
 }
@@ -17,46 +18,61 @@ func tracked(uid, rv string) *discoveryv1.EndpointSlice {
 // writes need no sync, others' do.
 func TestTracker(t *testing.T) {
 	const svc = "ns/web"
-	tr := newTracker()
+	now := time.Unix(1000, 0)
+	tr := newTracker(func() time.Time { return now })
 	if tr.stale(svc, nil) {
 		t.Error("stale with nothing written")
 	}
-	tr.wrote(svc, tracked("a", "10"))
+	tr.wrote(svc, trackedSlice("a", "10"))
 	steps := []struct {
 		name   string
 		cached []*discoveryv1.EndpointSlice
 		stale  bool
 	}{
 		{"the write not cached yet", nil, true},
-		{"cached at an older version", []*discoveryv1.EndpointSlice{tracked("a", "9")}, true},
-		{"cached at the version written", []*discoveryv1.EndpointSlice{tracked("a", "10")}, false},
-		{"cached at a newer version (someone else's write)", []*discoveryv1.EndpointSlice{tracked("a", "12")}, false},
+		{"cached at an older version", []*discoveryv1.EndpointSlice{trackedSlice("a", "9")}, true},
+		{"cached at the version written", []*discoveryv1.EndpointSlice{trackedSlice("a", "10")}, false},
+		{"cached at a newer version (someone else's write)", []*discoveryv1.EndpointSlice{trackedSlice("a", "12")}, false},
 	}
 	for _, s := range steps {
 		if got := tr.stale(svc, s.cached); got != s.stale {
 			t.Errorf("%s: stale %v, want %v", s.name, got, s.stale)
 		}
 	}
-	if !tr.ownWrite(svc, tracked("a", "10")) || tr.ownWrite(svc, tracked("a", "12")) || tr.ownWrite(svc, tracked("b", "3")) {
+	if !tr.ownWrite(svc, trackedSlice("a", "10")) || tr.ownWrite(svc, trackedSlice("a", "12")) || tr.ownWrite(svc, trackedSlice("b", "3")) {
 		t.Error("ownWrite: want true for the version written only")
 	}
 
-	tr.deleting(svc, tracked("a", "10"))
-	if !tr.stale(svc, []*discoveryv1.EndpointSlice{tracked("a", "10")}) {
+	tr.deleting(svc, trackedSlice("a", "10"))
+	if !tr.stale(svc, []*discoveryv1.EndpointSlice{trackedSlice("a", "10")}) {
 		t.Error("a deleted slice still cached: want stale")
 	}
 	if tr.stale(svc, nil) {
 		t.Error("a deleted slice gone from the cache: want not stale")
 	}
-	if !tr.gone(svc, tracked("a", "10")) {
+	if !tr.gone(svc, trackedSlice("a", "10")) {
 		t.Error("the controller's own deletion reported unexpected")
 	}
-	if tr.gone(svc, tracked("b", "3")) {
+	if tr.gone(svc, trackedSlice("b", "3")) {
 		t.Error("someone else's deletion reported expected")
 	}
-	tr.wrote(svc, tracked("c", "20"))
+	if !tr.wake(svc) || tr.wake(svc) {
+		t.Error("wake: want true once after a stale sync")
+	}
+	tr.wrote(svc, trackedSlice("c", "20"))
 	tr.forgetService(svc)
 	if tr.stale(svc, nil) {
 		t.Error("stale after the Service was forgotten")
+	}
+
+	// A write the cache never shows stops counting after trackTTL.
+	tr.wrote(svc, trackedSlice("d", "30"))
+	now = now.Add(trackTTL)
+	if !tr.stale(svc, nil) {
+		t.Error("not stale within trackTTL")
+	}
+	now = now.Add(time.Second)
+	if tr.stale(svc, nil) {
+		t.Error("still stale after trackTTL")
 	}
 }
