@@ -47,8 +47,11 @@
 // One sync of a Service, level-based and from the caches only:
 //
 //  1. if the cache does not yet show every write and deletion this
-//     controller made for the Service (tracker.go), wait and retry with
-//     backoff: a lagging cache never causes duplicate slices;
+//     controller made for the Service (tracker.go), the sync ends and the
+//     slice event that brings the cache up to date starts the next one (a
+//     timer 100 ms later is the fallback): a lagging cache never causes
+//     duplicate slices. A write the cache has not shown after a minute is
+//     no longer waited for;
 //  2. compute the desired endpoints (desired.go) and the plan (plan.go):
 //     existing slices keep the endpoints still desired, in their order,
 //     changed ones updated in place; slices that lost endpoints are filled
@@ -65,6 +68,20 @@
 // a burst of pod changes is a few syncs per Service, each one write per
 // changed slice. BatchPeriod (Kubernetes' --endpoint-updates-batch-period,
 // default 0) delays the syncs pod changes cause, to batch more of them.
+//
+// A change someone else makes to a managed slice (or its deletion) syncs
+// its Service a second later (Kubernetes' endpointSliceChangeMinSyncDelay);
+// the controller's own writes sync nothing. A Node added, deleted or
+// changing zone syncs the Services of its pods. A failed write is retried
+// with the runner's backoff and recorded as a Warning event
+// FailedToUpdateEndpointSlices on the Service.
+//
+// Metrics: endpoint_slice_controller_endpoints_desired and
+// endpoint_slice_controller_num_endpoint_slices (gauges, as of each
+// Service's last sync), endpoint_slice_controller_syncs_total{result}
+// (success, stale, error) and endpoint_slice_controller_changes_total
+// {operation} (create, update, delete), besides the runner's workqueue_*
+// and controller_* metrics.
 //
 // The package does not handle Services without a selector or of type
 // ExternalName (their slices, if any, are someone else's), does not write
