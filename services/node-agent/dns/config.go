@@ -25,6 +25,9 @@ const (
 	DefaultMaxConcurrentForwards = 1000
 	// TTL of the cluster's records, CoreDNS's kubernetes plugin's default.
 	TTL = 5
+	// UDPReadBuffer is the receive buffer asked for the UDP socket (the
+	// kernel caps it at net.core.rmem_max): some 4,000 queries.
+	UDPReadBuffer = 4 << 20
 	// SchemaVersion is the Kubernetes DNS specification version served
 	// as TXT at dns-version.<zone>.
 	SchemaVersion = "1.1.0"

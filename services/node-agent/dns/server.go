@@ -141,6 +141,13 @@ func (s *Server) listen() error {
 		addr := net.JoinHostPort(host, strconv.Itoa(udp.LocalAddr().(*net.UDPAddr).Port))
 		tcp, err := net.Listen("tcp", addr)
 		if err == nil {
+			// A process stall (CPU contention, GC) queues queries in the
+			// socket instead of dropping them: a dropped query costs its
+			// client a retry after seconds (glibc's timeout is 5 s). The
+			// kernel caps the size at net.core.rmem_max.
+			if err := udp.(*net.UDPConn).SetReadBuffer(UDPReadBuffer); err != nil {
+				s.log.Warn("Could not enlarge the UDP receive buffer", zap.Error(err))
+			}
 			s.udp, s.tcp = udp, tcp
 			return nil
 		}

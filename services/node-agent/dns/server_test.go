@@ -1,9 +1,12 @@
 package dns
 
 import (
+	"net"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -348,4 +351,29 @@ func TestNewRejectsBadConfig(t *testing.T) {
 			t.Error("New on a port in use succeeded")
 		}
 	})
+}
+
+func TestUDPReceiveBufferEnlarged(t *testing.T) {
+	s := startServer(t, Config{}, Informers{})
+	raw, err := s.udp.(*net.UDPConn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var size int
+	var serr error
+	if err := raw.Control(func(fd uintptr) { size, serr = syscall.GetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF) }); err != nil || serr != nil {
+		t.Fatal(err, serr)
+	}
+	b, err := os.ReadFile("/proc/sys/net/core/rmem_max")
+	if err != nil {
+		t.Fatal(err)
+	}
+	limit, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Linux reports twice what was set (its bookkeeping overhead).
+	if want := 2 * min(UDPReadBuffer, limit); size < want {
+		t.Errorf("SO_RCVBUF %d, want %d (2 x min(%d, rmem_max %d))", size, want, UDPReadBuffer, limit)
+	}
 }
