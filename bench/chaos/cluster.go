@@ -111,7 +111,9 @@ func startCluster(ctx context.Context, cfg Config, logs io.Writer) (*cluster, er
 		c.args[n.name] = append(server[:len(server):len(server)], "--node-name", n.name, "--node-ip", "127.0.0.1",
 			"--listen", "127.0.0.1:"+strconv.Itoa(listen), "--container-runtime-endpoint", n.sim.Endpoint(),
 			"--root-dir", filepath.Join(root, "pods"), "--pod-log-dir", filepath.Join(root, "logs"),
-			"--lease-renew-interval", "1s", "--node-status-update-frequency", "1s")
+			"--lease-renew-interval", "1s", "--node-status-update-frequency", "1s",
+			// Simulated nodes on one host: no packet filter, no DNS server.
+			"--proxy-mode", "none", "--cluster-dns", "")
 		c.bins[n.name] = c.bins["node-agent"]
 		if err := c.start(ctx, n.name); err != nil {
 			c.stop()

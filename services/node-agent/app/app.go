@@ -68,6 +68,8 @@ type Options struct {
 	ImagePullBackOff       time.Duration
 	ImagePullBackOffMax    time.Duration
 
+	Services ServiceOptions // the service proxy and the DNS server
+
 	Tracing tracing.Options // --tracing-*
 
 	// DialOptions are added to the apiserver connection (tests).
@@ -109,6 +111,7 @@ Flags:
 	o.API.AddFlags(fs, "127.0.0.1:6443")
 	o.Tracing.AddFlags(fs, 0)
 	o.Serving.AddFlags(fs)
+	o.Services.addFlags(fs)
 	fs.StringVar(&o.NodeName, "node-name", strings.ToLower(hostname), "the Node's name")
 	fs.StringVar(&o.RuntimeEndpoint, "container-runtime-endpoint", cri.DefaultEndpoint, "the CRI runtime's endpoint (unix:///path/to/socket)")
 	fs.DurationVar(&o.RuntimeRequestTimeout, "runtime-request-timeout", cri.DefaultTimeout, "timeout of each runtime call but image pulls")
@@ -158,6 +161,9 @@ Flags:
 		return nil, errors.New("--node-name: required (the hostname is unknown)")
 	}
 	if err := o.Tracing.Validate(); err != nil {
+		return nil, err
+	}
+	if err := o.Services.check(); err != nil {
 		return nil, err
 	}
 	p, err := netip.ParsePrefix(*clusterCIDR)
@@ -211,6 +217,7 @@ func ParseTaints(s string) ([]*corev1.Taint, error) {
 type Addrs struct {
 	GRPC    string // the NodeAgent service
 	Metrics string // "" when disabled
+	DNS     string // the DNS server's (UDP and TCP), "" without one
 }
 
 // Run connects to the apiserver and the runtime, serves the NodeAgent
@@ -245,18 +252,24 @@ func Run(ctx context.Context, o *Options, log *zap.Logger, ready func(Addrs)) er
 		return fmt.Errorf("--listen: %w", err)
 	}
 	defer l.Close()
+	clusterDNS, domain, resolvConf := o.Services.agentDNS()
 	a, err := agent.New(agent.Config{
 		NodeName: o.NodeName, API: conn, Runtime: rconn, RuntimeTimeout: o.RuntimeRequestTimeout,
 		RootDir: o.RootDir, PodLogDir: o.PodLogDir, CgroupRoot: o.CgroupRoot,
 		NodeIP: o.NodeIP, Port: int32(l.Addr().(*net.TCPAddr).Port),
 		Labels: o.Labels, Taints: o.Taints, Capacity: o.Capacity, MaxPods: o.MaxPods,
 		ManagePodNetwork: o.ManagePodNetwork, CNIConfDir: o.CNIConfDir, ClusterCIDR: o.ClusterCIDR,
+		ClusterDNS: clusterDNS, ClusterDomain: domain, ResolvConf: resolvConf,
 		LeaseDuration: o.LeaseDuration, LeaseRenewInterval: o.LeaseRenewInterval,
 		NodeStatusUpdatePeriod: o.NodeStatusUpdatePeriod, RelistPeriod: o.RelistPeriod, Workers: o.Workers, MaxParallelStarts: o.MaxParallelStarts,
 		CrashLoopBackOff: o.CrashLoopBackOff, CrashLoopBackOffMax: o.CrashLoopBackOffMax,
 		ImagePullBackOff: o.ImagePullBackOff, ImagePullBackOffMax: o.ImagePullBackOffMax,
 		Logger: log, Registerer: reg,
 	})
+	if err != nil {
+		return err
+	}
+	svc, err := startServices(o, conn, o.NodeIP, log, reg)
 	if err != nil {
 		return err
 	}
@@ -270,6 +283,9 @@ func Run(ctx context.Context, o *Options, log *zap.Logger, ready func(Addrs)) er
 		<-served
 	}()
 	addrs := Addrs{GRPC: l.Addr().String()}
+	if svc != nil && svc.dns != nil {
+		addrs.DNS = svc.dns.Addr()
+	}
 	if o.MetricsListen != "" {
 		srv, err := serving.Start(serving.Options{Addr: o.MetricsListen, Registry: reg, Logger: log, Ready: a.Ready})
 		if err != nil {
@@ -280,9 +296,17 @@ func Run(ctx context.Context, o *Options, log *zap.Logger, ready func(Addrs)) er
 	}
 	log.Info("starting", zap.String("node", o.NodeName), zap.String("server", o.API.Server),
 		zap.String("runtime", o.RuntimeEndpoint), zap.String("listen", addrs.GRPC), zap.String("metrics", addrs.Metrics),
-		zap.Bool("managePodNetwork", o.ManagePodNetwork))
+		zap.Bool("managePodNetwork", o.ManagePodNetwork), zap.String("services", o.Services.describe()))
 	if ready != nil {
 		ready(addrs)
 	}
-	return a.Run(ctx)
+	svcCtx, stopServices := context.WithCancel(ctx)
+	svcDone := make(chan error, 1)
+	go func() { svcDone <- svc.run(svcCtx) }()
+	err = a.Run(ctx)
+	stopServices()
+	if serr := <-svcDone; err == nil && serr != nil {
+		err = fmt.Errorf("services: %w", serr)
+	}
+	return err
 }

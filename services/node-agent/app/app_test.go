@@ -99,6 +99,8 @@ func startProgram(t *testing.T, ctx context.Context, rt *sim.Server, args ...str
 		"--listen", "127.0.0.1:0", "--node-ip", "127.0.0.1",
 		"--root-dir", filepath.Join(dir, "root"), "--pod-log-dir", filepath.Join(dir, "logs"),
 		"--relist-period", "100ms", "--node-status-update-frequency", "100ms",
+		// Not the host's packet filter, nor a DNS server on 169.254.20.10.
+		"--proxy-mode", "none", "--cluster-dns", "",
 	}, args...), io.Discard)
 	if err != nil {
 		t.Fatal(err)
