@@ -37,7 +37,10 @@
 // nameservers of a resolv.conf; never the server's own address): in their
 // order, over UDP and again over TCP when an answer is truncated, all
 // within Config.Timeout, after which the client gets SERVFAIL with an
-// extended DNS error (RFC 8914) saying why.
+// extended DNS error (RFC 8914) saying why. At most
+// Config.MaxConcurrentForwards are in flight; beyond, REFUSED at once.
+// Nothing is cached (CoreDNS's cache plugin is not reproduced), and the
+// resolv.conf is read once, by New.
 //
 // The files, in the order a query meets them:
 //
