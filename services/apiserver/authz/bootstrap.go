@@ -72,17 +72,17 @@ var bootstrapPolicy = []bootstrapRole{
 	// (deployments, replicasets and pods with their status and scale;
 	// nodes' podCIDR, taints and conditions; node leases; namespaces and
 	// everything in them, RBAC included, when a namespace goes; quota
-	// status); creates ReplicaSets, Pods, Events, ServiceAccounts and its
-	// leader Lease.
+	// status); creates ReplicaSets, Pods, Events, ServiceAccounts,
+	// EndpointSlices and its leader Lease.
 	{name: "system:kube-controller-manager", users: user.ControllerManager,
-		rules: []r{
+		rules: append([]r{
 			{read, "*", "*"},
-			{"update patch delete deletecollection", "core apps coordination.k8s.io", "*"},
-			{"delete deletecollection", rbacGroup, "roles rolebindings"},
+			{"update patch delete deletecollection", "core apps coordination.k8s.io discovery.k8s.io", "*"},
 			{"create", "core", "pods events serviceaccounts"},
+			{"create", "discovery.k8s.io", "endpointslices"},
 			{"create", "apps", "replicasets"},
 			{"create", "coordination.k8s.io", "leases"},
-		}},
+		}, namespacedRules("delete deletecollection")...)},
 }
 
 // Verb lists of the table.
@@ -112,6 +112,31 @@ func roleRules(role decl.Roles, verbs string) []r {
 			group = "core"
 		}
 		rules = append(rules, r{verbs, group, strings.Join(resources[g], " ")})
+	}
+	return rules
+}
+
+// namespacedRules grant verbs on every namespaced kind (the namespace
+// controller empties a namespace of all of them), group by group.
+func namespacedRules(verbs string) []r {
+	byGroup := map[string][]string{}
+	var groups []string
+	for _, k := range decl.All {
+		if !k.Namespaced || k.StoredAs != "" {
+			continue
+		}
+		g := k.Group
+		if g == "" {
+			g = "core"
+		}
+		if byGroup[g] == nil {
+			groups = append(groups, g)
+		}
+		byGroup[g] = append(byGroup[g], k.Resource)
+	}
+	rules := make([]r, 0, len(groups))
+	for _, g := range groups {
+		rules = append(rules, r{verbs, g, strings.Join(byGroup[g], " ")})
 	}
 	return rules
 }
