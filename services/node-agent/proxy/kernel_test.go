@@ -500,3 +500,52 @@ func containsPrefix(list []string, prefix string) bool {
 	}
 	return false
 }
+
+// TestKernelAffinityTimeout: changing a Service's ClientIP affinity
+// timeout is applied (the kernel refuses to re-add a set with another
+// timeout), later syncs keep working, and affinity still holds.
+func TestKernelAffinityTimeout(t *testing.T) {
+	n := newTestNet(t)
+	serve(t, n.podA, "A", 8080)
+	serve(t, n.podB, "B", 8080)
+	p := kernelProxier(t, n, false)
+	ctx := context.Background()
+	sticky := slice("default/sticky", "sticky-a", []string{":8080"}, ep{podAIP + "@n1", ""}, ep{podBIP + "@n1", ""})
+	p.OnEndpointSliceAdd(sticky)
+	p.OnServiceAdd(withAffinity(svc("default/sticky", "10.96.0.13", ":80"), 60))
+	p.OnInitialSync()
+	if err := p.Sync(ctx, true); err != nil {
+		t.Fatalf("first sync: %v", err)
+	}
+	p.OnServiceUpdate(nil, withAffinity(svc("default/sticky", "10.96.0.13", ":80"), 120))
+	if err := p.Sync(ctx, false); err != nil {
+		t.Fatalf("sync with the timeout changed from 60 to 120 s: %v", err)
+	}
+	p.OnServiceAdd(svc("default/web", "10.96.0.10", ":80"))
+	p.OnEndpointSliceAdd(slice("default/web", "web-a", []string{":8080"}, ep{podAIP + "@n1", ""}))
+	if err := p.Sync(ctx, false); err != nil {
+		t.Fatalf("the sync after: %v", err)
+	}
+	if got := hello(t, n.podB, "10.96.0.10:80"); got != "A" {
+		t.Errorf("the Service added after: %q, want A", got)
+	}
+	first := hello(t, n.podB, "10.96.0.13:80")
+	for i := 0; i < 10; i++ {
+		if got := hello(t, n.podB, "10.96.0.13:80"); got != first {
+			t.Fatalf("connection %d reached %s, the first %s", i+2, got, first)
+		}
+	}
+	sets, err := p.nft.List(ctx, "sets")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var affinity []string
+	for _, s := range sets {
+		if strings.HasPrefix(s, affinitySetPrefix) {
+			affinity = append(affinity, s)
+		}
+	}
+	if len(affinity) != 2 {
+		t.Errorf("affinity sets %v, want the 2 of the 120 s timeout", affinity)
+	}
+}

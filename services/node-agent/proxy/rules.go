@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"sigs.k8s.io/knftables"
 )
@@ -245,7 +246,7 @@ func (w *writer) servicePort(sp *ServicePort) {
 			w.use(c)
 			w.rule(c, "ip saddr", ep.Addr.Addr(), "jump", markMasqChain)
 			if sp.Affinity > 0 {
-				set := affinitySetPrefix + eb
+				set := affinitySetName(base, ep, sp.Affinity)
 				w.out.Sets[set] = true
 				w.tx.Add(&knftables.Set{
 					Name:    set,
@@ -325,7 +326,7 @@ func (w *writer) endpointsRules(sp *ServicePort, base, chain string, eps []Endpo
 	if sp.Affinity > 0 {
 		for _, ep := range eps {
 			eb := endpointBase(base, ep)
-			w.rule(chain, "ip saddr @"+affinitySetPrefix+eb, "goto", endpointChainPrefix+eb)
+			w.rule(chain, "ip saddr @"+affinitySetName(base, ep, sp.Affinity), "goto", endpointChainPrefix+eb)
 		}
 	}
 	var vmap []string
@@ -362,6 +363,18 @@ func portChainBase(n ServicePortName) string {
 func endpointBase(portBase string, ep Endpoint) string {
 	_, name, _ := strings.Cut(portBase, "-")
 	return hashed(fmt.Sprintf("%s__%s/%d", name, ep.Addr.Addr(), ep.Addr.Port()))
+}
+
+// affinitySetName is the name of an endpoint's affinity set, with the
+// timeout in it: "affinity-HASH-namespace/name/protocol/port__ip/port/60s".
+// Adding a set again with another timeout changes it only on kernels
+// with set updates (mid-2023; this machine's 6.18 does), not in the Fake
+// nor, as far as we know, on older kernels: a new timeout makes new sets
+// instead, and the old ones are deleted as any set no longer used (their
+// clients lose their affinity once).
+func affinitySetName(portBase string, ep Endpoint, timeout time.Duration) string {
+	_, name, _ := strings.Cut(portBase, "-")
+	return affinitySetPrefix + hashed(fmt.Sprintf("%s__%s/%d/%ds", name, ep.Addr.Addr(), ep.Addr.Port(), int64(timeout/time.Second)))
 }
 
 // hashed prefixes name with 8 characters of its hash, and cuts it to fit

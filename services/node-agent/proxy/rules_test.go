@@ -247,3 +247,34 @@ func TestRulesEveryLocalAddress(t *testing.T) {
 		t.Errorf("egress without a cluster CIDR: %s", got)
 	}
 }
+
+// TestRulesAffinityTimeoutChange: a changed affinity timeout is applied.
+// Re-adding a set with another timeout does not change it in the Fake
+// (nor, as far as we know, on kernels before the set updates of 2023);
+// the timeout is part of the set's name, so the new timeout makes new
+// sets and the old ones are deleted.
+func TestRulesAffinityTimeoutChange(t *testing.T) {
+	fake := knftables.NewFake(knftables.IPv4Family, TableName)
+	eps := []*discoveryv1.EndpointSlice{slice("default/web", "web-a", []string{":8080"}, ep{localPod + "@n1", ""}, ep{farPod + "@n2", ""})}
+	applyTable(t, fake, []*corev1.Service{withAffinity(svc("default/web", "10.96.0.10", ":8080"), 60)}, eps)
+	applyTable(t, fake, []*corev1.Service{withAffinity(svc("default/web", "10.96.0.10", ":8080"), 120)}, eps)
+	var sets []string
+	for name, set := range fake.Table.Sets {
+		if !strings.HasPrefix(name, affinitySetPrefix) {
+			continue
+		}
+		sets = append(sets, name)
+		if set.Timeout == nil || set.Timeout.Seconds() != 120 {
+			t.Errorf("affinity set %s: timeout %v, want 120 s", name, set.Timeout)
+		}
+	}
+	if len(sets) != 2 {
+		t.Errorf("affinity sets %v, want one per endpoint", sets)
+	}
+	tr := newTracer(t, fake, nodeIP)
+	for _, o := range tr.trace(otherPod, "10.96.0.10", TCP, 8080, false) {
+		if len(o.updates) != 1 || fake.Table.Sets[o.updates[0]] == nil {
+			t.Errorf("%v adds the client to %v, want one existing affinity set", o, o.updates)
+		}
+	}
+}
