@@ -218,6 +218,12 @@ func (c *Controller) sync(ctx context.Context, key string) (controller.Result, e
 // resourceVersions, deletes with the slices' uids as preconditions. It
 // stops at the first failure; the retry plans again from the cache.
 func (c *Controller) apply(ctx context.Context, key string, svc *corev1.Service, p Plan) error {
+	c.tracker.startWrites(key)
+	defer func() {
+		if c.tracker.endWrites(key) {
+			c.enqueueForSlice(key) // someone else changed a slice meanwhile
+		}
+	}()
 	if svc.GetMetadata().GetDeletionTimestamp() == nil {
 		for _, s := range p.Create {
 			got, err := c.sliceClient.Create(ctx, s)

@@ -5,16 +5,19 @@ import (
 	"maps"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/protobuf/encoding/prototext"
 	"google.golang.org/protobuf/proto"
 
 	"skiff.dev/internal/client"
+	"skiff.dev/internal/workqueue"
 	corev1 "skiff.dev/proto/core/v1"
 	discoveryv1 "skiff.dev/proto/discovery/v1"
 	metav1 "skiff.dev/proto/meta/v1"
 	"skiff.dev/services/controller-manager/endpointslice"
 	"skiff.dev/services/controller-manager/garbagecollector"
+	"skiff.dev/services/controller-manager/manager/managertest"
 )
 
 var web = map[string]string{"app": "web"}
@@ -291,4 +294,42 @@ func names(ss []*discoveryv1.EndpointSlice) []string {
 		out = append(out, fmt.Sprintf("%s(%d)", s.GetMetadata().GetName(), len(s.GetEndpoints())))
 	}
 	return out
+}
+
+// TestNodeEvents: a pod bound to a Node the cache does not have is left
+// out until the Node is created; a Node's new zone reaches its endpoints.
+// The controller's clock does not move: no delayed sync can stand in for
+// the syncs the Node events cause.
+func TestNodeEvents(t *testing.T) {
+	env := managertest.Start(t)
+	env.Manager.Clock = workqueue.NewFakeClock(time.Now())
+	c := startOn(t, env, endpointslice.Options{})
+	c.node(t, "node-a", "")
+	c.service(t, "web", web, port("http", 80, 8080))
+	// "late" comes first: the sync that shows "a" has seen it.
+	c.pod(t, podSpec{name: "late", labels: web, node: "node-late", ip: "10.0.0.2", ready: true})
+	c.pod(t, podSpec{name: "a", labels: web, node: "node-a", ip: "10.0.0.1", ready: true})
+	c.awaitEndpoints(t, "web", endpoint{"a", true, true, false})
+
+	c.node(t, "node-late", "zone-2")
+	c.awaitEndpoints(t, "web", endpoint{"a", true, true, false}, endpoint{"late", true, true, false})
+
+	n, err := client.Nodes(c.Conn).Get(c.Ctx, "", "node-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Metadata.Labels = map[string]string{endpointslice.LabelTopologyZone: "zone-1"}
+	if _, err := client.Nodes(c.Conn).Update(c.Ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	c.Await(patience, "zones on the endpoints", func() (bool, string) {
+		zones := map[string]string{}
+		for _, s := range c.slicesOf("web") {
+			for _, ep := range s.GetEndpoints() {
+				zones[ep.GetTargetRef().GetName()] = ep.GetZone()
+			}
+		}
+		want := map[string]string{"a": "zone-1", "late": "zone-2"}
+		return maps.Equal(zones, want), fmt.Sprintf("zones %v, want %v", zones, want)
+	})
 }

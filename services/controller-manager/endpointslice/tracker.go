@@ -31,6 +31,15 @@ type tracker struct {
 	mu      sync.Mutex
 	written map[string]map[string]tracked // service key -> slice uid -> what was written
 	waiting map[string]bool               // services whose last sync found the cache stale
+	// writing holds the services whose writes are in flight, with the
+	// slice events seen meanwhile: a write's watch event may come before
+	// its response, so they are judged when the writes have returned.
+	writing map[string][]sliceEvent
+}
+
+// sliceEvent is a slice event seen while writes were in flight.
+type sliceEvent struct {
+	uid, rv string // rv: the slice's resourceVersion, or deleted
 }
 
 // tracked is one write: the resourceVersion it returned (or deleted), and
@@ -41,7 +50,7 @@ type tracked struct {
 }
 
 func newTracker(now func() time.Time) *tracker {
-	return &tracker{now: now, written: map[string]map[string]tracked{}, waiting: map[string]bool{}}
+	return &tracker{now: now, written: map[string]map[string]tracked{}, waiting: map[string]bool{}, writing: map[string][]sliceEvent{}}
 }
 
 // wrote records a slice as the API returned it after a create or update.
@@ -115,22 +124,65 @@ func (t *tracker) wake(svcKey string) bool {
 	return w
 }
 
+// startWrites marks the Service's writes in flight: until endWrites, the
+// slice events of the Service are held for judgement.
+func (t *tracker) startWrites(svcKey string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.writing[svcKey] = []sliceEvent{}
+}
+
+// endWrites ends the Service's writes (recorded with wrote and deleting)
+// and reports whether an event held meanwhile was not one of them.
+func (t *tracker) endWrites(svcKey string) (foreign bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	held := t.writing[svcKey]
+	delete(t.writing, svcKey)
+	for _, e := range held {
+		if e.rv == deleted {
+			foreign = !t.goneLocked(svcKey, e.uid) || foreign
+		} else {
+			foreign = !t.ownLocked(svcKey, e.uid, e.rv) || foreign
+		}
+	}
+	return foreign
+}
+
 // ownWrite reports whether the cache's s is a write of the controller (or
-// older than one): its event needs no sync.
+// older than one), or may be one whose call has not returned yet (it is
+// then judged by endWrites): its event needs no sync.
 func (t *tracker) ownWrite(svcKey string, s *discoveryv1.EndpointSlice) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	w, ok := t.written[svcKey][s.GetMetadata().GetUid()]
-	return ok && w.rv != deleted && !olderThan(w.rv, s.GetMetadata().GetResourceVersion())
+	m := s.GetMetadata()
+	if held, ok := t.writing[svcKey]; ok {
+		t.writing[svcKey] = append(held, sliceEvent{m.GetUid(), m.GetResourceVersion()})
+		return true
+	}
+	return t.ownLocked(svcKey, m.GetUid(), m.GetResourceVersion())
+}
+
+func (t *tracker) ownLocked(svcKey, uid, rv string) bool {
+	w, ok := t.written[svcKey][uid]
+	return ok && w.rv != deleted && !olderThan(w.rv, rv)
 }
 
 // gone forgets a slice the cache no longer has, and reports whether the
-// controller deleted it itself.
+// controller deleted it itself, or may have (judged by endWrites).
 func (t *tracker) gone(svcKey string, s *discoveryv1.EndpointSlice) (expected bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	m := t.written[svcKey]
 	uid := s.GetMetadata().GetUid()
+	if held, ok := t.writing[svcKey]; ok {
+		t.writing[svcKey] = append(held, sliceEvent{uid, deleted})
+		return true
+	}
+	return t.goneLocked(svcKey, uid)
+}
+
+func (t *tracker) goneLocked(svcKey, uid string) bool {
+	m := t.written[svcKey]
 	w, ok := m[uid]
 	delete(m, uid)
 	if len(m) == 0 {
