@@ -76,3 +76,30 @@ func TestTracker(t *testing.T) {
 		t.Error("still stale after trackTTL")
 	}
 }
+
+// TestTrackerEventsDuringWrites: events seen while writes are in flight
+// are judged when the writes have returned: the controller's own write
+// and deletion are not foreign, someone else's change is.
+func TestTrackerEventsDuringWrites(t *testing.T) {
+	const svc = "ns/web"
+	tr := newTracker(time.Now)
+
+	tr.startWrites(svc)
+	if !tr.ownWrite(svc, trackedSlice("a", "10")) || !tr.gone(svc, trackedSlice("b", "5")) {
+		t.Fatal("events during writes: want them held")
+	}
+	tr.wrote(svc, trackedSlice("a", "10")) // the responses come after
+	tr.deleting(svc, trackedSlice("b", "5"))
+	if tr.endWrites(svc) {
+		t.Error("the controller's own write and deletion judged foreign")
+	}
+	if tr.stale(svc, []*discoveryv1.EndpointSlice{trackedSlice("a", "10")}) {
+		t.Error("stale after the held events were judged")
+	}
+
+	tr.startWrites(svc)
+	tr.ownWrite(svc, trackedSlice("c", "11")) // not written by the controller
+	if !tr.endWrites(svc) {
+		t.Error("someone else's slice judged the controller's own")
+	}
+}
