@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"go.uber.org/zap"
@@ -107,7 +109,7 @@ func New(mc *manager.Context, o Options) *Controller {
 
 // newController builds the controller on the given slices informer (tests
 // pass one whose events lag).
-func newController(mc *manager.Context, o Options, slices *informer.Informer[*discoveryv1.EndpointSlice]) *Controller {
+func newController(mc *manager.Context, o Options, sliceInformer *informer.Informer[*discoveryv1.EndpointSlice]) *Controller {
 	err := o.Validate()
 	if o.Workers <= 0 {
 		o.Workers = DefaultWorkers
@@ -125,7 +127,7 @@ func newController(mc *manager.Context, o Options, slices *informer.Informer[*di
 		services:    informer.For(mc.Informers, client.Services(mc.Conn)),
 		pods:        informer.For(mc.Informers, client.Pods(mc.Conn)),
 		nodes:       informer.For(mc.Informers, client.Nodes(mc.Conn)),
-		slices:      slices,
+		slices:      sliceInformer,
 		sliceClient: client.EndpointSlices(mc.Conn),
 		tracker:     newTracker(parts.Clock.Now),
 		m:           newMetrics(mc.Registerer),
@@ -274,12 +276,15 @@ func (c *Controller) cachedSlices(ns, name string) []*discoveryv1.EndpointSlice 
 }
 
 // selectedPods returns the cached pods of svc's namespace its selector
-// matches.
+// matches, read through the label index of one of the selector's pairs
+// (the pods of one app, not every pod of the namespace).
 func (c *Controller) selectedPods(svc *corev1.Service) []*corev1.Pod {
 	sel := svc.GetSpec().GetSelector()
+	ns := svc.GetMetadata().GetNamespace()
+	key := slices.Min(slices.Collect(maps.Keys(sel)))
 	var out []*corev1.Pod
-	c.pods.Store().EachByIndex(informer.IndexNamespace, svc.GetMetadata().GetNamespace(), func(p *corev1.Pod) {
-		if selects(sel, p.GetMetadata().GetLabels()) {
+	c.pods.Store().EachByIndex(informer.IndexLabel, key+"="+sel[key], func(p *corev1.Pod) {
+		if p.GetMetadata().GetNamespace() == ns && selects(sel, p.GetMetadata().GetLabels()) {
 			out = append(out, p)
 		}
 	})
