@@ -17,6 +17,9 @@ import (
 // frontendNodePort is the two-tier example's frontend Service's node port.
 const frontendNodePort = 30080
 
+// noKeepAlive opens a connection per call, so that each is balanced anew.
+var noKeepAlive = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+
 // TestServices is issue 19's story on the compose cluster: the two-tier
 // example (examples/two-tier.yaml) answers through a NodePort on each node
 // container; its frontend reaches the backend by the backend Service's DNS
@@ -58,7 +61,7 @@ func TestServices(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://%s:%d%s", nodeAddrs[node], frontendNodePort, path), nil)
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := noKeepAlive.Do(req)
 		if err != nil {
 			return 0, "", err
 		}

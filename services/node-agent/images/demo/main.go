@@ -110,11 +110,13 @@ func serve(args []string) int {
 		readyAfter:    ready,
 		unhealthyFile: *unhealthy,
 		backend:       *backend,
-		client:        &http.Client{Timeout: 5 * time.Second},
-		lookup:        net.DefaultResolver.LookupHost,
-		now:           time.Now,
-		out:           os.Stdout,
-		exit:          os.Exit,
+		// A connection per call: each call is balanced by the Service
+		// anew (a kept-alive connection stays on one endpoint).
+		client: &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}},
+		lookup: net.DefaultResolver.LookupHost,
+		now:    time.Now,
+		out:    os.Stdout,
+		exit:   os.Exit,
 	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
