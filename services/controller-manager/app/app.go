@@ -71,7 +71,8 @@ func Builders() map[string]manager.Builder {
 			return resourcequota.New(mc, resourcequota.Options{Workers: cfg.Workers[resourcequota.Name], SyncPeriod: cfg.ResourceQuotaSyncPeriod})
 		},
 		endpointslice.Name: func(mc *manager.Context, cfg *manager.Config) manager.Controller {
-			return endpointslice.New(mc, endpointslice.Options{Workers: cfg.Workers[endpointslice.Name]})
+			return endpointslice.New(mc, endpointslice.Options{Workers: cfg.Workers[endpointslice.Name],
+				MaxEndpointsPerSlice: cfg.MaxEndpointsPerSlice, BatchPeriod: cfg.EndpointUpdatesBatchPeriod})
 		},
 		podgc.Name: func(mc *manager.Context, cfg *manager.Config) manager.Controller {
 			threshold := cfg.TerminatedPodGCThreshold
@@ -105,6 +106,7 @@ var workersFlags = []struct{ flag, controller string }{
 	{"concurrent-node-syncs", nodelifecycle.Name},
 	{"concurrent-namespace-syncs", namespace.Name},
 	{"concurrent-resource-quota-syncs", resourcequota.Name},
+	{"concurrent-service-endpoint-syncs", endpointslice.Name},
 }
 
 // ParseFlags reads args into Options. It returns flag.ErrHelp after printing
@@ -165,6 +167,8 @@ Flags:
 	fs.StringVar(&m.ClusterCIDR, "cluster-cidr", nodeipam.DefaultClusterCIDR, "the pods' address range, cut by the nodeipam controller into one subnet per Node (spec.podCIDR); the node agents' --cluster-cidr must match")
 	fs.IntVar(&m.NodeCIDRMaskSize, "node-cidr-mask-size", nodeipam.DefaultNodeCIDRMaskSize, "prefix length of each Node's pod subnet (24: 254 pod addresses per node, 256 nodes in a /16)")
 	fs.DurationVar(&m.ResourceQuotaSyncPeriod, "resource-quota-sync-period", resourcequota.DefaultSyncPeriod, "recompute every ResourceQuota's status.used this often (also after deletes of pods, configmaps, replicasets and deployments)")
+	fs.IntVar(&m.MaxEndpointsPerSlice, "max-endpoints-per-slice", endpointslice.DefaultMaxEndpointsPerSlice, "the most endpoints an EndpointSlice the endpointslice controller writes holds (1 to 1000)")
+	fs.DurationVar(&m.EndpointUpdatesBatchPeriod, "endpoint-updates-batch-period", 0, "how long the endpointslice controller delays a Service's sync after a pod change, so that more changes share one write (0: none; the queue coalesces what arrives meanwhile)")
 	fs.IntVar(&m.TerminatedPodGCThreshold, "terminated-pod-gc-threshold", podgc.DefaultTerminatedPodThreshold, "terminated pods (Succeeded or Failed) that may exist before the pod garbage collector deletes the oldest (0: no limit)")
 	fs.DurationVar(&m.Resync, "resync-period", 0, "replay every cached object to the controllers at this period (0: never)")
 	if err := fs.Parse(args); err != nil {
@@ -191,6 +195,12 @@ Flags:
 	}
 	if m.TerminatedPodGCThreshold < 0 {
 		return nil, fmt.Errorf("--terminated-pod-gc-threshold: %d, must be 0 (no limit) or more", m.TerminatedPodGCThreshold)
+	}
+	if m.MaxEndpointsPerSlice < 1 || m.MaxEndpointsPerSlice > endpointslice.MaxMaxEndpointsPerSlice {
+		return nil, fmt.Errorf("--max-endpoints-per-slice: %d, must be between 1 and %d", m.MaxEndpointsPerSlice, endpointslice.MaxMaxEndpointsPerSlice)
+	}
+	if m.EndpointUpdatesBatchPeriod < 0 {
+		return nil, fmt.Errorf("--endpoint-updates-batch-period: %v, must be 0 or more", m.EndpointUpdatesBatchPeriod)
 	}
 	if m.DefaultTolerationSeconds < 0 {
 		return nil, fmt.Errorf("--default-toleration-seconds: %d, must be 0 or more", m.DefaultTolerationSeconds)

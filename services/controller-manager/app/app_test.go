@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"skiff.dev/services/controller-manager/manager"
 )
@@ -116,5 +117,20 @@ func TestLeaderElectIdentityIsStableAcrossRestarts(t *testing.T) {
 	}
 	if id := given.Manager.LeaderElection.Identity; id != "cm-b" {
 		t.Errorf("--leader-elect-identity cm-b: identity %q", id)
+	}
+}
+
+func TestEndpointSliceFlags(t *testing.T) {
+	o, err := ParseFlags([]string{"--max-endpoints-per-slice", "50", "--endpoint-updates-batch-period", "1s", "--concurrent-service-endpoint-syncs", "3"}, io.Discard)
+	if err != nil || o.Manager.MaxEndpointsPerSlice != 50 || o.Manager.EndpointUpdatesBatchPeriod != time.Second || o.Manager.Workers["endpointslice"] != 3 {
+		t.Fatalf("%+v, %v", o, err)
+	}
+	if o, _ := ParseFlags(nil, io.Discard); o.Manager.MaxEndpointsPerSlice != 100 {
+		t.Errorf("default max endpoints per slice %d", o.Manager.MaxEndpointsPerSlice)
+	}
+	for _, bad := range [][]string{{"--max-endpoints-per-slice", "1001"}, {"--max-endpoints-per-slice", "0"}, {"--endpoint-updates-batch-period", "-1s"}} {
+		if _, err := ParseFlags(bad, io.Discard); err == nil || !strings.Contains(err.Error(), bad[0]) {
+			t.Errorf("%v: %v", bad, err)
+		}
 	}
 }

@@ -48,12 +48,14 @@ type Config struct {
 	LeaderElection leaderelection.Config
 
 	// Controller-specific settings.
-	NodeMonitorGracePeriod   time.Duration
-	DefaultTolerationSeconds int64
-	ClusterCIDR              string        // "": nodeipam's default
-	NodeCIDRMaskSize         int           // 0: nodeipam's default
-	ResourceQuotaSyncPeriod  time.Duration // 0: resourcequota's default
-	TerminatedPodGCThreshold int           // 0: podgc never deletes terminated pods
+	NodeMonitorGracePeriod     time.Duration
+	DefaultTolerationSeconds   int64
+	ClusterCIDR                string        // "": nodeipam's default
+	NodeCIDRMaskSize           int           // 0: nodeipam's default
+	ResourceQuotaSyncPeriod    time.Duration // 0: resourcequota's default
+	TerminatedPodGCThreshold   int           // 0: podgc never deletes terminated pods
+	MaxEndpointsPerSlice       int           // 0: endpointslice's default
+	EndpointUpdatesBatchPeriod time.Duration // 0: no delay
 
 	// Resync replays every cached object to the controllers at this period.
 	Resync time.Duration
