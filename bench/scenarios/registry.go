@@ -82,6 +82,7 @@ func All() []*Scenario {
 		fairnessFloodScenario(),
 		memoryScenario(),
 		servicesScenario(),
+		servicesProgrammingScenario(),
 		dnsScenario(),
 	}
 }
