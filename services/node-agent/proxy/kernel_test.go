@@ -232,6 +232,30 @@ func serve(t testing.TB, ns netns.NsHandle, name string, port int) {
 	}()
 }
 
+// serveWho starts, in ns, a TCP server on port that writes the address
+// the connection comes from (after any source NAT) and closes.
+func serveWho(t testing.TB, ns netns.NsHandle, port int) {
+	t.Helper()
+	var l net.Listener
+	inNetns(t, ns, func() (err error) {
+		l, err = net.Listen("tcp4", fmt.Sprintf(":%d", port))
+		return err
+	})
+	done := make(chan struct{})
+	t.Cleanup(func() { l.Close(); <-done })
+	go func() {
+		defer close(done)
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			fmt.Fprintf(c, "%s\n", c.RemoteAddr().(*net.TCPAddr).IP)
+			c.Close()
+		}
+	}()
+}
+
 // dial connects from ns to addr (TCP) and returns the connection and the
 // name the server wrote.
 func dial(t testing.TB, ns netns.NsHandle, addr string) (net.Conn, string, error) {
@@ -325,6 +349,7 @@ func TestKernel(t *testing.T) {
 	n := newTestNet(t)
 	serve(t, n.podA, "A", 8080)
 	serve(t, n.podB, "B", 8080)
+	serveWho(t, n.podA, 9000)
 	p := kernelProxier(t, n, false)
 	ctx := context.Background()
 	web := []string{":8080"}
@@ -335,6 +360,7 @@ func TestKernel(t *testing.T) {
 		svc("default/empty", "10.96.0.12", ":80/TCP:30082"),
 		withAffinity(svc("default/sticky", "10.96.0.13", ":80"), 0),
 		svc("default/dns", "10.96.0.53", "dns:53/UDP"),
+		svc("default/who", "10.96.0.14", ":80/TCP:30084"),
 	}
 	slices := []*discoveryv1.EndpointSlice{
 		both,
@@ -342,6 +368,7 @@ func TestKernel(t *testing.T) {
 		slice("default/empty", "empty-a", web, ep{podAIP + "@n1", "-"}),
 		slice("default/sticky", "sticky-a", web, ep{podAIP + "@n1", ""}, ep{podBIP + "@n1", ""}),
 		slice("default/dns", "dns-a", []string{"dns:8080/UDP"}, ep{podAIP + "@n1", ""}),
+		slice("default/who", "who-a", []string{":9000"}, ep{podAIP + "@n1", ""}),
 	}
 	for _, s := range services {
 		p.OnServiceAdd(s)
@@ -371,6 +398,26 @@ func TestKernel(t *testing.T) {
 	t.Run("hairpin: a pod through its own Service", func(t *testing.T) {
 		if got := hello(t, n.podA, "10.96.0.11:80"); got != "A" {
 			t.Errorf("got %q, want A", got)
+		}
+	})
+	t.Run("the source an endpoint sees", func(t *testing.T) {
+		// Masqueraded to the node's address on the pods' bridge: NodePort
+		// traffic, a node process's, a pod reaching itself; a pod's
+		// ClusterIP traffic keeps its source.
+		for _, c := range []struct {
+			name string
+			from netns.NsHandle
+			addr string
+			want string
+		}{
+			{"NodePort from outside", n.outside, kNodeIP + ":30084", "10.244.1.1"},
+			{"ClusterIP from the node", n.node, "10.96.0.14:80", "10.244.1.1"},
+			{"hairpin", n.podA, "10.96.0.14:80", "10.244.1.1"},
+			{"ClusterIP from another pod", n.podB, "10.96.0.14:80", podBIP},
+		} {
+			if got := hello(t, c.from, c.addr); got != c.want {
+				t.Errorf("%s: the endpoint sees %s, want %s", c.name, got, c.want)
+			}
 		}
 	})
 	t.Run("NodePort from outside the node", func(t *testing.T) {

@@ -419,7 +419,14 @@ func (p *Proxier) Sync(ctx context.Context, force bool) error {
 		p.known = &Existing{}
 		clear(p.stale)
 	}
-	w := WriteTable(tx, snap, *p.known)
+	ex := *p.known
+	if force {
+		// A periodic (or forced) sync rewrites every chain, repairing
+		// what someone else may have done to them; the others leave the
+		// chains whose rules are the same as they are.
+		ex.Content = nil
+	}
+	w := WriteTable(tx, snap, ex)
 	if err := p.nft.Run(ctx, tx); err != nil {
 		p.m.failures.Inc()
 		p.known = nil // rewrite from nothing: the table may be anything now
@@ -433,7 +440,7 @@ func (p *Proxier) Sync(ctx context.Context, force bool) error {
 	for c := range w.Chains {
 		delete(p.stale, c)
 	}
-	ex := Existing{}
+	ex = Existing{Exists: true, Content: w.Content}
 	for c := range w.Chains {
 		ex.Chains = append(ex.Chains, c)
 	}
@@ -452,7 +459,7 @@ func (p *Proxier) Sync(ctx context.Context, force bool) error {
 	p.m.servicePorts.Set(float64(len(snap.Ports)))
 	p.m.endpoints.Set(float64(snap.Endpoints()))
 	p.log.Debug("service proxy table synced", zap.Int("servicePorts", len(snap.Ports)), zap.Int("rules", w.Rules),
-		zap.Int("staleChains", len(w.Stale)), zap.Duration("took", end.Sub(start)))
+		zap.Int("unchangedChains", w.Unchanged), zap.Int("staleChains", len(w.Stale)), zap.Duration("took", end.Sub(start)))
 	p.recordApplied(snap, end)
 	return nil
 }

@@ -32,6 +32,7 @@ func applyTable(t *testing.T, fake *knftables.Fake, services []*corev1.Service, 
 	ctx := context.Background()
 	var ex Existing
 	if fake.Table != nil {
+		ex.Exists = true
 		ex.Chains, _ = fake.List(ctx, "chains")
 		ex.Sets, _ = fake.List(ctx, "sets")
 	}
@@ -185,8 +186,8 @@ func TestRulesRemovedService(t *testing.T) {
 			webChains = append(webChains, c)
 		}
 	}
-	if len(webChains) != 3 { // service, external, endpoint
-		t.Fatalf("web's chains %v, want 3", webChains)
+	if len(webChains) != 2 { // service, endpoint (affinity)
+		t.Fatalf("web's chains %v, want 2", webChains)
 	}
 	for _, c := range webChains {
 		if second.Chains[c] {
@@ -196,8 +197,8 @@ func TestRulesRemovedService(t *testing.T) {
 			t.Errorf("chain %s: %+v, want flushed (deleted by a later transaction)", c, ch)
 		}
 	}
-	if len(second.Stale) != 3 {
-		t.Errorf("stale chains %v, want web's 3", second.Stale)
+	if len(second.Stale) != 2 {
+		t.Errorf("stale chains %v, want web's 2", second.Stale)
 	}
 	for s := range fake.Table.Sets {
 		if strings.HasPrefix(s, affinitySetPrefix) {
@@ -276,5 +277,64 @@ func TestRulesAffinityTimeoutChange(t *testing.T) {
 		if len(o.updates) != 1 || fake.Table.Sets[o.updates[0]] == nil {
 			t.Errorf("%v adds the client to %v, want one existing affinity set", o, o.updates)
 		}
+	}
+}
+
+// TestRulesUnchangedChains: with what the chains hold known, a sync
+// rewrites only the chains whose rules change, and the table is the one a
+// sync from nothing writes.
+func TestRulesUnchangedChains(t *testing.T) {
+	services := []*corev1.Service{svc("default/web", "10.96.0.10", ":8080/TCP:30080"), withAffinity(svc("default/api", "10.96.0.11", ":8080"), 60)}
+	before := []*discoveryv1.EndpointSlice{
+		slice("default/web", "web-a", []string{":8080"}, ep{localPod + "@n1", ""}),
+		slice("default/api", "api-a", []string{":8080"}, ep{farPod + "@n2", ""}),
+	}
+	after := []*discoveryv1.EndpointSlice{
+		slice("default/web", "web-a", []string{":8080"}, ep{localPod + "@n1", ""}, ep{otherPod + "@n1", ""}),
+		before[1],
+	}
+	ctx := context.Background()
+	write := func(fake *knftables.Fake, slices []*discoveryv1.EndpointSlice, ex Existing) Written {
+		t.Helper()
+		snap, _ := BuildSnapshot(services, slices, "n1")
+		snap.ClusterCIDR = netip.MustParsePrefix("10.244.0.0/16")
+		tx := fake.NewTransaction()
+		w := WriteTable(tx, snap, ex)
+		if err := fake.Run(ctx, tx); err != nil {
+			t.Fatalf("transaction refused: %v\n%s", err, tx)
+		}
+		return w
+	}
+	fake := knftables.NewFake(knftables.IPv4Family, TableName)
+	first := write(fake, before, Existing{})
+	second := write(fake, after, Existing{Exists: true, Content: first.Content})
+	// api's service chain and endpoint chain are left alone; web's
+	// service chain is rewritten.
+	if second.Unchanged != 2 {
+		t.Errorf("%d chains left as they were, want api's 2", second.Unchanged)
+	}
+	fresh := knftables.NewFake(knftables.IPv4Family, TableName)
+	write(fresh, after, Existing{})
+	if got, want := fake.Dump(), fresh.Dump(); got != want {
+		t.Errorf("the table after a partial rewrite:\n%s\nwritten from nothing:\n%s", got, want)
+	}
+	tr := newTracer(t, fake, nodeIP)
+	if got := dnats(tr.trace(farPod, "10.96.0.10", TCP, 8080, false)); got != "[10.244.1.2:8080 10.244.1.3:8080]" {
+		t.Errorf("web after the change: %s", got)
+	}
+	// A chain someone else emptied is not repaired unless Content is
+	// left out (the Proxier's periodic sync).
+	tx := fake.NewTransaction()
+	for c := range second.Chains {
+		tx.Flush(&knftables.Chain{Name: c})
+	}
+	if err := fake.Run(ctx, tx); err != nil {
+		t.Fatal(err)
+	}
+	if w := write(fake, after, Existing{Exists: true}); w.Unchanged != 0 {
+		t.Errorf("without Content, %d chains left as they were", w.Unchanged)
+	}
+	if got, want := fake.Dump(), fresh.Dump(); got != want {
+		t.Errorf("the table after a full rewrite:\n%s\nwritten from nothing:\n%s", got, want)
 	}
 }

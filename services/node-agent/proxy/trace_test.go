@@ -137,54 +137,81 @@ func (tr *tracer) rule(rule string, st pstate) []pstate {
 	tr.t.Helper()
 	w := strings.Fields(rule)
 	pkt := st.pkt
-	addrOf := func(which string) netip.Addr {
-		if which == "saddr" {
-			return pkt.src
+	// selector reads "ip saddr", "ip daddr" (after DNAT: the new
+	// destination, as postrouting sees it), "meta l4proto" or "th dport"
+	// at w[i].
+	selector := func(i int) (string, bool) {
+		if i+1 >= len(w) {
+			return "", false
 		}
-		if st.dnat.IsValid() {
-			return st.dnat.Addr()
+		switch w[i] + " " + w[i+1] {
+		case "ip saddr":
+			return pkt.src.String(), true
+		case "ip daddr":
+			if st.dnat.IsValid() {
+				return st.dnat.Addr().String(), true
+			}
+			return pkt.dst.String(), true
+		case "meta l4proto":
+			return string(pkt.proto), true
+		case "th dport":
+			return strconv.Itoa(int(pkt.dport)), true
 		}
-		return pkt.dst
+		return "", false
 	}
 	for i := 0; i < len(w); i++ {
+		if v, ok := selector(i); ok {
+			// A selector, or a concatenation of them, then what it is
+			// matched against: a verdict map, a set (or a map's keys), a
+			// value or range (== implied, or !=); else a statement follows
+			// ("meta l4proto tcp dnat ...").
+			key := []string{v}
+			i += 2
+			for i < len(w) && w[i] == "." {
+				v, ok := selector(i + 1)
+				if !ok {
+					tr.t.Fatalf("trace: cannot read the concatenation in rule %q", rule)
+				}
+				key = append(key, v)
+				i += 3
+			}
+			switch {
+			case w[i] == "vmap":
+				if i+2 != len(w) {
+					tr.t.Fatalf("trace: a vmap not ending rule %q", rule)
+				}
+				return tr.vmap(strings.TrimPrefix(w[i+1], "@"), key, st)
+			case strings.HasPrefix(w[i], "@"):
+				if !tr.inSet(w[i][1:], key) {
+					return []pstate{st}
+				}
+			default:
+				neg := w[i] == "!="
+				if neg {
+					i++
+				}
+				if len(key) != 1 {
+					tr.t.Fatalf("trace: cannot compare a concatenation in rule %q", rule)
+				}
+				if matches(key[0], w[i]) == neg {
+					return []pstate{st}
+				}
+			}
+			continue
+		}
 		switch {
 		case w[i] == "ct" && w[i+1] == "state" && w[i+2] == "new":
 			i += 2
-		case w[i] == "ip" && w[i+2] == ".": // ip daddr . meta l4proto . th dport vmap @M
-			key := []string{addrOf(w[i+1]).String(), string(pkt.proto), strconv.Itoa(int(pkt.dport))}
-			return tr.vmap(strings.TrimPrefix(w[i+9], "@"), key, st)
-		case w[i] == "ip":
-			a := addrOf(w[i+1])
-			v := w[i+2]
-			neg := v == "!="
-			if neg {
-				v = w[i+3]
-				i++
-			}
-			i += 2
-			var in bool
-			if strings.HasPrefix(v, "@") {
-				in = tr.inSet(v[1:], a)
-			} else if p, err := netip.ParsePrefix(v); err == nil {
-				in = p.Contains(a)
-			} else {
-				in = netip.MustParseAddr(v) == a
-			}
-			if in == neg {
+		case w[i] == "ct" && w[i+1] == "status" && w[i+2] == "dnat":
+			if !st.dnat.IsValid() {
 				return []pstate{st}
 			}
+			i += 2
 		case w[i] == "fib" && strings.Join(w[i:i+4], " ") == "fib daddr type local":
 			if !slices.Contains(tr.local, pkt.dst) {
 				return []pstate{st}
 			}
 			i += 3
-		case w[i] == "meta" && w[i+1] == "l4proto" && w[i+2] == ".": // meta l4proto . th dport vmap @M
-			return tr.vmap(strings.TrimPrefix(w[i+6], "@"), []string{string(pkt.proto), strconv.Itoa(int(pkt.dport))}, st)
-		case w[i] == "meta" && w[i+1] == "l4proto":
-			if w[i+2] != string(pkt.proto) {
-				return []pstate{st}
-			}
-			i += 2
 		case (w[i] == "tcp" || w[i] == "udp" || w[i] == "sctp") && w[i+1] == "dport":
 			if w[i] != string(pkt.proto) || w[i+2] != strconv.Itoa(int(pkt.dport)) {
 				return []pstate{st}
@@ -205,10 +232,29 @@ func (tr *tracer) rule(rule string, st pstate) []pstate {
 		case w[i] == "update":
 			st.updates = append(slices.Clone(st.updates), strings.TrimPrefix(w[i+1], "@"))
 			return []pstate{st}
-		case w[i] == "dnat":
+		case w[i] == "dnat" && w[i+1] == "to":
 			st.dnat = netip.MustParseAddrPort(w[i+2])
 			st.verdict = "accept"
 			return []pstate{st}
+		case w[i] == "dnat" && strings.Join(w[i:i+12], " ") == "dnat ip addr . port to numgen random mod "+w[i+9]+" map {":
+			// dnat ip addr . port to numgen random mod N map { 0 : A . P , 1 : ... }
+			n, _ := strconv.Atoi(w[i+9])
+			arms := strings.Split(strings.Join(w[i+12:len(w)-1], " "), ",")
+			if w[len(w)-1] != "}" || len(arms) != n {
+				tr.t.Fatalf("trace: numgen mod %d with %d arms: %q", n, len(arms), rule)
+			}
+			var out []pstate
+			for j, arm := range arms {
+				f := strings.Fields(arm)
+				if len(f) != 5 || f[0] != strconv.Itoa(j) || f[1] != ":" || f[3] != "." {
+					tr.t.Fatalf("trace: numgen arm %q", arm)
+				}
+				o := st
+				o.dnat = netip.AddrPortFrom(netip.MustParseAddr(f[2]), uint16(mustAtoi(tr.t, f[4])))
+				o.verdict = "accept"
+				out = append(out, o)
+			}
+			return out
 		case w[i] == "numgen":
 			n, _ := strconv.Atoi(w[i+3])
 			body := strings.Join(w[i+6:len(w)-1], " ")
@@ -234,6 +280,24 @@ func (tr *tracer) rule(rule string, st pstate) []pstate {
 		}
 	}
 	return []pstate{st}
+}
+
+// matches compares a selector's value to a rule's: an address, a range,
+// a protocol or a port.
+func matches(v, want string) bool {
+	if p, err := netip.ParsePrefix(want); err == nil {
+		return p.Contains(netip.MustParseAddr(v))
+	}
+	return v == want
+}
+
+func mustAtoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatalf("trace: %q: %v", s, err)
+	}
+	return n
 }
 
 // jump runs a chain; after it returns (or falls through) the caller's
@@ -274,16 +338,21 @@ func (tr *tracer) vmap(name string, key []string, st pstate) []pstate {
 	return nil
 }
 
-func (tr *tracer) inSet(name string, a netip.Addr) bool {
+// inSet looks key up in a set, or in a map's keys. The client is in an
+// affinity set when tr.affinity says so.
+func (tr *tracer) inSet(name string, key []string) bool {
 	tr.t.Helper()
-	s := tr.table.Sets[name]
-	if s == nil {
-		tr.t.Fatalf("trace: no set %q", name)
+	if s := tr.table.Sets[name]; s != nil {
+		if strings.HasPrefix(name, affinitySetPrefix) {
+			return tr.affinity[name]
+		}
+		return s.FindElement(key...) != nil
 	}
-	if strings.HasPrefix(name, affinitySetPrefix) {
-		return tr.affinity[name]
+	if m := tr.table.Maps[name]; m != nil {
+		return m.FindElement(key...) != nil
 	}
-	return s.FindElement(a.String()) != nil
+	tr.t.Fatalf("trace: no set or map %q", name)
+	return false
 }
 
 // dnats sums outcomes up: "reject", "drop", or the sorted endpoints with
