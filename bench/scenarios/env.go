@@ -69,6 +69,10 @@ type Config struct {
 	// --leader-elect-lease-duration (the renew deadline and retry period
 	// follow in Kubernetes' ratios, 10/15 and 2/15 of it).
 	LeaderLeaseDuration time.Duration
+	// The services.programming scenario: SvcProgServices Services of
+	// SvcProgEndpoints pods each on SvcProgNodes simulated nodes (one
+	// service proxy each); SvcProgSamples pods made Ready again.
+	SvcProgServices, SvcProgEndpoints, SvcProgNodes, SvcProgSamples int
 }
 
 // DefaultConfig is the configuration of `make bench`.
@@ -103,6 +107,8 @@ func DefaultConfig() Config {
 		MemoryListLimit: 10000,
 		// Kubernetes' default, as skiff-controller-manager's.
 		LeaderLeaseDuration: 15 * time.Second,
+		// The issue's case: 1,000 Services x 10 endpoints.
+		SvcProgServices: 1000, SvcProgEndpoints: 10, SvcProgNodes: 10, SvcProgSamples: 200,
 	}
 }
 

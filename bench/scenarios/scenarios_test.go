@@ -146,6 +146,7 @@ func TestScenarios(t *testing.T) {
 			MemoryListLimit: 40,
 			// The least lease: the standby's takeover waits it out.
 			LeaderLeaseDuration: time.Second,
+			SvcProgServices:     20, SvcProgEndpoints: 3, SvcProgNodes: 3, SvcProgSamples: 10,
 		},
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

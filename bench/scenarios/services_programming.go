@@ -35,19 +35,14 @@ var (
 
 const (
 	svcProgNamespace = "services-bench"
-	svcProgServices  = 1000
-	svcProgEndpoints = 10
-	svcProgNodes     = 10
-	svcProgSamples   = 200
 	svcProgRate      = 20 // pods made Ready per second while measuring
 )
 
 func servicesProgrammingScenario() *Scenario {
 	return &Scenario{
 		Name: "services.programming",
-		Summary: fmt.Sprintf("%d Services x %d endpoints (pods with IPs, Ready) on %d simulated nodes, the real endpointslice controller and one service proxy per node (their applied model; the table's transactions built and discarded; default MinSync); "+
-			"%d pods made not ready, then Ready again at %d/s: the time from each Ready write to every node's proxy routing to it",
-			svcProgServices, svcProgEndpoints, svcProgNodes, svcProgSamples, svcProgRate),
+		Summary: fmt.Sprintf("SvcProgServices Services x SvcProgEndpoints endpoints (pods with IPs, Ready; 1,000 x 10) on SvcProgNodes simulated nodes (10), the real endpointslice controller and one service proxy per node (their applied model; the table's transactions built and discarded; default MinSync); "+
+			"SvcProgSamples pods (200) made not ready, then Ready again at %d/s: the time from each Ready write to every node's proxy routing to it", svcProgRate),
 		Figures: []Figure{figSvcProgP99, figSvcProgP50, figSvcProgCPU},
 		Run:     runServicesProgramming,
 	}
@@ -124,6 +119,14 @@ func (w *svcProgWatch) waitRouted(ctx context.Context, s, e, nodes int, want boo
 }
 
 func runServicesProgramming(ctx context.Context, env *Env, rs *Results) error {
+	cfg := env.Config
+	svcProgServices, svcProgEndpoints, svcProgNodes, svcProgSamples := cfg.SvcProgServices, cfg.SvcProgEndpoints, cfg.SvcProgNodes, cfg.SvcProgSamples
+	if svcProgServices <= 0 || svcProgEndpoints <= 0 || svcProgNodes <= 0 || svcProgSamples <= 0 {
+		return fmt.Errorf("nothing to measure: %d Services x %d endpoints on %d nodes, %d samples", svcProgServices, svcProgEndpoints, svcProgNodes, svcProgSamples)
+	}
+	if svcProgServices > 250*156 || svcProgEndpoints > 254 {
+		return fmt.Errorf("%d Services x %d endpoints: the pod addresses 10.100-255.x.y hold at most 39,000 Services of 254", svcProgServices, svcProgEndpoints)
+	}
 	conns, err := env.dial(4)
 	if err != nil {
 		return err
