@@ -88,9 +88,9 @@
 // drops none (the kernel test checks it); its affinity sets start empty.
 // A running agent's affinity sets keep their contents across syncs.
 //
-// MinSync (1 s, kube-proxy's default) bounds the rate of syncs: a change
-// after a quiet second is applied at once; changes that come faster are
-// batched into one sync a second. Without changes the table is rewritten
+// MinSync (500 ms; kube-proxy's default is 1 s) bounds the rate of
+// syncs: a change after a quiet period is applied at once; changes that
+// come faster are batched, two syncs a second at most. Without changes the table is rewritten
 // every SyncPeriod (1 h) anyway. A sync whose Snapshot is the one applied
 // last is skipped. A sync after a change leaves the chains whose rules
 // are the same as they are (the Proxier remembers what each holds) and
