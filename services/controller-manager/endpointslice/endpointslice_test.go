@@ -139,7 +139,7 @@ func TestNamedTargetPort(t *testing.T) {
 func TestPodChanges(t *testing.T) {
 	c := start(t, endpointslice.Options{})
 	c.node(t, "node-a", "")
-	svc := c.service(t, "web", web, port("http", 80, 8080))
+	c.service(t, "web", web, port("http", 80, 8080))
 	for i := range 4 {
 		c.pod(t, podSpec{name: fmt.Sprintf("p%d", i), labels: web, node: "node-a", ip: fmt.Sprintf("10.0.0.%d", i+1), ready: true})
 	}
@@ -171,7 +171,7 @@ func TestPodChanges(t *testing.T) {
 	}
 	c.awaitEndpoints(t, "web", endpoint{"p1", false, true, true}, endpoint{"p3", true, true, false})
 
-	svc, err = client.Services(c.Conn).Get(c.Ctx, ns, "web")
+	svc, err := client.Services(c.Conn).Get(c.Ctx, ns, "web")
 	if err != nil {
 		t.Fatal(err)
 	}
