@@ -11,6 +11,7 @@ import (
 	appsv1 "skiff.dev/proto/apps/v1"
 	coordinationv1 "skiff.dev/proto/coordination/v1"
 	corev1 "skiff.dev/proto/core/v1"
+	discoveryv1 "skiff.dev/proto/discovery/v1"
 	metav1 "skiff.dev/proto/meta/v1"
 	rbacv1 "skiff.dev/proto/rbac/v1"
 	"skiff.dev/services/apiserver/admission"
@@ -80,6 +81,12 @@ func fill(t *testing.T, env *managertest.Env, ns string) {
 		Subjects: []*rbacv1.Subject{{Kind: "User", Name: "alice"}},
 		RoleRef:  &rbacv1.RoleRef{Kind: "Role", Name: "reader"}})
 	must("rolebinding", err)
+	_, err = client.Services(conn).Create(ctx, &corev1.Service{Metadata: meta(ns, "web"),
+		Spec: &corev1.ServiceSpec{Selector: map[string]string{"app": "web"}, Ports: []*corev1.ServicePort{{Port: 80}}}})
+	must("service", err)
+	_, err = client.EndpointSlices(conn).Create(ctx, &discoveryv1.EndpointSlice{Metadata: meta(ns, "web-manual"), AddressType: "IPv4",
+		Endpoints: []*discoveryv1.Endpoint{{Addresses: []string{"10.0.0.1"}}}})
+	must("endpointslice", err)
 	// Last: a quota of leases, so that it constrains nothing created above.
 	_, err = client.ResourceQuotas(conn).Create(ctx, &corev1.ResourceQuota{Metadata: meta(ns, "quota"),
 		Spec: &corev1.ResourceQuotaSpec{Hard: map[string]string{"count/leases.coordination.k8s.io": "10"}}})
