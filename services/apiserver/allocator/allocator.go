@@ -78,7 +78,7 @@ func (p *Pool) Allocate(ctx context.Context, owner string) (string, error) {
 		if !errors.Is(err, ErrFull) || refreshed {
 			return item, err
 		}
-		if err := p.refresh(ctx); err != nil {
+		if _, err := p.Allocated(ctx); err != nil { // refreshes the view
 			return "", err
 		}
 	}
@@ -199,11 +199,6 @@ func (p *Pool) Allocated(ctx context.Context) (map[string]string, error) {
 	p.used = used
 	p.mu.Unlock()
 	return out, nil
-}
-
-func (p *Pool) refresh(ctx context.Context) error {
-	_, err := p.Allocated(ctx)
-	return err
 }
 
 func (p *Pool) key(i int) string { return p.prefix + p.r.Item(i) }
