@@ -41,6 +41,11 @@ func ConfigMaps(c grpc.ClientConnInterface) *Resource[*corev1.ConfigMap, *corev1
 	return NewResource[*corev1.ConfigMap, *corev1.ConfigMapList](c, "skiff.core.v1.ConfigMaps")
 }
 
+// Secrets is the client of skiff.core.v1.Secrets.
+func Secrets(c grpc.ClientConnInterface) *Resource[*corev1.Secret, *corev1.SecretList] {
+	return NewResource[*corev1.Secret, *corev1.SecretList](c, "skiff.core.v1.Secrets")
+}
+
 // Deployments is the client of skiff.apps.v1.Deployments.
 func Deployments(c grpc.ClientConnInterface) *Resource[*appsv1.Deployment, *appsv1.DeploymentList] {
 	return NewResource[*appsv1.Deployment, *appsv1.DeploymentList](c, "skiff.apps.v1.Deployments")

@@ -86,7 +86,7 @@ func TestRoleResources(t *testing.T) {
 			"apps":             "deployments deployments/status deployments/scale replicasets replicasets/status replicasets/scale",
 			"discovery.k8s.io": "endpointslices"}},
 		{decl.Edit, map[string]string{
-			"":     "pods events configmaps serviceaccounts services",
+			"":     "pods pods/exec pods/attach pods/portforward events configmaps secrets serviceaccounts serviceaccounts/token services",
 			"apps": "deployments deployments/scale replicasets replicasets/scale"}},
 		{decl.Admin, map[string]string{"rbac.authorization.k8s.io": "roles rolebindings"}},
 	} {

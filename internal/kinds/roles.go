@@ -6,6 +6,11 @@ import (
 	"skiff.dev/internal/kinds/decl"
 )
 
+// actingSubresources act on the object rather than read it (a command
+// in a container, a connection to a pod, a token of an account): edit
+// grants them, view does not, as in Kubernetes.
+var actingSubresources = map[string]bool{"exec": true, "attach": true, "portforward": true, "token": true}
+
 // RoleResources are the resources (with their subresources, "pods/log")
 // of each API group a user-facing role grants, for its verbs: view reads
 // a resource and its subresources but binding; edit writes a resource and
@@ -23,9 +28,10 @@ func RoleResources(role decl.Roles) (groups []string, byGroup map[string][]strin
 		}
 		rs := append(byGroup[k.Group], k.Resource)
 		for _, sub := range k.Subresources {
+			acts := actingSubresources[sub]
 			switch {
-			case role == decl.View && sub != "binding",
-				role == decl.Edit && sub == "scale":
+			case role == decl.View && sub != "binding" && !acts,
+				role == decl.Edit && (sub == "scale" || acts):
 				rs = append(rs, k.Resource+"/"+sub)
 			}
 		}

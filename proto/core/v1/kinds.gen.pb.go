@@ -858,6 +858,172 @@ func (x *ConfigMapWatchResponse) GetEvents() []*ConfigMapWatchEvent {
 	return nil
 }
 
+type SecretList struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ApiVersion    string                 `protobuf:"bytes,1,opt,name=api_version,json=apiVersion,proto3" json:"api_version,omitempty"`
+	Kind          string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	Metadata      *v1.ListMeta           `protobuf:"bytes,3,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	Items         []*Secret              `protobuf:"bytes,4,rep,name=items,proto3" json:"items,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SecretList) Reset() {
+	*x = SecretList{}
+	mi := &file_skiff_core_v1_kinds_gen_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SecretList) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SecretList) ProtoMessage() {}
+
+func (x *SecretList) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_kinds_gen_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SecretList.ProtoReflect.Descriptor instead.
+func (*SecretList) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_kinds_gen_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *SecretList) GetApiVersion() string {
+	if x != nil {
+		return x.ApiVersion
+	}
+	return ""
+}
+
+func (x *SecretList) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *SecretList) GetMetadata() *v1.ListMeta {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+func (x *SecretList) GetItems() []*Secret {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+// SecretWatchEvent has the wire shape of skiff.meta.v1.WatchEvent.
+type SecretWatchEvent struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Type          string                 `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
+	Object        *Secret                `protobuf:"bytes,2,opt,name=object,proto3" json:"object,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SecretWatchEvent) Reset() {
+	*x = SecretWatchEvent{}
+	mi := &file_skiff_core_v1_kinds_gen_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SecretWatchEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SecretWatchEvent) ProtoMessage() {}
+
+func (x *SecretWatchEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_kinds_gen_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SecretWatchEvent.ProtoReflect.Descriptor instead.
+func (*SecretWatchEvent) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_kinds_gen_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *SecretWatchEvent) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *SecretWatchEvent) GetObject() *Secret {
+	if x != nil {
+		return x.Object
+	}
+	return nil
+}
+
+// SecretWatchResponse carries one or more events, in revision order.
+type SecretWatchResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Events        []*SecretWatchEvent    `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SecretWatchResponse) Reset() {
+	*x = SecretWatchResponse{}
+	mi := &file_skiff_core_v1_kinds_gen_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SecretWatchResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SecretWatchResponse) ProtoMessage() {}
+
+func (x *SecretWatchResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_kinds_gen_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SecretWatchResponse.ProtoReflect.Descriptor instead.
+func (*SecretWatchResponse) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_kinds_gen_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *SecretWatchResponse) GetEvents() []*SecretWatchEvent {
+	if x != nil {
+		return x.Events
+	}
+	return nil
+}
+
 type ServiceAccountList struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ApiVersion    string                 `protobuf:"bytes,1,opt,name=api_version,json=apiVersion,proto3" json:"api_version,omitempty"`
@@ -870,7 +1036,7 @@ type ServiceAccountList struct {
 
 func (x *ServiceAccountList) Reset() {
 	*x = ServiceAccountList{}
-	mi := &file_skiff_core_v1_kinds_gen_proto_msgTypes[15]
+	mi := &file_skiff_core_v1_kinds_gen_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -882,7 +1048,7 @@ func (x *ServiceAccountList) String() string {
 func (*ServiceAccountList) ProtoMessage() {}
 
 func (x *ServiceAccountList) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_kinds_gen_proto_msgTypes[15]
+	mi := &file_skiff_core_v1_kinds_gen_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -895,7 +1061,7 @@ func (x *ServiceAccountList) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceAccountList.ProtoReflect.Descriptor instead.
 func (*ServiceAccountList) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_kinds_gen_proto_rawDescGZIP(), []int{15}
+	return file_skiff_core_v1_kinds_gen_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ServiceAccountList) GetApiVersion() string {
@@ -937,7 +1103,7 @@ type ServiceAccountWatchEvent struct {
 
 func (x *ServiceAccountWatchEvent) Reset() {
 	*x = ServiceAccountWatchEvent{}
-	mi := &file_skiff_core_v1_kinds_gen_proto_msgTypes[16]
+	mi := &file_skiff_core_v1_kinds_gen_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -949,7 +1115,7 @@ func (x *ServiceAccountWatchEvent) String() string {
 func (*ServiceAccountWatchEvent) ProtoMessage() {}
 
 func (x *ServiceAccountWatchEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_kinds_gen_proto_msgTypes[16]
+	mi := &file_skiff_core_v1_kinds_gen_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -962,7 +1128,7 @@ func (x *ServiceAccountWatchEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceAccountWatchEvent.ProtoReflect.Descriptor instead.
 func (*ServiceAccountWatchEvent) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_kinds_gen_proto_rawDescGZIP(), []int{16}
+	return file_skiff_core_v1_kinds_gen_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ServiceAccountWatchEvent) GetType() string {
@@ -989,7 +1155,7 @@ type ServiceAccountWatchResponse struct {
 
 func (x *ServiceAccountWatchResponse) Reset() {
 	*x = ServiceAccountWatchResponse{}
-	mi := &file_skiff_core_v1_kinds_gen_proto_msgTypes[17]
+	mi := &file_skiff_core_v1_kinds_gen_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1001,7 +1167,7 @@ func (x *ServiceAccountWatchResponse) String() string {
 func (*ServiceAccountWatchResponse) ProtoMessage() {}
 
 func (x *ServiceAccountWatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_kinds_gen_proto_msgTypes[17]
+	mi := &file_skiff_core_v1_kinds_gen_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1014,7 +1180,7 @@ func (x *ServiceAccountWatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceAccountWatchResponse.ProtoReflect.Descriptor instead.
 func (*ServiceAccountWatchResponse) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_kinds_gen_proto_rawDescGZIP(), []int{17}
+	return file_skiff_core_v1_kinds_gen_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ServiceAccountWatchResponse) GetEvents() []*ServiceAccountWatchEvent {
@@ -1036,7 +1202,7 @@ type LimitRangeList struct {
 
 func (x *LimitRangeList) Reset() {
 	*x = LimitRangeList{}
-	mi := &file_skiff_core_v1_kinds_gen_proto_msgTypes[18]
+	mi := &file_skiff_core_v1_kinds_gen_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1048,7 +1214,7 @@ func (x *LimitRangeList) String() string {
 func (*LimitRangeList) ProtoMessage() {}
 
 func (x *LimitRangeList) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_kinds_gen_proto_msgTypes[18]
+	mi := &file_skiff_core_v1_kinds_gen_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1061,7 +1227,7 @@ func (x *LimitRangeList) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LimitRangeList.ProtoReflect.Descriptor instead.
 func (*LimitRangeList) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_kinds_gen_proto_rawDescGZIP(), []int{18}
+	return file_skiff_core_v1_kinds_gen_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *LimitRangeList) GetApiVersion() string {
@@ -1103,7 +1269,7 @@ type LimitRangeWatchEvent struct {
 
 func (x *LimitRangeWatchEvent) Reset() {
 	*x = LimitRangeWatchEvent{}
-	mi := &file_skiff_core_v1_kinds_gen_proto_msgTypes[19]
+	mi := &file_skiff_core_v1_kinds_gen_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1115,7 +1281,7 @@ func (x *LimitRangeWatchEvent) String() string {
 func (*LimitRangeWatchEvent) ProtoMessage() {}
 
 func (x *LimitRangeWatchEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_kinds_gen_proto_msgTypes[19]
+	mi := &file_skiff_core_v1_kinds_gen_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1128,7 +1294,7 @@ func (x *LimitRangeWatchEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LimitRangeWatchEvent.ProtoReflect.Descriptor instead.
 func (*LimitRangeWatchEvent) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_kinds_gen_proto_rawDescGZIP(), []int{19}
+	return file_skiff_core_v1_kinds_gen_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *LimitRangeWatchEvent) GetType() string {
@@ -1155,7 +1321,7 @@ type LimitRangeWatchResponse struct {
 
 func (x *LimitRangeWatchResponse) Reset() {
 	*x = LimitRangeWatchResponse{}
-	mi := &file_skiff_core_v1_kinds_gen_proto_msgTypes[20]
+	mi := &file_skiff_core_v1_kinds_gen_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1167,7 +1333,7 @@ func (x *LimitRangeWatchResponse) String() string {
 func (*LimitRangeWatchResponse) ProtoMessage() {}
 
 func (x *LimitRangeWatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_kinds_gen_proto_msgTypes[20]
+	mi := &file_skiff_core_v1_kinds_gen_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1180,7 +1346,7 @@ func (x *LimitRangeWatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LimitRangeWatchResponse.ProtoReflect.Descriptor instead.
 func (*LimitRangeWatchResponse) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_kinds_gen_proto_rawDescGZIP(), []int{20}
+	return file_skiff_core_v1_kinds_gen_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *LimitRangeWatchResponse) GetEvents() []*LimitRangeWatchEvent {
@@ -1202,7 +1368,7 @@ type ResourceQuotaList struct {
 
 func (x *ResourceQuotaList) Reset() {
 	*x = ResourceQuotaList{}
-	mi := &file_skiff_core_v1_kinds_gen_proto_msgTypes[21]
+	mi := &file_skiff_core_v1_kinds_gen_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1214,7 +1380,7 @@ func (x *ResourceQuotaList) String() string {
 func (*ResourceQuotaList) ProtoMessage() {}
 
 func (x *ResourceQuotaList) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_kinds_gen_proto_msgTypes[21]
+	mi := &file_skiff_core_v1_kinds_gen_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1227,7 +1393,7 @@ func (x *ResourceQuotaList) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceQuotaList.ProtoReflect.Descriptor instead.
 func (*ResourceQuotaList) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_kinds_gen_proto_rawDescGZIP(), []int{21}
+	return file_skiff_core_v1_kinds_gen_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ResourceQuotaList) GetApiVersion() string {
@@ -1269,7 +1435,7 @@ type ResourceQuotaWatchEvent struct {
 
 func (x *ResourceQuotaWatchEvent) Reset() {
 	*x = ResourceQuotaWatchEvent{}
-	mi := &file_skiff_core_v1_kinds_gen_proto_msgTypes[22]
+	mi := &file_skiff_core_v1_kinds_gen_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1281,7 +1447,7 @@ func (x *ResourceQuotaWatchEvent) String() string {
 func (*ResourceQuotaWatchEvent) ProtoMessage() {}
 
 func (x *ResourceQuotaWatchEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_kinds_gen_proto_msgTypes[22]
+	mi := &file_skiff_core_v1_kinds_gen_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1294,7 +1460,7 @@ func (x *ResourceQuotaWatchEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceQuotaWatchEvent.ProtoReflect.Descriptor instead.
 func (*ResourceQuotaWatchEvent) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_kinds_gen_proto_rawDescGZIP(), []int{22}
+	return file_skiff_core_v1_kinds_gen_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ResourceQuotaWatchEvent) GetType() string {
@@ -1321,7 +1487,7 @@ type ResourceQuotaWatchResponse struct {
 
 func (x *ResourceQuotaWatchResponse) Reset() {
 	*x = ResourceQuotaWatchResponse{}
-	mi := &file_skiff_core_v1_kinds_gen_proto_msgTypes[23]
+	mi := &file_skiff_core_v1_kinds_gen_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1333,7 +1499,7 @@ func (x *ResourceQuotaWatchResponse) String() string {
 func (*ResourceQuotaWatchResponse) ProtoMessage() {}
 
 func (x *ResourceQuotaWatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_kinds_gen_proto_msgTypes[23]
+	mi := &file_skiff_core_v1_kinds_gen_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1346,7 +1512,7 @@ func (x *ResourceQuotaWatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceQuotaWatchResponse.ProtoReflect.Descriptor instead.
 func (*ResourceQuotaWatchResponse) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_kinds_gen_proto_rawDescGZIP(), []int{23}
+	return file_skiff_core_v1_kinds_gen_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ResourceQuotaWatchResponse) GetEvents() []*ResourceQuotaWatchEvent {
@@ -1368,7 +1534,7 @@ type ServiceList struct {
 
 func (x *ServiceList) Reset() {
 	*x = ServiceList{}
-	mi := &file_skiff_core_v1_kinds_gen_proto_msgTypes[24]
+	mi := &file_skiff_core_v1_kinds_gen_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1380,7 +1546,7 @@ func (x *ServiceList) String() string {
 func (*ServiceList) ProtoMessage() {}
 
 func (x *ServiceList) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_kinds_gen_proto_msgTypes[24]
+	mi := &file_skiff_core_v1_kinds_gen_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1393,7 +1559,7 @@ func (x *ServiceList) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceList.ProtoReflect.Descriptor instead.
 func (*ServiceList) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_kinds_gen_proto_rawDescGZIP(), []int{24}
+	return file_skiff_core_v1_kinds_gen_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ServiceList) GetApiVersion() string {
@@ -1435,7 +1601,7 @@ type ServiceWatchEvent struct {
 
 func (x *ServiceWatchEvent) Reset() {
 	*x = ServiceWatchEvent{}
-	mi := &file_skiff_core_v1_kinds_gen_proto_msgTypes[25]
+	mi := &file_skiff_core_v1_kinds_gen_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1447,7 +1613,7 @@ func (x *ServiceWatchEvent) String() string {
 func (*ServiceWatchEvent) ProtoMessage() {}
 
 func (x *ServiceWatchEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_kinds_gen_proto_msgTypes[25]
+	mi := &file_skiff_core_v1_kinds_gen_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1460,7 +1626,7 @@ func (x *ServiceWatchEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceWatchEvent.ProtoReflect.Descriptor instead.
 func (*ServiceWatchEvent) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_kinds_gen_proto_rawDescGZIP(), []int{25}
+	return file_skiff_core_v1_kinds_gen_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ServiceWatchEvent) GetType() string {
@@ -1487,7 +1653,7 @@ type ServiceWatchResponse struct {
 
 func (x *ServiceWatchResponse) Reset() {
 	*x = ServiceWatchResponse{}
-	mi := &file_skiff_core_v1_kinds_gen_proto_msgTypes[26]
+	mi := &file_skiff_core_v1_kinds_gen_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1499,7 +1665,7 @@ func (x *ServiceWatchResponse) String() string {
 func (*ServiceWatchResponse) ProtoMessage() {}
 
 func (x *ServiceWatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_kinds_gen_proto_msgTypes[26]
+	mi := &file_skiff_core_v1_kinds_gen_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1512,7 +1678,7 @@ func (x *ServiceWatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceWatchResponse.ProtoReflect.Descriptor instead.
 func (*ServiceWatchResponse) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_kinds_gen_proto_rawDescGZIP(), []int{26}
+	return file_skiff_core_v1_kinds_gen_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ServiceWatchResponse) GetEvents() []*ServiceWatchEvent {
@@ -1581,7 +1747,19 @@ const file_skiff_core_v1_kinds_gen_proto_rawDesc = "" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x120\n" +
 	"\x06object\x18\x02 \x01(\v2\x18.skiff.core.v1.ConfigMapR\x06object\"T\n" +
 	"\x16ConfigMapWatchResponse\x12:\n" +
-	"\x06events\x18\x01 \x03(\v2\".skiff.core.v1.ConfigMapWatchEventR\x06events\"\xb3\x01\n" +
+	"\x06events\x18\x01 \x03(\v2\".skiff.core.v1.ConfigMapWatchEventR\x06events\"\xa3\x01\n" +
+	"\n" +
+	"SecretList\x12\x1f\n" +
+	"\vapi_version\x18\x01 \x01(\tR\n" +
+	"apiVersion\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x123\n" +
+	"\bmetadata\x18\x03 \x01(\v2\x17.skiff.meta.v1.ListMetaR\bmetadata\x12+\n" +
+	"\x05items\x18\x04 \x03(\v2\x15.skiff.core.v1.SecretR\x05items\"U\n" +
+	"\x10SecretWatchEvent\x12\x12\n" +
+	"\x04type\x18\x01 \x01(\tR\x04type\x12-\n" +
+	"\x06object\x18\x02 \x01(\v2\x15.skiff.core.v1.SecretR\x06object\"N\n" +
+	"\x13SecretWatchResponse\x127\n" +
+	"\x06events\x18\x01 \x03(\v2\x1f.skiff.core.v1.SecretWatchEventR\x06events\"\xb3\x01\n" +
 	"\x12ServiceAccountList\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\tR\n" +
 	"apiVersion\x12\x12\n" +
@@ -1634,7 +1812,7 @@ const file_skiff_core_v1_kinds_gen_proto_rawDesc = "" +
 	"\x06Update\x12\x18.skiff.core.v1.Namespace\x1a\x18.skiff.core.v1.Namespace\x12B\n" +
 	"\fUpdateStatus\x12\x18.skiff.core.v1.Namespace\x1a\x18.skiff.core.v1.Namespace\x12@\n" +
 	"\x06Delete\x12\x1c.skiff.meta.v1.DeleteRequest\x1a\x18.skiff.core.v1.Namespace\x12L\n" +
-	"\x05Watch\x12\x1a.skiff.meta.v1.ListOptions\x1a%.skiff.core.v1.NamespaceWatchResponse0\x012\x8d\x04\n" +
+	"\x05Watch\x12\x1a.skiff.meta.v1.ListOptions\x1a%.skiff.core.v1.NamespaceWatchResponse0\x012\xf3\x05\n" +
 	"\x04Pods\x120\n" +
 	"\x06Create\x12\x12.skiff.core.v1.Pod\x1a\x12.skiff.core.v1.Pod\x124\n" +
 	"\x03Get\x12\x19.skiff.meta.v1.GetRequest\x1a\x12.skiff.core.v1.Pod\x12:\n" +
@@ -1644,7 +1822,10 @@ const file_skiff_core_v1_kinds_gen_proto_rawDesc = "" +
 	"\x06Delete\x12\x1c.skiff.meta.v1.DeleteRequest\x1a\x12.skiff.core.v1.Pod\x12F\n" +
 	"\x05Watch\x12\x1a.skiff.meta.v1.ListOptions\x1a\x1f.skiff.core.v1.PodWatchResponse0\x01\x122\n" +
 	"\x04Bind\x12\x16.skiff.core.v1.Binding\x1a\x12.skiff.core.v1.Pod\x12?\n" +
-	"\x04Logs\x12\x1c.skiff.core.v1.PodLogOptions\x1a\x17.skiff.core.v1.LogChunk0\x012\xa3\x03\n" +
+	"\x04Logs\x12\x1c.skiff.core.v1.PodLogOptions\x1a\x17.skiff.core.v1.LogChunk0\x01\x12C\n" +
+	"\x04Exec\x12\x1a.skiff.core.v1.ExecRequest\x1a\x1b.skiff.core.v1.ExecResponse(\x010\x01\x12E\n" +
+	"\x06Attach\x12\x1a.skiff.core.v1.ExecRequest\x1a\x1b.skiff.core.v1.ExecResponse(\x010\x01\x12X\n" +
+	"\vPortForward\x12!.skiff.core.v1.PortForwardRequest\x1a\".skiff.core.v1.PortForwardResponse(\x010\x012\xa3\x03\n" +
 	"\x05Nodes\x122\n" +
 	"\x06Create\x12\x13.skiff.core.v1.Node\x1a\x13.skiff.core.v1.Node\x125\n" +
 	"\x03Get\x12\x19.skiff.meta.v1.GetRequest\x1a\x13.skiff.core.v1.Node\x12;\n" +
@@ -1669,7 +1850,15 @@ const file_skiff_core_v1_kinds_gen_proto_rawDesc = "" +
 	"\x06Update\x12\x18.skiff.core.v1.ConfigMap\x1a\x18.skiff.core.v1.ConfigMap\x12B\n" +
 	"\fUpdateStatus\x12\x18.skiff.core.v1.ConfigMap\x1a\x18.skiff.core.v1.ConfigMap\x12@\n" +
 	"\x06Delete\x12\x1c.skiff.meta.v1.DeleteRequest\x1a\x18.skiff.core.v1.ConfigMap\x12L\n" +
-	"\x05Watch\x12\x1a.skiff.meta.v1.ListOptions\x1a%.skiff.core.v1.ConfigMapWatchResponse0\x012\x91\x04\n" +
+	"\x05Watch\x12\x1a.skiff.meta.v1.ListOptions\x1a%.skiff.core.v1.ConfigMapWatchResponse0\x012\xb9\x03\n" +
+	"\aSecrets\x126\n" +
+	"\x06Create\x12\x15.skiff.core.v1.Secret\x1a\x15.skiff.core.v1.Secret\x127\n" +
+	"\x03Get\x12\x19.skiff.meta.v1.GetRequest\x1a\x15.skiff.core.v1.Secret\x12=\n" +
+	"\x04List\x12\x1a.skiff.meta.v1.ListOptions\x1a\x19.skiff.core.v1.SecretList\x126\n" +
+	"\x06Update\x12\x15.skiff.core.v1.Secret\x1a\x15.skiff.core.v1.Secret\x12<\n" +
+	"\fUpdateStatus\x12\x15.skiff.core.v1.Secret\x1a\x15.skiff.core.v1.Secret\x12=\n" +
+	"\x06Delete\x12\x1c.skiff.meta.v1.DeleteRequest\x1a\x15.skiff.core.v1.Secret\x12I\n" +
+	"\x05Watch\x12\x1a.skiff.meta.v1.ListOptions\x1a\".skiff.core.v1.SecretWatchResponse0\x012\xda\x04\n" +
 	"\x0fServiceAccounts\x12F\n" +
 	"\x06Create\x12\x1d.skiff.core.v1.ServiceAccount\x1a\x1d.skiff.core.v1.ServiceAccount\x12?\n" +
 	"\x03Get\x12\x19.skiff.meta.v1.GetRequest\x1a\x1d.skiff.core.v1.ServiceAccount\x12E\n" +
@@ -1677,7 +1866,8 @@ const file_skiff_core_v1_kinds_gen_proto_rawDesc = "" +
 	"\x06Update\x12\x1d.skiff.core.v1.ServiceAccount\x1a\x1d.skiff.core.v1.ServiceAccount\x12L\n" +
 	"\fUpdateStatus\x12\x1d.skiff.core.v1.ServiceAccount\x1a\x1d.skiff.core.v1.ServiceAccount\x12E\n" +
 	"\x06Delete\x12\x1c.skiff.meta.v1.DeleteRequest\x1a\x1d.skiff.core.v1.ServiceAccount\x12Q\n" +
-	"\x05Watch\x12\x1a.skiff.meta.v1.ListOptions\x1a*.skiff.core.v1.ServiceAccountWatchResponse0\x012\xe5\x03\n" +
+	"\x05Watch\x12\x1a.skiff.meta.v1.ListOptions\x1a*.skiff.core.v1.ServiceAccountWatchResponse0\x01\x12G\n" +
+	"\vCreateToken\x12\x1b.skiff.core.v1.TokenRequest\x1a\x1b.skiff.core.v1.TokenRequest2\xe5\x03\n" +
 	"\vLimitRanges\x12>\n" +
 	"\x06Create\x12\x19.skiff.core.v1.LimitRange\x1a\x19.skiff.core.v1.LimitRange\x12;\n" +
 	"\x03Get\x12\x19.skiff.meta.v1.GetRequest\x1a\x19.skiff.core.v1.LimitRange\x12A\n" +
@@ -1715,7 +1905,7 @@ func file_skiff_core_v1_kinds_gen_proto_rawDescGZIP() []byte {
 	return file_skiff_core_v1_kinds_gen_proto_rawDescData
 }
 
-var file_skiff_core_v1_kinds_gen_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
+var file_skiff_core_v1_kinds_gen_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
 var file_skiff_core_v1_kinds_gen_proto_goTypes = []any{
 	(*NamespaceList)(nil),               // 0: skiff.core.v1.NamespaceList
 	(*NamespaceWatchEvent)(nil),         // 1: skiff.core.v1.NamespaceWatchEvent
@@ -1732,207 +1922,242 @@ var file_skiff_core_v1_kinds_gen_proto_goTypes = []any{
 	(*ConfigMapList)(nil),               // 12: skiff.core.v1.ConfigMapList
 	(*ConfigMapWatchEvent)(nil),         // 13: skiff.core.v1.ConfigMapWatchEvent
 	(*ConfigMapWatchResponse)(nil),      // 14: skiff.core.v1.ConfigMapWatchResponse
-	(*ServiceAccountList)(nil),          // 15: skiff.core.v1.ServiceAccountList
-	(*ServiceAccountWatchEvent)(nil),    // 16: skiff.core.v1.ServiceAccountWatchEvent
-	(*ServiceAccountWatchResponse)(nil), // 17: skiff.core.v1.ServiceAccountWatchResponse
-	(*LimitRangeList)(nil),              // 18: skiff.core.v1.LimitRangeList
-	(*LimitRangeWatchEvent)(nil),        // 19: skiff.core.v1.LimitRangeWatchEvent
-	(*LimitRangeWatchResponse)(nil),     // 20: skiff.core.v1.LimitRangeWatchResponse
-	(*ResourceQuotaList)(nil),           // 21: skiff.core.v1.ResourceQuotaList
-	(*ResourceQuotaWatchEvent)(nil),     // 22: skiff.core.v1.ResourceQuotaWatchEvent
-	(*ResourceQuotaWatchResponse)(nil),  // 23: skiff.core.v1.ResourceQuotaWatchResponse
-	(*ServiceList)(nil),                 // 24: skiff.core.v1.ServiceList
-	(*ServiceWatchEvent)(nil),           // 25: skiff.core.v1.ServiceWatchEvent
-	(*ServiceWatchResponse)(nil),        // 26: skiff.core.v1.ServiceWatchResponse
-	(*v1.ListMeta)(nil),                 // 27: skiff.meta.v1.ListMeta
-	(*Namespace)(nil),                   // 28: skiff.core.v1.Namespace
-	(*Pod)(nil),                         // 29: skiff.core.v1.Pod
-	(*Node)(nil),                        // 30: skiff.core.v1.Node
-	(*Event)(nil),                       // 31: skiff.core.v1.Event
-	(*ConfigMap)(nil),                   // 32: skiff.core.v1.ConfigMap
-	(*ServiceAccount)(nil),              // 33: skiff.core.v1.ServiceAccount
-	(*LimitRange)(nil),                  // 34: skiff.core.v1.LimitRange
-	(*ResourceQuota)(nil),               // 35: skiff.core.v1.ResourceQuota
-	(*Service)(nil),                     // 36: skiff.core.v1.Service
-	(*v1.GetRequest)(nil),               // 37: skiff.meta.v1.GetRequest
-	(*v1.ListOptions)(nil),              // 38: skiff.meta.v1.ListOptions
-	(*v1.DeleteRequest)(nil),            // 39: skiff.meta.v1.DeleteRequest
-	(*Binding)(nil),                     // 40: skiff.core.v1.Binding
-	(*PodLogOptions)(nil),               // 41: skiff.core.v1.PodLogOptions
-	(*LogChunk)(nil),                    // 42: skiff.core.v1.LogChunk
+	(*SecretList)(nil),                  // 15: skiff.core.v1.SecretList
+	(*SecretWatchEvent)(nil),            // 16: skiff.core.v1.SecretWatchEvent
+	(*SecretWatchResponse)(nil),         // 17: skiff.core.v1.SecretWatchResponse
+	(*ServiceAccountList)(nil),          // 18: skiff.core.v1.ServiceAccountList
+	(*ServiceAccountWatchEvent)(nil),    // 19: skiff.core.v1.ServiceAccountWatchEvent
+	(*ServiceAccountWatchResponse)(nil), // 20: skiff.core.v1.ServiceAccountWatchResponse
+	(*LimitRangeList)(nil),              // 21: skiff.core.v1.LimitRangeList
+	(*LimitRangeWatchEvent)(nil),        // 22: skiff.core.v1.LimitRangeWatchEvent
+	(*LimitRangeWatchResponse)(nil),     // 23: skiff.core.v1.LimitRangeWatchResponse
+	(*ResourceQuotaList)(nil),           // 24: skiff.core.v1.ResourceQuotaList
+	(*ResourceQuotaWatchEvent)(nil),     // 25: skiff.core.v1.ResourceQuotaWatchEvent
+	(*ResourceQuotaWatchResponse)(nil),  // 26: skiff.core.v1.ResourceQuotaWatchResponse
+	(*ServiceList)(nil),                 // 27: skiff.core.v1.ServiceList
+	(*ServiceWatchEvent)(nil),           // 28: skiff.core.v1.ServiceWatchEvent
+	(*ServiceWatchResponse)(nil),        // 29: skiff.core.v1.ServiceWatchResponse
+	(*v1.ListMeta)(nil),                 // 30: skiff.meta.v1.ListMeta
+	(*Namespace)(nil),                   // 31: skiff.core.v1.Namespace
+	(*Pod)(nil),                         // 32: skiff.core.v1.Pod
+	(*Node)(nil),                        // 33: skiff.core.v1.Node
+	(*Event)(nil),                       // 34: skiff.core.v1.Event
+	(*ConfigMap)(nil),                   // 35: skiff.core.v1.ConfigMap
+	(*Secret)(nil),                      // 36: skiff.core.v1.Secret
+	(*ServiceAccount)(nil),              // 37: skiff.core.v1.ServiceAccount
+	(*LimitRange)(nil),                  // 38: skiff.core.v1.LimitRange
+	(*ResourceQuota)(nil),               // 39: skiff.core.v1.ResourceQuota
+	(*Service)(nil),                     // 40: skiff.core.v1.Service
+	(*v1.GetRequest)(nil),               // 41: skiff.meta.v1.GetRequest
+	(*v1.ListOptions)(nil),              // 42: skiff.meta.v1.ListOptions
+	(*v1.DeleteRequest)(nil),            // 43: skiff.meta.v1.DeleteRequest
+	(*Binding)(nil),                     // 44: skiff.core.v1.Binding
+	(*PodLogOptions)(nil),               // 45: skiff.core.v1.PodLogOptions
+	(*ExecRequest)(nil),                 // 46: skiff.core.v1.ExecRequest
+	(*PortForwardRequest)(nil),          // 47: skiff.core.v1.PortForwardRequest
+	(*TokenRequest)(nil),                // 48: skiff.core.v1.TokenRequest
+	(*LogChunk)(nil),                    // 49: skiff.core.v1.LogChunk
+	(*ExecResponse)(nil),                // 50: skiff.core.v1.ExecResponse
+	(*PortForwardResponse)(nil),         // 51: skiff.core.v1.PortForwardResponse
 }
 var file_skiff_core_v1_kinds_gen_proto_depIdxs = []int32{
-	27,  // 0: skiff.core.v1.NamespaceList.metadata:type_name -> skiff.meta.v1.ListMeta
-	28,  // 1: skiff.core.v1.NamespaceList.items:type_name -> skiff.core.v1.Namespace
-	28,  // 2: skiff.core.v1.NamespaceWatchEvent.object:type_name -> skiff.core.v1.Namespace
+	30,  // 0: skiff.core.v1.NamespaceList.metadata:type_name -> skiff.meta.v1.ListMeta
+	31,  // 1: skiff.core.v1.NamespaceList.items:type_name -> skiff.core.v1.Namespace
+	31,  // 2: skiff.core.v1.NamespaceWatchEvent.object:type_name -> skiff.core.v1.Namespace
 	1,   // 3: skiff.core.v1.NamespaceWatchResponse.events:type_name -> skiff.core.v1.NamespaceWatchEvent
-	27,  // 4: skiff.core.v1.PodList.metadata:type_name -> skiff.meta.v1.ListMeta
-	29,  // 5: skiff.core.v1.PodList.items:type_name -> skiff.core.v1.Pod
-	29,  // 6: skiff.core.v1.PodWatchEvent.object:type_name -> skiff.core.v1.Pod
+	30,  // 4: skiff.core.v1.PodList.metadata:type_name -> skiff.meta.v1.ListMeta
+	32,  // 5: skiff.core.v1.PodList.items:type_name -> skiff.core.v1.Pod
+	32,  // 6: skiff.core.v1.PodWatchEvent.object:type_name -> skiff.core.v1.Pod
 	4,   // 7: skiff.core.v1.PodWatchResponse.events:type_name -> skiff.core.v1.PodWatchEvent
-	27,  // 8: skiff.core.v1.NodeList.metadata:type_name -> skiff.meta.v1.ListMeta
-	30,  // 9: skiff.core.v1.NodeList.items:type_name -> skiff.core.v1.Node
-	30,  // 10: skiff.core.v1.NodeWatchEvent.object:type_name -> skiff.core.v1.Node
+	30,  // 8: skiff.core.v1.NodeList.metadata:type_name -> skiff.meta.v1.ListMeta
+	33,  // 9: skiff.core.v1.NodeList.items:type_name -> skiff.core.v1.Node
+	33,  // 10: skiff.core.v1.NodeWatchEvent.object:type_name -> skiff.core.v1.Node
 	7,   // 11: skiff.core.v1.NodeWatchResponse.events:type_name -> skiff.core.v1.NodeWatchEvent
-	27,  // 12: skiff.core.v1.EventList.metadata:type_name -> skiff.meta.v1.ListMeta
-	31,  // 13: skiff.core.v1.EventList.items:type_name -> skiff.core.v1.Event
-	31,  // 14: skiff.core.v1.EventWatchEvent.object:type_name -> skiff.core.v1.Event
+	30,  // 12: skiff.core.v1.EventList.metadata:type_name -> skiff.meta.v1.ListMeta
+	34,  // 13: skiff.core.v1.EventList.items:type_name -> skiff.core.v1.Event
+	34,  // 14: skiff.core.v1.EventWatchEvent.object:type_name -> skiff.core.v1.Event
 	10,  // 15: skiff.core.v1.EventWatchResponse.events:type_name -> skiff.core.v1.EventWatchEvent
-	27,  // 16: skiff.core.v1.ConfigMapList.metadata:type_name -> skiff.meta.v1.ListMeta
-	32,  // 17: skiff.core.v1.ConfigMapList.items:type_name -> skiff.core.v1.ConfigMap
-	32,  // 18: skiff.core.v1.ConfigMapWatchEvent.object:type_name -> skiff.core.v1.ConfigMap
+	30,  // 16: skiff.core.v1.ConfigMapList.metadata:type_name -> skiff.meta.v1.ListMeta
+	35,  // 17: skiff.core.v1.ConfigMapList.items:type_name -> skiff.core.v1.ConfigMap
+	35,  // 18: skiff.core.v1.ConfigMapWatchEvent.object:type_name -> skiff.core.v1.ConfigMap
 	13,  // 19: skiff.core.v1.ConfigMapWatchResponse.events:type_name -> skiff.core.v1.ConfigMapWatchEvent
-	27,  // 20: skiff.core.v1.ServiceAccountList.metadata:type_name -> skiff.meta.v1.ListMeta
-	33,  // 21: skiff.core.v1.ServiceAccountList.items:type_name -> skiff.core.v1.ServiceAccount
-	33,  // 22: skiff.core.v1.ServiceAccountWatchEvent.object:type_name -> skiff.core.v1.ServiceAccount
-	16,  // 23: skiff.core.v1.ServiceAccountWatchResponse.events:type_name -> skiff.core.v1.ServiceAccountWatchEvent
-	27,  // 24: skiff.core.v1.LimitRangeList.metadata:type_name -> skiff.meta.v1.ListMeta
-	34,  // 25: skiff.core.v1.LimitRangeList.items:type_name -> skiff.core.v1.LimitRange
-	34,  // 26: skiff.core.v1.LimitRangeWatchEvent.object:type_name -> skiff.core.v1.LimitRange
-	19,  // 27: skiff.core.v1.LimitRangeWatchResponse.events:type_name -> skiff.core.v1.LimitRangeWatchEvent
-	27,  // 28: skiff.core.v1.ResourceQuotaList.metadata:type_name -> skiff.meta.v1.ListMeta
-	35,  // 29: skiff.core.v1.ResourceQuotaList.items:type_name -> skiff.core.v1.ResourceQuota
-	35,  // 30: skiff.core.v1.ResourceQuotaWatchEvent.object:type_name -> skiff.core.v1.ResourceQuota
-	22,  // 31: skiff.core.v1.ResourceQuotaWatchResponse.events:type_name -> skiff.core.v1.ResourceQuotaWatchEvent
-	27,  // 32: skiff.core.v1.ServiceList.metadata:type_name -> skiff.meta.v1.ListMeta
-	36,  // 33: skiff.core.v1.ServiceList.items:type_name -> skiff.core.v1.Service
-	36,  // 34: skiff.core.v1.ServiceWatchEvent.object:type_name -> skiff.core.v1.Service
-	25,  // 35: skiff.core.v1.ServiceWatchResponse.events:type_name -> skiff.core.v1.ServiceWatchEvent
-	28,  // 36: skiff.core.v1.Namespaces.Create:input_type -> skiff.core.v1.Namespace
-	37,  // 37: skiff.core.v1.Namespaces.Get:input_type -> skiff.meta.v1.GetRequest
-	38,  // 38: skiff.core.v1.Namespaces.List:input_type -> skiff.meta.v1.ListOptions
-	28,  // 39: skiff.core.v1.Namespaces.Update:input_type -> skiff.core.v1.Namespace
-	28,  // 40: skiff.core.v1.Namespaces.UpdateStatus:input_type -> skiff.core.v1.Namespace
-	39,  // 41: skiff.core.v1.Namespaces.Delete:input_type -> skiff.meta.v1.DeleteRequest
-	38,  // 42: skiff.core.v1.Namespaces.Watch:input_type -> skiff.meta.v1.ListOptions
-	29,  // 43: skiff.core.v1.Pods.Create:input_type -> skiff.core.v1.Pod
-	37,  // 44: skiff.core.v1.Pods.Get:input_type -> skiff.meta.v1.GetRequest
-	38,  // 45: skiff.core.v1.Pods.List:input_type -> skiff.meta.v1.ListOptions
-	29,  // 46: skiff.core.v1.Pods.Update:input_type -> skiff.core.v1.Pod
-	29,  // 47: skiff.core.v1.Pods.UpdateStatus:input_type -> skiff.core.v1.Pod
-	39,  // 48: skiff.core.v1.Pods.Delete:input_type -> skiff.meta.v1.DeleteRequest
-	38,  // 49: skiff.core.v1.Pods.Watch:input_type -> skiff.meta.v1.ListOptions
-	40,  // 50: skiff.core.v1.Pods.Bind:input_type -> skiff.core.v1.Binding
-	41,  // 51: skiff.core.v1.Pods.Logs:input_type -> skiff.core.v1.PodLogOptions
-	30,  // 52: skiff.core.v1.Nodes.Create:input_type -> skiff.core.v1.Node
-	37,  // 53: skiff.core.v1.Nodes.Get:input_type -> skiff.meta.v1.GetRequest
-	38,  // 54: skiff.core.v1.Nodes.List:input_type -> skiff.meta.v1.ListOptions
-	30,  // 55: skiff.core.v1.Nodes.Update:input_type -> skiff.core.v1.Node
-	30,  // 56: skiff.core.v1.Nodes.UpdateStatus:input_type -> skiff.core.v1.Node
-	39,  // 57: skiff.core.v1.Nodes.Delete:input_type -> skiff.meta.v1.DeleteRequest
-	38,  // 58: skiff.core.v1.Nodes.Watch:input_type -> skiff.meta.v1.ListOptions
-	31,  // 59: skiff.core.v1.Events.Create:input_type -> skiff.core.v1.Event
-	37,  // 60: skiff.core.v1.Events.Get:input_type -> skiff.meta.v1.GetRequest
-	38,  // 61: skiff.core.v1.Events.List:input_type -> skiff.meta.v1.ListOptions
-	31,  // 62: skiff.core.v1.Events.Update:input_type -> skiff.core.v1.Event
-	31,  // 63: skiff.core.v1.Events.UpdateStatus:input_type -> skiff.core.v1.Event
-	39,  // 64: skiff.core.v1.Events.Delete:input_type -> skiff.meta.v1.DeleteRequest
-	38,  // 65: skiff.core.v1.Events.Watch:input_type -> skiff.meta.v1.ListOptions
-	32,  // 66: skiff.core.v1.ConfigMaps.Create:input_type -> skiff.core.v1.ConfigMap
-	37,  // 67: skiff.core.v1.ConfigMaps.Get:input_type -> skiff.meta.v1.GetRequest
-	38,  // 68: skiff.core.v1.ConfigMaps.List:input_type -> skiff.meta.v1.ListOptions
-	32,  // 69: skiff.core.v1.ConfigMaps.Update:input_type -> skiff.core.v1.ConfigMap
-	32,  // 70: skiff.core.v1.ConfigMaps.UpdateStatus:input_type -> skiff.core.v1.ConfigMap
-	39,  // 71: skiff.core.v1.ConfigMaps.Delete:input_type -> skiff.meta.v1.DeleteRequest
-	38,  // 72: skiff.core.v1.ConfigMaps.Watch:input_type -> skiff.meta.v1.ListOptions
-	33,  // 73: skiff.core.v1.ServiceAccounts.Create:input_type -> skiff.core.v1.ServiceAccount
-	37,  // 74: skiff.core.v1.ServiceAccounts.Get:input_type -> skiff.meta.v1.GetRequest
-	38,  // 75: skiff.core.v1.ServiceAccounts.List:input_type -> skiff.meta.v1.ListOptions
-	33,  // 76: skiff.core.v1.ServiceAccounts.Update:input_type -> skiff.core.v1.ServiceAccount
-	33,  // 77: skiff.core.v1.ServiceAccounts.UpdateStatus:input_type -> skiff.core.v1.ServiceAccount
-	39,  // 78: skiff.core.v1.ServiceAccounts.Delete:input_type -> skiff.meta.v1.DeleteRequest
-	38,  // 79: skiff.core.v1.ServiceAccounts.Watch:input_type -> skiff.meta.v1.ListOptions
-	34,  // 80: skiff.core.v1.LimitRanges.Create:input_type -> skiff.core.v1.LimitRange
-	37,  // 81: skiff.core.v1.LimitRanges.Get:input_type -> skiff.meta.v1.GetRequest
-	38,  // 82: skiff.core.v1.LimitRanges.List:input_type -> skiff.meta.v1.ListOptions
-	34,  // 83: skiff.core.v1.LimitRanges.Update:input_type -> skiff.core.v1.LimitRange
-	34,  // 84: skiff.core.v1.LimitRanges.UpdateStatus:input_type -> skiff.core.v1.LimitRange
-	39,  // 85: skiff.core.v1.LimitRanges.Delete:input_type -> skiff.meta.v1.DeleteRequest
-	38,  // 86: skiff.core.v1.LimitRanges.Watch:input_type -> skiff.meta.v1.ListOptions
-	35,  // 87: skiff.core.v1.ResourceQuotas.Create:input_type -> skiff.core.v1.ResourceQuota
-	37,  // 88: skiff.core.v1.ResourceQuotas.Get:input_type -> skiff.meta.v1.GetRequest
-	38,  // 89: skiff.core.v1.ResourceQuotas.List:input_type -> skiff.meta.v1.ListOptions
-	35,  // 90: skiff.core.v1.ResourceQuotas.Update:input_type -> skiff.core.v1.ResourceQuota
-	35,  // 91: skiff.core.v1.ResourceQuotas.UpdateStatus:input_type -> skiff.core.v1.ResourceQuota
-	39,  // 92: skiff.core.v1.ResourceQuotas.Delete:input_type -> skiff.meta.v1.DeleteRequest
-	38,  // 93: skiff.core.v1.ResourceQuotas.Watch:input_type -> skiff.meta.v1.ListOptions
-	36,  // 94: skiff.core.v1.Services.Create:input_type -> skiff.core.v1.Service
-	37,  // 95: skiff.core.v1.Services.Get:input_type -> skiff.meta.v1.GetRequest
-	38,  // 96: skiff.core.v1.Services.List:input_type -> skiff.meta.v1.ListOptions
-	36,  // 97: skiff.core.v1.Services.Update:input_type -> skiff.core.v1.Service
-	36,  // 98: skiff.core.v1.Services.UpdateStatus:input_type -> skiff.core.v1.Service
-	39,  // 99: skiff.core.v1.Services.Delete:input_type -> skiff.meta.v1.DeleteRequest
-	38,  // 100: skiff.core.v1.Services.Watch:input_type -> skiff.meta.v1.ListOptions
-	28,  // 101: skiff.core.v1.Namespaces.Create:output_type -> skiff.core.v1.Namespace
-	28,  // 102: skiff.core.v1.Namespaces.Get:output_type -> skiff.core.v1.Namespace
-	0,   // 103: skiff.core.v1.Namespaces.List:output_type -> skiff.core.v1.NamespaceList
-	28,  // 104: skiff.core.v1.Namespaces.Update:output_type -> skiff.core.v1.Namespace
-	28,  // 105: skiff.core.v1.Namespaces.UpdateStatus:output_type -> skiff.core.v1.Namespace
-	28,  // 106: skiff.core.v1.Namespaces.Delete:output_type -> skiff.core.v1.Namespace
-	2,   // 107: skiff.core.v1.Namespaces.Watch:output_type -> skiff.core.v1.NamespaceWatchResponse
-	29,  // 108: skiff.core.v1.Pods.Create:output_type -> skiff.core.v1.Pod
-	29,  // 109: skiff.core.v1.Pods.Get:output_type -> skiff.core.v1.Pod
-	3,   // 110: skiff.core.v1.Pods.List:output_type -> skiff.core.v1.PodList
-	29,  // 111: skiff.core.v1.Pods.Update:output_type -> skiff.core.v1.Pod
-	29,  // 112: skiff.core.v1.Pods.UpdateStatus:output_type -> skiff.core.v1.Pod
-	29,  // 113: skiff.core.v1.Pods.Delete:output_type -> skiff.core.v1.Pod
-	5,   // 114: skiff.core.v1.Pods.Watch:output_type -> skiff.core.v1.PodWatchResponse
-	29,  // 115: skiff.core.v1.Pods.Bind:output_type -> skiff.core.v1.Pod
-	42,  // 116: skiff.core.v1.Pods.Logs:output_type -> skiff.core.v1.LogChunk
-	30,  // 117: skiff.core.v1.Nodes.Create:output_type -> skiff.core.v1.Node
-	30,  // 118: skiff.core.v1.Nodes.Get:output_type -> skiff.core.v1.Node
-	6,   // 119: skiff.core.v1.Nodes.List:output_type -> skiff.core.v1.NodeList
-	30,  // 120: skiff.core.v1.Nodes.Update:output_type -> skiff.core.v1.Node
-	30,  // 121: skiff.core.v1.Nodes.UpdateStatus:output_type -> skiff.core.v1.Node
-	30,  // 122: skiff.core.v1.Nodes.Delete:output_type -> skiff.core.v1.Node
-	8,   // 123: skiff.core.v1.Nodes.Watch:output_type -> skiff.core.v1.NodeWatchResponse
-	31,  // 124: skiff.core.v1.Events.Create:output_type -> skiff.core.v1.Event
-	31,  // 125: skiff.core.v1.Events.Get:output_type -> skiff.core.v1.Event
-	9,   // 126: skiff.core.v1.Events.List:output_type -> skiff.core.v1.EventList
-	31,  // 127: skiff.core.v1.Events.Update:output_type -> skiff.core.v1.Event
-	31,  // 128: skiff.core.v1.Events.UpdateStatus:output_type -> skiff.core.v1.Event
-	31,  // 129: skiff.core.v1.Events.Delete:output_type -> skiff.core.v1.Event
-	11,  // 130: skiff.core.v1.Events.Watch:output_type -> skiff.core.v1.EventWatchResponse
-	32,  // 131: skiff.core.v1.ConfigMaps.Create:output_type -> skiff.core.v1.ConfigMap
-	32,  // 132: skiff.core.v1.ConfigMaps.Get:output_type -> skiff.core.v1.ConfigMap
-	12,  // 133: skiff.core.v1.ConfigMaps.List:output_type -> skiff.core.v1.ConfigMapList
-	32,  // 134: skiff.core.v1.ConfigMaps.Update:output_type -> skiff.core.v1.ConfigMap
-	32,  // 135: skiff.core.v1.ConfigMaps.UpdateStatus:output_type -> skiff.core.v1.ConfigMap
-	32,  // 136: skiff.core.v1.ConfigMaps.Delete:output_type -> skiff.core.v1.ConfigMap
-	14,  // 137: skiff.core.v1.ConfigMaps.Watch:output_type -> skiff.core.v1.ConfigMapWatchResponse
-	33,  // 138: skiff.core.v1.ServiceAccounts.Create:output_type -> skiff.core.v1.ServiceAccount
-	33,  // 139: skiff.core.v1.ServiceAccounts.Get:output_type -> skiff.core.v1.ServiceAccount
-	15,  // 140: skiff.core.v1.ServiceAccounts.List:output_type -> skiff.core.v1.ServiceAccountList
-	33,  // 141: skiff.core.v1.ServiceAccounts.Update:output_type -> skiff.core.v1.ServiceAccount
-	33,  // 142: skiff.core.v1.ServiceAccounts.UpdateStatus:output_type -> skiff.core.v1.ServiceAccount
-	33,  // 143: skiff.core.v1.ServiceAccounts.Delete:output_type -> skiff.core.v1.ServiceAccount
-	17,  // 144: skiff.core.v1.ServiceAccounts.Watch:output_type -> skiff.core.v1.ServiceAccountWatchResponse
-	34,  // 145: skiff.core.v1.LimitRanges.Create:output_type -> skiff.core.v1.LimitRange
-	34,  // 146: skiff.core.v1.LimitRanges.Get:output_type -> skiff.core.v1.LimitRange
-	18,  // 147: skiff.core.v1.LimitRanges.List:output_type -> skiff.core.v1.LimitRangeList
-	34,  // 148: skiff.core.v1.LimitRanges.Update:output_type -> skiff.core.v1.LimitRange
-	34,  // 149: skiff.core.v1.LimitRanges.UpdateStatus:output_type -> skiff.core.v1.LimitRange
-	34,  // 150: skiff.core.v1.LimitRanges.Delete:output_type -> skiff.core.v1.LimitRange
-	20,  // 151: skiff.core.v1.LimitRanges.Watch:output_type -> skiff.core.v1.LimitRangeWatchResponse
-	35,  // 152: skiff.core.v1.ResourceQuotas.Create:output_type -> skiff.core.v1.ResourceQuota
-	35,  // 153: skiff.core.v1.ResourceQuotas.Get:output_type -> skiff.core.v1.ResourceQuota
-	21,  // 154: skiff.core.v1.ResourceQuotas.List:output_type -> skiff.core.v1.ResourceQuotaList
-	35,  // 155: skiff.core.v1.ResourceQuotas.Update:output_type -> skiff.core.v1.ResourceQuota
-	35,  // 156: skiff.core.v1.ResourceQuotas.UpdateStatus:output_type -> skiff.core.v1.ResourceQuota
-	35,  // 157: skiff.core.v1.ResourceQuotas.Delete:output_type -> skiff.core.v1.ResourceQuota
-	23,  // 158: skiff.core.v1.ResourceQuotas.Watch:output_type -> skiff.core.v1.ResourceQuotaWatchResponse
-	36,  // 159: skiff.core.v1.Services.Create:output_type -> skiff.core.v1.Service
-	36,  // 160: skiff.core.v1.Services.Get:output_type -> skiff.core.v1.Service
-	24,  // 161: skiff.core.v1.Services.List:output_type -> skiff.core.v1.ServiceList
-	36,  // 162: skiff.core.v1.Services.Update:output_type -> skiff.core.v1.Service
-	36,  // 163: skiff.core.v1.Services.UpdateStatus:output_type -> skiff.core.v1.Service
-	36,  // 164: skiff.core.v1.Services.Delete:output_type -> skiff.core.v1.Service
-	26,  // 165: skiff.core.v1.Services.Watch:output_type -> skiff.core.v1.ServiceWatchResponse
-	101, // [101:166] is the sub-list for method output_type
-	36,  // [36:101] is the sub-list for method input_type
-	36,  // [36:36] is the sub-list for extension type_name
-	36,  // [36:36] is the sub-list for extension extendee
-	0,   // [0:36] is the sub-list for field type_name
+	30,  // 20: skiff.core.v1.SecretList.metadata:type_name -> skiff.meta.v1.ListMeta
+	36,  // 21: skiff.core.v1.SecretList.items:type_name -> skiff.core.v1.Secret
+	36,  // 22: skiff.core.v1.SecretWatchEvent.object:type_name -> skiff.core.v1.Secret
+	16,  // 23: skiff.core.v1.SecretWatchResponse.events:type_name -> skiff.core.v1.SecretWatchEvent
+	30,  // 24: skiff.core.v1.ServiceAccountList.metadata:type_name -> skiff.meta.v1.ListMeta
+	37,  // 25: skiff.core.v1.ServiceAccountList.items:type_name -> skiff.core.v1.ServiceAccount
+	37,  // 26: skiff.core.v1.ServiceAccountWatchEvent.object:type_name -> skiff.core.v1.ServiceAccount
+	19,  // 27: skiff.core.v1.ServiceAccountWatchResponse.events:type_name -> skiff.core.v1.ServiceAccountWatchEvent
+	30,  // 28: skiff.core.v1.LimitRangeList.metadata:type_name -> skiff.meta.v1.ListMeta
+	38,  // 29: skiff.core.v1.LimitRangeList.items:type_name -> skiff.core.v1.LimitRange
+	38,  // 30: skiff.core.v1.LimitRangeWatchEvent.object:type_name -> skiff.core.v1.LimitRange
+	22,  // 31: skiff.core.v1.LimitRangeWatchResponse.events:type_name -> skiff.core.v1.LimitRangeWatchEvent
+	30,  // 32: skiff.core.v1.ResourceQuotaList.metadata:type_name -> skiff.meta.v1.ListMeta
+	39,  // 33: skiff.core.v1.ResourceQuotaList.items:type_name -> skiff.core.v1.ResourceQuota
+	39,  // 34: skiff.core.v1.ResourceQuotaWatchEvent.object:type_name -> skiff.core.v1.ResourceQuota
+	25,  // 35: skiff.core.v1.ResourceQuotaWatchResponse.events:type_name -> skiff.core.v1.ResourceQuotaWatchEvent
+	30,  // 36: skiff.core.v1.ServiceList.metadata:type_name -> skiff.meta.v1.ListMeta
+	40,  // 37: skiff.core.v1.ServiceList.items:type_name -> skiff.core.v1.Service
+	40,  // 38: skiff.core.v1.ServiceWatchEvent.object:type_name -> skiff.core.v1.Service
+	28,  // 39: skiff.core.v1.ServiceWatchResponse.events:type_name -> skiff.core.v1.ServiceWatchEvent
+	31,  // 40: skiff.core.v1.Namespaces.Create:input_type -> skiff.core.v1.Namespace
+	41,  // 41: skiff.core.v1.Namespaces.Get:input_type -> skiff.meta.v1.GetRequest
+	42,  // 42: skiff.core.v1.Namespaces.List:input_type -> skiff.meta.v1.ListOptions
+	31,  // 43: skiff.core.v1.Namespaces.Update:input_type -> skiff.core.v1.Namespace
+	31,  // 44: skiff.core.v1.Namespaces.UpdateStatus:input_type -> skiff.core.v1.Namespace
+	43,  // 45: skiff.core.v1.Namespaces.Delete:input_type -> skiff.meta.v1.DeleteRequest
+	42,  // 46: skiff.core.v1.Namespaces.Watch:input_type -> skiff.meta.v1.ListOptions
+	32,  // 47: skiff.core.v1.Pods.Create:input_type -> skiff.core.v1.Pod
+	41,  // 48: skiff.core.v1.Pods.Get:input_type -> skiff.meta.v1.GetRequest
+	42,  // 49: skiff.core.v1.Pods.List:input_type -> skiff.meta.v1.ListOptions
+	32,  // 50: skiff.core.v1.Pods.Update:input_type -> skiff.core.v1.Pod
+	32,  // 51: skiff.core.v1.Pods.UpdateStatus:input_type -> skiff.core.v1.Pod
+	43,  // 52: skiff.core.v1.Pods.Delete:input_type -> skiff.meta.v1.DeleteRequest
+	42,  // 53: skiff.core.v1.Pods.Watch:input_type -> skiff.meta.v1.ListOptions
+	44,  // 54: skiff.core.v1.Pods.Bind:input_type -> skiff.core.v1.Binding
+	45,  // 55: skiff.core.v1.Pods.Logs:input_type -> skiff.core.v1.PodLogOptions
+	46,  // 56: skiff.core.v1.Pods.Exec:input_type -> skiff.core.v1.ExecRequest
+	46,  // 57: skiff.core.v1.Pods.Attach:input_type -> skiff.core.v1.ExecRequest
+	47,  // 58: skiff.core.v1.Pods.PortForward:input_type -> skiff.core.v1.PortForwardRequest
+	33,  // 59: skiff.core.v1.Nodes.Create:input_type -> skiff.core.v1.Node
+	41,  // 60: skiff.core.v1.Nodes.Get:input_type -> skiff.meta.v1.GetRequest
+	42,  // 61: skiff.core.v1.Nodes.List:input_type -> skiff.meta.v1.ListOptions
+	33,  // 62: skiff.core.v1.Nodes.Update:input_type -> skiff.core.v1.Node
+	33,  // 63: skiff.core.v1.Nodes.UpdateStatus:input_type -> skiff.core.v1.Node
+	43,  // 64: skiff.core.v1.Nodes.Delete:input_type -> skiff.meta.v1.DeleteRequest
+	42,  // 65: skiff.core.v1.Nodes.Watch:input_type -> skiff.meta.v1.ListOptions
+	34,  // 66: skiff.core.v1.Events.Create:input_type -> skiff.core.v1.Event
+	41,  // 67: skiff.core.v1.Events.Get:input_type -> skiff.meta.v1.GetRequest
+	42,  // 68: skiff.core.v1.Events.List:input_type -> skiff.meta.v1.ListOptions
+	34,  // 69: skiff.core.v1.Events.Update:input_type -> skiff.core.v1.Event
+	34,  // 70: skiff.core.v1.Events.UpdateStatus:input_type -> skiff.core.v1.Event
+	43,  // 71: skiff.core.v1.Events.Delete:input_type -> skiff.meta.v1.DeleteRequest
+	42,  // 72: skiff.core.v1.Events.Watch:input_type -> skiff.meta.v1.ListOptions
+	35,  // 73: skiff.core.v1.ConfigMaps.Create:input_type -> skiff.core.v1.ConfigMap
+	41,  // 74: skiff.core.v1.ConfigMaps.Get:input_type -> skiff.meta.v1.GetRequest
+	42,  // 75: skiff.core.v1.ConfigMaps.List:input_type -> skiff.meta.v1.ListOptions
+	35,  // 76: skiff.core.v1.ConfigMaps.Update:input_type -> skiff.core.v1.ConfigMap
+	35,  // 77: skiff.core.v1.ConfigMaps.UpdateStatus:input_type -> skiff.core.v1.ConfigMap
+	43,  // 78: skiff.core.v1.ConfigMaps.Delete:input_type -> skiff.meta.v1.DeleteRequest
+	42,  // 79: skiff.core.v1.ConfigMaps.Watch:input_type -> skiff.meta.v1.ListOptions
+	36,  // 80: skiff.core.v1.Secrets.Create:input_type -> skiff.core.v1.Secret
+	41,  // 81: skiff.core.v1.Secrets.Get:input_type -> skiff.meta.v1.GetRequest
+	42,  // 82: skiff.core.v1.Secrets.List:input_type -> skiff.meta.v1.ListOptions
+	36,  // 83: skiff.core.v1.Secrets.Update:input_type -> skiff.core.v1.Secret
+	36,  // 84: skiff.core.v1.Secrets.UpdateStatus:input_type -> skiff.core.v1.Secret
+	43,  // 85: skiff.core.v1.Secrets.Delete:input_type -> skiff.meta.v1.DeleteRequest
+	42,  // 86: skiff.core.v1.Secrets.Watch:input_type -> skiff.meta.v1.ListOptions
+	37,  // 87: skiff.core.v1.ServiceAccounts.Create:input_type -> skiff.core.v1.ServiceAccount
+	41,  // 88: skiff.core.v1.ServiceAccounts.Get:input_type -> skiff.meta.v1.GetRequest
+	42,  // 89: skiff.core.v1.ServiceAccounts.List:input_type -> skiff.meta.v1.ListOptions
+	37,  // 90: skiff.core.v1.ServiceAccounts.Update:input_type -> skiff.core.v1.ServiceAccount
+	37,  // 91: skiff.core.v1.ServiceAccounts.UpdateStatus:input_type -> skiff.core.v1.ServiceAccount
+	43,  // 92: skiff.core.v1.ServiceAccounts.Delete:input_type -> skiff.meta.v1.DeleteRequest
+	42,  // 93: skiff.core.v1.ServiceAccounts.Watch:input_type -> skiff.meta.v1.ListOptions
+	48,  // 94: skiff.core.v1.ServiceAccounts.CreateToken:input_type -> skiff.core.v1.TokenRequest
+	38,  // 95: skiff.core.v1.LimitRanges.Create:input_type -> skiff.core.v1.LimitRange
+	41,  // 96: skiff.core.v1.LimitRanges.Get:input_type -> skiff.meta.v1.GetRequest
+	42,  // 97: skiff.core.v1.LimitRanges.List:input_type -> skiff.meta.v1.ListOptions
+	38,  // 98: skiff.core.v1.LimitRanges.Update:input_type -> skiff.core.v1.LimitRange
+	38,  // 99: skiff.core.v1.LimitRanges.UpdateStatus:input_type -> skiff.core.v1.LimitRange
+	43,  // 100: skiff.core.v1.LimitRanges.Delete:input_type -> skiff.meta.v1.DeleteRequest
+	42,  // 101: skiff.core.v1.LimitRanges.Watch:input_type -> skiff.meta.v1.ListOptions
+	39,  // 102: skiff.core.v1.ResourceQuotas.Create:input_type -> skiff.core.v1.ResourceQuota
+	41,  // 103: skiff.core.v1.ResourceQuotas.Get:input_type -> skiff.meta.v1.GetRequest
+	42,  // 104: skiff.core.v1.ResourceQuotas.List:input_type -> skiff.meta.v1.ListOptions
+	39,  // 105: skiff.core.v1.ResourceQuotas.Update:input_type -> skiff.core.v1.ResourceQuota
+	39,  // 106: skiff.core.v1.ResourceQuotas.UpdateStatus:input_type -> skiff.core.v1.ResourceQuota
+	43,  // 107: skiff.core.v1.ResourceQuotas.Delete:input_type -> skiff.meta.v1.DeleteRequest
+	42,  // 108: skiff.core.v1.ResourceQuotas.Watch:input_type -> skiff.meta.v1.ListOptions
+	40,  // 109: skiff.core.v1.Services.Create:input_type -> skiff.core.v1.Service
+	41,  // 110: skiff.core.v1.Services.Get:input_type -> skiff.meta.v1.GetRequest
+	42,  // 111: skiff.core.v1.Services.List:input_type -> skiff.meta.v1.ListOptions
+	40,  // 112: skiff.core.v1.Services.Update:input_type -> skiff.core.v1.Service
+	40,  // 113: skiff.core.v1.Services.UpdateStatus:input_type -> skiff.core.v1.Service
+	43,  // 114: skiff.core.v1.Services.Delete:input_type -> skiff.meta.v1.DeleteRequest
+	42,  // 115: skiff.core.v1.Services.Watch:input_type -> skiff.meta.v1.ListOptions
+	31,  // 116: skiff.core.v1.Namespaces.Create:output_type -> skiff.core.v1.Namespace
+	31,  // 117: skiff.core.v1.Namespaces.Get:output_type -> skiff.core.v1.Namespace
+	0,   // 118: skiff.core.v1.Namespaces.List:output_type -> skiff.core.v1.NamespaceList
+	31,  // 119: skiff.core.v1.Namespaces.Update:output_type -> skiff.core.v1.Namespace
+	31,  // 120: skiff.core.v1.Namespaces.UpdateStatus:output_type -> skiff.core.v1.Namespace
+	31,  // 121: skiff.core.v1.Namespaces.Delete:output_type -> skiff.core.v1.Namespace
+	2,   // 122: skiff.core.v1.Namespaces.Watch:output_type -> skiff.core.v1.NamespaceWatchResponse
+	32,  // 123: skiff.core.v1.Pods.Create:output_type -> skiff.core.v1.Pod
+	32,  // 124: skiff.core.v1.Pods.Get:output_type -> skiff.core.v1.Pod
+	3,   // 125: skiff.core.v1.Pods.List:output_type -> skiff.core.v1.PodList
+	32,  // 126: skiff.core.v1.Pods.Update:output_type -> skiff.core.v1.Pod
+	32,  // 127: skiff.core.v1.Pods.UpdateStatus:output_type -> skiff.core.v1.Pod
+	32,  // 128: skiff.core.v1.Pods.Delete:output_type -> skiff.core.v1.Pod
+	5,   // 129: skiff.core.v1.Pods.Watch:output_type -> skiff.core.v1.PodWatchResponse
+	32,  // 130: skiff.core.v1.Pods.Bind:output_type -> skiff.core.v1.Pod
+	49,  // 131: skiff.core.v1.Pods.Logs:output_type -> skiff.core.v1.LogChunk
+	50,  // 132: skiff.core.v1.Pods.Exec:output_type -> skiff.core.v1.ExecResponse
+	50,  // 133: skiff.core.v1.Pods.Attach:output_type -> skiff.core.v1.ExecResponse
+	51,  // 134: skiff.core.v1.Pods.PortForward:output_type -> skiff.core.v1.PortForwardResponse
+	33,  // 135: skiff.core.v1.Nodes.Create:output_type -> skiff.core.v1.Node
+	33,  // 136: skiff.core.v1.Nodes.Get:output_type -> skiff.core.v1.Node
+	6,   // 137: skiff.core.v1.Nodes.List:output_type -> skiff.core.v1.NodeList
+	33,  // 138: skiff.core.v1.Nodes.Update:output_type -> skiff.core.v1.Node
+	33,  // 139: skiff.core.v1.Nodes.UpdateStatus:output_type -> skiff.core.v1.Node
+	33,  // 140: skiff.core.v1.Nodes.Delete:output_type -> skiff.core.v1.Node
+	8,   // 141: skiff.core.v1.Nodes.Watch:output_type -> skiff.core.v1.NodeWatchResponse
+	34,  // 142: skiff.core.v1.Events.Create:output_type -> skiff.core.v1.Event
+	34,  // 143: skiff.core.v1.Events.Get:output_type -> skiff.core.v1.Event
+	9,   // 144: skiff.core.v1.Events.List:output_type -> skiff.core.v1.EventList
+	34,  // 145: skiff.core.v1.Events.Update:output_type -> skiff.core.v1.Event
+	34,  // 146: skiff.core.v1.Events.UpdateStatus:output_type -> skiff.core.v1.Event
+	34,  // 147: skiff.core.v1.Events.Delete:output_type -> skiff.core.v1.Event
+	11,  // 148: skiff.core.v1.Events.Watch:output_type -> skiff.core.v1.EventWatchResponse
+	35,  // 149: skiff.core.v1.ConfigMaps.Create:output_type -> skiff.core.v1.ConfigMap
+	35,  // 150: skiff.core.v1.ConfigMaps.Get:output_type -> skiff.core.v1.ConfigMap
+	12,  // 151: skiff.core.v1.ConfigMaps.List:output_type -> skiff.core.v1.ConfigMapList
+	35,  // 152: skiff.core.v1.ConfigMaps.Update:output_type -> skiff.core.v1.ConfigMap
+	35,  // 153: skiff.core.v1.ConfigMaps.UpdateStatus:output_type -> skiff.core.v1.ConfigMap
+	35,  // 154: skiff.core.v1.ConfigMaps.Delete:output_type -> skiff.core.v1.ConfigMap
+	14,  // 155: skiff.core.v1.ConfigMaps.Watch:output_type -> skiff.core.v1.ConfigMapWatchResponse
+	36,  // 156: skiff.core.v1.Secrets.Create:output_type -> skiff.core.v1.Secret
+	36,  // 157: skiff.core.v1.Secrets.Get:output_type -> skiff.core.v1.Secret
+	15,  // 158: skiff.core.v1.Secrets.List:output_type -> skiff.core.v1.SecretList
+	36,  // 159: skiff.core.v1.Secrets.Update:output_type -> skiff.core.v1.Secret
+	36,  // 160: skiff.core.v1.Secrets.UpdateStatus:output_type -> skiff.core.v1.Secret
+	36,  // 161: skiff.core.v1.Secrets.Delete:output_type -> skiff.core.v1.Secret
+	17,  // 162: skiff.core.v1.Secrets.Watch:output_type -> skiff.core.v1.SecretWatchResponse
+	37,  // 163: skiff.core.v1.ServiceAccounts.Create:output_type -> skiff.core.v1.ServiceAccount
+	37,  // 164: skiff.core.v1.ServiceAccounts.Get:output_type -> skiff.core.v1.ServiceAccount
+	18,  // 165: skiff.core.v1.ServiceAccounts.List:output_type -> skiff.core.v1.ServiceAccountList
+	37,  // 166: skiff.core.v1.ServiceAccounts.Update:output_type -> skiff.core.v1.ServiceAccount
+	37,  // 167: skiff.core.v1.ServiceAccounts.UpdateStatus:output_type -> skiff.core.v1.ServiceAccount
+	37,  // 168: skiff.core.v1.ServiceAccounts.Delete:output_type -> skiff.core.v1.ServiceAccount
+	20,  // 169: skiff.core.v1.ServiceAccounts.Watch:output_type -> skiff.core.v1.ServiceAccountWatchResponse
+	48,  // 170: skiff.core.v1.ServiceAccounts.CreateToken:output_type -> skiff.core.v1.TokenRequest
+	38,  // 171: skiff.core.v1.LimitRanges.Create:output_type -> skiff.core.v1.LimitRange
+	38,  // 172: skiff.core.v1.LimitRanges.Get:output_type -> skiff.core.v1.LimitRange
+	21,  // 173: skiff.core.v1.LimitRanges.List:output_type -> skiff.core.v1.LimitRangeList
+	38,  // 174: skiff.core.v1.LimitRanges.Update:output_type -> skiff.core.v1.LimitRange
+	38,  // 175: skiff.core.v1.LimitRanges.UpdateStatus:output_type -> skiff.core.v1.LimitRange
+	38,  // 176: skiff.core.v1.LimitRanges.Delete:output_type -> skiff.core.v1.LimitRange
+	23,  // 177: skiff.core.v1.LimitRanges.Watch:output_type -> skiff.core.v1.LimitRangeWatchResponse
+	39,  // 178: skiff.core.v1.ResourceQuotas.Create:output_type -> skiff.core.v1.ResourceQuota
+	39,  // 179: skiff.core.v1.ResourceQuotas.Get:output_type -> skiff.core.v1.ResourceQuota
+	24,  // 180: skiff.core.v1.ResourceQuotas.List:output_type -> skiff.core.v1.ResourceQuotaList
+	39,  // 181: skiff.core.v1.ResourceQuotas.Update:output_type -> skiff.core.v1.ResourceQuota
+	39,  // 182: skiff.core.v1.ResourceQuotas.UpdateStatus:output_type -> skiff.core.v1.ResourceQuota
+	39,  // 183: skiff.core.v1.ResourceQuotas.Delete:output_type -> skiff.core.v1.ResourceQuota
+	26,  // 184: skiff.core.v1.ResourceQuotas.Watch:output_type -> skiff.core.v1.ResourceQuotaWatchResponse
+	40,  // 185: skiff.core.v1.Services.Create:output_type -> skiff.core.v1.Service
+	40,  // 186: skiff.core.v1.Services.Get:output_type -> skiff.core.v1.Service
+	27,  // 187: skiff.core.v1.Services.List:output_type -> skiff.core.v1.ServiceList
+	40,  // 188: skiff.core.v1.Services.Update:output_type -> skiff.core.v1.Service
+	40,  // 189: skiff.core.v1.Services.UpdateStatus:output_type -> skiff.core.v1.Service
+	40,  // 190: skiff.core.v1.Services.Delete:output_type -> skiff.core.v1.Service
+	29,  // 191: skiff.core.v1.Services.Watch:output_type -> skiff.core.v1.ServiceWatchResponse
+	116, // [116:192] is the sub-list for method output_type
+	40,  // [40:116] is the sub-list for method input_type
+	40,  // [40:40] is the sub-list for extension type_name
+	40,  // [40:40] is the sub-list for extension extendee
+	0,   // [0:40] is the sub-list for field type_name
 }
 
 func init() { file_skiff_core_v1_kinds_gen_proto_init() }
@@ -1947,9 +2172,9 @@ func file_skiff_core_v1_kinds_gen_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_skiff_core_v1_kinds_gen_proto_rawDesc), len(file_skiff_core_v1_kinds_gen_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   27,
+			NumMessages:   30,
 			NumExtensions: 0,
-			NumServices:   9,
+			NumServices:   10,
 		},
 		GoTypes:           file_skiff_core_v1_kinds_gen_proto_goTypes,
 		DependencyIndexes: file_skiff_core_v1_kinds_gen_proto_depIdxs,

@@ -371,6 +371,9 @@ const (
 	Pods_Watch_FullMethodName        = "/skiff.core.v1.Pods/Watch"
 	Pods_Bind_FullMethodName         = "/skiff.core.v1.Pods/Bind"
 	Pods_Logs_FullMethodName         = "/skiff.core.v1.Pods/Logs"
+	Pods_Exec_FullMethodName         = "/skiff.core.v1.Pods/Exec"
+	Pods_Attach_FullMethodName       = "/skiff.core.v1.Pods/Attach"
+	Pods_PortForward_FullMethodName  = "/skiff.core.v1.Pods/PortForward"
 )
 
 // PodsClient is the client API for Pods service.
@@ -390,6 +393,12 @@ type PodsClient interface {
 	Bind(ctx context.Context, in *Binding, opts ...grpc.CallOption) (*Pod, error)
 	// Logs streams a container's log, proxied to the node agent of the pod's node.
 	Logs(ctx context.Context, in *PodLogOptions, opts ...grpc.CallOption) (grpc.ServerStreamingClient[LogChunk], error)
+	// Exec runs a command in a container, streamed through the pod's node agent.
+	Exec(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ExecRequest, ExecResponse], error)
+	// Attach attaches to a running container's stdin, stdout and stderr.
+	Attach(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ExecRequest, ExecResponse], error)
+	// PortForward carries one TCP connection to a port of the pod.
+	PortForward(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[PortForwardRequest, PortForwardResponse], error)
 }
 
 type podsClient struct {
@@ -508,6 +517,45 @@ func (c *podsClient) Logs(ctx context.Context, in *PodLogOptions, opts ...grpc.C
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Pods_LogsClient = grpc.ServerStreamingClient[LogChunk]
 
+func (c *podsClient) Exec(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ExecRequest, ExecResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Pods_ServiceDesc.Streams[2], Pods_Exec_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[ExecRequest, ExecResponse]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Pods_ExecClient = grpc.BidiStreamingClient[ExecRequest, ExecResponse]
+
+func (c *podsClient) Attach(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ExecRequest, ExecResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Pods_ServiceDesc.Streams[3], Pods_Attach_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[ExecRequest, ExecResponse]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Pods_AttachClient = grpc.BidiStreamingClient[ExecRequest, ExecResponse]
+
+func (c *podsClient) PortForward(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[PortForwardRequest, PortForwardResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Pods_ServiceDesc.Streams[4], Pods_PortForward_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[PortForwardRequest, PortForwardResponse]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Pods_PortForwardClient = grpc.BidiStreamingClient[PortForwardRequest, PortForwardResponse]
+
 // PodsServer is the server API for Pods service.
 // All implementations should embed UnimplementedPodsServer
 // for forward compatibility.
@@ -525,6 +573,12 @@ type PodsServer interface {
 	Bind(context.Context, *Binding) (*Pod, error)
 	// Logs streams a container's log, proxied to the node agent of the pod's node.
 	Logs(*PodLogOptions, grpc.ServerStreamingServer[LogChunk]) error
+	// Exec runs a command in a container, streamed through the pod's node agent.
+	Exec(grpc.BidiStreamingServer[ExecRequest, ExecResponse]) error
+	// Attach attaches to a running container's stdin, stdout and stderr.
+	Attach(grpc.BidiStreamingServer[ExecRequest, ExecResponse]) error
+	// PortForward carries one TCP connection to a port of the pod.
+	PortForward(grpc.BidiStreamingServer[PortForwardRequest, PortForwardResponse]) error
 }
 
 // UnimplementedPodsServer should be embedded to have
@@ -560,6 +614,15 @@ func (UnimplementedPodsServer) Bind(context.Context, *Binding) (*Pod, error) {
 }
 func (UnimplementedPodsServer) Logs(*PodLogOptions, grpc.ServerStreamingServer[LogChunk]) error {
 	return status.Error(codes.Unimplemented, "method Logs not implemented")
+}
+func (UnimplementedPodsServer) Exec(grpc.BidiStreamingServer[ExecRequest, ExecResponse]) error {
+	return status.Error(codes.Unimplemented, "method Exec not implemented")
+}
+func (UnimplementedPodsServer) Attach(grpc.BidiStreamingServer[ExecRequest, ExecResponse]) error {
+	return status.Error(codes.Unimplemented, "method Attach not implemented")
+}
+func (UnimplementedPodsServer) PortForward(grpc.BidiStreamingServer[PortForwardRequest, PortForwardResponse]) error {
+	return status.Error(codes.Unimplemented, "method PortForward not implemented")
 }
 func (UnimplementedPodsServer) testEmbeddedByValue() {}
 
@@ -729,6 +792,27 @@ func _Pods_Logs_Handler(srv interface{}, stream grpc.ServerStream) error {
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Pods_LogsServer = grpc.ServerStreamingServer[LogChunk]
 
+func _Pods_Exec_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(PodsServer).Exec(&grpc.GenericServerStream[ExecRequest, ExecResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Pods_ExecServer = grpc.BidiStreamingServer[ExecRequest, ExecResponse]
+
+func _Pods_Attach_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(PodsServer).Attach(&grpc.GenericServerStream[ExecRequest, ExecResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Pods_AttachServer = grpc.BidiStreamingServer[ExecRequest, ExecResponse]
+
+func _Pods_PortForward_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(PodsServer).PortForward(&grpc.GenericServerStream[PortForwardRequest, PortForwardResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Pods_PortForwardServer = grpc.BidiStreamingServer[PortForwardRequest, PortForwardResponse]
+
 // Pods_ServiceDesc is the grpc.ServiceDesc for Pods service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -775,6 +859,24 @@ var Pods_ServiceDesc = grpc.ServiceDesc{
 			StreamName:    "Logs",
 			Handler:       _Pods_Logs_Handler,
 			ServerStreams: true,
+		},
+		{
+			StreamName:    "Exec",
+			Handler:       _Pods_Exec_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
+		},
+		{
+			StreamName:    "Attach",
+			Handler:       _Pods_Attach_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
+		},
+		{
+			StreamName:    "PortForward",
+			Handler:       _Pods_PortForward_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
 		},
 	},
 	Metadata: "skiff/core/v1/kinds.gen.proto",
@@ -1793,6 +1895,344 @@ var ConfigMaps_ServiceDesc = grpc.ServiceDesc{
 }
 
 const (
+	Secrets_Create_FullMethodName       = "/skiff.core.v1.Secrets/Create"
+	Secrets_Get_FullMethodName          = "/skiff.core.v1.Secrets/Get"
+	Secrets_List_FullMethodName         = "/skiff.core.v1.Secrets/List"
+	Secrets_Update_FullMethodName       = "/skiff.core.v1.Secrets/Update"
+	Secrets_UpdateStatus_FullMethodName = "/skiff.core.v1.Secrets/UpdateStatus"
+	Secrets_Delete_FullMethodName       = "/skiff.core.v1.Secrets/Delete"
+	Secrets_Watch_FullMethodName        = "/skiff.core.v1.Secrets/Watch"
+)
+
+// SecretsClient is the client API for Secrets service.
+//
+// For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
+//
+// Secrets are namespaced.
+type SecretsClient interface {
+	Create(ctx context.Context, in *Secret, opts ...grpc.CallOption) (*Secret, error)
+	Get(ctx context.Context, in *v1.GetRequest, opts ...grpc.CallOption) (*Secret, error)
+	List(ctx context.Context, in *v1.ListOptions, opts ...grpc.CallOption) (*SecretList, error)
+	Update(ctx context.Context, in *Secret, opts ...grpc.CallOption) (*Secret, error)
+	// UpdateStatus: a Secret has no status; answers Unimplemented (reason MethodNotAllowed).
+	UpdateStatus(ctx context.Context, in *Secret, opts ...grpc.CallOption) (*Secret, error)
+	Delete(ctx context.Context, in *v1.DeleteRequest, opts ...grpc.CallOption) (*Secret, error)
+	Watch(ctx context.Context, in *v1.ListOptions, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SecretWatchResponse], error)
+}
+
+type secretsClient struct {
+	cc grpc.ClientConnInterface
+}
+
+func NewSecretsClient(cc grpc.ClientConnInterface) SecretsClient {
+	return &secretsClient{cc}
+}
+
+func (c *secretsClient) Create(ctx context.Context, in *Secret, opts ...grpc.CallOption) (*Secret, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Secret)
+	err := c.cc.Invoke(ctx, Secrets_Create_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *secretsClient) Get(ctx context.Context, in *v1.GetRequest, opts ...grpc.CallOption) (*Secret, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Secret)
+	err := c.cc.Invoke(ctx, Secrets_Get_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *secretsClient) List(ctx context.Context, in *v1.ListOptions, opts ...grpc.CallOption) (*SecretList, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SecretList)
+	err := c.cc.Invoke(ctx, Secrets_List_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *secretsClient) Update(ctx context.Context, in *Secret, opts ...grpc.CallOption) (*Secret, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Secret)
+	err := c.cc.Invoke(ctx, Secrets_Update_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *secretsClient) UpdateStatus(ctx context.Context, in *Secret, opts ...grpc.CallOption) (*Secret, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Secret)
+	err := c.cc.Invoke(ctx, Secrets_UpdateStatus_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *secretsClient) Delete(ctx context.Context, in *v1.DeleteRequest, opts ...grpc.CallOption) (*Secret, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Secret)
+	err := c.cc.Invoke(ctx, Secrets_Delete_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *secretsClient) Watch(ctx context.Context, in *v1.ListOptions, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SecretWatchResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Secrets_ServiceDesc.Streams[0], Secrets_Watch_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[v1.ListOptions, SecretWatchResponse]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Secrets_WatchClient = grpc.ServerStreamingClient[SecretWatchResponse]
+
+// SecretsServer is the server API for Secrets service.
+// All implementations should embed UnimplementedSecretsServer
+// for forward compatibility.
+//
+// Secrets are namespaced.
+type SecretsServer interface {
+	Create(context.Context, *Secret) (*Secret, error)
+	Get(context.Context, *v1.GetRequest) (*Secret, error)
+	List(context.Context, *v1.ListOptions) (*SecretList, error)
+	Update(context.Context, *Secret) (*Secret, error)
+	// UpdateStatus: a Secret has no status; answers Unimplemented (reason MethodNotAllowed).
+	UpdateStatus(context.Context, *Secret) (*Secret, error)
+	Delete(context.Context, *v1.DeleteRequest) (*Secret, error)
+	Watch(*v1.ListOptions, grpc.ServerStreamingServer[SecretWatchResponse]) error
+}
+
+// UnimplementedSecretsServer should be embedded to have
+// forward compatible implementations.
+//
+// NOTE: this should be embedded by value instead of pointer to avoid a nil
+// pointer dereference when methods are called.
+type UnimplementedSecretsServer struct{}
+
+func (UnimplementedSecretsServer) Create(context.Context, *Secret) (*Secret, error) {
+	return nil, status.Error(codes.Unimplemented, "method Create not implemented")
+}
+func (UnimplementedSecretsServer) Get(context.Context, *v1.GetRequest) (*Secret, error) {
+	return nil, status.Error(codes.Unimplemented, "method Get not implemented")
+}
+func (UnimplementedSecretsServer) List(context.Context, *v1.ListOptions) (*SecretList, error) {
+	return nil, status.Error(codes.Unimplemented, "method List not implemented")
+}
+func (UnimplementedSecretsServer) Update(context.Context, *Secret) (*Secret, error) {
+	return nil, status.Error(codes.Unimplemented, "method Update not implemented")
+}
+func (UnimplementedSecretsServer) UpdateStatus(context.Context, *Secret) (*Secret, error) {
+	return nil, status.Error(codes.Unimplemented, "method UpdateStatus not implemented")
+}
+func (UnimplementedSecretsServer) Delete(context.Context, *v1.DeleteRequest) (*Secret, error) {
+	return nil, status.Error(codes.Unimplemented, "method Delete not implemented")
+}
+func (UnimplementedSecretsServer) Watch(*v1.ListOptions, grpc.ServerStreamingServer[SecretWatchResponse]) error {
+	return status.Error(codes.Unimplemented, "method Watch not implemented")
+}
+func (UnimplementedSecretsServer) testEmbeddedByValue() {}
+
+// UnsafeSecretsServer may be embedded to opt out of forward compatibility for this service.
+// Use of this interface is not recommended, as added methods to SecretsServer will
+// result in compilation errors.
+type UnsafeSecretsServer interface {
+	mustEmbedUnimplementedSecretsServer()
+}
+
+func RegisterSecretsServer(s grpc.ServiceRegistrar, srv SecretsServer) {
+	// If the following call panics, it indicates UnimplementedSecretsServer was
+	// embedded by pointer and is nil.  This will cause panics if an
+	// unimplemented method is ever invoked, so we test this at initialization
+	// time to prevent it from happening at runtime later due to I/O.
+	if t, ok := srv.(interface{ testEmbeddedByValue() }); ok {
+		t.testEmbeddedByValue()
+	}
+	s.RegisterService(&Secrets_ServiceDesc, srv)
+}
+
+func _Secrets_Create_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(Secret)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SecretsServer).Create(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Secrets_Create_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SecretsServer).Create(ctx, req.(*Secret))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Secrets_Get_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(v1.GetRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SecretsServer).Get(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Secrets_Get_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SecretsServer).Get(ctx, req.(*v1.GetRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Secrets_List_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(v1.ListOptions)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SecretsServer).List(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Secrets_List_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SecretsServer).List(ctx, req.(*v1.ListOptions))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Secrets_Update_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(Secret)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SecretsServer).Update(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Secrets_Update_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SecretsServer).Update(ctx, req.(*Secret))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Secrets_UpdateStatus_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(Secret)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SecretsServer).UpdateStatus(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Secrets_UpdateStatus_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SecretsServer).UpdateStatus(ctx, req.(*Secret))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Secrets_Delete_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(v1.DeleteRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SecretsServer).Delete(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Secrets_Delete_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SecretsServer).Delete(ctx, req.(*v1.DeleteRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Secrets_Watch_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(v1.ListOptions)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(SecretsServer).Watch(m, &grpc.GenericServerStream[v1.ListOptions, SecretWatchResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Secrets_WatchServer = grpc.ServerStreamingServer[SecretWatchResponse]
+
+// Secrets_ServiceDesc is the grpc.ServiceDesc for Secrets service.
+// It's only intended for direct use with grpc.RegisterService,
+// and not to be introspected or modified (even as a copy)
+var Secrets_ServiceDesc = grpc.ServiceDesc{
+	ServiceName: "skiff.core.v1.Secrets",
+	HandlerType: (*SecretsServer)(nil),
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "Create",
+			Handler:    _Secrets_Create_Handler,
+		},
+		{
+			MethodName: "Get",
+			Handler:    _Secrets_Get_Handler,
+		},
+		{
+			MethodName: "List",
+			Handler:    _Secrets_List_Handler,
+		},
+		{
+			MethodName: "Update",
+			Handler:    _Secrets_Update_Handler,
+		},
+		{
+			MethodName: "UpdateStatus",
+			Handler:    _Secrets_UpdateStatus_Handler,
+		},
+		{
+			MethodName: "Delete",
+			Handler:    _Secrets_Delete_Handler,
+		},
+	},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "Watch",
+			Handler:       _Secrets_Watch_Handler,
+			ServerStreams: true,
+		},
+	},
+	Metadata: "skiff/core/v1/kinds.gen.proto",
+}
+
+const (
 	ServiceAccounts_Create_FullMethodName       = "/skiff.core.v1.ServiceAccounts/Create"
 	ServiceAccounts_Get_FullMethodName          = "/skiff.core.v1.ServiceAccounts/Get"
 	ServiceAccounts_List_FullMethodName         = "/skiff.core.v1.ServiceAccounts/List"
@@ -1800,6 +2240,7 @@ const (
 	ServiceAccounts_UpdateStatus_FullMethodName = "/skiff.core.v1.ServiceAccounts/UpdateStatus"
 	ServiceAccounts_Delete_FullMethodName       = "/skiff.core.v1.ServiceAccounts/Delete"
 	ServiceAccounts_Watch_FullMethodName        = "/skiff.core.v1.ServiceAccounts/Watch"
+	ServiceAccounts_CreateToken_FullMethodName  = "/skiff.core.v1.ServiceAccounts/CreateToken"
 )
 
 // ServiceAccountsClient is the client API for ServiceAccounts service.
@@ -1816,6 +2257,8 @@ type ServiceAccountsClient interface {
 	UpdateStatus(ctx context.Context, in *ServiceAccount, opts ...grpc.CallOption) (*ServiceAccount, error)
 	Delete(ctx context.Context, in *v1.DeleteRequest, opts ...grpc.CallOption) (*ServiceAccount, error)
 	Watch(ctx context.Context, in *v1.ListOptions, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ServiceAccountWatchResponse], error)
+	// CreateToken issues a token of the service account (metadata names it), bound to an object when asked.
+	CreateToken(ctx context.Context, in *TokenRequest, opts ...grpc.CallOption) (*TokenRequest, error)
 }
 
 type serviceAccountsClient struct {
@@ -1905,6 +2348,16 @@ func (c *serviceAccountsClient) Watch(ctx context.Context, in *v1.ListOptions, o
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type ServiceAccounts_WatchClient = grpc.ServerStreamingClient[ServiceAccountWatchResponse]
 
+func (c *serviceAccountsClient) CreateToken(ctx context.Context, in *TokenRequest, opts ...grpc.CallOption) (*TokenRequest, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(TokenRequest)
+	err := c.cc.Invoke(ctx, ServiceAccounts_CreateToken_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ServiceAccountsServer is the server API for ServiceAccounts service.
 // All implementations should embed UnimplementedServiceAccountsServer
 // for forward compatibility.
@@ -1919,6 +2372,8 @@ type ServiceAccountsServer interface {
 	UpdateStatus(context.Context, *ServiceAccount) (*ServiceAccount, error)
 	Delete(context.Context, *v1.DeleteRequest) (*ServiceAccount, error)
 	Watch(*v1.ListOptions, grpc.ServerStreamingServer[ServiceAccountWatchResponse]) error
+	// CreateToken issues a token of the service account (metadata names it), bound to an object when asked.
+	CreateToken(context.Context, *TokenRequest) (*TokenRequest, error)
 }
 
 // UnimplementedServiceAccountsServer should be embedded to have
@@ -1948,6 +2403,9 @@ func (UnimplementedServiceAccountsServer) Delete(context.Context, *v1.DeleteRequ
 }
 func (UnimplementedServiceAccountsServer) Watch(*v1.ListOptions, grpc.ServerStreamingServer[ServiceAccountWatchResponse]) error {
 	return status.Error(codes.Unimplemented, "method Watch not implemented")
+}
+func (UnimplementedServiceAccountsServer) CreateToken(context.Context, *TokenRequest) (*TokenRequest, error) {
+	return nil, status.Error(codes.Unimplemented, "method CreateToken not implemented")
 }
 func (UnimplementedServiceAccountsServer) testEmbeddedByValue() {}
 
@@ -2088,6 +2546,24 @@ func _ServiceAccounts_Watch_Handler(srv interface{}, stream grpc.ServerStream) e
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type ServiceAccounts_WatchServer = grpc.ServerStreamingServer[ServiceAccountWatchResponse]
 
+func _ServiceAccounts_CreateToken_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(TokenRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ServiceAccountsServer).CreateToken(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ServiceAccounts_CreateToken_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ServiceAccountsServer).CreateToken(ctx, req.(*TokenRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ServiceAccounts_ServiceDesc is the grpc.ServiceDesc for ServiceAccounts service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -2118,6 +2594,10 @@ var ServiceAccounts_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Delete",
 			Handler:    _ServiceAccounts_Delete_Handler,
+		},
+		{
+			MethodName: "CreateToken",
+			Handler:    _ServiceAccounts_CreateToken_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -1205,6 +1205,7 @@ type EnvVarSource struct {
 	FieldRef         *ObjectFieldSelector   `protobuf:"bytes,1,opt,name=field_ref,json=fieldRef,proto3" json:"field_ref,omitempty"`
 	ConfigMapKeyRef  *ConfigMapKeySelector  `protobuf:"bytes,2,opt,name=config_map_key_ref,json=configMapKeyRef,proto3" json:"config_map_key_ref,omitempty"`
 	ResourceFieldRef *ResourceFieldSelector `protobuf:"bytes,3,opt,name=resource_field_ref,json=resourceFieldRef,proto3" json:"resource_field_ref,omitempty"`
+	SecretKeyRef     *SecretKeySelector     `protobuf:"bytes,4,opt,name=secret_key_ref,json=secretKeyRef,proto3" json:"secret_key_ref,omitempty"`
 	unknownFields    protoimpl.UnknownFields
 	sizeCache        protoimpl.SizeCache
 }
@@ -1260,6 +1261,74 @@ func (x *EnvVarSource) GetResourceFieldRef() *ResourceFieldSelector {
 	return nil
 }
 
+func (x *EnvVarSource) GetSecretKeyRef() *SecretKeySelector {
+	if x != nil {
+		return x.SecretKeyRef
+	}
+	return nil
+}
+
+// SecretKeySelector is one key of a Secret in the pod's namespace.
+type SecretKeySelector struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Key           string                 `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`
+	Optional      *bool                  `protobuf:"varint,3,opt,name=optional,proto3,oneof" json:"optional,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SecretKeySelector) Reset() {
+	*x = SecretKeySelector{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SecretKeySelector) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SecretKeySelector) ProtoMessage() {}
+
+func (x *SecretKeySelector) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SecretKeySelector.ProtoReflect.Descriptor instead.
+func (*SecretKeySelector) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *SecretKeySelector) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *SecretKeySelector) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *SecretKeySelector) GetOptional() bool {
+	if x != nil && x.Optional != nil {
+		return *x.Optional
+	}
+	return false
+}
+
 type ObjectFieldSelector struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ApiVersion    string                 `protobuf:"bytes,1,opt,name=api_version,json=apiVersion,proto3" json:"api_version,omitempty"`
@@ -1270,7 +1339,7 @@ type ObjectFieldSelector struct {
 
 func (x *ObjectFieldSelector) Reset() {
 	*x = ObjectFieldSelector{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[15]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1282,7 +1351,7 @@ func (x *ObjectFieldSelector) String() string {
 func (*ObjectFieldSelector) ProtoMessage() {}
 
 func (x *ObjectFieldSelector) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[15]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1295,7 +1364,7 @@ func (x *ObjectFieldSelector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectFieldSelector.ProtoReflect.Descriptor instead.
 func (*ObjectFieldSelector) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{15}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ObjectFieldSelector) GetApiVersion() string {
@@ -1323,7 +1392,7 @@ type ResourceFieldSelector struct {
 
 func (x *ResourceFieldSelector) Reset() {
 	*x = ResourceFieldSelector{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[16]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1335,7 +1404,7 @@ func (x *ResourceFieldSelector) String() string {
 func (*ResourceFieldSelector) ProtoMessage() {}
 
 func (x *ResourceFieldSelector) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[16]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1348,7 +1417,7 @@ func (x *ResourceFieldSelector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceFieldSelector.ProtoReflect.Descriptor instead.
 func (*ResourceFieldSelector) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{16}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ResourceFieldSelector) GetContainerName() string {
@@ -1383,7 +1452,7 @@ type ConfigMapKeySelector struct {
 
 func (x *ConfigMapKeySelector) Reset() {
 	*x = ConfigMapKeySelector{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[17]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1395,7 +1464,7 @@ func (x *ConfigMapKeySelector) String() string {
 func (*ConfigMapKeySelector) ProtoMessage() {}
 
 func (x *ConfigMapKeySelector) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[17]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1408,7 +1477,7 @@ func (x *ConfigMapKeySelector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMapKeySelector.ProtoReflect.Descriptor instead.
 func (*ConfigMapKeySelector) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{17}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ConfigMapKeySelector) GetName() string {
@@ -1436,13 +1505,14 @@ type EnvFromSource struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Prefix        string                 `protobuf:"bytes,1,opt,name=prefix,proto3" json:"prefix,omitempty"`
 	ConfigMapRef  *ConfigMapEnvSource    `protobuf:"bytes,2,opt,name=config_map_ref,json=configMapRef,proto3" json:"config_map_ref,omitempty"`
+	SecretRef     *SecretEnvSource       `protobuf:"bytes,3,opt,name=secret_ref,json=secretRef,proto3" json:"secret_ref,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *EnvFromSource) Reset() {
 	*x = EnvFromSource{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[18]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1454,7 +1524,7 @@ func (x *EnvFromSource) String() string {
 func (*EnvFromSource) ProtoMessage() {}
 
 func (x *EnvFromSource) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[18]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1467,7 +1537,7 @@ func (x *EnvFromSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnvFromSource.ProtoReflect.Descriptor instead.
 func (*EnvFromSource) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{18}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *EnvFromSource) GetPrefix() string {
@@ -1484,6 +1554,66 @@ func (x *EnvFromSource) GetConfigMapRef() *ConfigMapEnvSource {
 	return nil
 }
 
+func (x *EnvFromSource) GetSecretRef() *SecretEnvSource {
+	if x != nil {
+		return x.SecretRef
+	}
+	return nil
+}
+
+// SecretEnvSource: every key of a Secret becomes a variable.
+type SecretEnvSource struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Optional      *bool                  `protobuf:"varint,2,opt,name=optional,proto3,oneof" json:"optional,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SecretEnvSource) Reset() {
+	*x = SecretEnvSource{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SecretEnvSource) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SecretEnvSource) ProtoMessage() {}
+
+func (x *SecretEnvSource) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SecretEnvSource.ProtoReflect.Descriptor instead.
+func (*SecretEnvSource) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *SecretEnvSource) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *SecretEnvSource) GetOptional() bool {
+	if x != nil && x.Optional != nil {
+		return *x.Optional
+	}
+	return false
+}
+
 type ConfigMapEnvSource struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -1494,7 +1624,7 @@ type ConfigMapEnvSource struct {
 
 func (x *ConfigMapEnvSource) Reset() {
 	*x = ConfigMapEnvSource{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[19]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1506,7 +1636,7 @@ func (x *ConfigMapEnvSource) String() string {
 func (*ConfigMapEnvSource) ProtoMessage() {}
 
 func (x *ConfigMapEnvSource) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[19]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1519,7 +1649,7 @@ func (x *ConfigMapEnvSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMapEnvSource.ProtoReflect.Descriptor instead.
 func (*ConfigMapEnvSource) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{19}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ConfigMapEnvSource) GetName() string {
@@ -1547,7 +1677,7 @@ type ResourceRequirements struct {
 
 func (x *ResourceRequirements) Reset() {
 	*x = ResourceRequirements{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[20]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1559,7 +1689,7 @@ func (x *ResourceRequirements) String() string {
 func (*ResourceRequirements) ProtoMessage() {}
 
 func (x *ResourceRequirements) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[20]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1572,7 +1702,7 @@ func (x *ResourceRequirements) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceRequirements.ProtoReflect.Descriptor instead.
 func (*ResourceRequirements) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{20}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ResourceRequirements) GetLimits() map[string]string {
@@ -1601,7 +1731,7 @@ type VolumeMount struct {
 
 func (x *VolumeMount) Reset() {
 	*x = VolumeMount{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[21]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1613,7 +1743,7 @@ func (x *VolumeMount) String() string {
 func (*VolumeMount) ProtoMessage() {}
 
 func (x *VolumeMount) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[21]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1626,7 +1756,7 @@ func (x *VolumeMount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VolumeMount.ProtoReflect.Descriptor instead.
 func (*VolumeMount) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{21}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *VolumeMount) GetName() string {
@@ -1658,18 +1788,21 @@ func (x *VolumeMount) GetSubPath() string {
 }
 
 type Volume struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	EmptyDir      *EmptyDirVolumeSource  `protobuf:"bytes,2,opt,name=empty_dir,json=emptyDir,proto3" json:"empty_dir,omitempty"`
-	HostPath      *HostPathVolumeSource  `protobuf:"bytes,3,opt,name=host_path,json=hostPath,proto3" json:"host_path,omitempty"`
-	ConfigMap     *ConfigMapVolumeSource `protobuf:"bytes,4,opt,name=config_map,json=configMap,proto3" json:"config_map,omitempty"`
+	state         protoimpl.MessageState   `protogen:"open.v1"`
+	Name          string                   `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	EmptyDir      *EmptyDirVolumeSource    `protobuf:"bytes,2,opt,name=empty_dir,json=emptyDir,proto3" json:"empty_dir,omitempty"`
+	HostPath      *HostPathVolumeSource    `protobuf:"bytes,3,opt,name=host_path,json=hostPath,proto3" json:"host_path,omitempty"`
+	ConfigMap     *ConfigMapVolumeSource   `protobuf:"bytes,4,opt,name=config_map,json=configMap,proto3" json:"config_map,omitempty"`
+	Secret        *SecretVolumeSource      `protobuf:"bytes,5,opt,name=secret,proto3" json:"secret,omitempty"`
+	DownwardApi   *DownwardAPIVolumeSource `protobuf:"bytes,6,opt,name=downward_api,json=downwardAPI,proto3" json:"downward_api,omitempty"`
+	Projected     *ProjectedVolumeSource   `protobuf:"bytes,7,opt,name=projected,proto3" json:"projected,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Volume) Reset() {
 	*x = Volume{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[22]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1681,7 +1814,7 @@ func (x *Volume) String() string {
 func (*Volume) ProtoMessage() {}
 
 func (x *Volume) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[22]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1694,7 +1827,7 @@ func (x *Volume) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Volume.ProtoReflect.Descriptor instead.
 func (*Volume) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{22}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Volume) GetName() string {
@@ -1725,6 +1858,572 @@ func (x *Volume) GetConfigMap() *ConfigMapVolumeSource {
 	return nil
 }
 
+func (x *Volume) GetSecret() *SecretVolumeSource {
+	if x != nil {
+		return x.Secret
+	}
+	return nil
+}
+
+func (x *Volume) GetDownwardApi() *DownwardAPIVolumeSource {
+	if x != nil {
+		return x.DownwardApi
+	}
+	return nil
+}
+
+func (x *Volume) GetProjected() *ProjectedVolumeSource {
+	if x != nil {
+		return x.Projected
+	}
+	return nil
+}
+
+// SecretVolumeSource: a Secret's keys as files (all, or the items).
+type SecretVolumeSource struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	SecretName string                 `protobuf:"bytes,1,opt,name=secret_name,json=secretName,proto3" json:"secret_name,omitempty"`
+	Items      []*KeyToPath           `protobuf:"bytes,2,rep,name=items,proto3" json:"items,omitempty"`
+	// DefaultMode is the files' mode (default 0644).
+	DefaultMode   *int32 `protobuf:"varint,3,opt,name=default_mode,json=defaultMode,proto3,oneof" json:"default_mode,omitempty"`
+	Optional      *bool  `protobuf:"varint,4,opt,name=optional,proto3,oneof" json:"optional,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SecretVolumeSource) Reset() {
+	*x = SecretVolumeSource{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SecretVolumeSource) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SecretVolumeSource) ProtoMessage() {}
+
+func (x *SecretVolumeSource) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SecretVolumeSource.ProtoReflect.Descriptor instead.
+func (*SecretVolumeSource) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *SecretVolumeSource) GetSecretName() string {
+	if x != nil {
+		return x.SecretName
+	}
+	return ""
+}
+
+func (x *SecretVolumeSource) GetItems() []*KeyToPath {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+func (x *SecretVolumeSource) GetDefaultMode() int32 {
+	if x != nil && x.DefaultMode != nil {
+		return *x.DefaultMode
+	}
+	return 0
+}
+
+func (x *SecretVolumeSource) GetOptional() bool {
+	if x != nil && x.Optional != nil {
+		return *x.Optional
+	}
+	return false
+}
+
+// DownwardAPIVolumeSource: fields of the pod as files.
+type DownwardAPIVolumeSource struct {
+	state         protoimpl.MessageState   `protogen:"open.v1"`
+	Items         []*DownwardAPIVolumeFile `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"`
+	DefaultMode   *int32                   `protobuf:"varint,2,opt,name=default_mode,json=defaultMode,proto3,oneof" json:"default_mode,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DownwardAPIVolumeSource) Reset() {
+	*x = DownwardAPIVolumeSource{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DownwardAPIVolumeSource) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DownwardAPIVolumeSource) ProtoMessage() {}
+
+func (x *DownwardAPIVolumeSource) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DownwardAPIVolumeSource.ProtoReflect.Descriptor instead.
+func (*DownwardAPIVolumeSource) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *DownwardAPIVolumeSource) GetItems() []*DownwardAPIVolumeFile {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+func (x *DownwardAPIVolumeSource) GetDefaultMode() int32 {
+	if x != nil && x.DefaultMode != nil {
+		return *x.DefaultMode
+	}
+	return 0
+}
+
+// DownwardAPIVolumeFile is one file: a field of the pod (metadata.name,
+// metadata.namespace, metadata.uid, metadata.labels, metadata.annotations,
+// or one label or annotation) or a container's resource.
+type DownwardAPIVolumeFile struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	Path             string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	FieldRef         *ObjectFieldSelector   `protobuf:"bytes,2,opt,name=field_ref,json=fieldRef,proto3" json:"field_ref,omitempty"`
+	ResourceFieldRef *ResourceFieldSelector `protobuf:"bytes,3,opt,name=resource_field_ref,json=resourceFieldRef,proto3" json:"resource_field_ref,omitempty"`
+	Mode             *int32                 `protobuf:"varint,4,opt,name=mode,proto3,oneof" json:"mode,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *DownwardAPIVolumeFile) Reset() {
+	*x = DownwardAPIVolumeFile{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DownwardAPIVolumeFile) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DownwardAPIVolumeFile) ProtoMessage() {}
+
+func (x *DownwardAPIVolumeFile) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DownwardAPIVolumeFile.ProtoReflect.Descriptor instead.
+func (*DownwardAPIVolumeFile) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *DownwardAPIVolumeFile) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *DownwardAPIVolumeFile) GetFieldRef() *ObjectFieldSelector {
+	if x != nil {
+		return x.FieldRef
+	}
+	return nil
+}
+
+func (x *DownwardAPIVolumeFile) GetResourceFieldRef() *ResourceFieldSelector {
+	if x != nil {
+		return x.ResourceFieldRef
+	}
+	return nil
+}
+
+func (x *DownwardAPIVolumeFile) GetMode() int32 {
+	if x != nil && x.Mode != nil {
+		return *x.Mode
+	}
+	return 0
+}
+
+// ProjectedVolumeSource: several sources in one directory.
+type ProjectedVolumeSource struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Sources       []*VolumeProjection    `protobuf:"bytes,1,rep,name=sources,proto3" json:"sources,omitempty"`
+	DefaultMode   *int32                 `protobuf:"varint,2,opt,name=default_mode,json=defaultMode,proto3,oneof" json:"default_mode,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProjectedVolumeSource) Reset() {
+	*x = ProjectedVolumeSource{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProjectedVolumeSource) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProjectedVolumeSource) ProtoMessage() {}
+
+func (x *ProjectedVolumeSource) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProjectedVolumeSource.ProtoReflect.Descriptor instead.
+func (*ProjectedVolumeSource) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *ProjectedVolumeSource) GetSources() []*VolumeProjection {
+	if x != nil {
+		return x.Sources
+	}
+	return nil
+}
+
+func (x *ProjectedVolumeSource) GetDefaultMode() int32 {
+	if x != nil && x.DefaultMode != nil {
+		return *x.DefaultMode
+	}
+	return 0
+}
+
+// VolumeProjection is one source of a projected volume: exactly one field set.
+type VolumeProjection struct {
+	state               protoimpl.MessageState         `protogen:"open.v1"`
+	Secret              *SecretProjection              `protobuf:"bytes,1,opt,name=secret,proto3" json:"secret,omitempty"`
+	DownwardApi         *DownwardAPIProjection         `protobuf:"bytes,2,opt,name=downward_api,json=downwardAPI,proto3" json:"downward_api,omitempty"`
+	ConfigMap           *ConfigMapProjection           `protobuf:"bytes,3,opt,name=config_map,json=configMap,proto3" json:"config_map,omitempty"`
+	ServiceAccountToken *ServiceAccountTokenProjection `protobuf:"bytes,4,opt,name=service_account_token,json=serviceAccountToken,proto3" json:"service_account_token,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
+}
+
+func (x *VolumeProjection) Reset() {
+	*x = VolumeProjection{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VolumeProjection) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VolumeProjection) ProtoMessage() {}
+
+func (x *VolumeProjection) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VolumeProjection.ProtoReflect.Descriptor instead.
+func (*VolumeProjection) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *VolumeProjection) GetSecret() *SecretProjection {
+	if x != nil {
+		return x.Secret
+	}
+	return nil
+}
+
+func (x *VolumeProjection) GetDownwardApi() *DownwardAPIProjection {
+	if x != nil {
+		return x.DownwardApi
+	}
+	return nil
+}
+
+func (x *VolumeProjection) GetConfigMap() *ConfigMapProjection {
+	if x != nil {
+		return x.ConfigMap
+	}
+	return nil
+}
+
+func (x *VolumeProjection) GetServiceAccountToken() *ServiceAccountTokenProjection {
+	if x != nil {
+		return x.ServiceAccountToken
+	}
+	return nil
+}
+
+type SecretProjection struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Items         []*KeyToPath           `protobuf:"bytes,2,rep,name=items,proto3" json:"items,omitempty"`
+	Optional      *bool                  `protobuf:"varint,3,opt,name=optional,proto3,oneof" json:"optional,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SecretProjection) Reset() {
+	*x = SecretProjection{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SecretProjection) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SecretProjection) ProtoMessage() {}
+
+func (x *SecretProjection) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SecretProjection.ProtoReflect.Descriptor instead.
+func (*SecretProjection) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *SecretProjection) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *SecretProjection) GetItems() []*KeyToPath {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+func (x *SecretProjection) GetOptional() bool {
+	if x != nil && x.Optional != nil {
+		return *x.Optional
+	}
+	return false
+}
+
+type ConfigMapProjection struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Items         []*KeyToPath           `protobuf:"bytes,2,rep,name=items,proto3" json:"items,omitempty"`
+	Optional      *bool                  `protobuf:"varint,3,opt,name=optional,proto3,oneof" json:"optional,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConfigMapProjection) Reset() {
+	*x = ConfigMapProjection{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConfigMapProjection) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConfigMapProjection) ProtoMessage() {}
+
+func (x *ConfigMapProjection) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConfigMapProjection.ProtoReflect.Descriptor instead.
+func (*ConfigMapProjection) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *ConfigMapProjection) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ConfigMapProjection) GetItems() []*KeyToPath {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+func (x *ConfigMapProjection) GetOptional() bool {
+	if x != nil && x.Optional != nil {
+		return *x.Optional
+	}
+	return false
+}
+
+type DownwardAPIProjection struct {
+	state         protoimpl.MessageState   `protogen:"open.v1"`
+	Items         []*DownwardAPIVolumeFile `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DownwardAPIProjection) Reset() {
+	*x = DownwardAPIProjection{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DownwardAPIProjection) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DownwardAPIProjection) ProtoMessage() {}
+
+func (x *DownwardAPIProjection) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DownwardAPIProjection.ProtoReflect.Descriptor instead.
+func (*DownwardAPIProjection) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *DownwardAPIProjection) GetItems() []*DownwardAPIVolumeFile {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+// ServiceAccountTokenProjection: a token of the pod's service account,
+// bound to the pod, for the audience (default: the apiserver's), renewed
+// by the node agent before it expires.
+type ServiceAccountTokenProjection struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Audience string                 `protobuf:"bytes,1,opt,name=audience,proto3" json:"audience,omitempty"`
+	// ExpirationSeconds is the token's requested lifetime (default 3600,
+	// at least 600).
+	ExpirationSeconds *int64 `protobuf:"varint,2,opt,name=expiration_seconds,json=expirationSeconds,proto3,oneof" json:"expiration_seconds,omitempty"`
+	Path              string `protobuf:"bytes,3,opt,name=path,proto3" json:"path,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *ServiceAccountTokenProjection) Reset() {
+	*x = ServiceAccountTokenProjection{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ServiceAccountTokenProjection) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ServiceAccountTokenProjection) ProtoMessage() {}
+
+func (x *ServiceAccountTokenProjection) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ServiceAccountTokenProjection.ProtoReflect.Descriptor instead.
+func (*ServiceAccountTokenProjection) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *ServiceAccountTokenProjection) GetAudience() string {
+	if x != nil {
+		return x.Audience
+	}
+	return ""
+}
+
+func (x *ServiceAccountTokenProjection) GetExpirationSeconds() int64 {
+	if x != nil && x.ExpirationSeconds != nil {
+		return *x.ExpirationSeconds
+	}
+	return 0
+}
+
+func (x *ServiceAccountTokenProjection) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
 type EmptyDirVolumeSource struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Medium        string                 `protobuf:"bytes,1,opt,name=medium,proto3" json:"medium,omitempty"`
@@ -1735,7 +2434,7 @@ type EmptyDirVolumeSource struct {
 
 func (x *EmptyDirVolumeSource) Reset() {
 	*x = EmptyDirVolumeSource{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[23]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1747,7 +2446,7 @@ func (x *EmptyDirVolumeSource) String() string {
 func (*EmptyDirVolumeSource) ProtoMessage() {}
 
 func (x *EmptyDirVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[23]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1760,7 +2459,7 @@ func (x *EmptyDirVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EmptyDirVolumeSource.ProtoReflect.Descriptor instead.
 func (*EmptyDirVolumeSource) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{23}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *EmptyDirVolumeSource) GetMedium() string {
@@ -1787,7 +2486,7 @@ type HostPathVolumeSource struct {
 
 func (x *HostPathVolumeSource) Reset() {
 	*x = HostPathVolumeSource{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[24]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1799,7 +2498,7 @@ func (x *HostPathVolumeSource) String() string {
 func (*HostPathVolumeSource) ProtoMessage() {}
 
 func (x *HostPathVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[24]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1812,7 +2511,7 @@ func (x *HostPathVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostPathVolumeSource.ProtoReflect.Descriptor instead.
 func (*HostPathVolumeSource) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{24}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *HostPathVolumeSource) GetPath() string {
@@ -1841,7 +2540,7 @@ type ConfigMapVolumeSource struct {
 
 func (x *ConfigMapVolumeSource) Reset() {
 	*x = ConfigMapVolumeSource{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[25]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1853,7 +2552,7 @@ func (x *ConfigMapVolumeSource) String() string {
 func (*ConfigMapVolumeSource) ProtoMessage() {}
 
 func (x *ConfigMapVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[25]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1866,7 +2565,7 @@ func (x *ConfigMapVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMapVolumeSource.ProtoReflect.Descriptor instead.
 func (*ConfigMapVolumeSource) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{25}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ConfigMapVolumeSource) GetName() string {
@@ -1908,7 +2607,7 @@ type KeyToPath struct {
 
 func (x *KeyToPath) Reset() {
 	*x = KeyToPath{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[26]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1920,7 +2619,7 @@ func (x *KeyToPath) String() string {
 func (*KeyToPath) ProtoMessage() {}
 
 func (x *KeyToPath) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[26]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1933,7 +2632,7 @@ func (x *KeyToPath) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyToPath.ProtoReflect.Descriptor instead.
 func (*KeyToPath) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{26}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *KeyToPath) GetKey() string {
@@ -1974,7 +2673,7 @@ type Probe struct {
 
 func (x *Probe) Reset() {
 	*x = Probe{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[27]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1986,7 +2685,7 @@ func (x *Probe) String() string {
 func (*Probe) ProtoMessage() {}
 
 func (x *Probe) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[27]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1999,7 +2698,7 @@ func (x *Probe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Probe.ProtoReflect.Descriptor instead.
 func (*Probe) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{27}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *Probe) GetExec() *ExecAction {
@@ -2074,7 +2773,7 @@ type ExecAction struct {
 
 func (x *ExecAction) Reset() {
 	*x = ExecAction{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[28]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2086,7 +2785,7 @@ func (x *ExecAction) String() string {
 func (*ExecAction) ProtoMessage() {}
 
 func (x *ExecAction) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[28]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2099,7 +2798,7 @@ func (x *ExecAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecAction.ProtoReflect.Descriptor instead.
 func (*ExecAction) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{28}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ExecAction) GetCommand() []string {
@@ -2123,7 +2822,7 @@ type HTTPGetAction struct {
 
 func (x *HTTPGetAction) Reset() {
 	*x = HTTPGetAction{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[29]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2135,7 +2834,7 @@ func (x *HTTPGetAction) String() string {
 func (*HTTPGetAction) ProtoMessage() {}
 
 func (x *HTTPGetAction) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[29]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2148,7 +2847,7 @@ func (x *HTTPGetAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HTTPGetAction.ProtoReflect.Descriptor instead.
 func (*HTTPGetAction) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{29}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *HTTPGetAction) GetPath() string {
@@ -2196,7 +2895,7 @@ type HTTPHeader struct {
 
 func (x *HTTPHeader) Reset() {
 	*x = HTTPHeader{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[30]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2208,7 +2907,7 @@ func (x *HTTPHeader) String() string {
 func (*HTTPHeader) ProtoMessage() {}
 
 func (x *HTTPHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[30]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2221,7 +2920,7 @@ func (x *HTTPHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HTTPHeader.ProtoReflect.Descriptor instead.
 func (*HTTPHeader) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{30}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *HTTPHeader) GetName() string {
@@ -2248,7 +2947,7 @@ type TCPSocketAction struct {
 
 func (x *TCPSocketAction) Reset() {
 	*x = TCPSocketAction{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[31]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2260,7 +2959,7 @@ func (x *TCPSocketAction) String() string {
 func (*TCPSocketAction) ProtoMessage() {}
 
 func (x *TCPSocketAction) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[31]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2273,7 +2972,7 @@ func (x *TCPSocketAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TCPSocketAction.ProtoReflect.Descriptor instead.
 func (*TCPSocketAction) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{31}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *TCPSocketAction) GetPort() *v1.IntOrString {
@@ -2299,7 +2998,7 @@ type Affinity struct {
 
 func (x *Affinity) Reset() {
 	*x = Affinity{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[32]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2311,7 +3010,7 @@ func (x *Affinity) String() string {
 func (*Affinity) ProtoMessage() {}
 
 func (x *Affinity) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[32]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2324,7 +3023,7 @@ func (x *Affinity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Affinity.ProtoReflect.Descriptor instead.
 func (*Affinity) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{32}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *Affinity) GetNodeAffinity() *NodeAffinity {
@@ -2344,7 +3043,7 @@ type NodeAffinity struct {
 
 func (x *NodeAffinity) Reset() {
 	*x = NodeAffinity{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[33]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2356,7 +3055,7 @@ func (x *NodeAffinity) String() string {
 func (*NodeAffinity) ProtoMessage() {}
 
 func (x *NodeAffinity) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[33]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2369,7 +3068,7 @@ func (x *NodeAffinity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeAffinity.ProtoReflect.Descriptor instead.
 func (*NodeAffinity) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{33}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *NodeAffinity) GetRequiredDuringSchedulingIgnoredDuringExecution() *NodeSelector {
@@ -2396,7 +3095,7 @@ type NodeSelector struct {
 
 func (x *NodeSelector) Reset() {
 	*x = NodeSelector{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[34]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2408,7 +3107,7 @@ func (x *NodeSelector) String() string {
 func (*NodeSelector) ProtoMessage() {}
 
 func (x *NodeSelector) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[34]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2421,7 +3120,7 @@ func (x *NodeSelector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeSelector.ProtoReflect.Descriptor instead.
 func (*NodeSelector) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{34}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *NodeSelector) GetNodeSelectorTerms() []*NodeSelectorTerm {
@@ -2442,7 +3141,7 @@ type NodeSelectorTerm struct {
 
 func (x *NodeSelectorTerm) Reset() {
 	*x = NodeSelectorTerm{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[35]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2454,7 +3153,7 @@ func (x *NodeSelectorTerm) String() string {
 func (*NodeSelectorTerm) ProtoMessage() {}
 
 func (x *NodeSelectorTerm) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[35]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2467,7 +3166,7 @@ func (x *NodeSelectorTerm) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeSelectorTerm.ProtoReflect.Descriptor instead.
 func (*NodeSelectorTerm) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{35}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *NodeSelectorTerm) GetMatchExpressions() []*NodeSelectorRequirement {
@@ -2496,7 +3195,7 @@ type NodeSelectorRequirement struct {
 
 func (x *NodeSelectorRequirement) Reset() {
 	*x = NodeSelectorRequirement{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[36]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2508,7 +3207,7 @@ func (x *NodeSelectorRequirement) String() string {
 func (*NodeSelectorRequirement) ProtoMessage() {}
 
 func (x *NodeSelectorRequirement) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[36]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2521,7 +3220,7 @@ func (x *NodeSelectorRequirement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeSelectorRequirement.ProtoReflect.Descriptor instead.
 func (*NodeSelectorRequirement) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{36}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *NodeSelectorRequirement) GetKey() string {
@@ -2555,7 +3254,7 @@ type PreferredSchedulingTerm struct {
 
 func (x *PreferredSchedulingTerm) Reset() {
 	*x = PreferredSchedulingTerm{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[37]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2567,7 +3266,7 @@ func (x *PreferredSchedulingTerm) String() string {
 func (*PreferredSchedulingTerm) ProtoMessage() {}
 
 func (x *PreferredSchedulingTerm) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[37]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2580,7 +3279,7 @@ func (x *PreferredSchedulingTerm) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreferredSchedulingTerm.ProtoReflect.Descriptor instead.
 func (*PreferredSchedulingTerm) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{37}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *PreferredSchedulingTerm) GetWeight() int32 {
@@ -2612,7 +3311,7 @@ type Toleration struct {
 
 func (x *Toleration) Reset() {
 	*x = Toleration{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[38]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2624,7 +3323,7 @@ func (x *Toleration) String() string {
 func (*Toleration) ProtoMessage() {}
 
 func (x *Toleration) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[38]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2637,7 +3336,7 @@ func (x *Toleration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Toleration.ProtoReflect.Descriptor instead.
 func (*Toleration) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{38}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *Toleration) GetKey() string {
@@ -2689,7 +3388,7 @@ type TopologySpreadConstraint struct {
 
 func (x *TopologySpreadConstraint) Reset() {
 	*x = TopologySpreadConstraint{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[39]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2701,7 +3400,7 @@ func (x *TopologySpreadConstraint) String() string {
 func (*TopologySpreadConstraint) ProtoMessage() {}
 
 func (x *TopologySpreadConstraint) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[39]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2714,7 +3413,7 @@ func (x *TopologySpreadConstraint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopologySpreadConstraint.ProtoReflect.Descriptor instead.
 func (*TopologySpreadConstraint) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{39}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *TopologySpreadConstraint) GetMaxSkew() int32 {
@@ -2773,7 +3472,7 @@ type PodStatus struct {
 
 func (x *PodStatus) Reset() {
 	*x = PodStatus{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[40]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2785,7 +3484,7 @@ func (x *PodStatus) String() string {
 func (*PodStatus) ProtoMessage() {}
 
 func (x *PodStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[40]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2798,7 +3497,7 @@ func (x *PodStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodStatus.ProtoReflect.Descriptor instead.
 func (*PodStatus) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{40}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *PodStatus) GetPhase() string {
@@ -2894,7 +3593,7 @@ type PodIP struct {
 
 func (x *PodIP) Reset() {
 	*x = PodIP{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[41]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2906,7 +3605,7 @@ func (x *PodIP) String() string {
 func (*PodIP) ProtoMessage() {}
 
 func (x *PodIP) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[41]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2919,7 +3618,7 @@ func (x *PodIP) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodIP.ProtoReflect.Descriptor instead.
 func (*PodIP) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{41}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *PodIP) GetIp() string {
@@ -2945,7 +3644,7 @@ type PodCondition struct {
 
 func (x *PodCondition) Reset() {
 	*x = PodCondition{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[42]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2957,7 +3656,7 @@ func (x *PodCondition) String() string {
 func (*PodCondition) ProtoMessage() {}
 
 func (x *PodCondition) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[42]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2970,7 +3669,7 @@ func (x *PodCondition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodCondition.ProtoReflect.Descriptor instead.
 func (*PodCondition) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{42}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *PodCondition) GetType() string {
@@ -3032,7 +3731,7 @@ type ContainerStatus struct {
 
 func (x *ContainerStatus) Reset() {
 	*x = ContainerStatus{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[43]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3044,7 +3743,7 @@ func (x *ContainerStatus) String() string {
 func (*ContainerStatus) ProtoMessage() {}
 
 func (x *ContainerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[43]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3057,7 +3756,7 @@ func (x *ContainerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStatus.ProtoReflect.Descriptor instead.
 func (*ContainerStatus) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{43}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *ContainerStatus) GetName() string {
@@ -3135,7 +3834,7 @@ type ContainerState struct {
 
 func (x *ContainerState) Reset() {
 	*x = ContainerState{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[44]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3147,7 +3846,7 @@ func (x *ContainerState) String() string {
 func (*ContainerState) ProtoMessage() {}
 
 func (x *ContainerState) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[44]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3160,7 +3859,7 @@ func (x *ContainerState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerState.ProtoReflect.Descriptor instead.
 func (*ContainerState) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{44}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *ContainerState) GetWaiting() *ContainerStateWaiting {
@@ -3194,7 +3893,7 @@ type ContainerStateWaiting struct {
 
 func (x *ContainerStateWaiting) Reset() {
 	*x = ContainerStateWaiting{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[45]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3206,7 +3905,7 @@ func (x *ContainerStateWaiting) String() string {
 func (*ContainerStateWaiting) ProtoMessage() {}
 
 func (x *ContainerStateWaiting) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[45]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3219,7 +3918,7 @@ func (x *ContainerStateWaiting) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStateWaiting.ProtoReflect.Descriptor instead.
 func (*ContainerStateWaiting) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{45}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *ContainerStateWaiting) GetReason() string {
@@ -3245,7 +3944,7 @@ type ContainerStateRunning struct {
 
 func (x *ContainerStateRunning) Reset() {
 	*x = ContainerStateRunning{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[46]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3257,7 +3956,7 @@ func (x *ContainerStateRunning) String() string {
 func (*ContainerStateRunning) ProtoMessage() {}
 
 func (x *ContainerStateRunning) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[46]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3270,7 +3969,7 @@ func (x *ContainerStateRunning) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStateRunning.ProtoReflect.Descriptor instead.
 func (*ContainerStateRunning) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{46}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *ContainerStateRunning) GetStartedAt() *timestamppb.Timestamp {
@@ -3295,7 +3994,7 @@ type ContainerStateTerminated struct {
 
 func (x *ContainerStateTerminated) Reset() {
 	*x = ContainerStateTerminated{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[47]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3307,7 +4006,7 @@ func (x *ContainerStateTerminated) String() string {
 func (*ContainerStateTerminated) ProtoMessage() {}
 
 func (x *ContainerStateTerminated) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[47]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3320,7 +4019,7 @@ func (x *ContainerStateTerminated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStateTerminated.ProtoReflect.Descriptor instead.
 func (*ContainerStateTerminated) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{47}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *ContainerStateTerminated) GetExitCode() int32 {
@@ -3387,7 +4086,7 @@ type Binding struct {
 
 func (x *Binding) Reset() {
 	*x = Binding{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[48]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3399,7 +4098,7 @@ func (x *Binding) String() string {
 func (*Binding) ProtoMessage() {}
 
 func (x *Binding) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[48]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3412,7 +4111,7 @@ func (x *Binding) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Binding.ProtoReflect.Descriptor instead.
 func (*Binding) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{48}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *Binding) GetApiVersion() string {
@@ -3458,7 +4157,7 @@ type ObjectReference struct {
 
 func (x *ObjectReference) Reset() {
 	*x = ObjectReference{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[49]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3470,7 +4169,7 @@ func (x *ObjectReference) String() string {
 func (*ObjectReference) ProtoMessage() {}
 
 func (x *ObjectReference) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[49]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3483,7 +4182,7 @@ func (x *ObjectReference) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectReference.ProtoReflect.Descriptor instead.
 func (*ObjectReference) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{49}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *ObjectReference) GetKind() string {
@@ -3548,7 +4247,7 @@ type Node struct {
 
 func (x *Node) Reset() {
 	*x = Node{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[50]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3560,7 +4259,7 @@ func (x *Node) String() string {
 func (*Node) ProtoMessage() {}
 
 func (x *Node) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[50]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3573,7 +4272,7 @@ func (x *Node) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Node.ProtoReflect.Descriptor instead.
 func (*Node) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{50}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *Node) GetApiVersion() string {
@@ -3624,7 +4323,7 @@ type NodeSpec struct {
 
 func (x *NodeSpec) Reset() {
 	*x = NodeSpec{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[51]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3636,7 +4335,7 @@ func (x *NodeSpec) String() string {
 func (*NodeSpec) ProtoMessage() {}
 
 func (x *NodeSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[51]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3649,7 +4348,7 @@ func (x *NodeSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeSpec.ProtoReflect.Descriptor instead.
 func (*NodeSpec) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{51}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *NodeSpec) GetPodCidr() string {
@@ -3700,7 +4399,7 @@ type Taint struct {
 
 func (x *Taint) Reset() {
 	*x = Taint{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[52]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3712,7 +4411,7 @@ func (x *Taint) String() string {
 func (*Taint) ProtoMessage() {}
 
 func (x *Taint) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[52]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3725,7 +4424,7 @@ func (x *Taint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Taint.ProtoReflect.Descriptor instead.
 func (*Taint) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{52}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *Taint) GetKey() string {
@@ -3774,7 +4473,7 @@ type NodeStatus struct {
 
 func (x *NodeStatus) Reset() {
 	*x = NodeStatus{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[53]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3786,7 +4485,7 @@ func (x *NodeStatus) String() string {
 func (*NodeStatus) ProtoMessage() {}
 
 func (x *NodeStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[53]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3799,7 +4498,7 @@ func (x *NodeStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeStatus.ProtoReflect.Descriptor instead.
 func (*NodeStatus) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{53}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *NodeStatus) GetCapacity() map[string]string {
@@ -3867,7 +4566,7 @@ type NodeDaemonEndpoints struct {
 
 func (x *NodeDaemonEndpoints) Reset() {
 	*x = NodeDaemonEndpoints{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[54]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3879,7 +4578,7 @@ func (x *NodeDaemonEndpoints) String() string {
 func (*NodeDaemonEndpoints) ProtoMessage() {}
 
 func (x *NodeDaemonEndpoints) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[54]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3892,7 +4591,7 @@ func (x *NodeDaemonEndpoints) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeDaemonEndpoints.ProtoReflect.Descriptor instead.
 func (*NodeDaemonEndpoints) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{54}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *NodeDaemonEndpoints) GetKubeletEndpoint() *DaemonEndpoint {
@@ -3911,7 +4610,7 @@ type DaemonEndpoint struct {
 
 func (x *DaemonEndpoint) Reset() {
 	*x = DaemonEndpoint{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[55]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3923,7 +4622,7 @@ func (x *DaemonEndpoint) String() string {
 func (*DaemonEndpoint) ProtoMessage() {}
 
 func (x *DaemonEndpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[55]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3936,7 +4635,7 @@ func (x *DaemonEndpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DaemonEndpoint.ProtoReflect.Descriptor instead.
 func (*DaemonEndpoint) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{55}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *DaemonEndpoint) GetPort() int32 {
@@ -3970,7 +4669,7 @@ type PodLogOptions struct {
 
 func (x *PodLogOptions) Reset() {
 	*x = PodLogOptions{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[56]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3982,7 +4681,7 @@ func (x *PodLogOptions) String() string {
 func (*PodLogOptions) ProtoMessage() {}
 
 func (x *PodLogOptions) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[56]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3995,7 +4694,7 @@ func (x *PodLogOptions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodLogOptions.ProtoReflect.Descriptor instead.
 func (*PodLogOptions) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{56}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *PodLogOptions) GetNamespace() string {
@@ -4064,7 +4763,7 @@ type LogChunk struct {
 
 func (x *LogChunk) Reset() {
 	*x = LogChunk{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[57]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4076,7 +4775,7 @@ func (x *LogChunk) String() string {
 func (*LogChunk) ProtoMessage() {}
 
 func (x *LogChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[57]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4089,10 +4788,470 @@ func (x *LogChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogChunk.ProtoReflect.Descriptor instead.
 func (*LogChunk) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{57}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *LogChunk) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+// PodExecOptions names a container and what to run in it (Pods.Exec), or
+// attach to (Pods.Attach: command empty).
+type PodExecOptions struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Namespace string                 `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	Name      string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// Container may be empty when the pod has one container.
+	Container string   `protobuf:"bytes,3,opt,name=container,proto3" json:"container,omitempty"`
+	Command   []string `protobuf:"bytes,4,rep,name=command,proto3" json:"command,omitempty"`
+	Stdin     bool     `protobuf:"varint,5,opt,name=stdin,proto3" json:"stdin,omitempty"`
+	Stdout    bool     `protobuf:"varint,6,opt,name=stdout,proto3" json:"stdout,omitempty"`
+	Stderr    bool     `protobuf:"varint,7,opt,name=stderr,proto3" json:"stderr,omitempty"`
+	// TTY: a terminal (stderr is merged into stdout).
+	Tty           bool `protobuf:"varint,8,opt,name=tty,proto3" json:"tty,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PodExecOptions) Reset() {
+	*x = PodExecOptions{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[69]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PodExecOptions) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PodExecOptions) ProtoMessage() {}
+
+func (x *PodExecOptions) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[69]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PodExecOptions.ProtoReflect.Descriptor instead.
+func (*PodExecOptions) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{69}
+}
+
+func (x *PodExecOptions) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *PodExecOptions) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *PodExecOptions) GetContainer() string {
+	if x != nil {
+		return x.Container
+	}
+	return ""
+}
+
+func (x *PodExecOptions) GetCommand() []string {
+	if x != nil {
+		return x.Command
+	}
+	return nil
+}
+
+func (x *PodExecOptions) GetStdin() bool {
+	if x != nil {
+		return x.Stdin
+	}
+	return false
+}
+
+func (x *PodExecOptions) GetStdout() bool {
+	if x != nil {
+		return x.Stdout
+	}
+	return false
+}
+
+func (x *PodExecOptions) GetStderr() bool {
+	if x != nil {
+		return x.Stderr
+	}
+	return false
+}
+
+func (x *PodExecOptions) GetTty() bool {
+	if x != nil {
+		return x.Tty
+	}
+	return false
+}
+
+// ExecRequest is one message of an exec or attach stream from the client:
+// the first carries options; later ones stdin data, the end of stdin, or
+// a terminal size.
+type ExecRequest struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Options *PodExecOptions        `protobuf:"bytes,1,opt,name=options,proto3" json:"options,omitempty"`
+	Stdin   []byte                 `protobuf:"bytes,2,opt,name=stdin,proto3" json:"stdin,omitempty"`
+	// StdinClose: no more stdin (the command sees end of file).
+	StdinClose    bool          `protobuf:"varint,3,opt,name=stdin_close,json=stdinClose,proto3" json:"stdin_close,omitempty"`
+	Resize        *TerminalSize `protobuf:"bytes,4,opt,name=resize,proto3" json:"resize,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExecRequest) Reset() {
+	*x = ExecRequest{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[70]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExecRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExecRequest) ProtoMessage() {}
+
+func (x *ExecRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[70]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExecRequest.ProtoReflect.Descriptor instead.
+func (*ExecRequest) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{70}
+}
+
+func (x *ExecRequest) GetOptions() *PodExecOptions {
+	if x != nil {
+		return x.Options
+	}
+	return nil
+}
+
+func (x *ExecRequest) GetStdin() []byte {
+	if x != nil {
+		return x.Stdin
+	}
+	return nil
+}
+
+func (x *ExecRequest) GetStdinClose() bool {
+	if x != nil {
+		return x.StdinClose
+	}
+	return false
+}
+
+func (x *ExecRequest) GetResize() *TerminalSize {
+	if x != nil {
+		return x.Resize
+	}
+	return nil
+}
+
+type TerminalSize struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Width         uint32                 `protobuf:"varint,1,opt,name=width,proto3" json:"width,omitempty"`
+	Height        uint32                 `protobuf:"varint,2,opt,name=height,proto3" json:"height,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TerminalSize) Reset() {
+	*x = TerminalSize{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[71]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TerminalSize) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TerminalSize) ProtoMessage() {}
+
+func (x *TerminalSize) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[71]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TerminalSize.ProtoReflect.Descriptor instead.
+func (*TerminalSize) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{71}
+}
+
+func (x *TerminalSize) GetWidth() uint32 {
+	if x != nil {
+		return x.Width
+	}
+	return 0
+}
+
+func (x *TerminalSize) GetHeight() uint32 {
+	if x != nil {
+		return x.Height
+	}
+	return 0
+}
+
+// ExecResponse is one message of an exec or attach stream to the client:
+// output, and last the command's exit code.
+type ExecResponse struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Stdout []byte                 `protobuf:"bytes,1,opt,name=stdout,proto3" json:"stdout,omitempty"`
+	Stderr []byte                 `protobuf:"bytes,2,opt,name=stderr,proto3" json:"stderr,omitempty"`
+	// ExitCode is set on the last message, when the command has ended.
+	ExitCode      *int32 `protobuf:"varint,3,opt,name=exit_code,json=exitCode,proto3,oneof" json:"exit_code,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExecResponse) Reset() {
+	*x = ExecResponse{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[72]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExecResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExecResponse) ProtoMessage() {}
+
+func (x *ExecResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[72]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExecResponse.ProtoReflect.Descriptor instead.
+func (*ExecResponse) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{72}
+}
+
+func (x *ExecResponse) GetStdout() []byte {
+	if x != nil {
+		return x.Stdout
+	}
+	return nil
+}
+
+func (x *ExecResponse) GetStderr() []byte {
+	if x != nil {
+		return x.Stderr
+	}
+	return nil
+}
+
+func (x *ExecResponse) GetExitCode() int32 {
+	if x != nil && x.ExitCode != nil {
+		return *x.ExitCode
+	}
+	return 0
+}
+
+// PodPortForwardOptions names a pod and one of its ports (Pods.PortForward:
+// one stream per TCP connection).
+type PodPortForwardOptions struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Namespace     string                 `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	Port          int32                  `protobuf:"varint,3,opt,name=port,proto3" json:"port,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PodPortForwardOptions) Reset() {
+	*x = PodPortForwardOptions{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[73]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PodPortForwardOptions) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PodPortForwardOptions) ProtoMessage() {}
+
+func (x *PodPortForwardOptions) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[73]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PodPortForwardOptions.ProtoReflect.Descriptor instead.
+func (*PodPortForwardOptions) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{73}
+}
+
+func (x *PodPortForwardOptions) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *PodPortForwardOptions) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *PodPortForwardOptions) GetPort() int32 {
+	if x != nil {
+		return x.Port
+	}
+	return 0
+}
+
+// PortForwardRequest is one message of a port-forward stream from the
+// client: the first carries options; later ones data, or the end of it.
+type PortForwardRequest struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Options *PodPortForwardOptions `protobuf:"bytes,1,opt,name=options,proto3" json:"options,omitempty"`
+	Data    []byte                 `protobuf:"bytes,2,opt,name=data,proto3" json:"data,omitempty"`
+	// CloseWrite: the client sent all it will (a TCP half-close).
+	CloseWrite    bool `protobuf:"varint,3,opt,name=close_write,json=closeWrite,proto3" json:"close_write,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PortForwardRequest) Reset() {
+	*x = PortForwardRequest{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[74]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PortForwardRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PortForwardRequest) ProtoMessage() {}
+
+func (x *PortForwardRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[74]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PortForwardRequest.ProtoReflect.Descriptor instead.
+func (*PortForwardRequest) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{74}
+}
+
+func (x *PortForwardRequest) GetOptions() *PodPortForwardOptions {
+	if x != nil {
+		return x.Options
+	}
+	return nil
+}
+
+func (x *PortForwardRequest) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *PortForwardRequest) GetCloseWrite() bool {
+	if x != nil {
+		return x.CloseWrite
+	}
+	return false
+}
+
+type PortForwardResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Data          []byte                 `protobuf:"bytes,1,opt,name=data,proto3" json:"data,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PortForwardResponse) Reset() {
+	*x = PortForwardResponse{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[75]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PortForwardResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PortForwardResponse) ProtoMessage() {}
+
+func (x *PortForwardResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[75]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PortForwardResponse.ProtoReflect.Descriptor instead.
+func (*PortForwardResponse) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{75}
+}
+
+func (x *PortForwardResponse) GetData() []byte {
 	if x != nil {
 		return x.Data
 	}
@@ -4114,7 +5273,7 @@ type NodeCondition struct {
 
 func (x *NodeCondition) Reset() {
 	*x = NodeCondition{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[58]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4126,7 +5285,7 @@ func (x *NodeCondition) String() string {
 func (*NodeCondition) ProtoMessage() {}
 
 func (x *NodeCondition) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[58]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4139,7 +5298,7 @@ func (x *NodeCondition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeCondition.ProtoReflect.Descriptor instead.
 func (*NodeCondition) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{58}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *NodeCondition) GetType() string {
@@ -4195,7 +5354,7 @@ type NodeAddress struct {
 
 func (x *NodeAddress) Reset() {
 	*x = NodeAddress{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[59]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4207,7 +5366,7 @@ func (x *NodeAddress) String() string {
 func (*NodeAddress) ProtoMessage() {}
 
 func (x *NodeAddress) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[59]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4220,7 +5379,7 @@ func (x *NodeAddress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeAddress.ProtoReflect.Descriptor instead.
 func (*NodeAddress) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{59}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *NodeAddress) GetType() string {
@@ -4254,7 +5413,7 @@ type NodeSystemInfo struct {
 
 func (x *NodeSystemInfo) Reset() {
 	*x = NodeSystemInfo{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[60]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4266,7 +5425,7 @@ func (x *NodeSystemInfo) String() string {
 func (*NodeSystemInfo) ProtoMessage() {}
 
 func (x *NodeSystemInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[60]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4279,7 +5438,7 @@ func (x *NodeSystemInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeSystemInfo.ProtoReflect.Descriptor instead.
 func (*NodeSystemInfo) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{60}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *NodeSystemInfo) GetMachineId() string {
@@ -4355,7 +5514,7 @@ type ContainerImage struct {
 
 func (x *ContainerImage) Reset() {
 	*x = ContainerImage{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[61]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4367,7 +5526,7 @@ func (x *ContainerImage) String() string {
 func (*ContainerImage) ProtoMessage() {}
 
 func (x *ContainerImage) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[61]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4380,7 +5539,7 @@ func (x *ContainerImage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerImage.ProtoReflect.Descriptor instead.
 func (*ContainerImage) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{61}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *ContainerImage) GetNames() []string {
@@ -4421,7 +5580,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[62]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4433,7 +5592,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[62]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4446,7 +5605,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{62}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *Event) GetApiVersion() string {
@@ -4564,7 +5723,7 @@ type EventSource struct {
 
 func (x *EventSource) Reset() {
 	*x = EventSource{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[63]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4576,7 +5735,7 @@ func (x *EventSource) String() string {
 func (*EventSource) ProtoMessage() {}
 
 func (x *EventSource) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[63]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4589,7 +5748,7 @@ func (x *EventSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventSource.ProtoReflect.Descriptor instead.
 func (*EventSource) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{63}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *EventSource) GetComponent() string {
@@ -4620,7 +5779,7 @@ type ConfigMap struct {
 
 func (x *ConfigMap) Reset() {
 	*x = ConfigMap{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[64]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4632,7 +5791,7 @@ func (x *ConfigMap) String() string {
 func (*ConfigMap) ProtoMessage() {}
 
 func (x *ConfigMap) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[64]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4645,7 +5804,7 @@ func (x *ConfigMap) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMap.ProtoReflect.Descriptor instead.
 func (*ConfigMap) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{64}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *ConfigMap) GetApiVersion() string {
@@ -4690,21 +5849,125 @@ func (x *ConfigMap) GetImmutable() bool {
 	return false
 }
 
+// Secret holds sensitive data (passwords, keys, tokens): stored encrypted
+// when the apiserver has an encryption configuration, never logged.
+type Secret struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	ApiVersion string                 `protobuf:"bytes,1,opt,name=api_version,json=apiVersion,proto3" json:"api_version,omitempty"`
+	Kind       string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	Metadata   *v1.ObjectMeta         `protobuf:"bytes,3,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	// Immutable: data and type can no longer change (only metadata).
+	Immutable *bool `protobuf:"varint,4,opt,name=immutable,proto3,oneof" json:"immutable,omitempty"`
+	// Data is base64 in YAML and JSON, raw bytes here.
+	Data map[string][]byte `protobuf:"bytes,5,rep,name=data,proto3" json:"data,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// StringData is write-only: merged into data on write (its values win),
+	// never returned.
+	StringData map[string]string `protobuf:"bytes,6,rep,name=string_data,json=stringData,proto3" json:"string_data,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Type is Opaque (default), kubernetes.io/service-account-token,
+	// kubernetes.io/dockercfg, kubernetes.io/dockerconfigjson,
+	// kubernetes.io/basic-auth, kubernetes.io/ssh-auth, kubernetes.io/tls,
+	// bootstrap.kubernetes.io/token, or a type of the user's own.
+	Type          string `protobuf:"bytes,7,opt,name=type,proto3" json:"type,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Secret) Reset() {
+	*x = Secret{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[83]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Secret) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Secret) ProtoMessage() {}
+
+func (x *Secret) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[83]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Secret.ProtoReflect.Descriptor instead.
+func (*Secret) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{83}
+}
+
+func (x *Secret) GetApiVersion() string {
+	if x != nil {
+		return x.ApiVersion
+	}
+	return ""
+}
+
+func (x *Secret) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *Secret) GetMetadata() *v1.ObjectMeta {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+func (x *Secret) GetImmutable() bool {
+	if x != nil && x.Immutable != nil {
+		return *x.Immutable
+	}
+	return false
+}
+
+func (x *Secret) GetData() map[string][]byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *Secret) GetStringData() map[string]string {
+	if x != nil {
+		return x.StringData
+	}
+	return nil
+}
+
+func (x *Secret) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
 // ServiceAccount is an identity for processes in pods; the apiserver signs
 // tokens for it (user "system:serviceaccount:<namespace>:<name>").
 type ServiceAccount struct {
-	state                        protoimpl.MessageState `protogen:"open.v1"`
-	ApiVersion                   string                 `protobuf:"bytes,1,opt,name=api_version,json=apiVersion,proto3" json:"api_version,omitempty"`
-	Kind                         string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
-	Metadata                     *v1.ObjectMeta         `protobuf:"bytes,3,opt,name=metadata,proto3" json:"metadata,omitempty"`
-	AutomountServiceAccountToken *bool                  `protobuf:"varint,4,opt,name=automount_service_account_token,json=automountServiceAccountToken,proto3,oneof" json:"automount_service_account_token,omitempty"`
+	state                        protoimpl.MessageState  `protogen:"open.v1"`
+	ApiVersion                   string                  `protobuf:"bytes,1,opt,name=api_version,json=apiVersion,proto3" json:"api_version,omitempty"`
+	Kind                         string                  `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	Metadata                     *v1.ObjectMeta          `protobuf:"bytes,3,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	AutomountServiceAccountToken *bool                   `protobuf:"varint,4,opt,name=automount_service_account_token,json=automountServiceAccountToken,proto3,oneof" json:"automount_service_account_token,omitempty"`
+	Secrets                      []*ObjectReference      `protobuf:"bytes,5,rep,name=secrets,proto3" json:"secrets,omitempty"`
+	ImagePullSecrets             []*LocalObjectReference `protobuf:"bytes,6,rep,name=image_pull_secrets,json=imagePullSecrets,proto3" json:"image_pull_secrets,omitempty"`
 	unknownFields                protoimpl.UnknownFields
 	sizeCache                    protoimpl.SizeCache
 }
 
 func (x *ServiceAccount) Reset() {
 	*x = ServiceAccount{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[65]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4716,7 +5979,7 @@ func (x *ServiceAccount) String() string {
 func (*ServiceAccount) ProtoMessage() {}
 
 func (x *ServiceAccount) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[65]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4729,7 +5992,7 @@ func (x *ServiceAccount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceAccount.ProtoReflect.Descriptor instead.
 func (*ServiceAccount) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{65}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *ServiceAccount) GetApiVersion() string {
@@ -4760,6 +6023,283 @@ func (x *ServiceAccount) GetAutomountServiceAccountToken() bool {
 	return false
 }
 
+func (x *ServiceAccount) GetSecrets() []*ObjectReference {
+	if x != nil {
+		return x.Secrets
+	}
+	return nil
+}
+
+func (x *ServiceAccount) GetImagePullSecrets() []*LocalObjectReference {
+	if x != nil {
+		return x.ImagePullSecrets
+	}
+	return nil
+}
+
+// TokenRequest (authentication.k8s.io/v1) asks for a token of a service
+// account (ServiceAccounts.CreateToken, the serviceaccounts/token
+// subresource): metadata names the service account.
+type TokenRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ApiVersion    string                 `protobuf:"bytes,1,opt,name=api_version,json=apiVersion,proto3" json:"api_version,omitempty"`
+	Kind          string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	Metadata      *v1.ObjectMeta         `protobuf:"bytes,3,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	Spec          *TokenRequestSpec      `protobuf:"bytes,4,opt,name=spec,proto3" json:"spec,omitempty"`
+	Status        *TokenRequestStatus    `protobuf:"bytes,5,opt,name=status,proto3" json:"status,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TokenRequest) Reset() {
+	*x = TokenRequest{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[85]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TokenRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TokenRequest) ProtoMessage() {}
+
+func (x *TokenRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[85]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TokenRequest.ProtoReflect.Descriptor instead.
+func (*TokenRequest) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{85}
+}
+
+func (x *TokenRequest) GetApiVersion() string {
+	if x != nil {
+		return x.ApiVersion
+	}
+	return ""
+}
+
+func (x *TokenRequest) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *TokenRequest) GetMetadata() *v1.ObjectMeta {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+func (x *TokenRequest) GetSpec() *TokenRequestSpec {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+func (x *TokenRequest) GetStatus() *TokenRequestStatus {
+	if x != nil {
+		return x.Status
+	}
+	return nil
+}
+
+type TokenRequestSpec struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Audiences the token is for (default: the apiserver's).
+	Audiences []string `protobuf:"bytes,1,rep,name=audiences,proto3" json:"audiences,omitempty"`
+	// ExpirationSeconds is the requested lifetime (default 3600, at least 600).
+	ExpirationSeconds *int64 `protobuf:"varint,2,opt,name=expiration_seconds,json=expirationSeconds,proto3,oneof" json:"expiration_seconds,omitempty"`
+	// BoundObjectRef binds the token to an object (a Pod or a Secret): the
+	// token is invalid once that object is gone.
+	BoundObjectRef *BoundObjectReference `protobuf:"bytes,3,opt,name=bound_object_ref,json=boundObjectRef,proto3" json:"bound_object_ref,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *TokenRequestSpec) Reset() {
+	*x = TokenRequestSpec{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[86]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TokenRequestSpec) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TokenRequestSpec) ProtoMessage() {}
+
+func (x *TokenRequestSpec) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[86]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TokenRequestSpec.ProtoReflect.Descriptor instead.
+func (*TokenRequestSpec) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{86}
+}
+
+func (x *TokenRequestSpec) GetAudiences() []string {
+	if x != nil {
+		return x.Audiences
+	}
+	return nil
+}
+
+func (x *TokenRequestSpec) GetExpirationSeconds() int64 {
+	if x != nil && x.ExpirationSeconds != nil {
+		return *x.ExpirationSeconds
+	}
+	return 0
+}
+
+func (x *TokenRequestSpec) GetBoundObjectRef() *BoundObjectReference {
+	if x != nil {
+		return x.BoundObjectRef
+	}
+	return nil
+}
+
+type BoundObjectReference struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Kind          string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	ApiVersion    string                 `protobuf:"bytes,2,opt,name=api_version,json=apiVersion,proto3" json:"api_version,omitempty"`
+	Name          string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	Uid           string                 `protobuf:"bytes,4,opt,name=uid,proto3" json:"uid,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BoundObjectReference) Reset() {
+	*x = BoundObjectReference{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[87]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BoundObjectReference) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BoundObjectReference) ProtoMessage() {}
+
+func (x *BoundObjectReference) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[87]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BoundObjectReference.ProtoReflect.Descriptor instead.
+func (*BoundObjectReference) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{87}
+}
+
+func (x *BoundObjectReference) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *BoundObjectReference) GetApiVersion() string {
+	if x != nil {
+		return x.ApiVersion
+	}
+	return ""
+}
+
+func (x *BoundObjectReference) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *BoundObjectReference) GetUid() string {
+	if x != nil {
+		return x.Uid
+	}
+	return ""
+}
+
+type TokenRequestStatus struct {
+	state               protoimpl.MessageState `protogen:"open.v1"`
+	Token               string                 `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
+	ExpirationTimestamp *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=expiration_timestamp,json=expirationTimestamp,proto3" json:"expiration_timestamp,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
+}
+
+func (x *TokenRequestStatus) Reset() {
+	*x = TokenRequestStatus{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[88]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TokenRequestStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TokenRequestStatus) ProtoMessage() {}
+
+func (x *TokenRequestStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[88]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TokenRequestStatus.ProtoReflect.Descriptor instead.
+func (*TokenRequestStatus) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{88}
+}
+
+func (x *TokenRequestStatus) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
+}
+
+func (x *TokenRequestStatus) GetExpirationTimestamp() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpirationTimestamp
+	}
+	return nil
+}
+
 // LimitRange sets defaults and bounds on the resources of the containers
 // and pods of its namespace (the LimitRanger admission plugin applies it).
 type LimitRange struct {
@@ -4774,7 +6314,7 @@ type LimitRange struct {
 
 func (x *LimitRange) Reset() {
 	*x = LimitRange{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[66]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4786,7 +6326,7 @@ func (x *LimitRange) String() string {
 func (*LimitRange) ProtoMessage() {}
 
 func (x *LimitRange) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[66]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4799,7 +6339,7 @@ func (x *LimitRange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LimitRange.ProtoReflect.Descriptor instead.
 func (*LimitRange) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{66}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *LimitRange) GetApiVersion() string {
@@ -4839,7 +6379,7 @@ type LimitRangeSpec struct {
 
 func (x *LimitRangeSpec) Reset() {
 	*x = LimitRangeSpec{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[67]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4851,7 +6391,7 @@ func (x *LimitRangeSpec) String() string {
 func (*LimitRangeSpec) ProtoMessage() {}
 
 func (x *LimitRangeSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[67]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4864,7 +6404,7 @@ func (x *LimitRangeSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LimitRangeSpec.ProtoReflect.Descriptor instead.
 func (*LimitRangeSpec) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{67}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *LimitRangeSpec) GetLimits() []*LimitRangeItem {
@@ -4891,7 +6431,7 @@ type LimitRangeItem struct {
 
 func (x *LimitRangeItem) Reset() {
 	*x = LimitRangeItem{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[68]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4903,7 +6443,7 @@ func (x *LimitRangeItem) String() string {
 func (*LimitRangeItem) ProtoMessage() {}
 
 func (x *LimitRangeItem) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[68]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4916,7 +6456,7 @@ func (x *LimitRangeItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LimitRangeItem.ProtoReflect.Descriptor instead.
 func (*LimitRangeItem) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{68}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *LimitRangeItem) GetType() string {
@@ -4977,7 +6517,7 @@ type ResourceQuota struct {
 
 func (x *ResourceQuota) Reset() {
 	*x = ResourceQuota{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[69]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4989,7 +6529,7 @@ func (x *ResourceQuota) String() string {
 func (*ResourceQuota) ProtoMessage() {}
 
 func (x *ResourceQuota) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[69]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5002,7 +6542,7 @@ func (x *ResourceQuota) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceQuota.ProtoReflect.Descriptor instead.
 func (*ResourceQuota) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{69}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *ResourceQuota) GetApiVersion() string {
@@ -5049,7 +6589,7 @@ type ResourceQuotaSpec struct {
 
 func (x *ResourceQuotaSpec) Reset() {
 	*x = ResourceQuotaSpec{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[70]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5061,7 +6601,7 @@ func (x *ResourceQuotaSpec) String() string {
 func (*ResourceQuotaSpec) ProtoMessage() {}
 
 func (x *ResourceQuotaSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[70]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5074,7 +6614,7 @@ func (x *ResourceQuotaSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceQuotaSpec.ProtoReflect.Descriptor instead.
 func (*ResourceQuotaSpec) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{70}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *ResourceQuotaSpec) GetHard() map[string]string {
@@ -5094,7 +6634,7 @@ type ResourceQuotaStatus struct {
 
 func (x *ResourceQuotaStatus) Reset() {
 	*x = ResourceQuotaStatus{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[71]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5106,7 +6646,7 @@ func (x *ResourceQuotaStatus) String() string {
 func (*ResourceQuotaStatus) ProtoMessage() {}
 
 func (x *ResourceQuotaStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[71]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5119,7 +6659,7 @@ func (x *ResourceQuotaStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceQuotaStatus.ProtoReflect.Descriptor instead.
 func (*ResourceQuotaStatus) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{71}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *ResourceQuotaStatus) GetHard() map[string]string {
@@ -5153,7 +6693,7 @@ type Service struct {
 
 func (x *Service) Reset() {
 	*x = Service{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[72]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5165,7 +6705,7 @@ func (x *Service) String() string {
 func (*Service) ProtoMessage() {}
 
 func (x *Service) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[72]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5178,7 +6718,7 @@ func (x *Service) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Service.ProtoReflect.Descriptor instead.
 func (*Service) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{72}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *Service) GetApiVersion() string {
@@ -5253,7 +6793,7 @@ type ServiceSpec struct {
 
 func (x *ServiceSpec) Reset() {
 	*x = ServiceSpec{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[73]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5265,7 +6805,7 @@ func (x *ServiceSpec) String() string {
 func (*ServiceSpec) ProtoMessage() {}
 
 func (x *ServiceSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[73]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5278,7 +6818,7 @@ func (x *ServiceSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceSpec.ProtoReflect.Descriptor instead.
 func (*ServiceSpec) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{73}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *ServiceSpec) GetPorts() []*ServicePort {
@@ -5441,7 +6981,7 @@ type ServicePort struct {
 
 func (x *ServicePort) Reset() {
 	*x = ServicePort{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[74]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5453,7 +6993,7 @@ func (x *ServicePort) String() string {
 func (*ServicePort) ProtoMessage() {}
 
 func (x *ServicePort) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[74]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5466,7 +7006,7 @@ func (x *ServicePort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServicePort.ProtoReflect.Descriptor instead.
 func (*ServicePort) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{74}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *ServicePort) GetName() string {
@@ -5520,7 +7060,7 @@ type SessionAffinityConfig struct {
 
 func (x *SessionAffinityConfig) Reset() {
 	*x = SessionAffinityConfig{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[75]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5532,7 +7072,7 @@ func (x *SessionAffinityConfig) String() string {
 func (*SessionAffinityConfig) ProtoMessage() {}
 
 func (x *SessionAffinityConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[75]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5545,7 +7085,7 @@ func (x *SessionAffinityConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionAffinityConfig.ProtoReflect.Descriptor instead.
 func (*SessionAffinityConfig) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{75}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *SessionAffinityConfig) GetClientIp() *ClientIPConfig {
@@ -5565,7 +7105,7 @@ type ClientIPConfig struct {
 
 func (x *ClientIPConfig) Reset() {
 	*x = ClientIPConfig{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[76]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5577,7 +7117,7 @@ func (x *ClientIPConfig) String() string {
 func (*ClientIPConfig) ProtoMessage() {}
 
 func (x *ClientIPConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[76]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5590,7 +7130,7 @@ func (x *ClientIPConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClientIPConfig.ProtoReflect.Descriptor instead.
 func (*ClientIPConfig) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{76}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *ClientIPConfig) GetTimeoutSeconds() int32 {
@@ -5610,7 +7150,7 @@ type ServiceStatus struct {
 
 func (x *ServiceStatus) Reset() {
 	*x = ServiceStatus{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[77]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5622,7 +7162,7 @@ func (x *ServiceStatus) String() string {
 func (*ServiceStatus) ProtoMessage() {}
 
 func (x *ServiceStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[77]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5635,7 +7175,7 @@ func (x *ServiceStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceStatus.ProtoReflect.Descriptor instead.
 func (*ServiceStatus) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{77}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *ServiceStatus) GetLoadBalancer() *LoadBalancerStatus {
@@ -5661,7 +7201,7 @@ type LoadBalancerStatus struct {
 
 func (x *LoadBalancerStatus) Reset() {
 	*x = LoadBalancerStatus{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[78]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5673,7 +7213,7 @@ func (x *LoadBalancerStatus) String() string {
 func (*LoadBalancerStatus) ProtoMessage() {}
 
 func (x *LoadBalancerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[78]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5686,7 +7226,7 @@ func (x *LoadBalancerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadBalancerStatus.ProtoReflect.Descriptor instead.
 func (*LoadBalancerStatus) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{78}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *LoadBalancerStatus) GetIngress() []*LoadBalancerIngress {
@@ -5708,7 +7248,7 @@ type LoadBalancerIngress struct {
 
 func (x *LoadBalancerIngress) Reset() {
 	*x = LoadBalancerIngress{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[79]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5720,7 +7260,7 @@ func (x *LoadBalancerIngress) String() string {
 func (*LoadBalancerIngress) ProtoMessage() {}
 
 func (x *LoadBalancerIngress) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[79]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5733,7 +7273,7 @@ func (x *LoadBalancerIngress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadBalancerIngress.ProtoReflect.Descriptor instead.
 func (*LoadBalancerIngress) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{79}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{102}
 }
 
 func (x *LoadBalancerIngress) GetIp() string {
@@ -5775,7 +7315,7 @@ type PortStatus struct {
 
 func (x *PortStatus) Reset() {
 	*x = PortStatus{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[80]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5787,7 +7327,7 @@ func (x *PortStatus) String() string {
 func (*PortStatus) ProtoMessage() {}
 
 func (x *PortStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[80]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5800,7 +7340,7 @@ func (x *PortStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PortStatus.ProtoReflect.Descriptor instead.
 func (*PortStatus) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{80}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{103}
 }
 
 func (x *PortStatus) GetPort() int32 {
@@ -5961,11 +7501,17 @@ const file_skiff_core_v1_types_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value\x12:\n" +
 	"\n" +
-	"value_from\x18\x03 \x01(\v2\x1b.skiff.core.v1.EnvVarSourceR\tvalueFrom\"\xf5\x01\n" +
+	"value_from\x18\x03 \x01(\v2\x1b.skiff.core.v1.EnvVarSourceR\tvalueFrom\"\xbd\x02\n" +
 	"\fEnvVarSource\x12?\n" +
 	"\tfield_ref\x18\x01 \x01(\v2\".skiff.core.v1.ObjectFieldSelectorR\bfieldRef\x12P\n" +
 	"\x12config_map_key_ref\x18\x02 \x01(\v2#.skiff.core.v1.ConfigMapKeySelectorR\x0fconfigMapKeyRef\x12R\n" +
-	"\x12resource_field_ref\x18\x03 \x01(\v2$.skiff.core.v1.ResourceFieldSelectorR\x10resourceFieldRef\"U\n" +
+	"\x12resource_field_ref\x18\x03 \x01(\v2$.skiff.core.v1.ResourceFieldSelectorR\x10resourceFieldRef\x12F\n" +
+	"\x0esecret_key_ref\x18\x04 \x01(\v2 .skiff.core.v1.SecretKeySelectorR\fsecretKeyRef\"m\n" +
+	"\x11SecretKeySelector\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
+	"\x03key\x18\x02 \x01(\tB\x04\xd8\xf3\x18\x01R\x03key\x12\x1f\n" +
+	"\boptional\x18\x03 \x01(\bH\x00R\boptional\x88\x01\x01B\v\n" +
+	"\t_optional\"U\n" +
 	"\x13ObjectFieldSelector\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\tR\n" +
 	"apiVersion\x12\x1d\n" +
@@ -5979,10 +7525,16 @@ const file_skiff_core_v1_types_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x03key\x18\x02 \x01(\tB\x04\xd8\xf3\x18\x01R\x03key\x12\x1f\n" +
 	"\boptional\x18\x03 \x01(\bH\x00R\boptional\x88\x01\x01B\v\n" +
-	"\t_optional\"p\n" +
+	"\t_optional\"\xaf\x01\n" +
 	"\rEnvFromSource\x12\x16\n" +
 	"\x06prefix\x18\x01 \x01(\tR\x06prefix\x12G\n" +
-	"\x0econfig_map_ref\x18\x02 \x01(\v2!.skiff.core.v1.ConfigMapEnvSourceR\fconfigMapRef\"V\n" +
+	"\x0econfig_map_ref\x18\x02 \x01(\v2!.skiff.core.v1.ConfigMapEnvSourceR\fconfigMapRef\x12=\n" +
+	"\n" +
+	"secret_ref\x18\x03 \x01(\v2\x1e.skiff.core.v1.SecretEnvSourceR\tsecretRef\"S\n" +
+	"\x0fSecretEnvSource\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1f\n" +
+	"\boptional\x18\x02 \x01(\bH\x00R\boptional\x88\x01\x01B\v\n" +
+	"\t_optional\"V\n" +
 	"\x12ConfigMapEnvSource\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1f\n" +
 	"\boptional\x18\x02 \x01(\bH\x00R\boptional\x88\x01\x01B\v\n" +
@@ -6001,13 +7553,61 @@ const file_skiff_core_v1_types_proto_rawDesc = "" +
 	"\tread_only\x18\x02 \x01(\bR\breadOnly\x12\x1d\n" +
 	"\n" +
 	"mount_path\x18\x03 \x01(\tR\tmountPath\x12\x19\n" +
-	"\bsub_path\x18\x04 \x01(\tR\asubPath\"\xe5\x01\n" +
+	"\bsub_path\x18\x04 \x01(\tR\asubPath\"\xaf\x03\n" +
 	"\x06Volume\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12@\n" +
 	"\tempty_dir\x18\x02 \x01(\v2#.skiff.core.v1.EmptyDirVolumeSourceR\bemptyDir\x12@\n" +
 	"\thost_path\x18\x03 \x01(\v2#.skiff.core.v1.HostPathVolumeSourceR\bhostPath\x12C\n" +
 	"\n" +
-	"config_map\x18\x04 \x01(\v2$.skiff.core.v1.ConfigMapVolumeSourceR\tconfigMap\"S\n" +
+	"config_map\x18\x04 \x01(\v2$.skiff.core.v1.ConfigMapVolumeSourceR\tconfigMap\x129\n" +
+	"\x06secret\x18\x05 \x01(\v2!.skiff.core.v1.SecretVolumeSourceR\x06secret\x12I\n" +
+	"\fdownward_api\x18\x06 \x01(\v2&.skiff.core.v1.DownwardAPIVolumeSourceR\vdownwardAPI\x12B\n" +
+	"\tprojected\x18\a \x01(\v2$.skiff.core.v1.ProjectedVolumeSourceR\tprojected\"\xcc\x01\n" +
+	"\x12SecretVolumeSource\x12\x1f\n" +
+	"\vsecret_name\x18\x01 \x01(\tR\n" +
+	"secretName\x12.\n" +
+	"\x05items\x18\x02 \x03(\v2\x18.skiff.core.v1.KeyToPathR\x05items\x12&\n" +
+	"\fdefault_mode\x18\x03 \x01(\x05H\x00R\vdefaultMode\x88\x01\x01\x12\x1f\n" +
+	"\boptional\x18\x04 \x01(\bH\x01R\boptional\x88\x01\x01B\x0f\n" +
+	"\r_default_modeB\v\n" +
+	"\t_optional\"\x8e\x01\n" +
+	"\x17DownwardAPIVolumeSource\x12:\n" +
+	"\x05items\x18\x01 \x03(\v2$.skiff.core.v1.DownwardAPIVolumeFileR\x05items\x12&\n" +
+	"\fdefault_mode\x18\x02 \x01(\x05H\x00R\vdefaultMode\x88\x01\x01B\x0f\n" +
+	"\r_default_mode\"\xe2\x01\n" +
+	"\x15DownwardAPIVolumeFile\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12?\n" +
+	"\tfield_ref\x18\x02 \x01(\v2\".skiff.core.v1.ObjectFieldSelectorR\bfieldRef\x12R\n" +
+	"\x12resource_field_ref\x18\x03 \x01(\v2$.skiff.core.v1.ResourceFieldSelectorR\x10resourceFieldRef\x12\x17\n" +
+	"\x04mode\x18\x04 \x01(\x05H\x00R\x04mode\x88\x01\x01B\a\n" +
+	"\x05_mode\"\x8b\x01\n" +
+	"\x15ProjectedVolumeSource\x129\n" +
+	"\asources\x18\x01 \x03(\v2\x1f.skiff.core.v1.VolumeProjectionR\asources\x12&\n" +
+	"\fdefault_mode\x18\x02 \x01(\x05H\x00R\vdefaultMode\x88\x01\x01B\x0f\n" +
+	"\r_default_mode\"\xb9\x02\n" +
+	"\x10VolumeProjection\x127\n" +
+	"\x06secret\x18\x01 \x01(\v2\x1f.skiff.core.v1.SecretProjectionR\x06secret\x12G\n" +
+	"\fdownward_api\x18\x02 \x01(\v2$.skiff.core.v1.DownwardAPIProjectionR\vdownwardAPI\x12A\n" +
+	"\n" +
+	"config_map\x18\x03 \x01(\v2\".skiff.core.v1.ConfigMapProjectionR\tconfigMap\x12`\n" +
+	"\x15service_account_token\x18\x04 \x01(\v2,.skiff.core.v1.ServiceAccountTokenProjectionR\x13serviceAccountToken\"\x84\x01\n" +
+	"\x10SecretProjection\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12.\n" +
+	"\x05items\x18\x02 \x03(\v2\x18.skiff.core.v1.KeyToPathR\x05items\x12\x1f\n" +
+	"\boptional\x18\x03 \x01(\bH\x00R\boptional\x88\x01\x01B\v\n" +
+	"\t_optional\"\x87\x01\n" +
+	"\x13ConfigMapProjection\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12.\n" +
+	"\x05items\x18\x02 \x03(\v2\x18.skiff.core.v1.KeyToPathR\x05items\x12\x1f\n" +
+	"\boptional\x18\x03 \x01(\bH\x00R\boptional\x88\x01\x01B\v\n" +
+	"\t_optional\"S\n" +
+	"\x15DownwardAPIProjection\x12:\n" +
+	"\x05items\x18\x01 \x03(\v2$.skiff.core.v1.DownwardAPIVolumeFileR\x05items\"\x9a\x01\n" +
+	"\x1dServiceAccountTokenProjection\x12\x1a\n" +
+	"\baudience\x18\x01 \x01(\tR\baudience\x122\n" +
+	"\x12expiration_seconds\x18\x02 \x01(\x03H\x00R\x11expirationSeconds\x88\x01\x01\x12\x12\n" +
+	"\x04path\x18\x03 \x01(\tR\x04pathB\x15\n" +
+	"\x13_expiration_seconds\"S\n" +
 	"\x14EmptyDirVolumeSource\x12\x16\n" +
 	"\x06medium\x18\x01 \x01(\tR\x06medium\x12#\n" +
 	"\n" +
@@ -6224,6 +7824,41 @@ const file_skiff_core_v1_types_proto_rawDesc = "" +
 	"\v_tail_linesB\x10\n" +
 	"\x0e_since_seconds\"\x1e\n" +
 	"\bLogChunk\x12\x12\n" +
+	"\x04data\x18\x01 \x01(\fR\x04data\"\xd2\x01\n" +
+	"\x0ePodExecOptions\x12\x1c\n" +
+	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1c\n" +
+	"\tcontainer\x18\x03 \x01(\tR\tcontainer\x12\x18\n" +
+	"\acommand\x18\x04 \x03(\tR\acommand\x12\x14\n" +
+	"\x05stdin\x18\x05 \x01(\bR\x05stdin\x12\x16\n" +
+	"\x06stdout\x18\x06 \x01(\bR\x06stdout\x12\x16\n" +
+	"\x06stderr\x18\a \x01(\bR\x06stderr\x12\x10\n" +
+	"\x03tty\x18\b \x01(\bR\x03tty\"\xb2\x01\n" +
+	"\vExecRequest\x127\n" +
+	"\aoptions\x18\x01 \x01(\v2\x1d.skiff.core.v1.PodExecOptionsR\aoptions\x12\x14\n" +
+	"\x05stdin\x18\x02 \x01(\fR\x05stdin\x12\x1f\n" +
+	"\vstdin_close\x18\x03 \x01(\bR\n" +
+	"stdinClose\x123\n" +
+	"\x06resize\x18\x04 \x01(\v2\x1b.skiff.core.v1.TerminalSizeR\x06resize\"<\n" +
+	"\fTerminalSize\x12\x14\n" +
+	"\x05width\x18\x01 \x01(\rR\x05width\x12\x16\n" +
+	"\x06height\x18\x02 \x01(\rR\x06height\"n\n" +
+	"\fExecResponse\x12\x16\n" +
+	"\x06stdout\x18\x01 \x01(\fR\x06stdout\x12\x16\n" +
+	"\x06stderr\x18\x02 \x01(\fR\x06stderr\x12 \n" +
+	"\texit_code\x18\x03 \x01(\x05H\x00R\bexitCode\x88\x01\x01B\f\n" +
+	"\n" +
+	"_exit_code\"]\n" +
+	"\x15PodPortForwardOptions\x12\x1c\n" +
+	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x12\n" +
+	"\x04port\x18\x03 \x01(\x05R\x04port\"\x89\x01\n" +
+	"\x12PortForwardRequest\x12>\n" +
+	"\aoptions\x18\x01 \x01(\v2$.skiff.core.v1.PodPortForwardOptionsR\aoptions\x12\x12\n" +
+	"\x04data\x18\x02 \x01(\fR\x04data\x12\x1f\n" +
+	"\vclose_write\x18\x03 \x01(\bR\n" +
+	"closeWrite\")\n" +
+	"\x13PortForwardResponse\x12\x12\n" +
 	"\x04data\x18\x01 \x01(\fR\x04data\"\x87\x02\n" +
 	"\rNodeCondition\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x16\n" +
@@ -6289,14 +7924,55 @@ const file_skiff_core_v1_types_proto_rawDesc = "" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\fR\x05value:\x028\x01B\f\n" +
 	"\n" +
-	"_immutable\"\xec\x01\n" +
+	"_immutable\"\xae\x03\n" +
+	"\x06Secret\x12\x1f\n" +
+	"\vapi_version\x18\x01 \x01(\tR\n" +
+	"apiVersion\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x125\n" +
+	"\bmetadata\x18\x03 \x01(\v2\x19.skiff.meta.v1.ObjectMetaR\bmetadata\x12!\n" +
+	"\timmutable\x18\x04 \x01(\bH\x00R\timmutable\x88\x01\x01\x123\n" +
+	"\x04data\x18\x05 \x03(\v2\x1f.skiff.core.v1.Secret.DataEntryR\x04data\x12F\n" +
+	"\vstring_data\x18\x06 \x03(\v2%.skiff.core.v1.Secret.StringDataEntryR\n" +
+	"stringData\x12\x12\n" +
+	"\x04type\x18\a \x01(\tR\x04type\x1a7\n" +
+	"\tDataEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\fR\x05value:\x028\x01\x1a=\n" +
+	"\x0fStringDataEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\f\n" +
+	"\n" +
+	"_immutable\"\xf9\x02\n" +
 	"\x0eServiceAccount\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\tR\n" +
 	"apiVersion\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x125\n" +
 	"\bmetadata\x18\x03 \x01(\v2\x19.skiff.meta.v1.ObjectMetaR\bmetadata\x12J\n" +
-	"\x1fautomount_service_account_token\x18\x04 \x01(\bH\x00R\x1cautomountServiceAccountToken\x88\x01\x01B\"\n" +
-	" _automount_service_account_token\"\xab\x01\n" +
+	"\x1fautomount_service_account_token\x18\x04 \x01(\bH\x00R\x1cautomountServiceAccountToken\x88\x01\x01\x128\n" +
+	"\asecrets\x18\x05 \x03(\v2\x1e.skiff.core.v1.ObjectReferenceR\asecrets\x12Q\n" +
+	"\x12image_pull_secrets\x18\x06 \x03(\v2#.skiff.core.v1.LocalObjectReferenceR\x10imagePullSecretsB\"\n" +
+	" _automount_service_account_token\"\xea\x01\n" +
+	"\fTokenRequest\x12\x1f\n" +
+	"\vapi_version\x18\x01 \x01(\tR\n" +
+	"apiVersion\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x125\n" +
+	"\bmetadata\x18\x03 \x01(\v2\x19.skiff.meta.v1.ObjectMetaR\bmetadata\x123\n" +
+	"\x04spec\x18\x04 \x01(\v2\x1f.skiff.core.v1.TokenRequestSpecR\x04spec\x129\n" +
+	"\x06status\x18\x05 \x01(\v2!.skiff.core.v1.TokenRequestStatusR\x06status\"\xca\x01\n" +
+	"\x10TokenRequestSpec\x12\x1c\n" +
+	"\taudiences\x18\x01 \x03(\tR\taudiences\x122\n" +
+	"\x12expiration_seconds\x18\x02 \x01(\x03H\x00R\x11expirationSeconds\x88\x01\x01\x12M\n" +
+	"\x10bound_object_ref\x18\x03 \x01(\v2#.skiff.core.v1.BoundObjectReferenceR\x0eboundObjectRefB\x15\n" +
+	"\x13_expiration_seconds\"q\n" +
+	"\x14BoundObjectReference\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x1f\n" +
+	"\vapi_version\x18\x02 \x01(\tR\n" +
+	"apiVersion\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\x12\x10\n" +
+	"\x03uid\x18\x04 \x01(\tR\x03uid\"y\n" +
+	"\x12TokenRequestStatus\x12\x14\n" +
+	"\x05token\x18\x01 \x01(\tR\x05token\x12M\n" +
+	"\x14expiration_timestamp\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x13expirationTimestamp\"\xab\x01\n" +
 	"\n" +
 	"LimitRange\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\tR\n" +
@@ -6436,239 +8112,294 @@ func file_skiff_core_v1_types_proto_rawDescGZIP() []byte {
 	return file_skiff_core_v1_types_proto_rawDescData
 }
 
-var file_skiff_core_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 97)
+var file_skiff_core_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 122)
 var file_skiff_core_v1_types_proto_goTypes = []any{
-	(*Namespace)(nil),                // 0: skiff.core.v1.Namespace
-	(*NamespaceSpec)(nil),            // 1: skiff.core.v1.NamespaceSpec
-	(*NamespaceStatus)(nil),          // 2: skiff.core.v1.NamespaceStatus
-	(*Pod)(nil),                      // 3: skiff.core.v1.Pod
-	(*PodTemplateSpec)(nil),          // 4: skiff.core.v1.PodTemplateSpec
-	(*PodSpec)(nil),                  // 5: skiff.core.v1.PodSpec
-	(*PodDNSConfig)(nil),             // 6: skiff.core.v1.PodDNSConfig
-	(*PodDNSConfigOption)(nil),       // 7: skiff.core.v1.PodDNSConfigOption
-	(*LocalObjectReference)(nil),     // 8: skiff.core.v1.LocalObjectReference
-	(*PodSecurityContext)(nil),       // 9: skiff.core.v1.PodSecurityContext
-	(*SecurityContext)(nil),          // 10: skiff.core.v1.SecurityContext
-	(*Container)(nil),                // 11: skiff.core.v1.Container
-	(*ContainerPort)(nil),            // 12: skiff.core.v1.ContainerPort
-	(*EnvVar)(nil),                   // 13: skiff.core.v1.EnvVar
-	(*EnvVarSource)(nil),             // 14: skiff.core.v1.EnvVarSource
-	(*ObjectFieldSelector)(nil),      // 15: skiff.core.v1.ObjectFieldSelector
-	(*ResourceFieldSelector)(nil),    // 16: skiff.core.v1.ResourceFieldSelector
-	(*ConfigMapKeySelector)(nil),     // 17: skiff.core.v1.ConfigMapKeySelector
-	(*EnvFromSource)(nil),            // 18: skiff.core.v1.EnvFromSource
-	(*ConfigMapEnvSource)(nil),       // 19: skiff.core.v1.ConfigMapEnvSource
-	(*ResourceRequirements)(nil),     // 20: skiff.core.v1.ResourceRequirements
-	(*VolumeMount)(nil),              // 21: skiff.core.v1.VolumeMount
-	(*Volume)(nil),                   // 22: skiff.core.v1.Volume
-	(*EmptyDirVolumeSource)(nil),     // 23: skiff.core.v1.EmptyDirVolumeSource
-	(*HostPathVolumeSource)(nil),     // 24: skiff.core.v1.HostPathVolumeSource
-	(*ConfigMapVolumeSource)(nil),    // 25: skiff.core.v1.ConfigMapVolumeSource
-	(*KeyToPath)(nil),                // 26: skiff.core.v1.KeyToPath
-	(*Probe)(nil),                    // 27: skiff.core.v1.Probe
-	(*ExecAction)(nil),               // 28: skiff.core.v1.ExecAction
-	(*HTTPGetAction)(nil),            // 29: skiff.core.v1.HTTPGetAction
-	(*HTTPHeader)(nil),               // 30: skiff.core.v1.HTTPHeader
-	(*TCPSocketAction)(nil),          // 31: skiff.core.v1.TCPSocketAction
-	(*Affinity)(nil),                 // 32: skiff.core.v1.Affinity
-	(*NodeAffinity)(nil),             // 33: skiff.core.v1.NodeAffinity
-	(*NodeSelector)(nil),             // 34: skiff.core.v1.NodeSelector
-	(*NodeSelectorTerm)(nil),         // 35: skiff.core.v1.NodeSelectorTerm
-	(*NodeSelectorRequirement)(nil),  // 36: skiff.core.v1.NodeSelectorRequirement
-	(*PreferredSchedulingTerm)(nil),  // 37: skiff.core.v1.PreferredSchedulingTerm
-	(*Toleration)(nil),               // 38: skiff.core.v1.Toleration
-	(*TopologySpreadConstraint)(nil), // 39: skiff.core.v1.TopologySpreadConstraint
-	(*PodStatus)(nil),                // 40: skiff.core.v1.PodStatus
-	(*PodIP)(nil),                    // 41: skiff.core.v1.PodIP
-	(*PodCondition)(nil),             // 42: skiff.core.v1.PodCondition
-	(*ContainerStatus)(nil),          // 43: skiff.core.v1.ContainerStatus
-	(*ContainerState)(nil),           // 44: skiff.core.v1.ContainerState
-	(*ContainerStateWaiting)(nil),    // 45: skiff.core.v1.ContainerStateWaiting
-	(*ContainerStateRunning)(nil),    // 46: skiff.core.v1.ContainerStateRunning
-	(*ContainerStateTerminated)(nil), // 47: skiff.core.v1.ContainerStateTerminated
-	(*Binding)(nil),                  // 48: skiff.core.v1.Binding
-	(*ObjectReference)(nil),          // 49: skiff.core.v1.ObjectReference
-	(*Node)(nil),                     // 50: skiff.core.v1.Node
-	(*NodeSpec)(nil),                 // 51: skiff.core.v1.NodeSpec
-	(*Taint)(nil),                    // 52: skiff.core.v1.Taint
-	(*NodeStatus)(nil),               // 53: skiff.core.v1.NodeStatus
-	(*NodeDaemonEndpoints)(nil),      // 54: skiff.core.v1.NodeDaemonEndpoints
-	(*DaemonEndpoint)(nil),           // 55: skiff.core.v1.DaemonEndpoint
-	(*PodLogOptions)(nil),            // 56: skiff.core.v1.PodLogOptions
-	(*LogChunk)(nil),                 // 57: skiff.core.v1.LogChunk
-	(*NodeCondition)(nil),            // 58: skiff.core.v1.NodeCondition
-	(*NodeAddress)(nil),              // 59: skiff.core.v1.NodeAddress
-	(*NodeSystemInfo)(nil),           // 60: skiff.core.v1.NodeSystemInfo
-	(*ContainerImage)(nil),           // 61: skiff.core.v1.ContainerImage
-	(*Event)(nil),                    // 62: skiff.core.v1.Event
-	(*EventSource)(nil),              // 63: skiff.core.v1.EventSource
-	(*ConfigMap)(nil),                // 64: skiff.core.v1.ConfigMap
-	(*ServiceAccount)(nil),           // 65: skiff.core.v1.ServiceAccount
-	(*LimitRange)(nil),               // 66: skiff.core.v1.LimitRange
-	(*LimitRangeSpec)(nil),           // 67: skiff.core.v1.LimitRangeSpec
-	(*LimitRangeItem)(nil),           // 68: skiff.core.v1.LimitRangeItem
-	(*ResourceQuota)(nil),            // 69: skiff.core.v1.ResourceQuota
-	(*ResourceQuotaSpec)(nil),        // 70: skiff.core.v1.ResourceQuotaSpec
-	(*ResourceQuotaStatus)(nil),      // 71: skiff.core.v1.ResourceQuotaStatus
-	(*Service)(nil),                  // 72: skiff.core.v1.Service
-	(*ServiceSpec)(nil),              // 73: skiff.core.v1.ServiceSpec
-	(*ServicePort)(nil),              // 74: skiff.core.v1.ServicePort
-	(*SessionAffinityConfig)(nil),    // 75: skiff.core.v1.SessionAffinityConfig
-	(*ClientIPConfig)(nil),           // 76: skiff.core.v1.ClientIPConfig
-	(*ServiceStatus)(nil),            // 77: skiff.core.v1.ServiceStatus
-	(*LoadBalancerStatus)(nil),       // 78: skiff.core.v1.LoadBalancerStatus
-	(*LoadBalancerIngress)(nil),      // 79: skiff.core.v1.LoadBalancerIngress
-	(*PortStatus)(nil),               // 80: skiff.core.v1.PortStatus
-	nil,                              // 81: skiff.core.v1.PodSpec.NodeSelectorEntry
-	nil,                              // 82: skiff.core.v1.ResourceRequirements.LimitsEntry
-	nil,                              // 83: skiff.core.v1.ResourceRequirements.RequestsEntry
-	nil,                              // 84: skiff.core.v1.NodeStatus.CapacityEntry
-	nil,                              // 85: skiff.core.v1.NodeStatus.AllocatableEntry
-	nil,                              // 86: skiff.core.v1.ConfigMap.DataEntry
-	nil,                              // 87: skiff.core.v1.ConfigMap.BinaryDataEntry
-	nil,                              // 88: skiff.core.v1.LimitRangeItem.MaxEntry
-	nil,                              // 89: skiff.core.v1.LimitRangeItem.MinEntry
-	nil,                              // 90: skiff.core.v1.LimitRangeItem.DefaultEntry
-	nil,                              // 91: skiff.core.v1.LimitRangeItem.DefaultRequestEntry
-	nil,                              // 92: skiff.core.v1.LimitRangeItem.MaxLimitRequestRatioEntry
-	nil,                              // 93: skiff.core.v1.ResourceQuotaSpec.HardEntry
-	nil,                              // 94: skiff.core.v1.ResourceQuotaStatus.HardEntry
-	nil,                              // 95: skiff.core.v1.ResourceQuotaStatus.UsedEntry
-	nil,                              // 96: skiff.core.v1.ServiceSpec.SelectorEntry
-	(*v1.ObjectMeta)(nil),            // 97: skiff.meta.v1.ObjectMeta
-	(*v1.Condition)(nil),             // 98: skiff.meta.v1.Condition
-	(*v1.IntOrString)(nil),           // 99: skiff.meta.v1.IntOrString
-	(*v1.LabelSelector)(nil),         // 100: skiff.meta.v1.LabelSelector
-	(*timestamppb.Timestamp)(nil),    // 101: google.protobuf.Timestamp
+	(*Namespace)(nil),                     // 0: skiff.core.v1.Namespace
+	(*NamespaceSpec)(nil),                 // 1: skiff.core.v1.NamespaceSpec
+	(*NamespaceStatus)(nil),               // 2: skiff.core.v1.NamespaceStatus
+	(*Pod)(nil),                           // 3: skiff.core.v1.Pod
+	(*PodTemplateSpec)(nil),               // 4: skiff.core.v1.PodTemplateSpec
+	(*PodSpec)(nil),                       // 5: skiff.core.v1.PodSpec
+	(*PodDNSConfig)(nil),                  // 6: skiff.core.v1.PodDNSConfig
+	(*PodDNSConfigOption)(nil),            // 7: skiff.core.v1.PodDNSConfigOption
+	(*LocalObjectReference)(nil),          // 8: skiff.core.v1.LocalObjectReference
+	(*PodSecurityContext)(nil),            // 9: skiff.core.v1.PodSecurityContext
+	(*SecurityContext)(nil),               // 10: skiff.core.v1.SecurityContext
+	(*Container)(nil),                     // 11: skiff.core.v1.Container
+	(*ContainerPort)(nil),                 // 12: skiff.core.v1.ContainerPort
+	(*EnvVar)(nil),                        // 13: skiff.core.v1.EnvVar
+	(*EnvVarSource)(nil),                  // 14: skiff.core.v1.EnvVarSource
+	(*SecretKeySelector)(nil),             // 15: skiff.core.v1.SecretKeySelector
+	(*ObjectFieldSelector)(nil),           // 16: skiff.core.v1.ObjectFieldSelector
+	(*ResourceFieldSelector)(nil),         // 17: skiff.core.v1.ResourceFieldSelector
+	(*ConfigMapKeySelector)(nil),          // 18: skiff.core.v1.ConfigMapKeySelector
+	(*EnvFromSource)(nil),                 // 19: skiff.core.v1.EnvFromSource
+	(*SecretEnvSource)(nil),               // 20: skiff.core.v1.SecretEnvSource
+	(*ConfigMapEnvSource)(nil),            // 21: skiff.core.v1.ConfigMapEnvSource
+	(*ResourceRequirements)(nil),          // 22: skiff.core.v1.ResourceRequirements
+	(*VolumeMount)(nil),                   // 23: skiff.core.v1.VolumeMount
+	(*Volume)(nil),                        // 24: skiff.core.v1.Volume
+	(*SecretVolumeSource)(nil),            // 25: skiff.core.v1.SecretVolumeSource
+	(*DownwardAPIVolumeSource)(nil),       // 26: skiff.core.v1.DownwardAPIVolumeSource
+	(*DownwardAPIVolumeFile)(nil),         // 27: skiff.core.v1.DownwardAPIVolumeFile
+	(*ProjectedVolumeSource)(nil),         // 28: skiff.core.v1.ProjectedVolumeSource
+	(*VolumeProjection)(nil),              // 29: skiff.core.v1.VolumeProjection
+	(*SecretProjection)(nil),              // 30: skiff.core.v1.SecretProjection
+	(*ConfigMapProjection)(nil),           // 31: skiff.core.v1.ConfigMapProjection
+	(*DownwardAPIProjection)(nil),         // 32: skiff.core.v1.DownwardAPIProjection
+	(*ServiceAccountTokenProjection)(nil), // 33: skiff.core.v1.ServiceAccountTokenProjection
+	(*EmptyDirVolumeSource)(nil),          // 34: skiff.core.v1.EmptyDirVolumeSource
+	(*HostPathVolumeSource)(nil),          // 35: skiff.core.v1.HostPathVolumeSource
+	(*ConfigMapVolumeSource)(nil),         // 36: skiff.core.v1.ConfigMapVolumeSource
+	(*KeyToPath)(nil),                     // 37: skiff.core.v1.KeyToPath
+	(*Probe)(nil),                         // 38: skiff.core.v1.Probe
+	(*ExecAction)(nil),                    // 39: skiff.core.v1.ExecAction
+	(*HTTPGetAction)(nil),                 // 40: skiff.core.v1.HTTPGetAction
+	(*HTTPHeader)(nil),                    // 41: skiff.core.v1.HTTPHeader
+	(*TCPSocketAction)(nil),               // 42: skiff.core.v1.TCPSocketAction
+	(*Affinity)(nil),                      // 43: skiff.core.v1.Affinity
+	(*NodeAffinity)(nil),                  // 44: skiff.core.v1.NodeAffinity
+	(*NodeSelector)(nil),                  // 45: skiff.core.v1.NodeSelector
+	(*NodeSelectorTerm)(nil),              // 46: skiff.core.v1.NodeSelectorTerm
+	(*NodeSelectorRequirement)(nil),       // 47: skiff.core.v1.NodeSelectorRequirement
+	(*PreferredSchedulingTerm)(nil),       // 48: skiff.core.v1.PreferredSchedulingTerm
+	(*Toleration)(nil),                    // 49: skiff.core.v1.Toleration
+	(*TopologySpreadConstraint)(nil),      // 50: skiff.core.v1.TopologySpreadConstraint
+	(*PodStatus)(nil),                     // 51: skiff.core.v1.PodStatus
+	(*PodIP)(nil),                         // 52: skiff.core.v1.PodIP
+	(*PodCondition)(nil),                  // 53: skiff.core.v1.PodCondition
+	(*ContainerStatus)(nil),               // 54: skiff.core.v1.ContainerStatus
+	(*ContainerState)(nil),                // 55: skiff.core.v1.ContainerState
+	(*ContainerStateWaiting)(nil),         // 56: skiff.core.v1.ContainerStateWaiting
+	(*ContainerStateRunning)(nil),         // 57: skiff.core.v1.ContainerStateRunning
+	(*ContainerStateTerminated)(nil),      // 58: skiff.core.v1.ContainerStateTerminated
+	(*Binding)(nil),                       // 59: skiff.core.v1.Binding
+	(*ObjectReference)(nil),               // 60: skiff.core.v1.ObjectReference
+	(*Node)(nil),                          // 61: skiff.core.v1.Node
+	(*NodeSpec)(nil),                      // 62: skiff.core.v1.NodeSpec
+	(*Taint)(nil),                         // 63: skiff.core.v1.Taint
+	(*NodeStatus)(nil),                    // 64: skiff.core.v1.NodeStatus
+	(*NodeDaemonEndpoints)(nil),           // 65: skiff.core.v1.NodeDaemonEndpoints
+	(*DaemonEndpoint)(nil),                // 66: skiff.core.v1.DaemonEndpoint
+	(*PodLogOptions)(nil),                 // 67: skiff.core.v1.PodLogOptions
+	(*LogChunk)(nil),                      // 68: skiff.core.v1.LogChunk
+	(*PodExecOptions)(nil),                // 69: skiff.core.v1.PodExecOptions
+	(*ExecRequest)(nil),                   // 70: skiff.core.v1.ExecRequest
+	(*TerminalSize)(nil),                  // 71: skiff.core.v1.TerminalSize
+	(*ExecResponse)(nil),                  // 72: skiff.core.v1.ExecResponse
+	(*PodPortForwardOptions)(nil),         // 73: skiff.core.v1.PodPortForwardOptions
+	(*PortForwardRequest)(nil),            // 74: skiff.core.v1.PortForwardRequest
+	(*PortForwardResponse)(nil),           // 75: skiff.core.v1.PortForwardResponse
+	(*NodeCondition)(nil),                 // 76: skiff.core.v1.NodeCondition
+	(*NodeAddress)(nil),                   // 77: skiff.core.v1.NodeAddress
+	(*NodeSystemInfo)(nil),                // 78: skiff.core.v1.NodeSystemInfo
+	(*ContainerImage)(nil),                // 79: skiff.core.v1.ContainerImage
+	(*Event)(nil),                         // 80: skiff.core.v1.Event
+	(*EventSource)(nil),                   // 81: skiff.core.v1.EventSource
+	(*ConfigMap)(nil),                     // 82: skiff.core.v1.ConfigMap
+	(*Secret)(nil),                        // 83: skiff.core.v1.Secret
+	(*ServiceAccount)(nil),                // 84: skiff.core.v1.ServiceAccount
+	(*TokenRequest)(nil),                  // 85: skiff.core.v1.TokenRequest
+	(*TokenRequestSpec)(nil),              // 86: skiff.core.v1.TokenRequestSpec
+	(*BoundObjectReference)(nil),          // 87: skiff.core.v1.BoundObjectReference
+	(*TokenRequestStatus)(nil),            // 88: skiff.core.v1.TokenRequestStatus
+	(*LimitRange)(nil),                    // 89: skiff.core.v1.LimitRange
+	(*LimitRangeSpec)(nil),                // 90: skiff.core.v1.LimitRangeSpec
+	(*LimitRangeItem)(nil),                // 91: skiff.core.v1.LimitRangeItem
+	(*ResourceQuota)(nil),                 // 92: skiff.core.v1.ResourceQuota
+	(*ResourceQuotaSpec)(nil),             // 93: skiff.core.v1.ResourceQuotaSpec
+	(*ResourceQuotaStatus)(nil),           // 94: skiff.core.v1.ResourceQuotaStatus
+	(*Service)(nil),                       // 95: skiff.core.v1.Service
+	(*ServiceSpec)(nil),                   // 96: skiff.core.v1.ServiceSpec
+	(*ServicePort)(nil),                   // 97: skiff.core.v1.ServicePort
+	(*SessionAffinityConfig)(nil),         // 98: skiff.core.v1.SessionAffinityConfig
+	(*ClientIPConfig)(nil),                // 99: skiff.core.v1.ClientIPConfig
+	(*ServiceStatus)(nil),                 // 100: skiff.core.v1.ServiceStatus
+	(*LoadBalancerStatus)(nil),            // 101: skiff.core.v1.LoadBalancerStatus
+	(*LoadBalancerIngress)(nil),           // 102: skiff.core.v1.LoadBalancerIngress
+	(*PortStatus)(nil),                    // 103: skiff.core.v1.PortStatus
+	nil,                                   // 104: skiff.core.v1.PodSpec.NodeSelectorEntry
+	nil,                                   // 105: skiff.core.v1.ResourceRequirements.LimitsEntry
+	nil,                                   // 106: skiff.core.v1.ResourceRequirements.RequestsEntry
+	nil,                                   // 107: skiff.core.v1.NodeStatus.CapacityEntry
+	nil,                                   // 108: skiff.core.v1.NodeStatus.AllocatableEntry
+	nil,                                   // 109: skiff.core.v1.ConfigMap.DataEntry
+	nil,                                   // 110: skiff.core.v1.ConfigMap.BinaryDataEntry
+	nil,                                   // 111: skiff.core.v1.Secret.DataEntry
+	nil,                                   // 112: skiff.core.v1.Secret.StringDataEntry
+	nil,                                   // 113: skiff.core.v1.LimitRangeItem.MaxEntry
+	nil,                                   // 114: skiff.core.v1.LimitRangeItem.MinEntry
+	nil,                                   // 115: skiff.core.v1.LimitRangeItem.DefaultEntry
+	nil,                                   // 116: skiff.core.v1.LimitRangeItem.DefaultRequestEntry
+	nil,                                   // 117: skiff.core.v1.LimitRangeItem.MaxLimitRequestRatioEntry
+	nil,                                   // 118: skiff.core.v1.ResourceQuotaSpec.HardEntry
+	nil,                                   // 119: skiff.core.v1.ResourceQuotaStatus.HardEntry
+	nil,                                   // 120: skiff.core.v1.ResourceQuotaStatus.UsedEntry
+	nil,                                   // 121: skiff.core.v1.ServiceSpec.SelectorEntry
+	(*v1.ObjectMeta)(nil),                 // 122: skiff.meta.v1.ObjectMeta
+	(*v1.Condition)(nil),                  // 123: skiff.meta.v1.Condition
+	(*v1.IntOrString)(nil),                // 124: skiff.meta.v1.IntOrString
+	(*v1.LabelSelector)(nil),              // 125: skiff.meta.v1.LabelSelector
+	(*timestamppb.Timestamp)(nil),         // 126: google.protobuf.Timestamp
 }
 var file_skiff_core_v1_types_proto_depIdxs = []int32{
-	97,  // 0: skiff.core.v1.Namespace.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	122, // 0: skiff.core.v1.Namespace.metadata:type_name -> skiff.meta.v1.ObjectMeta
 	1,   // 1: skiff.core.v1.Namespace.spec:type_name -> skiff.core.v1.NamespaceSpec
 	2,   // 2: skiff.core.v1.Namespace.status:type_name -> skiff.core.v1.NamespaceStatus
-	98,  // 3: skiff.core.v1.NamespaceStatus.conditions:type_name -> skiff.meta.v1.Condition
-	97,  // 4: skiff.core.v1.Pod.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	123, // 3: skiff.core.v1.NamespaceStatus.conditions:type_name -> skiff.meta.v1.Condition
+	122, // 4: skiff.core.v1.Pod.metadata:type_name -> skiff.meta.v1.ObjectMeta
 	5,   // 5: skiff.core.v1.Pod.spec:type_name -> skiff.core.v1.PodSpec
-	40,  // 6: skiff.core.v1.Pod.status:type_name -> skiff.core.v1.PodStatus
-	97,  // 7: skiff.core.v1.PodTemplateSpec.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	51,  // 6: skiff.core.v1.Pod.status:type_name -> skiff.core.v1.PodStatus
+	122, // 7: skiff.core.v1.PodTemplateSpec.metadata:type_name -> skiff.meta.v1.ObjectMeta
 	5,   // 8: skiff.core.v1.PodTemplateSpec.spec:type_name -> skiff.core.v1.PodSpec
-	22,  // 9: skiff.core.v1.PodSpec.volumes:type_name -> skiff.core.v1.Volume
+	24,  // 9: skiff.core.v1.PodSpec.volumes:type_name -> skiff.core.v1.Volume
 	11,  // 10: skiff.core.v1.PodSpec.init_containers:type_name -> skiff.core.v1.Container
 	11,  // 11: skiff.core.v1.PodSpec.containers:type_name -> skiff.core.v1.Container
-	81,  // 12: skiff.core.v1.PodSpec.node_selector:type_name -> skiff.core.v1.PodSpec.NodeSelectorEntry
-	32,  // 13: skiff.core.v1.PodSpec.affinity:type_name -> skiff.core.v1.Affinity
-	38,  // 14: skiff.core.v1.PodSpec.tolerations:type_name -> skiff.core.v1.Toleration
-	39,  // 15: skiff.core.v1.PodSpec.topology_spread_constraints:type_name -> skiff.core.v1.TopologySpreadConstraint
+	104, // 12: skiff.core.v1.PodSpec.node_selector:type_name -> skiff.core.v1.PodSpec.NodeSelectorEntry
+	43,  // 13: skiff.core.v1.PodSpec.affinity:type_name -> skiff.core.v1.Affinity
+	49,  // 14: skiff.core.v1.PodSpec.tolerations:type_name -> skiff.core.v1.Toleration
+	50,  // 15: skiff.core.v1.PodSpec.topology_spread_constraints:type_name -> skiff.core.v1.TopologySpreadConstraint
 	9,   // 16: skiff.core.v1.PodSpec.security_context:type_name -> skiff.core.v1.PodSecurityContext
 	8,   // 17: skiff.core.v1.PodSpec.image_pull_secrets:type_name -> skiff.core.v1.LocalObjectReference
 	6,   // 18: skiff.core.v1.PodSpec.dns_config:type_name -> skiff.core.v1.PodDNSConfig
 	7,   // 19: skiff.core.v1.PodDNSConfig.options:type_name -> skiff.core.v1.PodDNSConfigOption
 	12,  // 20: skiff.core.v1.Container.ports:type_name -> skiff.core.v1.ContainerPort
-	18,  // 21: skiff.core.v1.Container.env_from:type_name -> skiff.core.v1.EnvFromSource
+	19,  // 21: skiff.core.v1.Container.env_from:type_name -> skiff.core.v1.EnvFromSource
 	13,  // 22: skiff.core.v1.Container.env:type_name -> skiff.core.v1.EnvVar
-	20,  // 23: skiff.core.v1.Container.resources:type_name -> skiff.core.v1.ResourceRequirements
-	21,  // 24: skiff.core.v1.Container.volume_mounts:type_name -> skiff.core.v1.VolumeMount
-	27,  // 25: skiff.core.v1.Container.liveness_probe:type_name -> skiff.core.v1.Probe
-	27,  // 26: skiff.core.v1.Container.readiness_probe:type_name -> skiff.core.v1.Probe
-	27,  // 27: skiff.core.v1.Container.startup_probe:type_name -> skiff.core.v1.Probe
+	22,  // 23: skiff.core.v1.Container.resources:type_name -> skiff.core.v1.ResourceRequirements
+	23,  // 24: skiff.core.v1.Container.volume_mounts:type_name -> skiff.core.v1.VolumeMount
+	38,  // 25: skiff.core.v1.Container.liveness_probe:type_name -> skiff.core.v1.Probe
+	38,  // 26: skiff.core.v1.Container.readiness_probe:type_name -> skiff.core.v1.Probe
+	38,  // 27: skiff.core.v1.Container.startup_probe:type_name -> skiff.core.v1.Probe
 	10,  // 28: skiff.core.v1.Container.security_context:type_name -> skiff.core.v1.SecurityContext
 	14,  // 29: skiff.core.v1.EnvVar.value_from:type_name -> skiff.core.v1.EnvVarSource
-	15,  // 30: skiff.core.v1.EnvVarSource.field_ref:type_name -> skiff.core.v1.ObjectFieldSelector
-	17,  // 31: skiff.core.v1.EnvVarSource.config_map_key_ref:type_name -> skiff.core.v1.ConfigMapKeySelector
-	16,  // 32: skiff.core.v1.EnvVarSource.resource_field_ref:type_name -> skiff.core.v1.ResourceFieldSelector
-	19,  // 33: skiff.core.v1.EnvFromSource.config_map_ref:type_name -> skiff.core.v1.ConfigMapEnvSource
-	82,  // 34: skiff.core.v1.ResourceRequirements.limits:type_name -> skiff.core.v1.ResourceRequirements.LimitsEntry
-	83,  // 35: skiff.core.v1.ResourceRequirements.requests:type_name -> skiff.core.v1.ResourceRequirements.RequestsEntry
-	23,  // 36: skiff.core.v1.Volume.empty_dir:type_name -> skiff.core.v1.EmptyDirVolumeSource
-	24,  // 37: skiff.core.v1.Volume.host_path:type_name -> skiff.core.v1.HostPathVolumeSource
-	25,  // 38: skiff.core.v1.Volume.config_map:type_name -> skiff.core.v1.ConfigMapVolumeSource
-	26,  // 39: skiff.core.v1.ConfigMapVolumeSource.items:type_name -> skiff.core.v1.KeyToPath
-	28,  // 40: skiff.core.v1.Probe.exec:type_name -> skiff.core.v1.ExecAction
-	29,  // 41: skiff.core.v1.Probe.http_get:type_name -> skiff.core.v1.HTTPGetAction
-	31,  // 42: skiff.core.v1.Probe.tcp_socket:type_name -> skiff.core.v1.TCPSocketAction
-	99,  // 43: skiff.core.v1.HTTPGetAction.port:type_name -> skiff.meta.v1.IntOrString
-	30,  // 44: skiff.core.v1.HTTPGetAction.http_headers:type_name -> skiff.core.v1.HTTPHeader
-	99,  // 45: skiff.core.v1.TCPSocketAction.port:type_name -> skiff.meta.v1.IntOrString
-	33,  // 46: skiff.core.v1.Affinity.node_affinity:type_name -> skiff.core.v1.NodeAffinity
-	34,  // 47: skiff.core.v1.NodeAffinity.required_during_scheduling_ignored_during_execution:type_name -> skiff.core.v1.NodeSelector
-	37,  // 48: skiff.core.v1.NodeAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> skiff.core.v1.PreferredSchedulingTerm
-	35,  // 49: skiff.core.v1.NodeSelector.node_selector_terms:type_name -> skiff.core.v1.NodeSelectorTerm
-	36,  // 50: skiff.core.v1.NodeSelectorTerm.match_expressions:type_name -> skiff.core.v1.NodeSelectorRequirement
-	36,  // 51: skiff.core.v1.NodeSelectorTerm.match_fields:type_name -> skiff.core.v1.NodeSelectorRequirement
-	35,  // 52: skiff.core.v1.PreferredSchedulingTerm.preference:type_name -> skiff.core.v1.NodeSelectorTerm
-	100, // 53: skiff.core.v1.TopologySpreadConstraint.label_selector:type_name -> skiff.meta.v1.LabelSelector
-	42,  // 54: skiff.core.v1.PodStatus.conditions:type_name -> skiff.core.v1.PodCondition
-	41,  // 55: skiff.core.v1.PodStatus.pod_ips:type_name -> skiff.core.v1.PodIP
-	101, // 56: skiff.core.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
-	43,  // 57: skiff.core.v1.PodStatus.init_container_statuses:type_name -> skiff.core.v1.ContainerStatus
-	43,  // 58: skiff.core.v1.PodStatus.container_statuses:type_name -> skiff.core.v1.ContainerStatus
-	101, // 59: skiff.core.v1.PodCondition.last_probe_time:type_name -> google.protobuf.Timestamp
-	101, // 60: skiff.core.v1.PodCondition.last_transition_time:type_name -> google.protobuf.Timestamp
-	44,  // 61: skiff.core.v1.ContainerStatus.state:type_name -> skiff.core.v1.ContainerState
-	44,  // 62: skiff.core.v1.ContainerStatus.last_state:type_name -> skiff.core.v1.ContainerState
-	45,  // 63: skiff.core.v1.ContainerState.waiting:type_name -> skiff.core.v1.ContainerStateWaiting
-	46,  // 64: skiff.core.v1.ContainerState.running:type_name -> skiff.core.v1.ContainerStateRunning
-	47,  // 65: skiff.core.v1.ContainerState.terminated:type_name -> skiff.core.v1.ContainerStateTerminated
-	101, // 66: skiff.core.v1.ContainerStateRunning.started_at:type_name -> google.protobuf.Timestamp
-	101, // 67: skiff.core.v1.ContainerStateTerminated.started_at:type_name -> google.protobuf.Timestamp
-	101, // 68: skiff.core.v1.ContainerStateTerminated.finished_at:type_name -> google.protobuf.Timestamp
-	97,  // 69: skiff.core.v1.Binding.metadata:type_name -> skiff.meta.v1.ObjectMeta
-	49,  // 70: skiff.core.v1.Binding.target:type_name -> skiff.core.v1.ObjectReference
-	97,  // 71: skiff.core.v1.Node.metadata:type_name -> skiff.meta.v1.ObjectMeta
-	51,  // 72: skiff.core.v1.Node.spec:type_name -> skiff.core.v1.NodeSpec
-	53,  // 73: skiff.core.v1.Node.status:type_name -> skiff.core.v1.NodeStatus
-	52,  // 74: skiff.core.v1.NodeSpec.taints:type_name -> skiff.core.v1.Taint
-	101, // 75: skiff.core.v1.Taint.time_added:type_name -> google.protobuf.Timestamp
-	84,  // 76: skiff.core.v1.NodeStatus.capacity:type_name -> skiff.core.v1.NodeStatus.CapacityEntry
-	85,  // 77: skiff.core.v1.NodeStatus.allocatable:type_name -> skiff.core.v1.NodeStatus.AllocatableEntry
-	58,  // 78: skiff.core.v1.NodeStatus.conditions:type_name -> skiff.core.v1.NodeCondition
-	59,  // 79: skiff.core.v1.NodeStatus.addresses:type_name -> skiff.core.v1.NodeAddress
-	60,  // 80: skiff.core.v1.NodeStatus.node_info:type_name -> skiff.core.v1.NodeSystemInfo
-	61,  // 81: skiff.core.v1.NodeStatus.images:type_name -> skiff.core.v1.ContainerImage
-	54,  // 82: skiff.core.v1.NodeStatus.daemon_endpoints:type_name -> skiff.core.v1.NodeDaemonEndpoints
-	55,  // 83: skiff.core.v1.NodeDaemonEndpoints.kubelet_endpoint:type_name -> skiff.core.v1.DaemonEndpoint
-	101, // 84: skiff.core.v1.NodeCondition.last_heartbeat_time:type_name -> google.protobuf.Timestamp
-	101, // 85: skiff.core.v1.NodeCondition.last_transition_time:type_name -> google.protobuf.Timestamp
-	97,  // 86: skiff.core.v1.Event.metadata:type_name -> skiff.meta.v1.ObjectMeta
-	49,  // 87: skiff.core.v1.Event.involved_object:type_name -> skiff.core.v1.ObjectReference
-	63,  // 88: skiff.core.v1.Event.source:type_name -> skiff.core.v1.EventSource
-	101, // 89: skiff.core.v1.Event.first_timestamp:type_name -> google.protobuf.Timestamp
-	101, // 90: skiff.core.v1.Event.last_timestamp:type_name -> google.protobuf.Timestamp
-	101, // 91: skiff.core.v1.Event.event_time:type_name -> google.protobuf.Timestamp
-	97,  // 92: skiff.core.v1.ConfigMap.metadata:type_name -> skiff.meta.v1.ObjectMeta
-	86,  // 93: skiff.core.v1.ConfigMap.data:type_name -> skiff.core.v1.ConfigMap.DataEntry
-	87,  // 94: skiff.core.v1.ConfigMap.binary_data:type_name -> skiff.core.v1.ConfigMap.BinaryDataEntry
-	97,  // 95: skiff.core.v1.ServiceAccount.metadata:type_name -> skiff.meta.v1.ObjectMeta
-	97,  // 96: skiff.core.v1.LimitRange.metadata:type_name -> skiff.meta.v1.ObjectMeta
-	67,  // 97: skiff.core.v1.LimitRange.spec:type_name -> skiff.core.v1.LimitRangeSpec
-	68,  // 98: skiff.core.v1.LimitRangeSpec.limits:type_name -> skiff.core.v1.LimitRangeItem
-	88,  // 99: skiff.core.v1.LimitRangeItem.max:type_name -> skiff.core.v1.LimitRangeItem.MaxEntry
-	89,  // 100: skiff.core.v1.LimitRangeItem.min:type_name -> skiff.core.v1.LimitRangeItem.MinEntry
-	90,  // 101: skiff.core.v1.LimitRangeItem.default:type_name -> skiff.core.v1.LimitRangeItem.DefaultEntry
-	91,  // 102: skiff.core.v1.LimitRangeItem.default_request:type_name -> skiff.core.v1.LimitRangeItem.DefaultRequestEntry
-	92,  // 103: skiff.core.v1.LimitRangeItem.max_limit_request_ratio:type_name -> skiff.core.v1.LimitRangeItem.MaxLimitRequestRatioEntry
-	97,  // 104: skiff.core.v1.ResourceQuota.metadata:type_name -> skiff.meta.v1.ObjectMeta
-	70,  // 105: skiff.core.v1.ResourceQuota.spec:type_name -> skiff.core.v1.ResourceQuotaSpec
-	71,  // 106: skiff.core.v1.ResourceQuota.status:type_name -> skiff.core.v1.ResourceQuotaStatus
-	93,  // 107: skiff.core.v1.ResourceQuotaSpec.hard:type_name -> skiff.core.v1.ResourceQuotaSpec.HardEntry
-	94,  // 108: skiff.core.v1.ResourceQuotaStatus.hard:type_name -> skiff.core.v1.ResourceQuotaStatus.HardEntry
-	95,  // 109: skiff.core.v1.ResourceQuotaStatus.used:type_name -> skiff.core.v1.ResourceQuotaStatus.UsedEntry
-	97,  // 110: skiff.core.v1.Service.metadata:type_name -> skiff.meta.v1.ObjectMeta
-	73,  // 111: skiff.core.v1.Service.spec:type_name -> skiff.core.v1.ServiceSpec
-	77,  // 112: skiff.core.v1.Service.status:type_name -> skiff.core.v1.ServiceStatus
-	74,  // 113: skiff.core.v1.ServiceSpec.ports:type_name -> skiff.core.v1.ServicePort
-	96,  // 114: skiff.core.v1.ServiceSpec.selector:type_name -> skiff.core.v1.ServiceSpec.SelectorEntry
-	75,  // 115: skiff.core.v1.ServiceSpec.session_affinity_config:type_name -> skiff.core.v1.SessionAffinityConfig
-	99,  // 116: skiff.core.v1.ServicePort.target_port:type_name -> skiff.meta.v1.IntOrString
-	76,  // 117: skiff.core.v1.SessionAffinityConfig.client_ip:type_name -> skiff.core.v1.ClientIPConfig
-	78,  // 118: skiff.core.v1.ServiceStatus.load_balancer:type_name -> skiff.core.v1.LoadBalancerStatus
-	98,  // 119: skiff.core.v1.ServiceStatus.conditions:type_name -> skiff.meta.v1.Condition
-	79,  // 120: skiff.core.v1.LoadBalancerStatus.ingress:type_name -> skiff.core.v1.LoadBalancerIngress
-	80,  // 121: skiff.core.v1.LoadBalancerIngress.ports:type_name -> skiff.core.v1.PortStatus
-	122, // [122:122] is the sub-list for method output_type
-	122, // [122:122] is the sub-list for method input_type
-	122, // [122:122] is the sub-list for extension type_name
-	122, // [122:122] is the sub-list for extension extendee
-	0,   // [0:122] is the sub-list for field type_name
+	16,  // 30: skiff.core.v1.EnvVarSource.field_ref:type_name -> skiff.core.v1.ObjectFieldSelector
+	18,  // 31: skiff.core.v1.EnvVarSource.config_map_key_ref:type_name -> skiff.core.v1.ConfigMapKeySelector
+	17,  // 32: skiff.core.v1.EnvVarSource.resource_field_ref:type_name -> skiff.core.v1.ResourceFieldSelector
+	15,  // 33: skiff.core.v1.EnvVarSource.secret_key_ref:type_name -> skiff.core.v1.SecretKeySelector
+	21,  // 34: skiff.core.v1.EnvFromSource.config_map_ref:type_name -> skiff.core.v1.ConfigMapEnvSource
+	20,  // 35: skiff.core.v1.EnvFromSource.secret_ref:type_name -> skiff.core.v1.SecretEnvSource
+	105, // 36: skiff.core.v1.ResourceRequirements.limits:type_name -> skiff.core.v1.ResourceRequirements.LimitsEntry
+	106, // 37: skiff.core.v1.ResourceRequirements.requests:type_name -> skiff.core.v1.ResourceRequirements.RequestsEntry
+	34,  // 38: skiff.core.v1.Volume.empty_dir:type_name -> skiff.core.v1.EmptyDirVolumeSource
+	35,  // 39: skiff.core.v1.Volume.host_path:type_name -> skiff.core.v1.HostPathVolumeSource
+	36,  // 40: skiff.core.v1.Volume.config_map:type_name -> skiff.core.v1.ConfigMapVolumeSource
+	25,  // 41: skiff.core.v1.Volume.secret:type_name -> skiff.core.v1.SecretVolumeSource
+	26,  // 42: skiff.core.v1.Volume.downward_api:type_name -> skiff.core.v1.DownwardAPIVolumeSource
+	28,  // 43: skiff.core.v1.Volume.projected:type_name -> skiff.core.v1.ProjectedVolumeSource
+	37,  // 44: skiff.core.v1.SecretVolumeSource.items:type_name -> skiff.core.v1.KeyToPath
+	27,  // 45: skiff.core.v1.DownwardAPIVolumeSource.items:type_name -> skiff.core.v1.DownwardAPIVolumeFile
+	16,  // 46: skiff.core.v1.DownwardAPIVolumeFile.field_ref:type_name -> skiff.core.v1.ObjectFieldSelector
+	17,  // 47: skiff.core.v1.DownwardAPIVolumeFile.resource_field_ref:type_name -> skiff.core.v1.ResourceFieldSelector
+	29,  // 48: skiff.core.v1.ProjectedVolumeSource.sources:type_name -> skiff.core.v1.VolumeProjection
+	30,  // 49: skiff.core.v1.VolumeProjection.secret:type_name -> skiff.core.v1.SecretProjection
+	32,  // 50: skiff.core.v1.VolumeProjection.downward_api:type_name -> skiff.core.v1.DownwardAPIProjection
+	31,  // 51: skiff.core.v1.VolumeProjection.config_map:type_name -> skiff.core.v1.ConfigMapProjection
+	33,  // 52: skiff.core.v1.VolumeProjection.service_account_token:type_name -> skiff.core.v1.ServiceAccountTokenProjection
+	37,  // 53: skiff.core.v1.SecretProjection.items:type_name -> skiff.core.v1.KeyToPath
+	37,  // 54: skiff.core.v1.ConfigMapProjection.items:type_name -> skiff.core.v1.KeyToPath
+	27,  // 55: skiff.core.v1.DownwardAPIProjection.items:type_name -> skiff.core.v1.DownwardAPIVolumeFile
+	37,  // 56: skiff.core.v1.ConfigMapVolumeSource.items:type_name -> skiff.core.v1.KeyToPath
+	39,  // 57: skiff.core.v1.Probe.exec:type_name -> skiff.core.v1.ExecAction
+	40,  // 58: skiff.core.v1.Probe.http_get:type_name -> skiff.core.v1.HTTPGetAction
+	42,  // 59: skiff.core.v1.Probe.tcp_socket:type_name -> skiff.core.v1.TCPSocketAction
+	124, // 60: skiff.core.v1.HTTPGetAction.port:type_name -> skiff.meta.v1.IntOrString
+	41,  // 61: skiff.core.v1.HTTPGetAction.http_headers:type_name -> skiff.core.v1.HTTPHeader
+	124, // 62: skiff.core.v1.TCPSocketAction.port:type_name -> skiff.meta.v1.IntOrString
+	44,  // 63: skiff.core.v1.Affinity.node_affinity:type_name -> skiff.core.v1.NodeAffinity
+	45,  // 64: skiff.core.v1.NodeAffinity.required_during_scheduling_ignored_during_execution:type_name -> skiff.core.v1.NodeSelector
+	48,  // 65: skiff.core.v1.NodeAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> skiff.core.v1.PreferredSchedulingTerm
+	46,  // 66: skiff.core.v1.NodeSelector.node_selector_terms:type_name -> skiff.core.v1.NodeSelectorTerm
+	47,  // 67: skiff.core.v1.NodeSelectorTerm.match_expressions:type_name -> skiff.core.v1.NodeSelectorRequirement
+	47,  // 68: skiff.core.v1.NodeSelectorTerm.match_fields:type_name -> skiff.core.v1.NodeSelectorRequirement
+	46,  // 69: skiff.core.v1.PreferredSchedulingTerm.preference:type_name -> skiff.core.v1.NodeSelectorTerm
+	125, // 70: skiff.core.v1.TopologySpreadConstraint.label_selector:type_name -> skiff.meta.v1.LabelSelector
+	53,  // 71: skiff.core.v1.PodStatus.conditions:type_name -> skiff.core.v1.PodCondition
+	52,  // 72: skiff.core.v1.PodStatus.pod_ips:type_name -> skiff.core.v1.PodIP
+	126, // 73: skiff.core.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
+	54,  // 74: skiff.core.v1.PodStatus.init_container_statuses:type_name -> skiff.core.v1.ContainerStatus
+	54,  // 75: skiff.core.v1.PodStatus.container_statuses:type_name -> skiff.core.v1.ContainerStatus
+	126, // 76: skiff.core.v1.PodCondition.last_probe_time:type_name -> google.protobuf.Timestamp
+	126, // 77: skiff.core.v1.PodCondition.last_transition_time:type_name -> google.protobuf.Timestamp
+	55,  // 78: skiff.core.v1.ContainerStatus.state:type_name -> skiff.core.v1.ContainerState
+	55,  // 79: skiff.core.v1.ContainerStatus.last_state:type_name -> skiff.core.v1.ContainerState
+	56,  // 80: skiff.core.v1.ContainerState.waiting:type_name -> skiff.core.v1.ContainerStateWaiting
+	57,  // 81: skiff.core.v1.ContainerState.running:type_name -> skiff.core.v1.ContainerStateRunning
+	58,  // 82: skiff.core.v1.ContainerState.terminated:type_name -> skiff.core.v1.ContainerStateTerminated
+	126, // 83: skiff.core.v1.ContainerStateRunning.started_at:type_name -> google.protobuf.Timestamp
+	126, // 84: skiff.core.v1.ContainerStateTerminated.started_at:type_name -> google.protobuf.Timestamp
+	126, // 85: skiff.core.v1.ContainerStateTerminated.finished_at:type_name -> google.protobuf.Timestamp
+	122, // 86: skiff.core.v1.Binding.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	60,  // 87: skiff.core.v1.Binding.target:type_name -> skiff.core.v1.ObjectReference
+	122, // 88: skiff.core.v1.Node.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	62,  // 89: skiff.core.v1.Node.spec:type_name -> skiff.core.v1.NodeSpec
+	64,  // 90: skiff.core.v1.Node.status:type_name -> skiff.core.v1.NodeStatus
+	63,  // 91: skiff.core.v1.NodeSpec.taints:type_name -> skiff.core.v1.Taint
+	126, // 92: skiff.core.v1.Taint.time_added:type_name -> google.protobuf.Timestamp
+	107, // 93: skiff.core.v1.NodeStatus.capacity:type_name -> skiff.core.v1.NodeStatus.CapacityEntry
+	108, // 94: skiff.core.v1.NodeStatus.allocatable:type_name -> skiff.core.v1.NodeStatus.AllocatableEntry
+	76,  // 95: skiff.core.v1.NodeStatus.conditions:type_name -> skiff.core.v1.NodeCondition
+	77,  // 96: skiff.core.v1.NodeStatus.addresses:type_name -> skiff.core.v1.NodeAddress
+	78,  // 97: skiff.core.v1.NodeStatus.node_info:type_name -> skiff.core.v1.NodeSystemInfo
+	79,  // 98: skiff.core.v1.NodeStatus.images:type_name -> skiff.core.v1.ContainerImage
+	65,  // 99: skiff.core.v1.NodeStatus.daemon_endpoints:type_name -> skiff.core.v1.NodeDaemonEndpoints
+	66,  // 100: skiff.core.v1.NodeDaemonEndpoints.kubelet_endpoint:type_name -> skiff.core.v1.DaemonEndpoint
+	69,  // 101: skiff.core.v1.ExecRequest.options:type_name -> skiff.core.v1.PodExecOptions
+	71,  // 102: skiff.core.v1.ExecRequest.resize:type_name -> skiff.core.v1.TerminalSize
+	73,  // 103: skiff.core.v1.PortForwardRequest.options:type_name -> skiff.core.v1.PodPortForwardOptions
+	126, // 104: skiff.core.v1.NodeCondition.last_heartbeat_time:type_name -> google.protobuf.Timestamp
+	126, // 105: skiff.core.v1.NodeCondition.last_transition_time:type_name -> google.protobuf.Timestamp
+	122, // 106: skiff.core.v1.Event.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	60,  // 107: skiff.core.v1.Event.involved_object:type_name -> skiff.core.v1.ObjectReference
+	81,  // 108: skiff.core.v1.Event.source:type_name -> skiff.core.v1.EventSource
+	126, // 109: skiff.core.v1.Event.first_timestamp:type_name -> google.protobuf.Timestamp
+	126, // 110: skiff.core.v1.Event.last_timestamp:type_name -> google.protobuf.Timestamp
+	126, // 111: skiff.core.v1.Event.event_time:type_name -> google.protobuf.Timestamp
+	122, // 112: skiff.core.v1.ConfigMap.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	109, // 113: skiff.core.v1.ConfigMap.data:type_name -> skiff.core.v1.ConfigMap.DataEntry
+	110, // 114: skiff.core.v1.ConfigMap.binary_data:type_name -> skiff.core.v1.ConfigMap.BinaryDataEntry
+	122, // 115: skiff.core.v1.Secret.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	111, // 116: skiff.core.v1.Secret.data:type_name -> skiff.core.v1.Secret.DataEntry
+	112, // 117: skiff.core.v1.Secret.string_data:type_name -> skiff.core.v1.Secret.StringDataEntry
+	122, // 118: skiff.core.v1.ServiceAccount.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	60,  // 119: skiff.core.v1.ServiceAccount.secrets:type_name -> skiff.core.v1.ObjectReference
+	8,   // 120: skiff.core.v1.ServiceAccount.image_pull_secrets:type_name -> skiff.core.v1.LocalObjectReference
+	122, // 121: skiff.core.v1.TokenRequest.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	86,  // 122: skiff.core.v1.TokenRequest.spec:type_name -> skiff.core.v1.TokenRequestSpec
+	88,  // 123: skiff.core.v1.TokenRequest.status:type_name -> skiff.core.v1.TokenRequestStatus
+	87,  // 124: skiff.core.v1.TokenRequestSpec.bound_object_ref:type_name -> skiff.core.v1.BoundObjectReference
+	126, // 125: skiff.core.v1.TokenRequestStatus.expiration_timestamp:type_name -> google.protobuf.Timestamp
+	122, // 126: skiff.core.v1.LimitRange.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	90,  // 127: skiff.core.v1.LimitRange.spec:type_name -> skiff.core.v1.LimitRangeSpec
+	91,  // 128: skiff.core.v1.LimitRangeSpec.limits:type_name -> skiff.core.v1.LimitRangeItem
+	113, // 129: skiff.core.v1.LimitRangeItem.max:type_name -> skiff.core.v1.LimitRangeItem.MaxEntry
+	114, // 130: skiff.core.v1.LimitRangeItem.min:type_name -> skiff.core.v1.LimitRangeItem.MinEntry
+	115, // 131: skiff.core.v1.LimitRangeItem.default:type_name -> skiff.core.v1.LimitRangeItem.DefaultEntry
+	116, // 132: skiff.core.v1.LimitRangeItem.default_request:type_name -> skiff.core.v1.LimitRangeItem.DefaultRequestEntry
+	117, // 133: skiff.core.v1.LimitRangeItem.max_limit_request_ratio:type_name -> skiff.core.v1.LimitRangeItem.MaxLimitRequestRatioEntry
+	122, // 134: skiff.core.v1.ResourceQuota.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	93,  // 135: skiff.core.v1.ResourceQuota.spec:type_name -> skiff.core.v1.ResourceQuotaSpec
+	94,  // 136: skiff.core.v1.ResourceQuota.status:type_name -> skiff.core.v1.ResourceQuotaStatus
+	118, // 137: skiff.core.v1.ResourceQuotaSpec.hard:type_name -> skiff.core.v1.ResourceQuotaSpec.HardEntry
+	119, // 138: skiff.core.v1.ResourceQuotaStatus.hard:type_name -> skiff.core.v1.ResourceQuotaStatus.HardEntry
+	120, // 139: skiff.core.v1.ResourceQuotaStatus.used:type_name -> skiff.core.v1.ResourceQuotaStatus.UsedEntry
+	122, // 140: skiff.core.v1.Service.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	96,  // 141: skiff.core.v1.Service.spec:type_name -> skiff.core.v1.ServiceSpec
+	100, // 142: skiff.core.v1.Service.status:type_name -> skiff.core.v1.ServiceStatus
+	97,  // 143: skiff.core.v1.ServiceSpec.ports:type_name -> skiff.core.v1.ServicePort
+	121, // 144: skiff.core.v1.ServiceSpec.selector:type_name -> skiff.core.v1.ServiceSpec.SelectorEntry
+	98,  // 145: skiff.core.v1.ServiceSpec.session_affinity_config:type_name -> skiff.core.v1.SessionAffinityConfig
+	124, // 146: skiff.core.v1.ServicePort.target_port:type_name -> skiff.meta.v1.IntOrString
+	99,  // 147: skiff.core.v1.SessionAffinityConfig.client_ip:type_name -> skiff.core.v1.ClientIPConfig
+	101, // 148: skiff.core.v1.ServiceStatus.load_balancer:type_name -> skiff.core.v1.LoadBalancerStatus
+	123, // 149: skiff.core.v1.ServiceStatus.conditions:type_name -> skiff.meta.v1.Condition
+	102, // 150: skiff.core.v1.LoadBalancerStatus.ingress:type_name -> skiff.core.v1.LoadBalancerIngress
+	103, // 151: skiff.core.v1.LoadBalancerIngress.ports:type_name -> skiff.core.v1.PortStatus
+	152, // [152:152] is the sub-list for method output_type
+	152, // [152:152] is the sub-list for method input_type
+	152, // [152:152] is the sub-list for extension type_name
+	152, // [152:152] is the sub-list for extension extendee
+	0,   // [0:152] is the sub-list for field type_name
 }
 
 func init() { file_skiff_core_v1_types_proto_init() }
@@ -6680,29 +8411,41 @@ func file_skiff_core_v1_types_proto_init() {
 	file_skiff_core_v1_types_proto_msgTypes[7].OneofWrappers = []any{}
 	file_skiff_core_v1_types_proto_msgTypes[9].OneofWrappers = []any{}
 	file_skiff_core_v1_types_proto_msgTypes[10].OneofWrappers = []any{}
-	file_skiff_core_v1_types_proto_msgTypes[17].OneofWrappers = []any{}
-	file_skiff_core_v1_types_proto_msgTypes[19].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[15].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[18].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[20].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[21].OneofWrappers = []any{}
 	file_skiff_core_v1_types_proto_msgTypes[25].OneofWrappers = []any{}
 	file_skiff_core_v1_types_proto_msgTypes[26].OneofWrappers = []any{}
 	file_skiff_core_v1_types_proto_msgTypes[27].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[28].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[30].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[31].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[33].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[36].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[37].OneofWrappers = []any{}
 	file_skiff_core_v1_types_proto_msgTypes[38].OneofWrappers = []any{}
-	file_skiff_core_v1_types_proto_msgTypes[39].OneofWrappers = []any{}
-	file_skiff_core_v1_types_proto_msgTypes[43].OneofWrappers = []any{}
-	file_skiff_core_v1_types_proto_msgTypes[56].OneofWrappers = []any{}
-	file_skiff_core_v1_types_proto_msgTypes[64].OneofWrappers = []any{}
-	file_skiff_core_v1_types_proto_msgTypes[65].OneofWrappers = []any{}
-	file_skiff_core_v1_types_proto_msgTypes[73].OneofWrappers = []any{}
-	file_skiff_core_v1_types_proto_msgTypes[74].OneofWrappers = []any{}
-	file_skiff_core_v1_types_proto_msgTypes[76].OneofWrappers = []any{}
-	file_skiff_core_v1_types_proto_msgTypes[79].OneofWrappers = []any{}
-	file_skiff_core_v1_types_proto_msgTypes[80].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[49].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[50].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[54].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[67].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[72].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[82].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[83].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[84].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[86].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[96].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[97].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[99].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[102].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[103].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_skiff_core_v1_types_proto_rawDesc), len(file_skiff_core_v1_types_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   97,
+			NumMessages:   122,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

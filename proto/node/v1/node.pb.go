@@ -392,10 +392,13 @@ const file_skiff_node_v1_node_proto_rawDesc = "" +
 	"\ttimestamp\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\ttimestamp\x121\n" +
 	"\x06window\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x06window\x120\n" +
 	"\x04node\x18\x03 \x01(\v2\x1c.skiff.node.v1.ResourceUsageR\x04node\x12+\n" +
-	"\x04pods\x18\x04 \x03(\v2\x17.skiff.node.v1.PodUsageR\x04pods2\x90\x01\n" +
+	"\x04pods\x18\x04 \x03(\v2\x17.skiff.node.v1.PodUsageR\x04pods2\xf6\x02\n" +
 	"\tNodeAgent\x12?\n" +
 	"\x04Logs\x12\x1c.skiff.core.v1.PodLogOptions\x1a\x17.skiff.core.v1.LogChunk0\x01\x12B\n" +
-	"\x05Usage\x12\x1b.skiff.node.v1.UsageRequest\x1a\x1c.skiff.node.v1.UsageResponseB Z\x1eskiff.dev/proto/node/v1;nodev1b\x06proto3"
+	"\x05Usage\x12\x1b.skiff.node.v1.UsageRequest\x1a\x1c.skiff.node.v1.UsageResponse\x12C\n" +
+	"\x04Exec\x12\x1a.skiff.core.v1.ExecRequest\x1a\x1b.skiff.core.v1.ExecResponse(\x010\x01\x12E\n" +
+	"\x06Attach\x12\x1a.skiff.core.v1.ExecRequest\x1a\x1b.skiff.core.v1.ExecResponse(\x010\x01\x12X\n" +
+	"\vPortForward\x12!.skiff.core.v1.PortForwardRequest\x1a\".skiff.core.v1.PortForwardResponse(\x010\x01B Z\x1eskiff.dev/proto/node/v1;nodev1b\x06proto3"
 
 var (
 	file_skiff_node_v1_node_proto_rawDescOnce sync.Once
@@ -411,15 +414,19 @@ func file_skiff_node_v1_node_proto_rawDescGZIP() []byte {
 
 var file_skiff_node_v1_node_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
 var file_skiff_node_v1_node_proto_goTypes = []any{
-	(*UsageRequest)(nil),          // 0: skiff.node.v1.UsageRequest
-	(*ResourceUsage)(nil),         // 1: skiff.node.v1.ResourceUsage
-	(*ContainerUsage)(nil),        // 2: skiff.node.v1.ContainerUsage
-	(*PodUsage)(nil),              // 3: skiff.node.v1.PodUsage
-	(*UsageResponse)(nil),         // 4: skiff.node.v1.UsageResponse
-	(*timestamppb.Timestamp)(nil), // 5: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 6: google.protobuf.Duration
-	(*v1.PodLogOptions)(nil),      // 7: skiff.core.v1.PodLogOptions
-	(*v1.LogChunk)(nil),           // 8: skiff.core.v1.LogChunk
+	(*UsageRequest)(nil),           // 0: skiff.node.v1.UsageRequest
+	(*ResourceUsage)(nil),          // 1: skiff.node.v1.ResourceUsage
+	(*ContainerUsage)(nil),         // 2: skiff.node.v1.ContainerUsage
+	(*PodUsage)(nil),               // 3: skiff.node.v1.PodUsage
+	(*UsageResponse)(nil),          // 4: skiff.node.v1.UsageResponse
+	(*timestamppb.Timestamp)(nil),  // 5: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),    // 6: google.protobuf.Duration
+	(*v1.PodLogOptions)(nil),       // 7: skiff.core.v1.PodLogOptions
+	(*v1.ExecRequest)(nil),         // 8: skiff.core.v1.ExecRequest
+	(*v1.PortForwardRequest)(nil),  // 9: skiff.core.v1.PortForwardRequest
+	(*v1.LogChunk)(nil),            // 10: skiff.core.v1.LogChunk
+	(*v1.ExecResponse)(nil),        // 11: skiff.core.v1.ExecResponse
+	(*v1.PortForwardResponse)(nil), // 12: skiff.core.v1.PortForwardResponse
 }
 var file_skiff_node_v1_node_proto_depIdxs = []int32{
 	1,  // 0: skiff.node.v1.ContainerUsage.usage:type_name -> skiff.node.v1.ResourceUsage
@@ -432,10 +439,16 @@ var file_skiff_node_v1_node_proto_depIdxs = []int32{
 	3,  // 7: skiff.node.v1.UsageResponse.pods:type_name -> skiff.node.v1.PodUsage
 	7,  // 8: skiff.node.v1.NodeAgent.Logs:input_type -> skiff.core.v1.PodLogOptions
 	0,  // 9: skiff.node.v1.NodeAgent.Usage:input_type -> skiff.node.v1.UsageRequest
-	8,  // 10: skiff.node.v1.NodeAgent.Logs:output_type -> skiff.core.v1.LogChunk
-	4,  // 11: skiff.node.v1.NodeAgent.Usage:output_type -> skiff.node.v1.UsageResponse
-	10, // [10:12] is the sub-list for method output_type
-	8,  // [8:10] is the sub-list for method input_type
+	8,  // 10: skiff.node.v1.NodeAgent.Exec:input_type -> skiff.core.v1.ExecRequest
+	8,  // 11: skiff.node.v1.NodeAgent.Attach:input_type -> skiff.core.v1.ExecRequest
+	9,  // 12: skiff.node.v1.NodeAgent.PortForward:input_type -> skiff.core.v1.PortForwardRequest
+	10, // 13: skiff.node.v1.NodeAgent.Logs:output_type -> skiff.core.v1.LogChunk
+	4,  // 14: skiff.node.v1.NodeAgent.Usage:output_type -> skiff.node.v1.UsageResponse
+	11, // 15: skiff.node.v1.NodeAgent.Exec:output_type -> skiff.core.v1.ExecResponse
+	11, // 16: skiff.node.v1.NodeAgent.Attach:output_type -> skiff.core.v1.ExecResponse
+	12, // 17: skiff.node.v1.NodeAgent.PortForward:output_type -> skiff.core.v1.PortForwardResponse
+	13, // [13:18] is the sub-list for method output_type
+	8,  // [8:13] is the sub-list for method input_type
 	8,  // [8:8] is the sub-list for extension type_name
 	8,  // [8:8] is the sub-list for extension extendee
 	0,  // [0:8] is the sub-list for field type_name

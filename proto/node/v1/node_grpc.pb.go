@@ -23,8 +23,11 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	NodeAgent_Logs_FullMethodName  = "/skiff.node.v1.NodeAgent/Logs"
-	NodeAgent_Usage_FullMethodName = "/skiff.node.v1.NodeAgent/Usage"
+	NodeAgent_Logs_FullMethodName        = "/skiff.node.v1.NodeAgent/Logs"
+	NodeAgent_Usage_FullMethodName       = "/skiff.node.v1.NodeAgent/Usage"
+	NodeAgent_Exec_FullMethodName        = "/skiff.node.v1.NodeAgent/Exec"
+	NodeAgent_Attach_FullMethodName      = "/skiff.node.v1.NodeAgent/Attach"
+	NodeAgent_PortForward_FullMethodName = "/skiff.node.v1.NodeAgent/PortForward"
 )
 
 // NodeAgentClient is the client API for NodeAgent service.
@@ -42,6 +45,12 @@ type NodeAgentClient interface {
 	// from each kubelet, served to clients by the apiserver's
 	// skiff.metrics.v1beta1 services (skiffctl top).
 	Usage(ctx context.Context, in *UsageRequest, opts ...grpc.CallOption) (*UsageResponse, error)
+	// Exec, Attach and PortForward are the pod streams the apiserver's
+	// Pods.Exec, Pods.Attach and Pods.PortForward proxy to, served from the
+	// container runtime's streaming server (CRI Exec, Attach, PortForward).
+	Exec(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[v1.ExecRequest, v1.ExecResponse], error)
+	Attach(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[v1.ExecRequest, v1.ExecResponse], error)
+	PortForward(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[v1.PortForwardRequest, v1.PortForwardResponse], error)
 }
 
 type nodeAgentClient struct {
@@ -81,6 +90,45 @@ func (c *nodeAgentClient) Usage(ctx context.Context, in *UsageRequest, opts ...g
 	return out, nil
 }
 
+func (c *nodeAgentClient) Exec(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[v1.ExecRequest, v1.ExecResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &NodeAgent_ServiceDesc.Streams[1], NodeAgent_Exec_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[v1.ExecRequest, v1.ExecResponse]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type NodeAgent_ExecClient = grpc.BidiStreamingClient[v1.ExecRequest, v1.ExecResponse]
+
+func (c *nodeAgentClient) Attach(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[v1.ExecRequest, v1.ExecResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &NodeAgent_ServiceDesc.Streams[2], NodeAgent_Attach_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[v1.ExecRequest, v1.ExecResponse]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type NodeAgent_AttachClient = grpc.BidiStreamingClient[v1.ExecRequest, v1.ExecResponse]
+
+func (c *nodeAgentClient) PortForward(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[v1.PortForwardRequest, v1.PortForwardResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &NodeAgent_ServiceDesc.Streams[3], NodeAgent_PortForward_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[v1.PortForwardRequest, v1.PortForwardResponse]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type NodeAgent_PortForwardClient = grpc.BidiStreamingClient[v1.PortForwardRequest, v1.PortForwardResponse]
+
 // NodeAgentServer is the server API for NodeAgent service.
 // All implementations should embed UnimplementedNodeAgentServer
 // for forward compatibility.
@@ -96,6 +144,12 @@ type NodeAgentServer interface {
 	// from each kubelet, served to clients by the apiserver's
 	// skiff.metrics.v1beta1 services (skiffctl top).
 	Usage(context.Context, *UsageRequest) (*UsageResponse, error)
+	// Exec, Attach and PortForward are the pod streams the apiserver's
+	// Pods.Exec, Pods.Attach and Pods.PortForward proxy to, served from the
+	// container runtime's streaming server (CRI Exec, Attach, PortForward).
+	Exec(grpc.BidiStreamingServer[v1.ExecRequest, v1.ExecResponse]) error
+	Attach(grpc.BidiStreamingServer[v1.ExecRequest, v1.ExecResponse]) error
+	PortForward(grpc.BidiStreamingServer[v1.PortForwardRequest, v1.PortForwardResponse]) error
 }
 
 // UnimplementedNodeAgentServer should be embedded to have
@@ -110,6 +164,15 @@ func (UnimplementedNodeAgentServer) Logs(*v1.PodLogOptions, grpc.ServerStreaming
 }
 func (UnimplementedNodeAgentServer) Usage(context.Context, *UsageRequest) (*UsageResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Usage not implemented")
+}
+func (UnimplementedNodeAgentServer) Exec(grpc.BidiStreamingServer[v1.ExecRequest, v1.ExecResponse]) error {
+	return status.Error(codes.Unimplemented, "method Exec not implemented")
+}
+func (UnimplementedNodeAgentServer) Attach(grpc.BidiStreamingServer[v1.ExecRequest, v1.ExecResponse]) error {
+	return status.Error(codes.Unimplemented, "method Attach not implemented")
+}
+func (UnimplementedNodeAgentServer) PortForward(grpc.BidiStreamingServer[v1.PortForwardRequest, v1.PortForwardResponse]) error {
+	return status.Error(codes.Unimplemented, "method PortForward not implemented")
 }
 func (UnimplementedNodeAgentServer) testEmbeddedByValue() {}
 
@@ -160,6 +223,27 @@ func _NodeAgent_Usage_Handler(srv interface{}, ctx context.Context, dec func(int
 	return interceptor(ctx, in, info, handler)
 }
 
+func _NodeAgent_Exec_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(NodeAgentServer).Exec(&grpc.GenericServerStream[v1.ExecRequest, v1.ExecResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type NodeAgent_ExecServer = grpc.BidiStreamingServer[v1.ExecRequest, v1.ExecResponse]
+
+func _NodeAgent_Attach_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(NodeAgentServer).Attach(&grpc.GenericServerStream[v1.ExecRequest, v1.ExecResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type NodeAgent_AttachServer = grpc.BidiStreamingServer[v1.ExecRequest, v1.ExecResponse]
+
+func _NodeAgent_PortForward_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(NodeAgentServer).PortForward(&grpc.GenericServerStream[v1.PortForwardRequest, v1.PortForwardResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type NodeAgent_PortForwardServer = grpc.BidiStreamingServer[v1.PortForwardRequest, v1.PortForwardResponse]
+
 // NodeAgent_ServiceDesc is the grpc.ServiceDesc for NodeAgent service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -177,6 +261,24 @@ var NodeAgent_ServiceDesc = grpc.ServiceDesc{
 			StreamName:    "Logs",
 			Handler:       _NodeAgent_Logs_Handler,
 			ServerStreams: true,
+		},
+		{
+			StreamName:    "Exec",
+			Handler:       _NodeAgent_Exec_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
+		},
+		{
+			StreamName:    "Attach",
+			Handler:       _NodeAgent_Attach_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
+		},
+		{
+			StreamName:    "PortForward",
+			Handler:       _NodeAgent_PortForward_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
 		},
 	},
 	Metadata: "skiff/node/v1/node.proto",

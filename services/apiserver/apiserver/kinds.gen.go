@@ -24,6 +24,7 @@ func (s *Server) installKinds(g grpc.ServiceRegistrar) {
 	corev1.RegisterNodesServer(g, serve[corev1.NodesServer](s, install[*corev1.Node, *corev1.NodeList, corev1.NodeWatchResponse](s, kinds.MustGet("", "v1", "Node"))))
 	corev1.RegisterEventsServer(g, serve[corev1.EventsServer](s, install[*corev1.Event, *corev1.EventList, corev1.EventWatchResponse](s, kinds.MustGet("", "v1", "Event"))))
 	corev1.RegisterConfigMapsServer(g, serve[corev1.ConfigMapsServer](s, install[*corev1.ConfigMap, *corev1.ConfigMapList, corev1.ConfigMapWatchResponse](s, kinds.MustGet("", "v1", "ConfigMap"))))
+	corev1.RegisterSecretsServer(g, serve[corev1.SecretsServer](s, install[*corev1.Secret, *corev1.SecretList, corev1.SecretWatchResponse](s, kinds.MustGet("", "v1", "Secret"))))
 	appsv1.RegisterDeploymentsServer(g, serve[appsv1.DeploymentsServer](s, install[*appsv1.Deployment, *appsv1.DeploymentList, appsv1.DeploymentWatchResponse](s, kinds.MustGet("apps", "v1", "Deployment"))))
 	appsv1beta1.RegisterDeploymentsServer(g, serve[appsv1beta1.DeploymentsServer](s, installConverted[*appsv1beta1.Deployment, *appsv1.Deployment, *appsv1beta1.DeploymentList, appsv1beta1.DeploymentWatchResponse](s, kinds.MustGet("apps", "v1beta1", "Deployment"))))
 	appsv1.RegisterReplicaSetsServer(g, serve[appsv1.ReplicaSetsServer](s, install[*appsv1.ReplicaSet, *appsv1.ReplicaSetList, appsv1.ReplicaSetWatchResponse](s, kinds.MustGet("apps", "v1", "ReplicaSet"))))

@@ -16,6 +16,7 @@ func watchKinds(c *Controller, f *informer.Factory, conn grpc.ClientConnInterfac
 	watchKind(c, f, client.Nodes(conn), "v1", "Node", false)
 	watchKind(c, f, client.Events(conn), "v1", "Event", true)
 	watchKind(c, f, client.ConfigMaps(conn), "v1", "ConfigMap", true)
+	watchKind(c, f, client.Secrets(conn), "v1", "Secret", true)
 	watchKind(c, f, client.Deployments(conn), "apps/v1", "Deployment", true)
 	watchKind(c, f, client.ReplicaSets(conn), "apps/v1", "ReplicaSet", true)
 	watchKind(c, f, client.Leases(conn), "coordination.k8s.io/v1", "Lease", true)
