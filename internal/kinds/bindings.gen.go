@@ -15,7 +15,7 @@ var bindings = []binding{
 	bind(client.Nodes, def(defaults.Node), val(validation.Node), valUpdate(validation.NodeUpdate)),
 	bind(client.Events, def(defaults.Event), val(validation.Event), valUpdate(validation.EventUpdate)),
 	bind(client.ConfigMaps, def(defaults.ConfigMap), val(validation.ConfigMap), valUpdate(validation.ConfigMapUpdate)),
-	bind(client.Secrets, nil, nil, nil),
+	bind(client.Secrets, def(defaults.Secret), val(validation.Secret), valUpdate(validation.SecretUpdate)),
 	bind(client.Deployments, def(defaults.Deployment), val(validation.Deployment), valUpdate(validation.DeploymentUpdate)),
 	bind(client.DeploymentsV1beta1, def(defaults.DeploymentV1beta1), nil, nil),
 	bind(client.ReplicaSets, def(defaults.ReplicaSet), val(validation.ReplicaSet), valUpdate(validation.ReplicaSetUpdate)),
