@@ -172,14 +172,29 @@ func envFrom(sources []*corev1.EnvFromSource, p *field.Path) field.ErrorList {
 		if s.GetPrefix() != "" {
 			errs = append(errs, invalidEach(ip.Child("prefix"), s.Prefix, isEnvVarName(s.Prefix))...)
 		}
-		ref := s.GetConfigMapRef()
+		n := 0
+		for _, ref := range []struct {
+			field, name string
+			set         bool
+		}{
+			{"configMapRef", s.GetConfigMapRef().GetName(), s.GetConfigMapRef() != nil},
+			{"secretRef", s.GetSecretRef().GetName(), s.GetSecretRef() != nil},
+		} {
+			if !ref.set {
+				continue
+			}
+			n++
+			if ref.name == "" {
+				errs = append(errs, field.Required(ip.Child(ref.field, "name"), ""))
+			} else {
+				errs = append(errs, invalidEach(ip.Child(ref.field, "name"), ref.name, isDNS1123Subdomain(ref.name))...)
+			}
+		}
 		switch {
-		case ref == nil:
-			errs = append(errs, field.Invalid(ip, "", "must specify one of: `configMapRef`"))
-		case ref.Name == "":
-			errs = append(errs, field.Required(ip.Child("configMapRef", "name"), ""))
-		default:
-			errs = append(errs, invalidEach(ip.Child("configMapRef", "name"), ref.Name, isDNS1123Subdomain(ref.Name))...)
+		case n == 0:
+			errs = append(errs, field.Invalid(ip, "", "must specify one of: `configMapRef` or `secretRef`"))
+		case n > 1:
+			errs = append(errs, field.Forbidden(ip, "may not have more than one field specified at a time"))
 		}
 	}
 	return errs
@@ -214,7 +229,7 @@ func envVarSource(ev *corev1.EnvVar, p *field.Path) field.ErrorList {
 	n := 0
 	if src.FieldRef != nil {
 		n++
-		errs = append(errs, objectFieldSelector(src.FieldRef, p.Child("fieldRef"))...)
+		errs = append(errs, objectFieldSelector(src.FieldRef, envFieldPaths, p.Child("fieldRef"))...)
 	}
 	if src.ResourceFieldRef != nil {
 		n++
@@ -224,9 +239,13 @@ func envVarSource(ev *corev1.EnvVar, p *field.Path) field.ErrorList {
 		n++
 		errs = append(errs, configMapKeySelector(src.ConfigMapKeyRef, p.Child("configMapKeyRef"))...)
 	}
+	if src.SecretKeyRef != nil {
+		n++
+		errs = append(errs, secretKeySelector(src.SecretKeyRef, p.Child("secretKeyRef"))...)
+	}
 	switch {
 	case n == 0:
-		errs = append(errs, field.Invalid(p, "", "must specify one of: `fieldRef`, `resourceFieldRef` or `configMapKeyRef`"))
+		errs = append(errs, field.Invalid(p, "", "must specify one of: `fieldRef`, `resourceFieldRef`, `configMapKeyRef` or `secretKeyRef`"))
 	case ev.Value != "":
 		errs = append(errs, field.Invalid(p, "", "may not be specified when `value` is not empty"))
 	case n > 1:
@@ -235,7 +254,9 @@ func envVarSource(ev *corev1.EnvVar, p *field.Path) field.ErrorList {
 	return errs
 }
 
-func objectFieldSelector(fs *corev1.ObjectFieldSelector, p *field.Path) field.ErrorList {
+// objectFieldSelector checks a downward API field: apiVersion v1 and one
+// of the allowed paths, or one label or annotation by subscript.
+func objectFieldSelector(fs *corev1.ObjectFieldSelector, allowed []string, p *field.Path) field.ErrorList {
 	switch {
 	case fs.ApiVersion == "":
 		return field.ErrorList{field.Required(p.Child("apiVersion"), "")}
@@ -254,8 +275,8 @@ func objectFieldSelector(fs *corev1.ObjectFieldSelector, p *field.Path) field.Er
 		}
 		return field.ErrorList{field.Invalid(fp, base, "does not support subscript")}
 	}
-	if !slices.Contains(envFieldPaths, fs.FieldPath) {
-		return field.ErrorList{field.NotSupported(fp, fs.FieldPath, envFieldPaths)}
+	if !slices.Contains(allowed, fs.FieldPath) {
+		return field.ErrorList{field.NotSupported(fp, fs.FieldPath, allowed)}
 	}
 	return nil
 }
@@ -308,6 +329,19 @@ func quantityIn(q quantity.Quantity, allowed []string) bool {
 }
 
 func configMapKeySelector(s *corev1.ConfigMapKeySelector, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if s.Name == "" {
+		errs = append(errs, field.Required(p.Child("name"), ""))
+	}
+	if s.Key == "" {
+		errs = append(errs, field.Required(p.Child("key"), ""))
+	} else {
+		errs = append(errs, invalidEach(p.Child("key"), s.Key, isConfigMapKey(s.Key))...)
+	}
+	return errs
+}
+
+func secretKeySelector(s *corev1.SecretKeySelector, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if s.Name == "" {
 		errs = append(errs, field.Required(p.Child("name"), ""))
