@@ -24,6 +24,10 @@ import (
 
 type podsServer struct {
 	*server.Endpoint[*corev1.Pod, *corev1.Pod, *corev1.PodList, corev1.PodWatchResponse]
+	// unimplementedRPCs answers Unimplemented for the rpcs podsServer does
+	// not define itself (one level deeper, so that the Endpoint's verbs and
+	// podsServer's own methods win).
+	unimplementedPods
 	reg  *registry.Registry[*corev1.Pod]
 	now  func() time.Time
 	logs *logProxy
@@ -202,4 +206,21 @@ func replicaSetScale(reg *registry.Registry[*appsv1.ReplicaSet]) *scaleSubresour
 		status:   func(r *appsv1.ReplicaSet) int32 { return r.GetStatus().GetReplicas() },
 		selector: func(r *appsv1.ReplicaSet) *metav1.LabelSelector { return r.GetSpec().GetSelector() },
 	}
+}
+
+// unimplementedPods and unimplementedServiceAccounts embed a generated
+// Unimplemented server one level down: a server that does not (yet)
+// define an rpc of its service answers codes.Unimplemented for it instead
+// of failing to register.
+type unimplementedPods struct{ corev1.UnimplementedPodsServer }
+
+type unimplementedServiceAccounts struct {
+	corev1.UnimplementedServiceAccountsServer
+}
+
+// serviceAccountsServer serves ServiceAccounts: the standard verbs, and
+// CreateToken.
+type serviceAccountsServer struct {
+	*server.Endpoint[*corev1.ServiceAccount, *corev1.ServiceAccount, *corev1.ServiceAccountList, corev1.ServiceAccountWatchResponse]
+	unimplementedServiceAccounts
 }
