@@ -104,7 +104,7 @@ func (s *Server) chase(ctx context.Context, req *dns.Msg, owner, target string, 
 	return append(out, resp.Answer...)
 }
 
-// answerReverse answers a PTR query for a ClusterIP or a headless
+// answerReverse answers a PTR query for a ClusterIP or an
 // endpoint's address; ok is false for an address the cluster does not
 // name (the query goes upstream, as with CoreDNS's "fallthrough
 // in-addr.arpa").

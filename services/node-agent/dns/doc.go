@@ -22,7 +22,7 @@
 //	                                    port, with their A records as
 //	                                    additional records
 //	<a-b-c-d>.<ns>.pod.<zone>           A: a.b.c.d (CoreDNS's "pods insecure")
-//	d.c.b.a.in-addr.arpa                PTR of a ClusterIP or a headless endpoint
+//	d.c.b.a.in-addr.arpa                PTR of a ClusterIP or an endpoint
 //	dns-version.<zone>                  TXT: the specification's version, 1.1.0
 //
 // Addresses are IPv4 only: AAAA is NODATA for a name that exists. A name of

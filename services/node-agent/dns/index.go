@@ -32,7 +32,7 @@ type Index struct {
 	slicesOf map[objectKey]map[objectKey]struct{} // Service -> its slices
 	views    map[objectKey]*serviceView
 	// reverse holds the PTR names of each address: ClusterIPs name their
-	// Service, headless endpoints their endpoint name. Counted, as two
+	// Service, endpoints their endpoint name. Counted, as two
 	// slices may hold the same endpoint for a moment.
 	reverseSvc map[netip.Addr]map[string]int
 	reverseEp  map[netip.Addr]map[string]int
@@ -198,9 +198,6 @@ func (x *Index) reverseLocked(v *serviceView, delta int) {
 	for _, ip := range v.clusterIPs {
 		count(x.reverseSvc, ip, v.fqdn)
 	}
-	if v.kind != kindHeadless {
-		return
-	}
 	for _, g := range v.groups {
 		for _, e := range g.endpoints {
 			count(x.reverseEp, e.ip, e.fqdn)
@@ -234,8 +231,8 @@ func (x *Index) namespaceExists(ns string) bool {
 }
 
 // ptr returns the names of ip: its Service's when it is a ClusterIP (as
-// CoreDNS, the first), else the names of the headless endpoints that have
-// it, sorted.
+// CoreDNS, the first), else the names of the endpoints that have it (of
+// every Service, headless or not, as CoreDNS), sorted.
 func (x *Index) ptr(ip netip.Addr) []string {
 	x.mu.RLock()
 	defer x.mu.RUnlock()

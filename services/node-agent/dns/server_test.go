@@ -110,6 +110,8 @@ func TestAnswers(t *testing.T) {
 			[]string{"5.1.244.10.in-addr.arpa. PTR db-0.db.default.svc.cluster.local."}, nil, ""},
 		{"PTR of a headless endpoint without one", "6.2.244.10.in-addr.arpa.", dns.TypePTR, dns.RcodeSuccess,
 			[]string{"6.2.244.10.in-addr.arpa. PTR 10-244-2-6.db.default.svc.cluster.local."}, nil, ""},
+		{"PTR of a ClusterIP Service's endpoint (CoreDNS answers every endpoint)", "2.1.244.10.in-addr.arpa.", dns.TypePTR, dns.RcodeSuccess,
+			[]string{"2.1.244.10.in-addr.arpa. PTR 10-244-1-2.web.default.svc.cluster.local."}, nil, ""},
 		{"PTR of an address the cluster does not name goes upstream", "9.9.9.10.in-addr.arpa.", dns.TypePTR, dns.RcodeNameError, nil, nil, ""},
 		{"the zone's SOA", "cluster.local.", dns.TypeSOA, dns.RcodeSuccess, []string{soa + " SERIAL 7200 1800 86400 5"}, nil, ""},
 		{"the zone: NODATA", "cluster.local.", dns.TypeA, dns.RcodeSuccess, nil, nil, soa},
