@@ -36,6 +36,7 @@ import (
 	"skiff.dev/services/apiserver/audit"
 	"skiff.dev/services/apiserver/authn"
 	"skiff.dev/services/apiserver/authz"
+	"skiff.dev/services/apiserver/encryption"
 	"skiff.dev/services/apiserver/flowcontrol"
 	"skiff.dev/services/apiserver/registry"
 	"skiff.dev/services/apiserver/scheme"
@@ -115,6 +116,11 @@ type Config struct {
 	// AccessLog logs an info line per request: user, verb, resource,
 	// namespace, name, code, duration (server.Chain.AccessLog).
 	AccessLog bool
+	// EncryptionProviderConfig is the path of an EncryptionConfiguration
+	// (package encryption): the resources it names are encrypted at rest.
+	// Encryption, when set, is used instead of the file (tests).
+	EncryptionProviderConfig string
+	Encryption               *encryption.Configuration
 }
 
 // DefaultWatchBatchInterval bounds the latency batching adds to a watch.
@@ -175,6 +181,7 @@ type Server struct {
 	maintClient *clientv3.Client
 	watcher     storage.Watcher
 	storeM      *storage.Metrics
+	encryption  *encryption.Set // nil: every value stored plain
 	cacheM      *watchcache.Metrics
 	caches      []runner
 	counts      []func() (string, int)
@@ -216,6 +223,9 @@ type runner interface {
 func newRegistry[S object.Object](s *Server, strategy *registry.Strategy[S], newObj func() S) *registry.Registry[S] {
 	k := strategy.Kind
 	store := storage.New(s.client, s.watcher, k.GVK.Group, k.Resource, newObj, s.storeM)
+	if t := s.encryption.For(k.GVK.Group, k.Resource); t != nil {
+		store.SetTransformer(t)
+	}
 	// Every selectable field must name a field of the type: a typo is a
 	// bug, caught by any test that starts an apiserver.
 	pruner, err := storage.NewFieldPruner(newObj().ProtoReflect().Descriptor(), k.FieldSelectors)
@@ -269,6 +279,9 @@ func newServer(cfg Config, tr *tracing.Tracing) (*Server, error) {
 		tracing: tr,
 	}
 	reg := cfg.Registry
+	if err := s.loadEncryption(); err != nil {
+		return nil, err
+	}
 	if err := s.connectEtcd(); err != nil {
 		return nil, err
 	}

@@ -21,7 +21,7 @@ func TestRawDecodesWithItsResourceVersion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, err := s.Raw(stored, 42)
+	raw, err := s.Raw("/registry/core/configmaps/ns/a", stored, 42)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func TestRawDecodesWithItsResourceVersion(t *testing.T) {
 	if ns, name := s.SplitKey("/registry/core/configmaps/a"); ns != "" || name != "a" {
 		t.Fatalf("SplitKey cluster-scoped: %q %q", ns, name)
 	}
-	if _, err := s.Raw([]byte("not ours"), 1); err == nil {
+	if _, err := s.Raw("k", []byte("not ours"), 1); err == nil {
 		t.Fatal("Raw accepted a value without the magic")
 	}
 }

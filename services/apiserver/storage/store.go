@@ -38,7 +38,22 @@ type Store[T object.Object] struct {
 	prefix   string // "/registry/<group>/<resource>/"
 	newObj   func() T
 	metrics  *Metrics
+	// transformer encrypts values at rest (nil: stored plain).
+	transformer Transformer
 }
+
+// Transformer turns an encoded object into the value stored under an
+// etcd key and back (encryption at rest, package encryption). FromStorage
+// also says whether the value was written with a provider other than the
+// one that writes now. Errors must not carry the value.
+type Transformer interface {
+	ToStorage(key string, plain []byte) ([]byte, error)
+	FromStorage(key string, stored []byte) (plain []byte, stale bool, err error)
+}
+
+// SetTransformer makes every write go through t.ToStorage and every read
+// through t.FromStorage. Call it before the store is used.
+func (s *Store[T]) SetTransformer(t Transformer) { s.transformer = t }
 
 // New returns a Store for one resource. group "" is stored as "core";
 // watcher streams changes (nil: through client).
@@ -100,18 +115,45 @@ func Encode(obj object.Object) ([]byte, error) {
 	return marshalOpts.MarshalAppend(buf, obj)
 }
 
-// payload strips the magic from a stored value.
-func (s *Store[T]) payload(data []byte) ([]byte, error) {
+// toStorage encodes obj, checks its size and transforms it into the value
+// stored under key.
+func (s *Store[T]) toStorage(key string, obj T) ([]byte, error) {
+	data, err := Encode(obj)
+	if err != nil {
+		return nil, apierrors.NewInternal(err)
+	}
+	if err := s.checkSize(obj.GetMetadata().GetName(), data); err != nil {
+		return nil, err
+	}
+	if s.transformer == nil {
+		return data, nil
+	}
+	if data, err = s.transformer.ToStorage(key, data); err != nil {
+		return nil, apierrors.NewInternal(err)
+	}
+	return data, nil
+}
+
+// payload decrypts a value stored under key and strips the magic.
+func (s *Store[T]) payload(key string, data []byte) ([]byte, error) {
+	if s.transformer != nil {
+		plain, _, err := s.transformer.FromStorage(key, data)
+		if err != nil {
+			return nil, err
+		}
+		data = plain
+	}
 	if !bytes.HasPrefix(data, Magic) {
 		return nil, fmt.Errorf("%s: stored value has no %q prefix: not written by skiff", s.resource, Magic)
 	}
 	return data[len(Magic):], nil
 }
 
-// Decode parses a stored value into a new T and sets its resourceVersion.
-func (s *Store[T]) Decode(data []byte, rev int64) (T, error) {
+// Decode parses the value stored under key into a new T and sets its
+// resourceVersion.
+func (s *Store[T]) Decode(key string, data []byte, rev int64) (T, error) {
 	obj := s.newObj()
-	payload, err := s.payload(data)
+	payload, err := s.payload(key, data)
 	if err != nil {
 		return obj, err
 	}
@@ -126,14 +168,14 @@ func (s *Store[T]) Decode(data []byte, rev int64) (T, error) {
 // change afterwards (encoded values are written once and dropped).
 func bytesString(data []byte) string { return unsafe.String(unsafe.SliceData(data), len(data)) }
 
-// Raw turns a stored value into the object's wire encoding at revision
-// rev: the stored protobuf (which has no resourceVersion) followed by a
+// Raw turns the value stored under key into the object's wire encoding at
+// revision rev (decrypted, when a Transformer is set): the stored protobuf (which has no resourceVersion) followed by a
 // second `metadata {resource_version: rev}` field. Protobuf decoders merge
 // repeated occurrences of a message field, so this decodes exactly as the
 // object with its resourceVersion set, with no decoding or re-encoding
 // here. The result is a new slice.
-func (s *Store[T]) Raw(data []byte, rev int64) ([]byte, error) {
-	payload, err := s.payload(data)
+func (s *Store[T]) Raw(key string, data []byte, rev int64) ([]byte, error) {
+	payload, err := s.payload(key, data)
 	if err != nil {
 		return nil, err
 	}
@@ -247,11 +289,8 @@ func (s *Store[T]) checkSize(name string, data []byte) error {
 // Create writes obj under key if the key does not exist. It returns obj
 // with its resourceVersion set.
 func (s *Store[T]) Create(ctx context.Context, key string, obj T) (T, error) {
-	data, err := Encode(obj)
+	data, err := s.toStorage(key, obj)
 	if err != nil {
-		return obj, apierrors.NewInternal(err)
-	}
-	if err := s.checkSize(obj.GetMetadata().GetName(), data); err != nil {
 		return obj, err
 	}
 	start := time.Now()
@@ -282,7 +321,7 @@ func (s *Store[T]) Get(ctx context.Context, key, name string) (T, error) {
 	if len(resp.Kvs) == 0 {
 		return zero, apierrors.NewNotFound(s.resource, name)
 	}
-	return s.Decode(resp.Kvs[0].Value, resp.Kvs[0].ModRevision)
+	return s.Decode(key, resp.Kvs[0].Value, resp.Kvs[0].ModRevision)
 }
 
 // UpdateFunc computes the new state from the current one. It must not
@@ -313,13 +352,14 @@ func (s *Store[T]) GuaranteedUpdate(ctx context.Context, key, name string, cache
 			return zero, err
 		}
 		if any(next) == any(cur) {
-			return cur, nil
+			if stale, err := s.stale(ctx, key, curRev); err != nil || !stale {
+				return cur, err
+			}
+			// Unchanged, but stored with a provider that no longer
+			// writes: rewrite it (how keys rotate, as in Kubernetes).
 		}
-		data, err := Encode(next)
+		data, err := s.toStorage(key, next)
 		if err != nil {
-			return zero, apierrors.NewInternal(err)
-		}
-		if err := s.checkSize(name, data); err != nil {
 			return zero, err
 		}
 		start := time.Now()
@@ -343,6 +383,30 @@ func (s *Store[T]) GuaranteedUpdate(ctx context.Context, key, name string, cache
 	}
 }
 
+// stale reports whether the value stored under key at revision rev was
+// written by a transformer other than the one that writes now. Without a
+// transformer nothing is stale. A value changed since rev is not stale
+// (the update that changed it wrote it afresh).
+func (s *Store[T]) stale(ctx context.Context, key string, rev int64) (bool, error) {
+	if s.transformer == nil {
+		return false, nil
+	}
+	start := time.Now()
+	resp, err := s.client.Get(ctx, key)
+	s.metrics.observe("get", s.resource, start)
+	if err != nil {
+		return false, s.etcdError(err)
+	}
+	if len(resp.Kvs) == 0 || resp.Kvs[0].ModRevision != rev {
+		return false, nil
+	}
+	_, stale, err := s.transformer.FromStorage(key, resp.Kvs[0].Value)
+	if err != nil {
+		return false, apierrors.NewInternal(err)
+	}
+	return stale, nil
+}
+
 // fromElse decodes the state an Else(OpGet) of a failed transaction read.
 func (s *Store[T]) fromElse(resp *clientv3.TxnResponse, name string) (T, error) {
 	var zero T
@@ -350,7 +414,7 @@ func (s *Store[T]) fromElse(resp *clientv3.TxnResponse, name string) (T, error) 
 	if len(kvs) == 0 {
 		return zero, apierrors.NewNotFound(s.resource, name)
 	}
-	return s.Decode(kvs[0].Value, kvs[0].ModRevision)
+	return s.Decode(string(kvs[0].Key), kvs[0].Value, kvs[0].ModRevision)
 }
 
 // Delete removes the object if check (given the current state) allows it,

@@ -395,7 +395,7 @@ func (c *Cache[T]) initialize(ctx context.Context) (int64, error) {
 // NewEntry makes the entry of the value etcd stores under key at revision
 // rev (the cache's own, or a paged list's read from etcd); value is copied.
 func (c *Cache[T]) NewEntry(key string, value []byte, rev int64) (*Entry[T], error) {
-	raw, err := c.cfg.Store.Raw(value, rev)
+	raw, err := c.cfg.Store.Raw(key, value, rev)
 	if err != nil {
 		return nil, err
 	}

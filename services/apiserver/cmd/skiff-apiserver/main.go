@@ -102,6 +102,7 @@ Flags:
 	cfg.FlowControl.AddFlags(fs)
 	cfg.Audit.AddFlags(fs)
 	cfg.Tracing.AddFlags(fs, 0)
+	fs.StringVar(&cfg.EncryptionProviderConfig, "encryption-provider-config", "", "file with an EncryptionConfiguration (apiserver.config.k8s.io/v1): the resources it names are encrypted in etcd with its first provider (aesgcm, secretbox or identity) and read with any of them; empty: everything stored plain")
 	fs.BoolVar(&cfg.AccessLog, "access-log", false, "log an info line per request: request id, user, verb, API group, resource, subresource, namespace, name, gRPC method, code (gRPC and HTTP) and duration; never request or response bodies; health checks are not logged")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
