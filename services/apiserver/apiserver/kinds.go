@@ -148,7 +148,7 @@ func (s *Server) serverFor(ep any) any {
 	case *server.Endpoint[*appsv1.ReplicaSet, *appsv1.ReplicaSet, *appsv1.ReplicaSetList, appsv1.ReplicaSetWatchResponse]:
 		return &replicaSetsServer{Endpoint: ep, scaleSubresource: replicaSetScale(ep.Registry())}
 	case *server.Endpoint[*corev1.ServiceAccount, *corev1.ServiceAccount, *corev1.ServiceAccountList, corev1.ServiceAccountWatchResponse]:
-		return &serviceAccountsServer{Endpoint: ep}
+		return &serviceAccountsServer{Endpoint: ep, tokens: s.newTokenIssuer()}
 	}
 	return nil
 }

@@ -223,4 +223,5 @@ type unimplementedServiceAccounts struct {
 type serviceAccountsServer struct {
 	*server.Endpoint[*corev1.ServiceAccount, *corev1.ServiceAccount, *corev1.ServiceAccountList, corev1.ServiceAccountWatchResponse]
 	unimplementedServiceAccounts
+	tokens *tokenIssuer // CreateToken (tokens.go)
 }

@@ -3,6 +3,7 @@ package apiserver
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"go.uber.org/zap"
 	"google.golang.org/grpc/credentials"
@@ -11,6 +12,8 @@ import (
 	"skiff.dev/internal/apierrors"
 	"skiff.dev/internal/client"
 	"skiff.dev/internal/informer"
+	corev1 "skiff.dev/proto/core/v1"
+	metav1 "skiff.dev/proto/meta/v1"
 	"skiff.dev/services/apiserver/authn"
 	"skiff.dev/services/apiserver/server"
 )
@@ -71,6 +74,41 @@ func (s *Server) wireAuthn() (server.Authenticator, error) {
 		}
 		return sa.GetMetadata().GetUid(), true, nil
 	}
+	// Pod-bound tokens: the pod is read from an informer (a live read
+	// when it does not have it: a pod just made, or one gone, which
+	// revokes the token for good); secret-bound ones, rare, by a live read.
+	pods := client.Pods(s.loopback)
+	podInformer := informer.For(factory, pods)
+	secrets := client.Secrets(s.loopback)
+	boundObjects := func(ctx context.Context, kind, namespace, name string) (string, time.Time, bool, error) {
+		var meta *metav1.ObjectMeta
+		var err error
+		switch kind {
+		case "Pod":
+			pod, ok := podInformer.Store().GetByName(namespace, name)
+			if !ok {
+				pod, err = pods.Get(ctx, namespace, name)
+			}
+			meta = pod.GetMetadata()
+		case "Secret":
+			var sec *corev1.Secret
+			sec, err = secrets.Get(ctx, namespace, name)
+			meta = sec.GetMetadata()
+		default:
+			return "", time.Time{}, false, fmt.Errorf("tokens are not bound to %ss", kind)
+		}
+		if apierrors.IsNotFound(err) {
+			return "", time.Time{}, false, nil
+		}
+		if err != nil {
+			return "", time.Time{}, false, err
+		}
+		var deletion time.Time
+		if ts := meta.GetDeletionTimestamp(); ts != nil {
+			deletion = ts.AsTime()
+		}
+		return meta.GetUid(), deletion, true, nil
+	}
 	s.postStart = append(s.postStart, postStartHook{name: "authn-serviceaccounts", run: func(ctx context.Context) error {
 		factory.Start(ctx)
 		if !factory.WaitForSync(ctx) {
@@ -86,6 +124,8 @@ func (s *Server) wireAuthn() (server.Authenticator, error) {
 		ServiceAccountKey: &m.ServiceAccountKey.PublicKey,
 		Issuer:            o.ServiceAccountIssuer,
 		ServiceAccounts:   lookup,
+		Audiences:         o.APIAudiences,
+		BoundObjects:      boundObjects,
 		Anonymous:         o.AnonymousAuth,
 		Now:               s.now,
 	}), nil

@@ -29,6 +29,11 @@ type Config struct {
 	ServiceAccountKey *ecdsa.PublicKey
 	Issuer            string
 	ServiceAccounts   ServiceAccountLookup
+	// Audiences are the apiserver's (--api-audiences): a bound token must
+	// name one (empty: Issuer). BoundObjects finds the pods and secrets
+	// bound tokens are bound to (nil: bound tokens are refused).
+	Audiences    []string
+	BoundObjects BoundObjectLookup
 	// Anonymous lets requests without credentials through as
 	// system:anonymous.
 	Anonymous bool
@@ -68,6 +73,7 @@ func New(cfg Config) *Authenticator {
 	}
 	if cfg.ServiceAccountKey != nil && cfg.ServiceAccounts != nil {
 		a.sa = newSATokens(cfg.ServiceAccountKey, cfg.Issuer, cfg.ServiceAccounts)
+		a.sa.audiences, a.sa.objects = cfg.Audiences, cfg.BoundObjects
 	}
 	return a
 }

@@ -44,6 +44,12 @@ type Options struct {
 	ServiceAccountKeyFile string
 	// ServiceAccountIssuer is the tokens' iss claim.
 	ServiceAccountIssuer string
+	// APIAudiences are the apiserver's audiences: bound tokens must name
+	// one, and ServiceAccounts.CreateToken's default (empty: the issuer).
+	APIAudiences []string
+	// ServiceAccountMaxTokenExpiration caps the lifetime of the tokens
+	// ServiceAccounts.CreateToken issues (0: no cap).
+	ServiceAccountMaxTokenExpiration time.Duration
 	// AnonymousAuth lets requests without credentials through as
 	// system:anonymous (group system:unauthenticated).
 	AnonymousAuth bool
@@ -72,6 +78,8 @@ func (o *Options) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.TokenAuthFile, "token-auth-file", "", `static bearer tokens, CSV lines: token,user,uid,"group1,group2"`)
 	fs.StringVar(&o.ServiceAccountKeyFile, "service-account-key-file", "", "private key (PEM, ECDSA P-256) that signs and verifies service-account tokens (default <pki-dir>/sa.key, made on first start)")
 	fs.StringVar(&o.ServiceAccountIssuer, "service-account-issuer", DefaultIssuer, "iss claim of service-account tokens")
+	fs.Var(listFlag{&o.APIAudiences}, "api-audiences", "audiences of the API (repeat or comma-separate): a bound service-account token must name one; the default audience of ServiceAccounts.CreateToken (default: --service-account-issuer)")
+	fs.DurationVar(&o.ServiceAccountMaxTokenExpiration, "service-account-max-token-expiration", 0, "the longest lifetime of a token ServiceAccounts.CreateToken issues (longer requests get this; 0: no cap)")
 	fs.BoolVar(&o.AnonymousAuth, "anonymous-auth", false, "let requests without credentials through as user system:anonymous, group system:unauthenticated")
 	fs.StringVar(&o.NodeAgentClientCertFile, "node-agent-client-cert-file", "", "client certificate shown to node agents when proxying Pods.Logs (default: one issued by the CA in --pki-dir for system:apiserver)")
 	fs.StringVar(&o.NodeAgentClientKeyFile, "node-agent-client-key-file", "", "private key of --node-agent-client-cert-file")

@@ -11,8 +11,10 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"skiff.dev/internal/apierrors"
@@ -21,11 +23,22 @@ import (
 
 // Service-account tokens are JWTs (RFC 7519) signed with ES256 by the
 // apiserver's key. Claims: iss (the issuer), sub
-// ("system:serviceaccount:<namespace>:<name>"), uid (the ServiceAccount's
-// uid), iat, nbf, exp. The token authenticates user
-// system:serviceaccount:<namespace>:<name> in groups
-// system:serviceaccounts and system:serviceaccounts:<namespace>, while the
-// ServiceAccount exists with that uid.
+// ("system:serviceaccount:<namespace>:<name>"), iat, nbf, exp, and either
+//
+//   - uid (the ServiceAccount's uid): a legacy token (SignServiceAccountToken,
+//     skiff-apiserver's "token" command), without audiences; or
+//   - aud and the private claim "kubernetes.io" ({namespace,
+//     serviceaccount{name,uid}, pod{name,uid} or secret{name,uid}}): a bound
+//     token (SignToken, ServiceAccounts.CreateToken), as Kubernetes' bound
+//     service-account tokens.
+//
+// The token authenticates user system:serviceaccount:<namespace>:<name> in
+// groups system:serviceaccounts and system:serviceaccounts:<namespace>,
+// while the ServiceAccount exists with that uid; a bound token also needs
+// one of its audiences to be the apiserver's and the object it is bound to
+// to exist with its uid (a pod deleted more than a minute past its grace
+// period no longer counts, as Kubernetes'). A pod-bound token's user has
+// the extras authentication.kubernetes.io/pod-name and pod-uid.
 
 type jwtHeader struct {
 	Alg string `json:"alg"`
@@ -34,12 +47,86 @@ type jwtHeader struct {
 }
 
 type saClaims struct {
-	Iss string `json:"iss"`
-	Sub string `json:"sub"`
-	UID string `json:"uid"`
-	Iat int64  `json:"iat,omitempty"`
-	Nbf int64  `json:"nbf,omitempty"`
-	Exp int64  `json:"exp"`
+	Iss string     `json:"iss"`
+	Sub string     `json:"sub"`
+	Aud audiences  `json:"aud,omitempty"`
+	UID string     `json:"uid,omitempty"`
+	Iat int64      `json:"iat,omitempty"`
+	Nbf int64      `json:"nbf,omitempty"`
+	Exp int64      `json:"exp"`
+	K8s *k8sClaims `json:"kubernetes.io,omitempty"`
+}
+
+// k8sClaims is a bound token's private claim, as Kubernetes'.
+type k8sClaims struct {
+	Namespace      string       `json:"namespace"`
+	ServiceAccount *BoundObject `json:"serviceaccount"`
+	Pod            *BoundObject `json:"pod,omitempty"`
+	Secret         *BoundObject `json:"secret,omitempty"`
+}
+
+// BoundObject names an object by name and uid.
+type BoundObject struct {
+	Name string `json:"name"`
+	UID  string `json:"uid"`
+}
+
+// audiences is aud: a string or an array of strings (RFC 7519 4.1.3).
+type audiences []string
+
+func (a *audiences) UnmarshalJSON(b []byte) error {
+	var one string
+	if json.Unmarshal(b, &one) == nil {
+		*a = audiences{one}
+		return nil
+	}
+	var many []string
+	if err := json.Unmarshal(b, &many); err != nil {
+		return err
+	}
+	*a = many
+	return nil
+}
+
+// User extras of a pod-bound token, as Kubernetes'.
+const (
+	ExtraPodName = "authentication.kubernetes.io/pod-name"
+	ExtraPodUID  = "authentication.kubernetes.io/pod-uid"
+)
+
+// BoundToken is what SignToken puts in a bound token.
+type BoundToken struct {
+	Issuer    string // "": DefaultIssuer
+	Audiences []string
+	// Namespace, Name and UID are the ServiceAccount's.
+	Namespace, Name, UID string
+	// Pod or Secret is the object the token is bound to (at most one).
+	Pod, Secret *BoundObject
+	// IssuedAt is iat and nbf; the token expires TTL later.
+	IssuedAt time.Time
+	TTL      time.Duration
+}
+
+// SignToken makes a bound token (ServiceAccounts.CreateToken).
+func SignToken(key *ecdsa.PrivateKey, t BoundToken) (string, error) {
+	if t.Namespace == "" || t.Name == "" || t.UID == "" {
+		return "", errors.New("service-account token: namespace, name and uid are required")
+	}
+	if len(t.Audiences) == 0 {
+		return "", errors.New("service-account token: a bound token needs an audience")
+	}
+	if t.Pod != nil && t.Secret != nil {
+		return "", errors.New("service-account token: bound to a pod or a secret, not both")
+	}
+	if t.TTL <= 0 {
+		return "", errors.New("service-account token: the lifetime must be positive")
+	}
+	if t.Issuer == "" {
+		t.Issuer = DefaultIssuer
+	}
+	return sign(key, saClaims{Iss: t.Issuer, Sub: user.ServiceAccountsUser + t.Namespace + ":" + t.Name, Aud: t.Audiences,
+		Iat: t.IssuedAt.Unix(), Nbf: t.IssuedAt.Unix(), Exp: t.IssuedAt.Add(t.TTL).Unix(),
+		K8s: &k8sClaims{Namespace: t.Namespace, ServiceAccount: &BoundObject{Name: t.Name, UID: t.UID}, Pod: t.Pod, Secret: t.Secret}})
 }
 
 var b64 = base64.RawURLEncoding
@@ -66,12 +153,16 @@ func SignServiceAccountToken(key *ecdsa.PrivateKey, issuer, namespace, name, uid
 	if issuer == "" {
 		issuer = DefaultIssuer
 	}
+	return sign(key, saClaims{Iss: issuer, Sub: user.ServiceAccountsUser + namespace + ":" + name, UID: uid,
+		Iat: now.Unix(), Nbf: now.Unix(), Exp: now.Add(ttl).Unix()})
+}
+
+func sign(key *ecdsa.PrivateKey, claims saClaims) (string, error) {
 	h, err := json.Marshal(jwtHeader{Alg: "ES256", Typ: "JWT", Kid: keyID(&key.PublicKey)})
 	if err != nil {
 		return "", err
 	}
-	c, err := json.Marshal(saClaims{Iss: issuer, Sub: user.ServiceAccountsUser + namespace + ":" + name, UID: uid,
-		Iat: now.Unix(), Nbf: now.Unix(), Exp: now.Add(ttl).Unix()})
+	c, err := json.Marshal(claims)
 	if err != nil {
 		return "", err
 	}
@@ -91,6 +182,16 @@ func SignServiceAccountToken(key *ecdsa.PrivateKey, issuer, namespace, name, uid
 // found is false when it does not exist.
 type ServiceAccountLookup func(ctx context.Context, namespace, name string) (uid string, found bool, err error)
 
+// BoundObjectLookup finds the object a bound token names (kind "Pod" or
+// "Secret") in namespace: its uid and, when it is being deleted, its
+// deletionTimestamp; found is false when it does not exist. It must be
+// cheap (an informer's store): it runs on every request of such a token.
+type BoundObjectLookup func(ctx context.Context, kind, namespace, name string) (uid string, deletion time.Time, found bool, err error)
+
+// boundObjectStaleness: a bound token stays valid this long after its
+// object's deletionTimestamp (Kubernetes' staleness leeway, 60 s).
+const boundObjectStaleness = time.Minute
+
 // saTokens verifies service-account tokens. A verified token is kept until
 // it expires (signature checks are slow); every use still checks the
 // ServiceAccount exists with the token's uid.
@@ -99,6 +200,12 @@ type saTokens struct {
 	kid    string
 	issuer string
 	lookup ServiceAccountLookup
+	// audiences are the apiserver's: a bound token must name one
+	// (empty: the issuer).
+	audiences []string
+	// objects finds the objects bound tokens are bound to (nil: bound
+	// tokens are refused).
+	objects BoundObjectLookup
 
 	mu    sync.RWMutex
 	cache map[string]*saEntry // token -> verified claims
@@ -115,6 +222,13 @@ type saEntry struct {
 	namespace, name string
 	uid             string
 	nbf, exp        time.Time
+	// bound: the token has audiences and the kubernetes.io claim; kind
+	// and object name what it is bound to ("" for none).
+	bound   bool
+	aud     []string
+	kind    string
+	object  BoundObject
+	revoked atomic.Bool // the bound object is gone: refused for good
 }
 
 func newSATokens(pub *ecdsa.PublicKey, issuer string, lookup ServiceAccountLookup) *saTokens {
@@ -140,6 +254,12 @@ func (t *saTokens) authenticate(ctx context.Context, tok string, now time.Time) 
 		}
 		t.remember(tok, e, now)
 	}
+	if e.revoked.Load() {
+		return nil, errInvalidated
+	}
+	if e.bound && !t.audienceMatches(e.aud) {
+		return nil, apierrors.NewUnauthorized(fmt.Sprintf("Unauthorized: the service-account token is for audiences %q, none of them this apiserver's", e.aud))
+	}
 	if now.After(e.exp) {
 		return nil, apierrors.NewUnauthorized(fmt.Sprintf("Unauthorized: the service-account token of %s expired at %s", e.info.Name, e.exp.UTC().Format(time.RFC3339)))
 	}
@@ -155,7 +275,48 @@ func (t *saTokens) authenticate(ctx context.Context, tok string, now time.Time) 
 	case uid != e.uid:
 		return nil, apierrors.NewUnauthorized(fmt.Sprintf("Unauthorized: the token's service account %s/%s was deleted and made again since the token was issued (uid %s, the token names %s)", e.namespace, e.name, uid, e.uid))
 	}
+	if e.kind != "" {
+		if err := t.checkBound(ctx, e, now); err != nil {
+			return nil, err
+		}
+	}
 	return e.info, nil
+}
+
+var errInvalidated = apierrors.NewUnauthorized("Unauthorized: the service-account token has been invalidated: the object it is bound to no longer exists")
+
+// checkBound checks the object a bound token is bound to still exists with
+// its uid, and is not deleted past its grace period (plus a minute).
+func (t *saTokens) checkBound(ctx context.Context, e *saEntry, now time.Time) error {
+	if t.objects == nil {
+		return apierrors.NewUnauthorized("Unauthorized: this apiserver does not check tokens bound to objects")
+	}
+	uid, deletion, found, err := t.objects(ctx, e.kind, e.namespace, e.object.Name)
+	switch {
+	case err != nil:
+		return apierrors.NewServiceUnavailable(fmt.Sprintf("checking the %s %s/%s a token is bound to: %v", strings.ToLower(e.kind), e.namespace, e.object.Name, err))
+	case !found || uid != e.object.UID:
+		// A uid never comes back: the token is refused for good, without
+		// another lookup.
+		e.revoked.Store(true)
+		return errInvalidated
+	case !deletion.IsZero() && deletion.Before(now.Add(-boundObjectStaleness)):
+		return errInvalidated
+	}
+	return nil
+}
+
+func (t *saTokens) audienceMatches(aud []string) bool {
+	mine := t.audiences
+	if len(mine) == 0 {
+		mine = []string{t.issuer}
+	}
+	for _, a := range aud {
+		if slices.Contains(mine, a) {
+			return true
+		}
+	}
+	return false
 }
 
 func (t *saTokens) remember(tok string, e *saEntry, now time.Time) {
@@ -215,17 +376,39 @@ func (t *saTokens) verify(tok string) (*saEntry, error) {
 		return nil, apierrors.NewUnauthorized(fmt.Sprintf("Unauthorized: the service-account token's issuer is %q, not %q", c.Iss, t.issuer))
 	}
 	ns, name, ok := strings.Cut(strings.TrimPrefix(c.Sub, user.ServiceAccountsUser), ":")
-	if !strings.HasPrefix(c.Sub, user.ServiceAccountsUser) || !ok || ns == "" || name == "" || c.UID == "" || c.Exp == 0 {
+	uid := c.UID
+	bound := c.K8s != nil
+	if bound {
+		if len(c.Aud) == 0 || c.K8s.ServiceAccount == nil || c.K8s.Namespace != ns || c.K8s.ServiceAccount.Name != name || (c.K8s.Pod != nil && c.K8s.Secret != nil) {
+			return nil, apierrors.NewUnauthorized("Unauthorized: the bound service-account token's claims disagree (sub, aud, kubernetes.io)")
+		}
+		uid = c.K8s.ServiceAccount.UID
+	}
+	if !strings.HasPrefix(c.Sub, user.ServiceAccountsUser) || !ok || ns == "" || name == "" || uid == "" || c.Exp == 0 {
 		return nil, apierrors.NewUnauthorized("Unauthorized: the service-account token lacks sub (system:serviceaccount:<namespace>:<name>), uid or exp")
 	}
-	return &saEntry{
+	e := &saEntry{
 		info: &user.Info{
 			Name:          c.Sub,
-			UID:           c.UID,
+			UID:           uid,
 			Groups:        []string{user.ServiceAccountsAll, user.ServiceAccountsNS + ns, user.AllAuthenticated},
 			Authenticator: "serviceaccount",
 		},
-		namespace: ns, name: name, uid: c.UID,
+		namespace: ns, name: name, uid: uid,
 		nbf: time.Unix(c.Nbf, 0), exp: time.Unix(c.Exp, 0),
-	}, nil
+		bound: bound, aud: c.Aud,
+	}
+	if bound {
+		switch {
+		case c.K8s.Pod != nil:
+			e.kind, e.object = "Pod", *c.K8s.Pod
+			e.info.Extra = map[string][]string{ExtraPodName: {c.K8s.Pod.Name}, ExtraPodUID: {c.K8s.Pod.UID}}
+		case c.K8s.Secret != nil:
+			e.kind, e.object = "Secret", *c.K8s.Secret
+		}
+		if e.kind != "" && (e.object.Name == "" || e.object.UID == "") {
+			return nil, apierrors.NewUnauthorized("Unauthorized: the bound service-account token names its object without a name or uid")
+		}
+	}
+	return e, nil
 }

@@ -148,6 +148,7 @@ func (rs Routes) Add(service, group, resource string, namespaced bool) {
 		"GetScale":     {resource: resource, subresource: "scale", verb: "get", metricVerb: "GET"},
 		"UpdateScale":  {resource: resource, subresource: "scale", verb: "update", metricVerb: "PUT"},
 		"Logs":         {resource: resource, subresource: "log", verb: "get", metricVerb: "CONNECT"},
+		"CreateToken":  {resource: resource, subresource: "token", verb: "create", metricVerb: "POST"},
 	} {
 		r.group, r.version, r.namespaced = group, version, namespaced
 		rs["/"+service+"/"+method] = r

@@ -33,6 +33,10 @@ type Info struct {
 	// Authenticator names what proved the identity: "x509", "token",
 	// "serviceaccount", "anonymous", "loopback", "insecure".
 	Authenticator string
+	// Extra is what else the authenticator knows (Kubernetes' user extra):
+	// a pod-bound service-account token's authentication.kubernetes.io/pod-name
+	// and pod-uid. Shared between requests: do not change it.
+	Extra map[string][]string
 }
 
 // InGroup says whether the user is in group g.
