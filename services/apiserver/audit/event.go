@@ -19,6 +19,7 @@ type entry struct {
 	req, resp proto.Message
 	err       error
 	at        time.Time
+	level     Level // the event's: the log's, or less (levelFor)
 }
 
 // timeFormat is Kubernetes' audit timestamps: RFC 3339, microseconds, UTC.

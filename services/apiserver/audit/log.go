@@ -107,16 +107,32 @@ func New(o Options, reg prometheus.Registerer, log *zap.Logger) (*Log, error) {
 // RecordsRequests: request bodies are kept from level Request up.
 func (l *Log) RecordsRequests() bool { return l.level.atLeast(LevelRequest) }
 
+// levelFor is the level of a request's event: at most Metadata for those
+// whose bodies hold credentials (Secrets, service account tokens, token
+// reviews), as Kubernetes' audit policies log them, whatever the level.
+func levelFor(level Level, ri *server.RequestInfo) Level {
+	if !level.atLeast(LevelRequest) || !ri.IsResource() {
+		return level
+	}
+	switch {
+	case ri.APIGroup == "" && ri.Resource == "secrets",
+		ri.APIGroup == "" && ri.Resource == "serviceaccounts" && ri.Subresource == "token",
+		ri.APIGroup == "authentication.k8s.io" && ri.Resource == "tokenreviews":
+		return LevelMetadata
+	}
+	return level
+}
+
 // Audit records a finished request. It never waits for the disk.
 func (l *Log) Audit(ri *server.RequestInfo, req, resp any, err error) {
 	if slices.Contains(l.omit[:l.nOmit], ri.Verb) || strings.HasPrefix(ri.Path, "/grpc.health.v1.Health/") {
 		return
 	}
-	e := entry{ri: ri, name: ri.Name, err: err, at: time.Now()}
-	if l.level.atLeast(LevelRequest) {
+	e := entry{ri: ri, name: ri.Name, err: err, at: time.Now(), level: levelFor(l.level, ri)}
+	if e.level.atLeast(LevelRequest) {
 		e.req, _ = req.(proto.Message)
 	}
-	if l.level.atLeast(LevelRequestResponse) {
+	if e.level.atLeast(LevelRequestResponse) {
 		switch r := resp.(type) {
 		case proto.Message:
 			e.resp = r
@@ -207,7 +223,7 @@ func (l *Log) write(events []entry) {
 	defer l.writeMu.Unlock()
 	b, n := l.buf[:0], 0
 	for i := range events {
-		b = appendEvent(b, l.level, &events[i])
+		b = appendEvent(b, events[i].level, &events[i])
 		if n++; len(b) >= maxBatch || i == len(events)-1 {
 			l.flush(b, n)
 			b, n = b[:0], 0
