@@ -41,7 +41,9 @@ type Agent struct {
 	podClient  *client.Resource[*corev1.Pod, *corev1.PodList]
 	nodes      *client.Resource[*corev1.Node, *corev1.NodeList]
 	leases     *client.Resource[*coordinationv1.Lease, *coordinationv1.LeaseList]
-	configMaps configMapGetter
+	sources    sources     // ConfigMaps and Secrets, from the API
+	tokens     *tokenCache // serviceAccountToken projections' tokens
+	serviceEnv *serviceEnvCache
 	ctrl       *controller.Controller
 	delay      *delayer
 	prober     *prober
@@ -107,8 +109,13 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.MaxParallelStarts > 0 {
 		a.starts = make(chan struct{}, cfg.MaxParallelStarts)
 	}
-	cms := client.ConfigMaps(cfg.API)
-	a.configMaps = func(ctx context.Context, ns, name string) (*corev1.ConfigMap, error) { return cms.Get(ctx, ns, name) }
+	cms, secrets := client.ConfigMaps(cfg.API), client.Secrets(cfg.API)
+	a.sources = sources{
+		configMap: func(ctx context.Context, ns, name string) (*corev1.ConfigMap, error) { return cms.Get(ctx, ns, name) },
+		secret:    func(ctx context.Context, ns, name string) (*corev1.Secret, error) { return secrets.Get(ctx, ns, name) },
+	}
+	a.tokens = &tokenCache{source: cfg.TokenSource, now: cfg.Clock.Now}
+	a.serviceEnv = newServiceEnvCache(client.Services(cfg.API), cfg.Clock.Now)
 	a.obs = newObserver(a.rt)
 	a.usage = &usageSampler{read: a.readStats, clock: cfg.Clock, window: cfg.UsageWindow}
 	promutil.MustRegister(cfg.Registerer, newStatsCollector(a))
@@ -228,6 +235,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.delay.start(run)
 	bg.Go(func() { _ = a.ctrl.Run(run) })
 	bg.Go(func() { every(run, a.cfg.RelistPeriod, a.log, "relisting the runtime", a.pleg.relist) })
+	bg.Go(func() { every(run, a.cfg.VolumeSyncPeriod, a.log, "", a.refreshVolumes) })
 	bg.Go(func() { every(run, a.cfg.LeaseRenewInterval, a.log, "renewing the node lease", a.renewLease) })
 	bg.Go(func() {
 		everyOr(run, a.cfg.NodeStatusUpdatePeriod, a.statusKick, a.log, "updating the node status", a.syncNodeStatus)

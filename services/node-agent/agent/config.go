@@ -36,6 +36,7 @@ const (
 	DefaultLogFollowPoll          = 100 * time.Millisecond
 	DefaultStatsTimeout           = 5 * time.Second
 	DefaultUsageWindow            = time.Second
+	DefaultVolumeSyncPeriod       = 30 * time.Second
 )
 
 // NodeLeaseNamespace holds the Leases node agents renew, one per node.
@@ -136,6 +137,19 @@ type Config struct {
 	// it unless the previous call's sample is old enough (up to a minute).
 	UsageWindow time.Duration
 
+	// VolumeSyncPeriod: how often the configMap, secret, downwardAPI and
+	// projected volumes of running pods are rewritten from their sources
+	// (the kubelet's sync period is about a minute).
+	VolumeSyncPeriod time.Duration
+	// SecretVolumesOnDisk: secret and projected volumes are plain
+	// directories under RootDir, not tmpfs mounts (for an agent that
+	// cannot mount: without CAP_SYS_ADMIN).
+	SecretVolumesOnDisk bool
+	// TokenSource gives serviceAccountToken projections a token of the
+	// pod's service account for the audience, bound to the pod (nil: pods
+	// with such volumes fail to mount, with a FailedMount event saying so).
+	TokenSource func(ctx context.Context, pod *corev1.Pod, audience string, expirationSeconds int64) (token string, expires time.Time, err error)
+
 	// Clock drives backoffs, requeue delays and timestamps (a
 	// workqueue.FakeClock in tests); the periodic loops (relist, lease,
 	// node status, probes) run on the wall clock.
@@ -178,6 +192,7 @@ func (c *Config) defaults() error {
 	setDefault(&c.LogFollowPoll, DefaultLogFollowPoll)
 	setDefault(&c.StatsTimeout, DefaultStatsTimeout)
 	setDefault(&c.UsageWindow, DefaultUsageWindow)
+	setDefault(&c.VolumeSyncPeriod, DefaultVolumeSyncPeriod)
 	if c.machineStats == nil {
 		c.machineStats = readMachineStats
 	}

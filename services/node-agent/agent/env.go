@@ -18,29 +18,64 @@ import (
 // configMapGetter reads a ConfigMap (from the API; a map in tests).
 type configMapGetter func(ctx context.Context, namespace, name string) (*corev1.ConfigMap, error)
 
-// cachedGetter remembers the ConfigMaps read during one sync, so that a
-// pod reading the same one for several containers asks once.
-func cachedGetter(get configMapGetter) configMapGetter {
+// secretGetter reads a Secret (from the API; a map in tests).
+type secretGetter func(ctx context.Context, namespace, name string) (*corev1.Secret, error)
+
+// sources reads the objects a pod's environment and volumes project.
+type sources struct {
+	configMap configMapGetter
+	secret    secretGetter
+}
+
+// cached remembers the objects read during one sync, so that a pod
+// reading the same one for several containers and volumes asks once.
+func (s sources) cached() sources {
+	return sources{configMap: cachedGetter(s.configMap), secret: cachedGetter(s.secret)}
+}
+
+// cachedGetter remembers what get returned, by namespace and name.
+func cachedGetter[T any](get func(ctx context.Context, namespace, name string) (T, error)) func(ctx context.Context, namespace, name string) (T, error) {
+	if get == nil {
+		return nil
+	}
 	type entry struct {
-		cm  *corev1.ConfigMap
+		obj T
 		err error
 	}
 	seen := map[string]entry{}
-	return func(ctx context.Context, namespace, name string) (*corev1.ConfigMap, error) {
+	return func(ctx context.Context, namespace, name string) (T, error) {
 		k := namespace + "/" + name
 		if e, ok := seen[k]; ok {
-			return e.cm, e.err
+			return e.obj, e.err
 		}
-		cm, err := get(ctx, namespace, name)
-		seen[k] = entry{cm, err}
-		return cm, err
+		obj, err := get(ctx, namespace, name)
+		seen[k] = entry{obj, err}
+		return obj, err
 	}
+}
+
+func (s sources) getConfigMap(ctx context.Context, ns, name string) (*corev1.ConfigMap, error) {
+	if s.configMap == nil {
+		return nil, apierrors.NewNotFound("configmaps", name)
+	}
+	return s.configMap(ctx, ns, name)
+}
+
+func (s sources) getSecret(ctx context.Context, ns, name string) (*corev1.Secret, error) {
+	if s.secret == nil {
+		return nil, apierrors.NewNotFound("secrets", name)
+	}
+	return s.secret(ctx, ns, name)
 }
 
 // envContext is what environment values can refer to besides ConfigMaps.
 type envContext struct {
 	PodIP, HostIP string
 	Allocatable   map[string]string // the node's, for resource fields of containers without limits
+	// ServiceEnv are the Services' variables (KUBERNETES_SERVICE_HOST...,
+	// serviceenv.go): $(VAR) may refer to them, and they are added after
+	// the container's own unless it sets the same name.
+	ServiceEnv map[string]string
 }
 
 // envVarName is what Kubernetes accepts as an environment variable name
@@ -49,11 +84,15 @@ type envContext struct {
 var envVarName = regexp.MustCompile(`^[-._a-zA-Z][-._a-zA-Z0-9]*$`)
 
 // containerEnv resolves c's environment as the kubelet does: envFrom
-// first (every key of a ConfigMap, with the prefix; keys that are not
-// valid names are skipped), then env in order (literal values with
-// $(VAR) references expanded, configMapKeyRef, fieldRef,
-// resourceFieldRef); a later name replaces an earlier one in place.
-func containerEnv(ctx context.Context, p *corev1.Pod, c *corev1.Container, ec envContext, get configMapGetter) ([]*runtimeapi.KeyValue, error) {
+// first (every key of a ConfigMap or Secret, with the prefix; keys that
+// are not valid names are skipped), then env in order (literal values with
+// $(VAR) references expanded, configMapKeyRef, secretKeyRef, fieldRef,
+// resourceFieldRef); a later name replaces an earlier one in place; last
+// the Services' variables the container did not set. A missing Secret or
+// ConfigMap, or key, that is not optional is an error (the container then
+// waits in CreateContainerConfigError). Secret values are never logged nor
+// put in errors.
+func containerEnv(ctx context.Context, p *corev1.Pod, c *corev1.Container, ec envContext, get sources) ([]*runtimeapi.KeyValue, error) {
 	ns := p.GetMetadata().GetNamespace()
 	var names []string
 	vals := map[string]string{}
@@ -63,12 +102,42 @@ func containerEnv(ctx context.Context, p *corev1.Pod, c *corev1.Container, ec en
 		}
 		vals[k] = v
 	}
+	// $(VAR) references see the Services' variables too.
+	lookup := func() map[string]string {
+		if len(ec.ServiceEnv) == 0 {
+			return vals
+		}
+		m := make(map[string]string, len(vals)+len(ec.ServiceEnv))
+		for k, v := range ec.ServiceEnv {
+			m[k] = v
+		}
+		for k, v := range vals {
+			m[k] = v
+		}
+		return m
+	}
 	for _, from := range c.GetEnvFrom() {
+		if ref := from.GetSecretRef(); ref != nil {
+			sec, err := get.getSecret(ctx, ns, ref.GetName())
+			if apierrors.IsNotFound(err) && ref.GetOptional() {
+				continue
+			}
+			if err != nil {
+				return nil, secretError(ns, ref.GetName(), err)
+			}
+			for _, k := range sortedKeys(sec.GetData()) {
+				name := from.GetPrefix() + k
+				if envVarName.MatchString(name) {
+					set(name, string(sec.GetData()[k]))
+				}
+			}
+			continue
+		}
 		ref := from.GetConfigMapRef()
 		if ref == nil {
 			continue
 		}
-		cm, err := get(ctx, ns, ref.GetName())
+		cm, err := get.getConfigMap(ctx, ns, ref.GetName())
 		if apierrors.IsNotFound(err) && ref.GetOptional() {
 			continue
 		}
@@ -86,10 +155,27 @@ func containerEnv(ctx context.Context, p *corev1.Pod, c *corev1.Container, ec en
 		src := e.GetValueFrom()
 		switch {
 		case src == nil:
-			set(e.GetName(), expand(e.GetValue(), vals))
+			set(e.GetName(), expand(e.GetValue(), lookup()))
+		case src.GetSecretKeyRef() != nil:
+			ref := src.GetSecretKeyRef()
+			sec, err := get.getSecret(ctx, ns, ref.GetName())
+			if apierrors.IsNotFound(err) && ref.GetOptional() {
+				continue
+			}
+			if err != nil {
+				return nil, secretError(ns, ref.GetName(), err)
+			}
+			v, ok := sec.GetData()[ref.GetKey()]
+			if !ok {
+				if ref.GetOptional() {
+					continue
+				}
+				return nil, fmt.Errorf("couldn't find key %s in Secret %s/%s", ref.GetKey(), ns, ref.GetName())
+			}
+			set(e.GetName(), string(v))
 		case src.GetConfigMapKeyRef() != nil:
 			ref := src.GetConfigMapKeyRef()
-			cm, err := get(ctx, ns, ref.GetName())
+			cm, err := get.getConfigMap(ctx, ns, ref.GetName())
 			if apierrors.IsNotFound(err) && ref.GetOptional() {
 				continue
 			}
@@ -118,11 +204,25 @@ func containerEnv(ctx context.Context, p *corev1.Pod, c *corev1.Container, ec en
 			set(e.GetName(), v)
 		}
 	}
+	for _, k := range sortedKeys(ec.ServiceEnv) {
+		if _, ok := vals[k]; !ok {
+			set(k, ec.ServiceEnv[k])
+		}
+	}
 	out := make([]*runtimeapi.KeyValue, 0, len(names))
 	for _, k := range names {
 		out = append(out, &runtimeapi.KeyValue{Key: k, Value: []byte(vals[k])})
 	}
 	return out, nil
+}
+
+// secretError is the kubelet's message for a Secret that cannot be read:
+// its name, never its content.
+func secretError(ns, name string, err error) error {
+	if apierrors.IsNotFound(err) {
+		return fmt.Errorf("secret %q not found", name)
+	}
+	return fmt.Errorf("secret %s/%s: %w", ns, name, err)
 }
 
 func configMapError(ns, name string, err error) error {

@@ -147,8 +147,8 @@ func (a *Agent) syncActive(ctx context.Context, pod *corev1.Pod, rt *podRuntime)
 		}
 	}
 	if sb != nil && (act.NextInit >= 0 || len(act.Start) > 0) {
-		get := cachedGetter(a.configMaps)
-		paths, err := prepareVolumes(ctx, a.cfg.RootDir, pod, get)
+		get := a.sources.cached()
+		paths, err := prepareVolumes(ctx, a.volumeEnv(get), pod)
 		if err != nil {
 			a.recorder.Event(pod, events.EventTypeWarning, "FailedMount", err.Error())
 			res.errs = append(res.errs, err)
@@ -169,6 +169,14 @@ func (a *Agent) syncActive(ctx context.Context, pod *corev1.Pod, rt *podRuntime)
 					res.errs = append(res.errs, err)
 				}
 			}
+		}
+	}
+
+	if sb != nil && !act.Terminal && act.NextInit < 0 && len(act.Start) == 0 && hasRefreshedVolumes(pod) {
+		// Running: the volumes follow their sources (volumesync.go).
+		if _, err := prepareVolumes(ctx, a.volumeEnv(a.sources.cached()), pod); err != nil {
+			a.recorder.Event(pod, events.EventTypeWarning, "FailedMount", err.Error())
+			res.errs = append(res.errs, err)
 		}
 	}
 
@@ -265,7 +273,7 @@ func (a *Agent) createSandbox(ctx context.Context, pod *corev1.Pod, attempt uint
 // start. A reason it cannot start goes to res (for the status); it
 // returns whether the runtime changed, and an error worth a retry.
 func (a *Agent) startContainer(ctx context.Context, pod *corev1.Pod, c *corev1.Container, init bool, sb *sandboxRef,
-	rt *podRuntime, paths map[string]string, get configMapGetter, res *syncResult) (bool, error) {
+	rt *podRuntime, paths map[string]string, get sources, res *syncResult) (bool, error) {
 	m := pod.GetMetadata()
 	name := c.GetName()
 	now := a.cfg.Clock.Now()
@@ -296,12 +304,17 @@ func (a *Agent) startContainer(ctx context.Context, pod *corev1.Pod, c *corev1.C
 		}
 	}
 
-	imageRef, ok, err := a.ensureImage(ctx, pod, c, sb.cfg, res)
+	imageRef, ok, err := a.ensureImage(ctx, pod, c, sb.cfg, get, res)
 	if !ok {
 		a.m.startErrors.WithLabelValues(res.waiting[name].GetReason(), kind).Inc()
 		return false, err
 	}
-	env, err := containerEnv(ctx, pod, c, envContext{PodIP: a.podIP(pod, sb.ip), HostIP: a.machine.ip, Allocatable: a.machine.capacity(a.cfg.MaxPods, a.cfg.Capacity)}, get)
+	svcEnv, err := a.serviceEnv.forPod(ctx, pod)
+	if err != nil {
+		return false, fmt.Errorf("services' environment: %w", err)
+	}
+	env, err := containerEnv(ctx, pod, c, envContext{PodIP: a.podIP(pod, sb.ip), HostIP: a.machine.ip,
+		Allocatable: a.machine.capacity(a.cfg.MaxPods, a.cfg.Capacity), ServiceEnv: svcEnv}, get)
 	var mounts []*runtimeapi.Mount
 	if err == nil {
 		mounts, err = containerMounts(pod, c, paths)
@@ -362,7 +375,7 @@ func pullPolicy(c *corev1.Container) string {
 // its ref. When it cannot, it puts the reason in res (ErrImagePull, then
 // ImagePullBackOff while the pull backoff lasts; ErrImageNeverPull) and
 // returns false; the error is for failures worth a quick retry.
-func (a *Agent) ensureImage(ctx context.Context, pod *corev1.Pod, c *corev1.Container, sbCfg *runtimeapi.PodSandboxConfig, res *syncResult) (string, bool, error) {
+func (a *Agent) ensureImage(ctx context.Context, pod *corev1.Pod, c *corev1.Container, sbCfg *runtimeapi.PodSandboxConfig, get sources, res *syncResult) (string, bool, error) {
 	image, name := c.GetImage(), c.GetName()
 	policy := pullPolicy(c)
 	img, err := a.rt.ImageStatus(ctx, image)
@@ -391,7 +404,18 @@ func (a *Agent) ensureImage(ctx context.Context, pod *corev1.Pod, c *corev1.Cont
 	}
 	a.recorder.Eventf(pod, events.EventTypeNormal, "Pulling", "Pulling image %q", image)
 	start := time.Now()
-	ref, err := a.rt.PullImage(ctx, image, sbCfg)
+	auths := pullAuths(ctx, pod, image, get, a.log)
+	var ref string
+	if len(auths) == 0 {
+		ref, err = a.rt.PullImage(ctx, image, sbCfg)
+	}
+	// Each matching credential in turn, as the kubelet does; the last
+	// failure is the one reported.
+	for _, auth := range auths {
+		if ref, err = a.rt.PullImageWithAuth(ctx, image, auth, sbCfg); err == nil {
+			break
+		}
+	}
 	if err != nil {
 		delay := a.pullBackoff.next(key, now)
 		msg := fmt.Sprintf("Failed to pull image %q: %s", image, cri.Message(err))
@@ -483,7 +507,8 @@ func (a *Agent) forgetPod(uid, logDir string) {
 	delete(a.lastStatus, uid)
 	a.mu.Unlock()
 	if uid != "" {
-		if err := os.RemoveAll(podDir(a.cfg.RootDir, uid)); err != nil {
+		a.tokens.forget(uid)
+		if err := removePodDir(a.cfg.RootDir, uid); err != nil {
 			a.log.Warn("removing pod directory", zap.String("uid", uid), zap.Error(err))
 		}
 	}

@@ -135,7 +135,7 @@ func TestContainerEnv(t *testing.T) {
 			{Name: "CPU", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "limits.cpu"}}},
 		},
 	}
-	env, err := containerEnv(context.Background(), p, c, envContext{PodIP: "10.0.0.5", HostIP: "192.168.0.1", Allocatable: map[string]string{"cpu": "4"}}, get)
+	env, err := containerEnv(context.Background(), p, c, envContext{PodIP: "10.0.0.5", HostIP: "192.168.0.1", Allocatable: map[string]string{"cpu": "4"}}, sources{configMap: get})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +156,7 @@ func TestContainerEnv(t *testing.T) {
 		{&corev1.EnvVar{Name: "X", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{Name: "cfg", Key: "zz"}}}, "couldn't find key zz in ConfigMap ns/cfg"},
 		{&corev1.EnvVar{Name: "X", ValueFrom: field("spec.nope")}, `unsupported fieldPath "spec.nope"`},
 	} {
-		_, err := containerEnv(context.Background(), p, &corev1.Container{Env: []*corev1.EnvVar{tc.env}}, envContext{}, get)
+		_, err := containerEnv(context.Background(), p, &corev1.Container{Env: []*corev1.EnvVar{tc.env}}, envContext{}, sources{configMap: get})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: error %v, want %q", tc.env, err, tc.want)
 		}
@@ -191,7 +191,7 @@ func TestVolumes(t *testing.T) {
 		{Name: "some", ConfigMap: &corev1.ConfigMapVolumeSource{Name: "cfg", Items: []*corev1.KeyToPath{{Key: "b", Path: "d/b.txt", Mode: &mode}}}},
 		{Name: "h", HostPath: &corev1.HostPathVolumeSource{Path: host, Type: "DirectoryOrCreate"}},
 	}}}
-	paths, err := prepareVolumes(context.Background(), root, p, get)
+	paths, err := prepareVolumes(context.Background(), volumeEnv{root: root, get: sources{configMap: get}}, p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,11 +216,11 @@ func TestVolumes(t *testing.T) {
 	}
 	// A key removed from the ConfigMap goes from the volume.
 	cms["cfg"] = &corev1.ConfigMap{Data: map[string]string{"a": "10"}}
-	if _, err := prepareVolumes(context.Background(), root, p, get); err == nil {
+	if _, err := prepareVolumes(context.Background(), volumeEnv{root: root, get: sources{configMap: get}}, p); err == nil {
 		t.Error("a missing item key passed")
 	}
 	p.Spec.Volumes = p.Spec.Volumes[:2]
-	if _, err := prepareVolumes(context.Background(), root, p, get); err != nil {
+	if _, err := prepareVolumes(context.Background(), volumeEnv{root: root, get: sources{configMap: get}}, p); err != nil {
 		t.Fatal(err)
 	}
 	if read(filepath.Join(paths["all"], "a")) != "10" {
@@ -246,11 +246,11 @@ func TestVolumes(t *testing.T) {
 	}
 	// Missing ConfigMap, hostPath types.
 	p.Spec.Volumes = []*corev1.Volume{{Name: "m", ConfigMap: &corev1.ConfigMapVolumeSource{Name: "missing"}}}
-	if _, err := prepareVolumes(context.Background(), root, p, get); err == nil || !strings.Contains(err.Error(), `configmap "missing" not found`) {
+	if _, err := prepareVolumes(context.Background(), volumeEnv{root: root, get: sources{configMap: get}}, p); err == nil || !strings.Contains(err.Error(), `configmap "missing" not found`) {
 		t.Errorf("missing configMap: %v", err)
 	}
 	p.Spec.Volumes = []*corev1.Volume{{Name: "f", HostPath: &corev1.HostPathVolumeSource{Path: host, Type: "File"}}}
-	if _, err := prepareVolumes(context.Background(), root, p, get); err == nil || !strings.Contains(err.Error(), "is not a file") {
+	if _, err := prepareVolumes(context.Background(), volumeEnv{root: root, get: sources{configMap: get}}, p); err == nil || !strings.Contains(err.Error(), "is not a file") {
 		t.Errorf("hostPath File on a directory: %v", err)
 	}
 }

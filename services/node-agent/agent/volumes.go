@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -18,9 +19,16 @@ import (
 // Volume plugin directory names, as the kubelet lays out
 // <root>/pods/<uid>/volumes/<plugin>/<volume>.
 const (
-	pluginEmptyDir  = "kubernetes.io~empty-dir"
-	pluginConfigMap = "kubernetes.io~configmap"
+	pluginEmptyDir    = "kubernetes.io~empty-dir"
+	pluginConfigMap   = "kubernetes.io~configmap"
+	pluginSecret      = "kubernetes.io~secret"
+	pluginDownwardAPI = "kubernetes.io~downward-api"
+	pluginProjected   = "kubernetes.io~projected"
 )
+
+// defaultFileMode is the mode of projected files without one (Kubernetes'
+// defaultMode default, 0644).
+const defaultFileMode = os.FileMode(0o644)
 
 // podDir is the agent's directory for a pod: <root>/pods/<uid>.
 func podDir(root, uid string) string { return filepath.Join(root, "pods", uid) }
@@ -29,17 +37,55 @@ func volumeDir(root, uid, plugin, name string) string {
 	return filepath.Join(podDir(root, uid), "volumes", plugin, name)
 }
 
+// volumeEnv is what preparing a pod's volumes needs besides the pod.
+type volumeEnv struct {
+	root string
+	get  sources
+	// allocatable is the node's, for downward API resource fields of
+	// containers without limits.
+	allocatable map[string]string
+	// tokens gives serviceAccountToken projections their tokens (nil:
+	// such a volume fails).
+	tokens *tokenCache
+	// tmpfs: secret and projected volumes live on a tmpfs of their own,
+	// as the kubelet keeps secrets off the disk (false where the agent
+	// cannot mount, see mountTmpfs).
+	tmpfs bool
+}
+
 // prepareVolumes makes p's volumes ready on the host and returns the host
-// path of each by name: emptyDirs are created, configMaps written (again
-// at each call, so that a change of the ConfigMap shows), hostPaths
-// checked or created according to their type.
-func prepareVolumes(ctx context.Context, root string, p *corev1.Pod, get configMapGetter) (map[string]string, error) {
+// path of each by name: emptyDirs are created, configMap, secret,
+// downwardAPI and projected volumes written (again at each call, so that
+// a change of their sources shows; atomicwriter.go), hostPaths checked or
+// created according to their type.
+func prepareVolumes(ctx context.Context, ve volumeEnv, p *corev1.Pod) (map[string]string, error) {
 	uid := p.GetMetadata().GetUid()
 	paths := map[string]string{}
 	for _, v := range p.GetSpec().GetVolumes() {
+		setUp := func(plugin string, secret bool, files func() (map[string]volumeFile, error)) error {
+			dir := volumeDir(ve.root, uid, plugin, v.GetName())
+			fs, err := files()
+			if err != nil {
+				return fmt.Errorf("MountVolume.SetUp failed for volume %q : %w", v.GetName(), err)
+			}
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return fmt.Errorf("volume %q: %w", v.GetName(), err)
+			}
+			if secret && ve.tmpfs {
+				if err := mountTmpfs(dir); err != nil {
+					return fmt.Errorf("MountVolume.SetUp failed for volume %q : %w", v.GetName(), err)
+				}
+			}
+			if _, err := writeAtomic(dir, fs); err != nil {
+				return fmt.Errorf("MountVolume.SetUp failed for volume %q : %w", v.GetName(), err)
+			}
+			paths[v.GetName()] = dir
+			return nil
+		}
+		var err error
 		switch {
 		case v.GetEmptyDir() != nil:
-			dir := volumeDir(root, uid, pluginEmptyDir, v.GetName())
+			dir := volumeDir(ve.root, uid, pluginEmptyDir, v.GetName())
 			if err := os.MkdirAll(dir, 0o777); err != nil {
 				return nil, fmt.Errorf("volume %q: %w", v.GetName(), err)
 			}
@@ -54,16 +100,43 @@ func prepareVolumes(ctx context.Context, root string, p *corev1.Pod, get configM
 			}
 			paths[v.GetName()] = v.GetHostPath().GetPath()
 		case v.GetConfigMap() != nil:
-			dir := volumeDir(root, uid, pluginConfigMap, v.GetName())
-			if err := writeConfigMapVolume(ctx, dir, p.GetMetadata().GetNamespace(), v.GetConfigMap(), get); err != nil {
-				return nil, fmt.Errorf("MountVolume.SetUp failed for volume %q : %w", v.GetName(), err)
-			}
-			paths[v.GetName()] = dir
+			err = setUp(pluginConfigMap, false, func() (map[string]volumeFile, error) {
+				return configMapVolumeFiles(ctx, ve.get, p.GetMetadata().GetNamespace(), v.GetConfigMap())
+			})
+		case v.GetSecret() != nil:
+			err = setUp(pluginSecret, true, func() (map[string]volumeFile, error) {
+				return secretVolumeFiles(ctx, ve.get, p.GetMetadata().GetNamespace(), v.GetSecret())
+			})
+		case v.GetDownwardApi() != nil:
+			err = setUp(pluginDownwardAPI, false, func() (map[string]volumeFile, error) {
+				src := v.GetDownwardApi()
+				return downwardAPIFiles(p, src.GetItems(), modeOr(src.DefaultMode, defaultFileMode), ve.allocatable)
+			})
+		case v.GetProjected() != nil:
+			err = setUp(pluginProjected, true, func() (map[string]volumeFile, error) {
+				return projectedFiles(ctx, ve, p, v.GetProjected())
+			})
 		default:
 			return nil, fmt.Errorf("volume %q: unsupported volume type", v.GetName())
 		}
+		if err != nil {
+			return nil, err
+		}
 	}
 	return paths, nil
+}
+
+// hasRefreshedVolumes says whether p has volumes whose content follows
+// objects that may change (configMap, secret, downwardAPI, projected).
+func hasRefreshedVolumes(p *corev1.Pod) bool {
+	return slices.ContainsFunc(p.GetSpec().GetVolumes(), projectedKind)
+}
+
+func modeOr(m *int32, d os.FileMode) os.FileMode {
+	if m != nil {
+		return os.FileMode(*m)
+	}
+	return d
 }
 
 func checkHostPath(hp *corev1.HostPathVolumeSource) error {
@@ -113,13 +186,42 @@ func checkHostPath(hp *corev1.HostPathVolumeSource) error {
 	return nil
 }
 
-// configMapFiles returns the files (relative path to content and mode) a
-// configMap volume projects from cm: every key, or only the items listed.
-func configMapFiles(cm *corev1.ConfigMap, src *corev1.ConfigMapVolumeSource) (map[string]configMapFile, error) {
-	mode := os.FileMode(0o644)
-	if src.DefaultMode != nil {
-		mode = os.FileMode(src.GetDefaultMode())
+// keyFiles projects the keys of a ConfigMap or Secret (content reads a
+// key): every key, or only the items listed (a key missing is an error
+// unless the source is optional).
+func keyFiles(keys []string, content func(string) ([]byte, bool), items []*corev1.KeyToPath, mode os.FileMode, optional bool,
+	kind, ns, name string) (map[string]volumeFile, error) {
+	files := map[string]volumeFile{}
+	if len(items) == 0 {
+		for _, k := range keys {
+			data, _ := content(k)
+			files[k] = volumeFile{data: data, mode: mode}
+		}
+		return files, nil
 	}
+	for _, it := range items {
+		data, ok := content(it.GetKey())
+		if !ok {
+			if optional {
+				continue
+			}
+			return nil, fmt.Errorf("%s references non-existent %s key: %s", kind, keyKind[kind], it.GetKey())
+		}
+		rel := filepath.Clean(it.GetPath())
+		if err := checkVolumePath(it.GetPath()); err != nil {
+			return nil, err
+		}
+		files[rel] = volumeFile{data: data, mode: modeOr(it.Mode, mode)}
+	}
+	return files, nil
+}
+
+var keyKind = map[string]string{"configmap": "config", "secret": "secret"}
+
+// configMapFiles returns the files a configMap volume (or projection)
+// holds from cm.
+func configMapFiles(cm *corev1.ConfigMap, items []*corev1.KeyToPath, mode os.FileMode, optional bool) (map[string]volumeFile, error) {
+	keys := append(sortedKeys(cm.GetData()), sortedKeys(cm.GetBinaryData())...)
 	content := func(k string) ([]byte, bool) {
 		if v, ok := cm.GetData()[k]; ok {
 			return []byte(v), true
@@ -127,94 +229,157 @@ func configMapFiles(cm *corev1.ConfigMap, src *corev1.ConfigMapVolumeSource) (ma
 		v, ok := cm.GetBinaryData()[k]
 		return v, ok
 	}
-	files := map[string]configMapFile{}
-	if len(src.GetItems()) == 0 {
-		for _, k := range sortedKeys(cm.GetData()) {
-			files[k] = configMapFile{data: []byte(cm.GetData()[k]), mode: mode}
-		}
-		for _, k := range sortedKeys(cm.GetBinaryData()) {
-			files[k] = configMapFile{data: cm.GetBinaryData()[k], mode: mode}
-		}
-		return files, nil
-	}
-	for _, it := range src.GetItems() {
-		data, ok := content(it.GetKey())
-		if !ok {
-			if src.GetOptional() {
-				continue
-			}
-			return nil, fmt.Errorf("configmap references non-existent config key: %s", it.GetKey())
-		}
-		m := mode
-		if it.Mode != nil {
-			m = os.FileMode(it.GetMode())
-		}
-		p := filepath.Clean(it.GetPath())
-		if filepath.IsAbs(p) || p == ".." || strings.HasPrefix(p, "../") {
-			return nil, fmt.Errorf("item path %q must be relative and may not contain '..'", it.GetPath())
-		}
-		files[p] = configMapFile{data: data, mode: m}
-	}
-	return files, nil
+	return keyFiles(keys, content, items, mode, optional, "configmap", cm.GetMetadata().GetNamespace(), cm.GetMetadata().GetName())
 }
 
-type configMapFile struct {
-	data []byte
-	mode os.FileMode
+// secretFiles returns the files a secret volume (or projection) holds
+// from s.
+func secretFiles(s *corev1.Secret, items []*corev1.KeyToPath, mode os.FileMode, optional bool) (map[string]volumeFile, error) {
+	content := func(k string) ([]byte, bool) { v, ok := s.GetData()[k]; return v, ok }
+	return keyFiles(sortedKeys(s.GetData()), content, items, mode, optional, "secret", s.GetMetadata().GetNamespace(), s.GetMetadata().GetName())
 }
 
-func writeConfigMapVolume(ctx context.Context, dir, ns string, src *corev1.ConfigMapVolumeSource, get configMapGetter) error {
-	cm, err := get(ctx, ns, src.GetName())
+func configMapVolumeFiles(ctx context.Context, get sources, ns string, src *corev1.ConfigMapVolumeSource) (map[string]volumeFile, error) {
+	cm, err := get.getConfigMap(ctx, ns, src.GetName())
 	if apierrors.IsNotFound(err) && src.GetOptional() {
 		cm, err = &corev1.ConfigMap{}, nil
 	}
 	if err != nil {
-		return configMapError(ns, src.GetName(), err)
+		return nil, configMapError(ns, src.GetName(), err)
 	}
-	files, err := configMapFiles(cm, src)
+	return configMapFiles(cm, src.GetItems(), modeOr(src.DefaultMode, defaultFileMode), src.GetOptional())
+}
+
+func secretVolumeFiles(ctx context.Context, get sources, ns string, src *corev1.SecretVolumeSource) (map[string]volumeFile, error) {
+	s, err := get.getSecret(ctx, ns, src.GetSecretName())
+	if apierrors.IsNotFound(err) && src.GetOptional() {
+		s, err = &corev1.Secret{}, nil
+	}
 	if err != nil {
-		return err
+		return nil, secretError(ns, src.GetSecretName(), err)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	for rel, f := range files {
-		path := filepath.Join(dir, rel)
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			return err
+	return secretFiles(s, src.GetItems(), modeOr(src.DefaultMode, defaultFileMode), src.GetOptional())
+}
+
+// downwardAPIFiles returns the files of downward API items: a field of
+// the pod's metadata (maps as Kubernetes formats them: key="value" lines,
+// sorted) or a container's resource.
+func downwardAPIFiles(p *corev1.Pod, items []*corev1.DownwardAPIVolumeFile, mode os.FileMode, allocatable map[string]string) (map[string]volumeFile, error) {
+	files := map[string]volumeFile{}
+	for _, it := range items {
+		if err := checkVolumePath(it.GetPath()); err != nil {
+			return nil, err
 		}
-		if old, err := os.ReadFile(path); err == nil && string(old) == string(f.data) {
-			if err := os.Chmod(path, f.mode); err != nil {
-				return err
+		var v string
+		var err error
+		switch {
+		case it.GetFieldRef() != nil:
+			switch fp := it.GetFieldRef().GetFieldPath(); fp {
+			case "metadata.labels":
+				v = formatMap(p.GetMetadata().GetLabels())
+			case "metadata.annotations":
+				v = formatMap(p.GetMetadata().GetAnnotations())
+			default:
+				v, err = podField(p, fp, envContext{})
 			}
-			continue
+		case it.GetResourceFieldRef() != nil:
+			ref := it.GetResourceFieldRef()
+			var c *corev1.Container
+			for _, x := range append(append([]*corev1.Container(nil), p.GetSpec().GetInitContainers()...), p.GetSpec().GetContainers()...) {
+				if x.GetName() == ref.GetContainerName() {
+					c = x
+				}
+			}
+			if c == nil {
+				return nil, fmt.Errorf("downwardAPI item %q: container %q not found", it.GetPath(), ref.GetContainerName())
+			}
+			v, err = resourceField(p, c, ref, allocatable)
+		default:
+			err = errors.New("one of fieldRef and resourceFieldRef is required")
 		}
-		tmp := path + ".tmp"
-		if err := os.WriteFile(tmp, f.data, f.mode); err != nil {
-			return err
+		if err != nil {
+			return nil, fmt.Errorf("downwardAPI item %q: %w", it.GetPath(), err)
 		}
-		if err := os.Chmod(tmp, f.mode); err != nil {
-			return err
+		files[filepath.Clean(it.GetPath())] = volumeFile{data: []byte(v), mode: modeOr(it.Mode, mode)}
+	}
+	return files, nil
+}
+
+// formatMap is Kubernetes' fieldpath.FormatMap: key="value" lines (the
+// value quoted as Go quotes), sorted by key, no final newline.
+func formatMap(m map[string]string) string {
+	var b strings.Builder
+	for i, k := range sortedKeys(m) {
+		if i > 0 {
+			b.WriteByte('\n')
 		}
-		if err := os.Rename(tmp, path); err != nil {
-			return err
+		fmt.Fprintf(&b, "%s=%q", k, m[k])
+	}
+	return b.String()
+}
+
+// projectedFiles returns the files of a projected volume: each source's,
+// in one directory (validation keeps their paths apart).
+func projectedFiles(ctx context.Context, ve volumeEnv, p *corev1.Pod, src *corev1.ProjectedVolumeSource) (map[string]volumeFile, error) {
+	ns := p.GetMetadata().GetNamespace()
+	mode := modeOr(src.DefaultMode, defaultFileMode)
+	files := map[string]volumeFile{}
+	for _, s := range src.GetSources() {
+		var fs map[string]volumeFile
+		var err error
+		switch {
+		case s.GetSecret() != nil:
+			ref := s.GetSecret()
+			sec, gerr := ve.get.getSecret(ctx, ns, ref.GetName())
+			switch {
+			case apierrors.IsNotFound(gerr) && ref.GetOptional():
+				continue
+			case gerr != nil:
+				return nil, secretError(ns, ref.GetName(), gerr)
+			}
+			fs, err = secretFiles(sec, ref.GetItems(), mode, ref.GetOptional())
+		case s.GetConfigMap() != nil:
+			ref := s.GetConfigMap()
+			cm, gerr := ve.get.getConfigMap(ctx, ns, ref.GetName())
+			switch {
+			case apierrors.IsNotFound(gerr) && ref.GetOptional():
+				continue
+			case gerr != nil:
+				return nil, configMapError(ns, ref.GetName(), gerr)
+			}
+			fs, err = configMapFiles(cm, ref.GetItems(), mode, ref.GetOptional())
+		case s.GetDownwardApi() != nil:
+			fs, err = downwardAPIFiles(p, s.GetDownwardApi().GetItems(), mode, ve.allocatable)
+		case s.GetServiceAccountToken() != nil:
+			t := s.GetServiceAccountToken()
+			if err := checkVolumePath(t.GetPath()); err != nil {
+				return nil, err
+			}
+			tok, terr := ve.tokens.get(ctx, p, t.GetAudience(), t.GetExpirationSeconds())
+			if terr != nil {
+				return nil, terr
+			}
+			fs = map[string]volumeFile{filepath.Clean(t.GetPath()): {data: []byte(tok), mode: mode}}
+		}
+		if err != nil {
+			return nil, err
+		}
+		for k, f := range fs {
+			files[k] = f
 		}
 	}
-	// Keys removed from the ConfigMap go from the volume.
-	return filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, path)
-		if _, ok := files[rel]; !ok {
-			return os.Remove(path)
-		}
-		return nil
-	})
+	return files, nil
+}
+
+// projectedKind: a volume the agent writes from objects (configMap,
+// secret, downwardAPI, projected), always mounted read-only.
+func projectedKind(v *corev1.Volume) bool {
+	return v.GetConfigMap() != nil || v.GetSecret() != nil || v.GetDownwardApi() != nil || v.GetProjected() != nil
 }
 
 // containerMounts turns c's volumeMounts into CRI mounts of the host paths
-// of the pod's volumes (configMap volumes are always read-only).
+// of the pod's volumes (configMap, secret, downwardAPI and projected
+// volumes are always read-only).
 func containerMounts(p *corev1.Pod, c *corev1.Container, paths map[string]string) ([]*runtimeapi.Mount, error) {
 	kind := map[string]*corev1.Volume{}
 	for _, v := range p.GetSpec().GetVolumes() {
@@ -232,7 +397,7 @@ func containerMounts(p *corev1.Pod, c *corev1.Container, paths map[string]string
 				return nil, fmt.Errorf("volumeMount %q: subPath %q must be relative and may not contain '..'", vm.GetName(), sp)
 			}
 			host = filepath.Join(host, clean)
-			if _, err := os.Stat(host); errors.Is(err, fs.ErrNotExist) && kind[vm.GetName()].GetConfigMap() == nil {
+			if _, err := os.Stat(host); errors.Is(err, fs.ErrNotExist) && !projectedKind(kind[vm.GetName()]) {
 				if err := os.MkdirAll(host, 0o755); err != nil {
 					return nil, err
 				}
@@ -240,7 +405,7 @@ func containerMounts(p *corev1.Pod, c *corev1.Container, paths map[string]string
 		}
 		out = append(out, &runtimeapi.Mount{
 			ContainerPath: vm.GetMountPath(), HostPath: host,
-			Readonly: vm.GetReadOnly() || kind[vm.GetName()].GetConfigMap() != nil,
+			Readonly: vm.GetReadOnly() || projectedKind(kind[vm.GetName()]),
 		})
 	}
 	return out, nil

@@ -241,6 +241,15 @@ func (c *Client) PullImage(ctx context.Context, ref string, sandboxCfg *runtimea
 	})
 }
 
+// PullImageWithAuth pulls an image with registry credentials (from the
+// pod's imagePullSecrets).
+func (c *Client) PullImageWithAuth(ctx context.Context, ref string, auth *runtimeapi.AuthConfig, sandboxCfg *runtimeapi.PodSandboxConfig) (string, error) {
+	return call(ctx, c, "pull_image", -1, func(ctx context.Context) (string, error) {
+		r, err := c.img.PullImage(ctx, &runtimeapi.PullImageRequest{Image: &runtimeapi.ImageSpec{Image: ref}, Auth: auth, SandboxConfig: sandboxCfg})
+		return r.GetImageRef(), err
+	})
+}
+
 // ListImages lists the images present.
 func (c *Client) ListImages(ctx context.Context) ([]*runtimeapi.Image, error) {
 	return call(ctx, c, "list_images", 0, func(ctx context.Context) ([]*runtimeapi.Image, error) {
