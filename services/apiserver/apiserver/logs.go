@@ -56,23 +56,14 @@ func (l *logProxy) stream(ctx context.Context, o *corev1.PodLogOptions, send fun
 	if err != nil {
 		return err
 	}
-	nodeName := pod.GetSpec().GetNodeName()
-	if nodeName == "" {
+	if pod.GetSpec().GetNodeName() == "" {
 		return apierrors.NewBadRequest(fmt.Sprintf("pod %s/%s is not scheduled to a node yet: it has no logs", o.GetNamespace(), o.GetName()))
 	}
-	node, err := l.nodes.Get(ctx, "", nodeName)
-	if err != nil {
-		return apierrors.NewServiceUnavailable(fmt.Sprintf("pod %s/%s: its node %q: %v", o.GetNamespace(), o.GetName(), nodeName, err))
-	}
-	addr, err := agentAddress(node)
+	agent, nodeName, err := l.agentOf(ctx, pod)
 	if err != nil {
 		return err
 	}
-	conn, err := l.conn(nodeName, addr)
-	if err != nil {
-		return apierrors.NewServiceUnavailable(fmt.Sprintf("node %q: %v", nodeName, err))
-	}
-	src, err := nodev1.NewNodeAgentClient(conn).Logs(ctx, opts)
+	src, err := agent.Logs(ctx, opts)
 	if err != nil {
 		return agentError(nodeName, err)
 	}
@@ -149,6 +140,26 @@ func agentAddress(n *corev1.Node) (string, error) {
 		return "", apierrors.NewServiceUnavailable(fmt.Sprintf("node %q has no address in status.addresses", n.GetMetadata().GetName()))
 	}
 	return net.JoinHostPort(host, strconv.Itoa(int(port))), nil
+}
+
+// agentOf is the NodeAgent client of the pod's node (which must be set),
+// over a kept connection, and the node's name.
+func (l *logProxy) agentOf(ctx context.Context, pod *corev1.Pod) (nodev1.NodeAgentClient, string, error) {
+	nodeName := pod.GetSpec().GetNodeName()
+	node, err := l.nodes.Get(ctx, "", nodeName)
+	if err != nil {
+		return nil, nodeName, apierrors.NewServiceUnavailable(fmt.Sprintf("pod %s/%s: its node %q: %v",
+			pod.GetMetadata().GetNamespace(), pod.GetMetadata().GetName(), nodeName, err))
+	}
+	addr, err := agentAddress(node)
+	if err != nil {
+		return nil, nodeName, err
+	}
+	conn, err := l.conn(nodeName, addr)
+	if err != nil {
+		return nil, nodeName, apierrors.NewServiceUnavailable(fmt.Sprintf("node %q: %v", nodeName, err))
+	}
+	return nodev1.NewNodeAgentClient(conn), nodeName, nil
 }
 
 func (l *logProxy) conn(nodeName, addr string) (*grpc.ClientConn, error) {

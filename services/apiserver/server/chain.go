@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"skiff.dev/internal/apierrors"
 	"skiff.dev/internal/grpcmetrics"
@@ -149,6 +150,10 @@ func (rs Routes) Add(service, group, resource string, namespaced bool) {
 		"UpdateScale":  {resource: resource, subresource: "scale", verb: "update", metricVerb: "PUT"},
 		"Logs":         {resource: resource, subresource: "log", verb: "get", metricVerb: "CONNECT"},
 		"CreateToken":  {resource: resource, subresource: "token", verb: "create", metricVerb: "POST"},
+		// The acting subresources, create on each as Kubernetes' POST.
+		"Exec":        {resource: resource, subresource: "exec", verb: "create", metricVerb: "CONNECT"},
+		"Attach":      {resource: resource, subresource: "attach", verb: "create", metricVerb: "CONNECT"},
+		"PortForward": {resource: resource, subresource: "portforward", verb: "create", metricVerb: "CONNECT"},
 	} {
 		r.group, r.version, r.namespaced = group, version, namespaced
 		rs["/"+service+"/"+method] = r
@@ -502,6 +507,24 @@ type wrappedStream struct {
 	release func()
 	// answered: the handler sent its header or a message.
 	answered bool
+	// bidi: the client streams too (exec, port-forward): admission and
+	// audit see the first request's options, never its data.
+	bidi bool
+}
+
+// optionsOf is the options a bidi stream's first request carries (its
+// "options" field: PodExecOptions, PodPortForwardOptions), or m itself.
+func optionsOf(m any) any {
+	pm, ok := m.(proto.Message)
+	if !ok || pm == nil {
+		return m
+	}
+	r := pm.ProtoReflect()
+	fd := r.Descriptor().Fields().ByName("options")
+	if !r.IsValid() || fd == nil || fd.Kind() != protoreflect.MessageKind || fd.IsList() {
+		return m
+	}
+	return r.Get(fd).Message().Interface()
 }
 
 func (w *wrappedStream) Context() context.Context { return w.ctx }
@@ -514,7 +537,10 @@ func (w *wrappedStream) RecvMsg(m any) error {
 		return nil
 	}
 	w.first = m
-	release, err := w.chain.admit(w.ctx, w.ri, m)
+	if w.bidi {
+		w.first = optionsOf(m)
+	}
+	release, err := w.chain.admit(w.ctx, w.ri, w.first)
 	if err != nil {
 		return err
 	}
@@ -552,7 +578,7 @@ func (c *Chain) Stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInf
 		g.Inc()
 		defer g.Dec()
 	}
-	ws := &wrappedStream{ServerStream: ss, chain: c, ri: ri}
+	ws := &wrappedStream{ServerStream: ss, chain: c, ri: ri, bidi: info.IsClientStream}
 	ctx, err := c.authenticate(ctx, ri)
 	if err == nil {
 		ws.ctx = ctx
