@@ -60,6 +60,8 @@ func Describe(w io.Writer, obj object.Object, rel Related, now time.Time) error 
 		p.node(o, rel)
 	case *corev1.ConfigMap:
 		p.configMap(o)
+	case *corev1.Secret:
+		p.secret(o)
 	case *corev1.Service:
 		p.service(o, rel)
 	default:

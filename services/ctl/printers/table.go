@@ -85,6 +85,8 @@ func ownColumns(obj object.Object) (columns, bool) {
 		return columns{[]string{"NAME", "HOLDER", "AGE"}, nil, leaseRow}, true
 	case *corev1.ConfigMap:
 		return columns{[]string{"NAME", "DATA", "AGE"}, nil, configMapRow}, true
+	case *corev1.Secret:
+		return columns{[]string{"NAME", "TYPE", "DATA", "AGE"}, nil, secretRow}, true
 	case *corev1.ResourceQuota:
 		return columns{[]string{"NAME", "AGE", "REQUEST", "LIMIT"}, nil, resourceQuotaRow}, true
 	case *rbacv1.RoleBinding, *rbacv1.ClusterRoleBinding:
