@@ -3,6 +3,7 @@ package authz
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -32,8 +33,15 @@ const NodeLeaseNamespace = "kube-node-lease"
 //	pods           list, watch: only with the field selector
 //	               spec.nodeName=<node>; get, delete, update status: only of
 //	               pods bound to it
-//	configmaps     get: only those a pod bound to it uses (volumes, env,
-//	               envFrom)
+//	configmaps,    get (and list, watch with the field selector
+//	secrets        metadata.name=<name>): only those a pod bound to it uses
+//	               (volumes, projected volumes' sources, env, envFrom; a
+//	               Secret also as an imagePullSecret); so a node reads
+//	               kube-root-ca.crt through the projected volume of a pod's
+//	               service account token
+//	serviceaccounts/token
+//	               create: only for the service account of a pod bound
+//	               to it
 //	events         create, update, patch, get (the event sink re-reads an
 //	               event after a conflict): anywhere
 //	services,      get, list, watch: all (the agent's service proxy and
@@ -45,15 +53,16 @@ const NodeLeaseNamespace = "kube-node-lease"
 //
 // Which pods are bound to which node comes from an informer of the pods on
 // the loopback connection that keeps only each pod's key, node and the
-// ConfigMaps it uses. The informer may lag the node's own watch by a few
+// objects it uses, indexed by (kind, node, namespace, name) as its events
+// arrive: a decision is one map lookup, never a scan. The informer may lag the node's own watch by a few
 // milliseconds (a new pod, just bound): when it does not show the pod
 // bound to the node, the authorizer reads the pod (consistently) before
 // refusing, so the agent never sees a spurious denial.
 type nodeAuthorizer struct {
-	pods       *informer.Informer[*corev1.Pod]
-	read       PodReader
-	fallbacks  prometheus.Counter
-	configMaps configMapUses
+	pods      *informer.Informer[*corev1.Pod]
+	read      PodReader
+	fallbacks prometheus.Counter
+	uses      podUses
 }
 
 // PodReader reads pods consistently (etcd, not a cache): the node
@@ -90,45 +99,55 @@ const boundPods = "spec.nodeName!="
 // newNodeAuthorizer reads pods from src (the loopback's Pods).
 func newNodeAuthorizer(src informer.Source[*corev1.Pod], read PodReader, m *metrics, log *zap.Logger) *nodeAuthorizer {
 	n := &nodeAuthorizer{
-		pods:       informer.New[*corev1.Pod](slimPods{src}, informer.Options{Logger: log, ListOptions: &metav1.ListOptions{FieldSelector: boundPods}}),
-		read:       read,
-		fallbacks:  m.nodeFallbacks,
-		configMaps: configMapUses{byPod: map[string][]configMapUse{}, count: map[configMapUse]int{}},
+		pods:      informer.New[*corev1.Pod](slimPods{src}, informer.Options{Logger: log, ListOptions: &metav1.ListOptions{FieldSelector: boundPods}}),
+		read:      read,
+		fallbacks: m.nodeFallbacks,
+		uses:      podUses{byPod: map[string][]objectUse{}, count: map[objectUse]int{}},
 	}
 	n.pods.AddHandler(informer.Handler[*corev1.Pod]{
-		OnAdd:    func(p *corev1.Pod) { n.configMaps.set(informer.Key(p), usesOf(p)) },
-		OnUpdate: func(_, p *corev1.Pod) { n.configMaps.set(informer.Key(p), usesOf(p)) },
-		OnDelete: func(p *corev1.Pod) { n.configMaps.set(informer.Key(p), nil) },
+		OnAdd:    func(p *corev1.Pod) { n.uses.set(informer.Key(p), usesOf(p)) },
+		OnUpdate: func(_, p *corev1.Pod) { n.uses.set(informer.Key(p), usesOf(p)) },
+		OnDelete: func(p *corev1.Pod) { n.uses.set(informer.Key(p), nil) },
 	})
 	return n
 }
 
-// configMapUses counts, for each node, namespace and ConfigMap, the pods
-// bound to the node that use the ConfigMap: a node's read of a ConfigMap
+// The kinds of object a pod uses.
+const (
+	kindConfigMap      = "configmap"
+	kindSecret         = "secret"
+	kindServiceAccount = "serviceaccount"
+)
+
+// podUses counts, for each kind, node, namespace and name, the pods bound
+// to the node that use the object: a node's read of a ConfigMap or Secret
 // is one map lookup.
-type configMapUses struct {
+type podUses struct {
 	mu    sync.RWMutex
-	byPod map[string][]configMapUse // pod key -> what it uses, as last counted
-	count map[configMapUse]int
+	byPod map[string][]objectUse // pod key -> what it uses, as last counted
+	count map[objectUse]int
 }
 
-type configMapUse struct{ node, namespace, name string }
+type objectUse struct{ kind, node, namespace, name string }
+
+// objectRef is an object a pod uses, in the pod's namespace.
+type objectRef struct{ kind, name string }
 
 // usesOf is what a (slim) pod bound to a node uses.
-func usesOf(p *corev1.Pod) []configMapUse {
+func usesOf(p *corev1.Pod) []objectUse {
 	node := p.GetSpec().GetNodeName()
 	if node == "" {
 		return nil
 	}
-	var out []configMapUse
-	for _, v := range p.GetSpec().GetVolumes() {
-		out = append(out, configMapUse{node, p.GetMetadata().GetNamespace(), v.GetConfigMap().GetName()})
+	var out []objectUse
+	for _, r := range podRefs(p) {
+		out = append(out, objectUse{r.kind, node, p.GetMetadata().GetNamespace(), r.name})
 	}
 	return out
 }
 
 // set replaces what the pod at key uses (nil: the pod is gone).
-func (c *configMapUses) set(key string, uses []configMapUse) {
+func (c *podUses) set(key string, uses []objectUse) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, u := range c.byPod[key] {
@@ -146,7 +165,7 @@ func (c *configMapUses) set(key string, uses []configMapUse) {
 	}
 }
 
-func (c *configMapUses) used(u configMapUse) bool {
+func (c *podUses) used(u objectUse) bool {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	return c.count[u] > 0
@@ -177,7 +196,14 @@ func (n *nodeAuthorizer) decide(ctx context.Context, ri *server.RequestInfo) (De
 	case core && ri.Resource == "pods":
 		return n.decidePod(ctx, node, ri)
 	case core && ri.Resource == "configmaps":
-		return n.decideConfigMap(ctx, node, ri)
+		return n.decideUsed(ctx, node, ri, kindConfigMap)
+	case core && ri.Resource == "secrets":
+		return n.decideUsed(ctx, node, ri, kindSecret)
+	case core && ri.Resource == "serviceaccounts" && ri.Subresource == "token":
+		if ri.Verb != "create" {
+			return NoOpinion, fmt.Sprintf("node '%s' can only create tokens of the service accounts of pods bound to it", node), nil
+		}
+		return n.decideUsed(ctx, node, ri, kindServiceAccount)
 	case core && ri.Resource == "services", ri.APIGroup == "discovery.k8s.io" && ri.Resource == "endpointslices":
 		switch ri.Verb {
 		case "get", "list", "watch":
@@ -250,14 +276,42 @@ func (n *nodeAuthorizer) bound(ctx context.Context, node string, ri *server.Requ
 	return NoOpinion, fmt.Sprintf("node %q can only %s pods bound to it", node, what), nil
 }
 
-func (n *nodeAuthorizer) decideConfigMap(ctx context.Context, node string, ri *server.RequestInfo) (Decision, string, error) {
-	refused := func() (Decision, string, error) {
-		return NoOpinion, fmt.Sprintf("node %q can only read the ConfigMaps of pods bound to it", node), nil
+// decideUsed allows a node to get (and list or watch, by the field
+// selector metadata.name=<name>) a ConfigMap or Secret, or to create a
+// token of a service account, only when a pod bound to it uses the object,
+// as Kubernetes' node authorizer. The index answers; when it does not know
+// the use (a pod bound a moment ago), the node's pods in the namespace are
+// read consistently before refusing.
+func (n *nodeAuthorizer) decideUsed(ctx context.Context, node string, ri *server.RequestInfo, kind string) (Decision, string, error) {
+	name, verb := ri.Name, ri.Verb
+	what := map[string]string{kindConfigMap: "configmap", kindSecret: "secret", kindServiceAccount: "serviceaccount token"}[kind]
+	switch {
+	case kind == kindServiceAccount:
+	case ri.Subresource != "":
+		return NoOpinion, fmt.Sprintf("node '%s' cannot %s %s/%s", node, verb, ri.Resource, ri.Subresource), nil
+	case verb == "get":
+	case verb == "list" || verb == "watch":
+		// A list or watch of one object by name, as the kubelet's
+		// reflectors of single Secrets and ConfigMaps.
+		sel, err := fields.Parse(ri.FieldSelector)
+		v, ok := "", false
+		if err == nil {
+			v, ok = sel.RequiresExactMatch("metadata.name")
+		}
+		if !ok || ri.Namespace == "" {
+			return NoOpinion, fmt.Sprintf("node '%s' can only %s %ss with the field selector metadata.name=<name> in a namespace", node, verb, what), nil
+		}
+		name = v
+	default:
+		return NoOpinion, fmt.Sprintf("node '%s' can only read the %ss of pods bound to it", node, what), nil
 	}
-	if ri.Subresource != "" || ri.Verb != "get" {
+	refused := func() (Decision, string, error) {
+		return NoOpinion, fmt.Sprintf("node '%s' cannot %s %s %s/%s: no relationship found between node '%s' and this object", node, verb, what, ri.Namespace, name, node), nil
+	}
+	if name == "" {
 		return refused()
 	}
-	if n.configMaps.used(configMapUse{node, ri.Namespace, ri.Name}) {
+	if n.uses.used(objectUse{kind, node, ri.Namespace, name}) {
 		return Allow, "", nil
 	}
 	n.fallbacks.Inc()
@@ -266,56 +320,61 @@ func (n *nodeAuthorizer) decideConfigMap(ctx context.Context, node string, ri *s
 		return Deny, "", err
 	}
 	for _, p := range pods {
-		if p.GetSpec().GetNodeName() == node && usesConfigMap(p, ri.Name) {
-			return Allow, "", nil
+		if p.GetSpec().GetNodeName() != node {
+			continue
+		}
+		for _, r := range podRefs(p) {
+			if r.kind == kind && r.name == name {
+				return Allow, "", nil
+			}
 		}
 	}
 	return refused()
 }
 
-// configMapRefs lists the ConfigMaps a pod uses: volumes, env valueFrom
-// and envFrom of its containers and init containers.
-func configMapRefs(p *corev1.Pod) []string {
-	var out []string
-	add := func(name string) {
-		for _, n := range out {
-			if n == name {
-				return
-			}
-		}
-		if name != "" {
-			out = append(out, name)
+// podRefs lists the objects a pod uses, each once: ConfigMaps and Secrets
+// of volumes, projected volumes' sources, env valueFrom and envFrom of
+// its containers and init containers; Secrets of imagePullSecrets; its
+// service account.
+func podRefs(p *corev1.Pod) []objectRef {
+	var out []objectRef
+	add := func(kind, name string) {
+		r := objectRef{kind, name}
+		if name != "" && !slices.Contains(out, r) {
+			out = append(out, r)
 		}
 	}
 	spec := p.GetSpec()
 	for _, v := range spec.GetVolumes() {
-		add(v.GetConfigMap().GetName())
+		add(kindConfigMap, v.GetConfigMap().GetName())
+		add(kindSecret, v.GetSecret().GetSecretName())
+		for _, src := range v.GetProjected().GetSources() {
+			add(kindConfigMap, src.GetConfigMap().GetName())
+			add(kindSecret, src.GetSecret().GetName())
+		}
 	}
 	for _, cs := range [][]*corev1.Container{spec.GetInitContainers(), spec.GetContainers()} {
 		for _, c := range cs {
 			for _, e := range c.GetEnv() {
-				add(e.GetValueFrom().GetConfigMapKeyRef().GetName())
+				add(kindConfigMap, e.GetValueFrom().GetConfigMapKeyRef().GetName())
+				add(kindSecret, e.GetValueFrom().GetSecretKeyRef().GetName())
 			}
 			for _, e := range c.GetEnvFrom() {
-				add(e.GetConfigMapRef().GetName())
+				add(kindConfigMap, e.GetConfigMapRef().GetName())
+				add(kindSecret, e.GetSecretRef().GetName())
 			}
 		}
 	}
+	for _, s := range spec.GetImagePullSecrets() {
+		add(kindSecret, s.GetName())
+	}
+	add(kindServiceAccount, spec.GetServiceAccountName())
 	return out
 }
 
-func usesConfigMap(p *corev1.Pod, name string) bool {
-	for _, n := range configMapRefs(p) {
-		if n == name {
-			return true
-		}
-	}
-	return false
-}
-
 // slimPods keeps of each pod what the node authorizer needs: its key,
-// resourceVersion, node, and the ConfigMaps it uses (as configMap
-// volumes), so that the apiserver does not hold a second full copy of
+// resourceVersion, node, and the objects it uses (as configMap and secret
+// volumes and its service account name), so that the apiserver does not hold a second full copy of
 // every pod.
 type slimPods struct{ informer.Source[*corev1.Pod] }
 
@@ -351,8 +410,15 @@ func slimPod(p *corev1.Pod) *corev1.Pod {
 		Metadata: &metav1.ObjectMeta{Name: m.GetName(), Namespace: m.GetNamespace(), Uid: m.GetUid(), ResourceVersion: m.GetResourceVersion()},
 		Spec:     &corev1.PodSpec{NodeName: p.GetSpec().GetNodeName()},
 	}
-	for _, cm := range configMapRefs(p) {
-		s.Spec.Volumes = append(s.Spec.Volumes, &corev1.Volume{ConfigMap: &corev1.ConfigMapVolumeSource{Name: cm}})
+	for _, r := range podRefs(p) {
+		switch r.kind {
+		case kindConfigMap:
+			s.Spec.Volumes = append(s.Spec.Volumes, &corev1.Volume{ConfigMap: &corev1.ConfigMapVolumeSource{Name: r.name}})
+		case kindSecret:
+			s.Spec.Volumes = append(s.Spec.Volumes, &corev1.Volume{Secret: &corev1.SecretVolumeSource{SecretName: r.name}})
+		case kindServiceAccount:
+			s.Spec.ServiceAccountName = r.name
+		}
 	}
 	return s
 }

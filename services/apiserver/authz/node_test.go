@@ -2,6 +2,7 @@ package authz
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -81,6 +82,33 @@ func pod(ns, name, node string, configMaps ...string) *corev1.Pod {
 	return p
 }
 
+// withSecrets adds, in order, a Secret volume, a projected volume with a
+// Secret and kube-root-ca.crt, env, envFrom and an imagePullSecret.
+func withSecrets(p *corev1.Pod, sa string, secrets ...string) *corev1.Pod {
+	p.Spec.ServiceAccountName = sa
+	for i, s := range secrets {
+		c := &corev1.Container{Name: "c"}
+		switch i % 5 {
+		case 0:
+			p.Spec.Volumes = append(p.Spec.Volumes, &corev1.Volume{Name: s, Secret: &corev1.SecretVolumeSource{SecretName: s}})
+		case 1:
+			p.Spec.Volumes = append(p.Spec.Volumes, &corev1.Volume{Name: s, Projected: &corev1.ProjectedVolumeSource{Sources: []*corev1.VolumeProjection{
+				{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token"}},
+				{ConfigMap: &corev1.ConfigMapProjection{Name: "kube-root-ca.crt"}},
+				{Secret: &corev1.SecretProjection{Name: s}},
+			}}})
+		case 2:
+			c.Env = []*corev1.EnvVar{{Name: "X", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{Name: s, Key: "k"}}}}
+		case 3:
+			c.EnvFrom = []*corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{Name: s}}}
+		case 4:
+			p.Spec.ImagePullSecrets = append(p.Spec.ImagePullSecrets, &corev1.LocalObjectReference{Name: s})
+		}
+		p.Spec.Containers = append(p.Spec.Containers, c)
+	}
+	return p
+}
+
 func startNodeAuthorizer(t testing.TB, listed []*corev1.Pod, stored ...*corev1.Pod) (*nodeAuthorizer, *metrics) {
 	t.Helper()
 	m := newMetrics(nil)
@@ -104,12 +132,12 @@ var nodeA = &user.Info{Name: "system:node:node-a", Groups: []string{user.NodesGr
 func TestNodeAuthorizer(t *testing.T) {
 	n, m := startNodeAuthorizer(t,
 		[]*corev1.Pod{
-			pod("team-a", "web-a", "node-a", "cfg-a", "env-a", "envfrom-a"),
-			pod("team-a", "web-b", "node-b", "cfg-b"),
-			pod("team-a", "pending", ""),
+			withSecrets(pod("team-a", "web-a", "node-a", "cfg-a", "env-a", "envfrom-a"), "runner", "sec-vol", "sec-proj", "sec-env", "sec-envfrom", "sec-pull"),
+			withSecrets(pod("team-a", "web-b", "node-b", "cfg-b"), "b-sa", "sec-b"),
+			withSecrets(pod("team-a", "pending", ""), "pending-sa", "sec-pending"),
 		},
 		// Bound to node-a a moment ago: the informer has not seen it.
-		pod("team-a", "late", "node-a", "cfg-late"),
+		withSecrets(pod("team-a", "late", "node-a", "cfg-late"), "late-sa", "sec-late"),
 	)
 	listWith := func(verb, ns, selector string) *server.RequestInfo {
 		return &server.RequestInfo{Verb: verb, Resource: "pods", Namespaced: true, Namespace: ns, FieldSelector: selector}
@@ -158,9 +186,32 @@ func TestNodeAuthorizer(t *testing.T) {
 		{"a ConfigMap its pod's env uses", ri("get", "", "configmaps", "", "team-a", "env-a"), Allow, ""},
 		{"a ConfigMap its pod's envFrom uses", ri("get", "", "configmaps", "", "team-a", "envfrom-a"), Allow, ""},
 		{"a ConfigMap its new pod uses", ri("get", "", "configmaps", "", "team-a", "cfg-late"), Allow, ""},
-		{"another node's pod's ConfigMap", ri("get", "", "configmaps", "", "team-a", "cfg-b"), NoOpinion, `node "node-a" can only read the ConfigMaps of pods bound to it`},
-		{"the name in another namespace", ri("get", "", "configmaps", "", "team-b", "cfg-a"), NoOpinion, "ConfigMaps of pods bound to it"},
-		{"list ConfigMaps", &server.RequestInfo{Verb: "list", Resource: "configmaps", Namespaced: true, Namespace: "team-a"}, NoOpinion, "ConfigMaps of pods bound to it"},
+		{"another node's pod's ConfigMap", ri("get", "", "configmaps", "", "team-a", "cfg-b"), NoOpinion, `node 'node-a' cannot get configmap team-a/cfg-b: no relationship found between node 'node-a' and this object`},
+		{"the name in another namespace", ri("get", "", "configmaps", "", "team-b", "cfg-a"), NoOpinion, "no relationship found between node 'node-a' and this object"},
+		{"list ConfigMaps", &server.RequestInfo{Verb: "list", Resource: "configmaps", Namespaced: true, Namespace: "team-a"}, NoOpinion, "with the field selector metadata.name=<name>"},
+		{"watch one ConfigMap by name", &server.RequestInfo{Verb: "watch", Resource: "configmaps", Namespaced: true, Namespace: "team-a", FieldSelector: "metadata.name=cfg-a"}, Allow, ""},
+		{"watch another node's ConfigMap by name", &server.RequestInfo{Verb: "list", Resource: "configmaps", Namespaced: true, Namespace: "team-a", FieldSelector: "metadata.name=cfg-b"}, NoOpinion, "no relationship found"},
+		{"kube-root-ca.crt through a projected volume", ri("get", "", "configmaps", "", "team-a", "kube-root-ca.crt"), Allow, ""},
+		{"update a ConfigMap it may read", ri("update", "", "configmaps", "", "team-a", "cfg-a"), NoOpinion, "can only read"},
+
+		{"a Secret its pod mounts", ri("get", "", "secrets", "", "team-a", "sec-vol"), Allow, ""},
+		{"a Secret of its pod's projected volume", ri("get", "", "secrets", "", "team-a", "sec-proj"), Allow, ""},
+		{"a Secret its pod's env uses", ri("get", "", "secrets", "", "team-a", "sec-env"), Allow, ""},
+		{"a Secret its pod's envFrom uses", ri("get", "", "secrets", "", "team-a", "sec-envfrom"), Allow, ""},
+		{"its pod's imagePullSecret", ri("get", "", "secrets", "", "team-a", "sec-pull"), Allow, ""},
+		{"a Secret its new pod uses", ri("get", "", "secrets", "", "team-a", "sec-late"), Allow, ""},
+		{"watch one Secret by name", &server.RequestInfo{Verb: "watch", Resource: "secrets", Namespaced: true, Namespace: "team-a", FieldSelector: "metadata.name=sec-vol"}, Allow, ""},
+		{"another node's pod's Secret", ri("get", "", "secrets", "", "team-a", "sec-b"), NoOpinion, `node 'node-a' cannot get secret team-a/sec-b: no relationship found between node 'node-a' and this object`},
+		{"a Secret named as a ConfigMap it uses", ri("get", "", "secrets", "", "team-a", "cfg-a"), NoOpinion, "no relationship found"},
+		{"a ConfigMap named as a Secret it uses", ri("get", "", "configmaps", "", "team-a", "sec-vol"), NoOpinion, "no relationship found"},
+		{"list Secrets", &server.RequestInfo{Verb: "list", Resource: "secrets", Namespaced: true, Namespace: "team-a"}, NoOpinion, "metadata.name=<name>"},
+		{"list Secrets everywhere by name", &server.RequestInfo{Verb: "list", Resource: "secrets", Namespaced: true, FieldSelector: "metadata.name=sec-vol"}, NoOpinion, "in a namespace"},
+		{"delete a Secret", ri("delete", "", "secrets", "", "team-a", "sec-vol"), NoOpinion, "can only read"},
+
+		{"a token of its pod's service account", ri("create", "", "serviceaccounts", "token", "team-a", "runner"), Allow, ""},
+		{"a token of its new pod's service account", ri("create", "", "serviceaccounts", "token", "team-a", "late-sa"), Allow, ""},
+		{"a token of another node's pod's service account", ri("create", "", "serviceaccounts", "token", "team-a", "b-sa"), NoOpinion, `node 'node-a' cannot create serviceaccount token team-a/b-sa: no relationship found`},
+		{"get a service account", ri("get", "", "serviceaccounts", "", "team-a", "runner"), NoOpinion, ""},
 
 		{"create an event anywhere", ri("create", "", "events", "", "team-b", "e"), Allow, ""},
 		{"update an event", ri("update", "", "events", "", "team-b", "e"), Allow, ""},
@@ -209,26 +260,32 @@ func TestNodeAuthorizer(t *testing.T) {
 }
 
 func TestSlimPodKeepsWhatTheNodeAuthorizerNeeds(t *testing.T) {
-	full := pod("ns", "p", "node-a", "v", "e", "f", "v")
+	full := withSecrets(pod("ns", "p", "node-a", "v", "e", "f", "v"), "sa", "s1", "s2", "s3", "s4", "s5")
 	full.Metadata.Uid, full.Metadata.ResourceVersion = "u1", "42"
 	full.Metadata.Labels = map[string]string{"app": "web"}
-	full.Spec.Containers = []*corev1.Container{{Name: "main", Image: "web:1"}}
+	full.Spec.Containers = append(full.Spec.Containers, &corev1.Container{Name: "main", Image: "web:1"})
 	s := slimPod(full)
 	m := s.GetMetadata()
 	if m.GetName() != "p" || m.GetNamespace() != "ns" || m.GetUid() != "u1" || m.GetResourceVersion() != "42" || s.GetSpec().GetNodeName() != "node-a" {
 		t.Errorf("slim pod lost its identity: %v", s)
 	}
-	if got := strings.Join(configMapRefs(s), ","); got != "v,e,f" {
-		t.Errorf("slim pod's ConfigMaps %q, want v,e,f", got)
+	if got, want := podRefs(s), podRefs(full); !slices.Equal(sortedRefs(got), sortedRefs(want)) || len(want) != 10 {
+		t.Errorf("slim pod's objects %v, want %v", got, want)
 	}
-	if len(m.GetLabels()) != 0 || len(s.GetSpec().GetContainers()) != 0 {
+	if len(m.GetLabels()) != 0 || len(s.GetSpec().GetContainers()) != 0 || len(s.GetSpec().GetImagePullSecrets()) != 0 {
 		t.Errorf("slim pod kept more than needed: %v", s)
 	}
 }
 
-func TestConfigMapUsesFollowPods(t *testing.T) {
-	c := configMapUses{byPod: map[string][]configMapUse{}, count: map[configMapUse]int{}}
-	use := func(name string) configMapUse { return configMapUse{"node-a", "ns", name} }
+func sortedRefs(r []objectRef) []objectRef {
+	r = slices.Clone(r)
+	slices.SortFunc(r, func(a, b objectRef) int { return strings.Compare(a.kind+"/"+a.name, b.kind+"/"+b.name) })
+	return r
+}
+
+func TestPodUsesFollowPods(t *testing.T) {
+	c := podUses{byPod: map[string][]objectUse{}, count: map[objectUse]int{}}
+	use := func(name string) objectUse { return objectUse{kindConfigMap, "node-a", "ns", name} }
 	c.set("ns/p1", usesOf(slimPod(pod("ns", "p1", "node-a", "shared", "one"))))
 	c.set("ns/p2", usesOf(slimPod(pod("ns", "p2", "node-a", "shared"))))
 	c.set("ns/p3", usesOf(slimPod(pod("ns", "p3", "", "pending"))))

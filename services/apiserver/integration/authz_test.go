@@ -470,7 +470,7 @@ func TestAuthzNodes(t *testing.T) {
 		_, err = client.ConfigMaps(a).Get(ctx, "team-a", "cfg-a")
 		allowed(t, "node-a reads its pod's ConfigMap", err)
 		_, err = client.ConfigMaps(a).Get(ctx, "team-a", "cfg-b")
-		denied(t, "node-a reads node-b's pod's ConfigMap", err, `node "node-a" can only read the ConfigMaps of pods bound to it`)
+		denied(t, "node-a reads node-b's pod's ConfigMap", err, `node 'node-a' cannot get configmap team-a/cfg-b: no relationship found between node 'node-a' and this object`)
 	})
 
 	t.Run("writes", func(t *testing.T) {
@@ -528,7 +528,7 @@ func TestAuthzNodes(t *testing.T) {
 		mustCreate(t, client.ConfigMaps(s.Conn).Create, &corev1.ConfigMap{Metadata: objMeta("team-a", "cfg-late")})
 		late := boundTo("pod-late", "", "cfg-late")
 		_, err := client.ConfigMaps(a).Get(ctx, "team-a", "cfg-late")
-		denied(t, "node-a reads the ConfigMap of a pod not bound yet", err, "can only read the ConfigMaps of pods bound to it")
+		denied(t, "node-a reads the ConfigMap of a pod not bound yet", err, "no relationship found between node 'node-a' and this object")
 		_, err = corev1.NewPodsClient(s.Conn).Bind(ctx, &corev1.Binding{
 			Metadata: objMeta("team-a", "pod-late"),
 			Target:   &corev1.ObjectReference{Kind: "Node", Name: "node-a"},
