@@ -22,6 +22,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"skiff.dev/internal/apierrors"
 	"skiff.dev/internal/await"
@@ -78,8 +79,8 @@ func TestEveryServedKind(t *testing.T) {
 		t.Run(k.GVK(), func(t *testing.T) {
 			c := &check{t: t, ctx: ctx, env: env, k: k, kc: k.Client(env.Conn)}
 			obj := c.example("")
-			created := c.crud(obj, func(cur object.Object) { c.skiffctl(ctl, cur) })
-			_ = created
+			created := c.crud(proto.Clone(obj).(object.Object), func(cur object.Object) { c.skiffctl(ctl, cur) })
+			c.kept(obj, created)
 			c.printer(obj)
 			c.roles(users)
 			c.garbageCollected()
@@ -277,6 +278,75 @@ func (c *check) skiffctl(ctl *cli, cur object.Object) {
 	if d := ctl.ok(t, args("describe", resource, m.GetName())...); !strings.Contains(d, m.GetName()) {
 		t.Errorf("skiffctl describe %s %s prints nothing about it:\n%s", resource, m.GetName(), d)
 	}
+}
+
+// kept: the server stores what the example says, as the kind's defaults
+// read it: every field the defaulted example sets has that value in the
+// created object (which may have more: server-set metadata, allocated
+// addresses, admission's additions). A write-only field (a Secret's
+// stringData) is not expected back: the defaults merge it elsewhere (into
+// data) and clear it, and what it became is checked instead.
+func (c *check) kept(example, created object.Object) {
+	c.t.Helper()
+	want := proto.Clone(example).(object.Object)
+	c.k.Default(want)
+	if path, diff := subset(want.ProtoReflect(), created.ProtoReflect(), ""); path != "" {
+		c.t.Errorf("the created object does not keep the (defaulted) example's %s: %s", path, diff)
+	}
+}
+
+// subset returns the first field set in want whose value got does not
+// have (lists: element by element, got may have more; maps: every key of
+// want's), and how they differ.
+func subset(want, got protoreflect.Message, at string) (string, string) {
+	var path, diff string
+	want.Range(func(fd protoreflect.FieldDescriptor, wv protoreflect.Value) bool {
+		p := at + fd.JSONName()
+		if !got.Has(fd) {
+			path, diff = p, "missing"
+			return false
+		}
+		gv := got.Get(fd)
+		switch {
+		case fd.IsList():
+			wl, gl := wv.List(), gv.List()
+			if gl.Len() < wl.Len() {
+				path, diff = p, fmt.Sprintf("%d items, want at least %d", gl.Len(), wl.Len())
+				return false
+			}
+			for i := 0; i < wl.Len() && path == ""; i++ {
+				path, diff = subsetValue(fd, wl.Get(i), gl.Get(i), fmt.Sprintf("%s[%d]", p, i))
+			}
+		case fd.IsMap():
+			gm := gv.Map()
+			wv.Map().Range(func(k protoreflect.MapKey, v protoreflect.Value) bool {
+				kp := fmt.Sprintf("%s[%v]", p, k.Interface())
+				if !gm.Has(k) {
+					path, diff = kp, "missing"
+					return false
+				}
+				path, diff = subsetValue(fd.MapValue(), v, gm.Get(k), kp)
+				return path == ""
+			})
+		default:
+			path, diff = subsetValue(fd, wv, gv, p)
+		}
+		return path == ""
+	})
+	return path, diff
+}
+
+func subsetValue(fd protoreflect.FieldDescriptor, w, g protoreflect.Value, p string) (string, string) {
+	if fd.Kind() == protoreflect.MessageKind || fd.Kind() == protoreflect.GroupKind {
+		return subset(w.Message(), g.Message(), p+".")
+	}
+	if !w.Equal(g) {
+		if fd.Kind() == protoreflect.BytesKind {
+			return p, fmt.Sprintf("%d bytes, want %d (values not shown)", len(g.Bytes()), len(w.Bytes()))
+		}
+		return p, fmt.Sprintf("%v, want %v", g.Interface(), w.Interface())
+	}
+	return "", ""
 }
 
 // printer: skiffctl has table columns of the kind's own.
