@@ -408,7 +408,7 @@ func (c *Cache[T]) NewEntry(key string, value []byte, rev int64) (*Entry[T], err
 func (c *Cache[T]) newEntry(key string, value []byte, rev int64) *Entry[T] {
 	e, err := c.NewEntry(key, value, rev)
 	if err != nil {
-		c.log.Error("skipping an object etcd holds that is not skiff's", zap.String("key", key), zap.Error(err))
+		c.log.Error("skipping an object etcd holds that cannot be read (not skiff's, or encrypted with a key no longer configured)", zap.String("key", key), zap.Error(err))
 		return nil
 	}
 	return e
