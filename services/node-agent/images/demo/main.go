@@ -39,8 +39,12 @@
 // runs that tool instead of the server, which gives exec probes and init
 // containers something to run in a FROM-scratch image:
 //
-//	true | false | exit N | sleep DUR | echo ARGS... | env | cat FILE |
-//	write FILE TEXT | touch FILE | rm FILE | test-file FILE | get URL
+//	true | false | exit N | sleep DUR | echo ARGS... | env | cat [FILE...] |
+//	write FILE TEXT | touch FILE | rm FILE | test-file FILE | get URL |
+//	tar cf - [-C DIR] PATH... | tar xf - [-C DIR] | ttysize
+//
+// (cat without FILE copies stdin; ttysize prints the terminal's ROWSxCOLS
+// and again on each SIGWINCH until stdin ends: exec and cp tests.)
 package main
 
 import (
@@ -313,6 +317,9 @@ var tools = map[string]func(args []string, stdout, stderr io.Writer) int{
 		return 0
 	},
 	"cat": func(args []string, stdout, stderr io.Writer) int {
+		if len(args) == 0 || (len(args) == 1 && args[0] == "-") {
+			return catStdin(stdout)
+		}
 		for _, p := range args {
 			b, err := os.ReadFile(p)
 			if err != nil {
@@ -365,6 +372,8 @@ var tools = map[string]func(args []string, stdout, stderr io.Writer) int{
 		}
 		return 0
 	},
+	"tar":     tarTool,
+	"ttysize": ttySize,
 	"get": func(args []string, stdout, stderr io.Writer) int {
 		if len(args) != 1 {
 			fmt.Fprintln(stderr, "usage: get URL")

@@ -1,0 +1,174 @@
+package main
+
+import (
+	"archive/tar"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"unsafe"
+)
+
+// The tools exec, attach and cp need in a FROM-scratch image: cat of
+// stdin, a tar of the forms `skiffctl cp` (and kubectl cp) runs, and the
+// terminal's size.
+
+// catStdin copies stdin to stdout until its end (cat with no FILE or "-").
+func catStdin(stdout io.Writer) int {
+	if _, err := io.Copy(stdout, os.Stdin); err != nil {
+		return 1
+	}
+	return 0
+}
+
+// tarTool is `tar cf - [-C DIR] PATH...` (an archive of PATHs on stdout)
+// and `tar xf - [-C DIR]` (or xmf: stdin's archive extracted under DIR).
+func tarTool(args []string, stdout, stderr io.Writer) int {
+	if len(args) < 2 || args[1] != "-" {
+		fmt.Fprintln(stderr, "usage: tar cf - [-C DIR] PATH... | tar xf - [-C DIR]")
+		return 2
+	}
+	mode, rest := args[0], args[2:]
+	dir := "."
+	if len(rest) >= 2 && rest[0] == "-C" {
+		dir, rest = rest[1], rest[2:]
+	}
+	var err error
+	switch strings.TrimPrefix(mode, "-") {
+	case "cf":
+		err = tarCreate(stdout, dir, rest)
+	case "xf", "xmf":
+		err = tarExtract(os.Stdin, dir)
+	default:
+		err = fmt.Errorf("mode %q: cf or xf", mode)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "tar:", err)
+		return 1
+	}
+	return 0
+}
+
+func tarCreate(w io.Writer, dir string, paths []string) error {
+	tw := tar.NewWriter(w)
+	for _, p := range paths {
+		root := filepath.Join(dir, p)
+		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			rel, err := filepath.Rel(dir, path)
+			if err != nil {
+				return err
+			}
+			if !info.Mode().IsRegular() && !info.IsDir() {
+				return nil
+			}
+			h, err := tar.FileInfoHeader(info, "")
+			if err != nil {
+				return err
+			}
+			h.Name = filepath.ToSlash(rel)
+			if info.IsDir() {
+				h.Name += "/"
+			}
+			if err := tw.WriteHeader(h); err != nil {
+				return err
+			}
+			if info.IsDir() {
+				return nil
+			}
+			f, err := os.Open(path)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			_, err = io.Copy(tw, f)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return tw.Close()
+}
+
+func tarExtract(r io.Reader, dir string) error {
+	tr := tar.NewReader(r)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		name := filepath.Clean(filepath.FromSlash(h.Name))
+		if filepath.IsAbs(name) || name == ".." || strings.HasPrefix(name, ".."+string(filepath.Separator)) {
+			return fmt.Errorf("%q is outside the destination", h.Name)
+		}
+		path := filepath.Join(dir, name)
+		switch h.Typeflag {
+		case tar.TypeDir:
+			if err := os.MkdirAll(path, 0o755); err != nil {
+				return err
+			}
+		case tar.TypeReg:
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				return err
+			}
+			f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, os.FileMode(h.Mode).Perm())
+			if err != nil {
+				return err
+			}
+			if _, err := io.Copy(f, tr); err != nil {
+				f.Close()
+				return err
+			}
+			if err := f.Close(); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// ttySize prints stdin's terminal size as "ROWSxCOLS" now and after each
+// SIGWINCH, until stdin ends.
+func ttySize(_ []string, stdout, stderr io.Writer) int {
+	winch := make(chan os.Signal, 1)
+	signal.Notify(winch, syscall.SIGWINCH)
+	show := func() bool {
+		var ws struct{ Row, Col, X, Y uint16 }
+		if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, os.Stdin.Fd(), syscall.TIOCGWINSZ, uintptr(unsafe.Pointer(&ws))); e != 0 {
+			fmt.Fprintln(stderr, "ttysize:", e)
+			return false
+		}
+		fmt.Fprintf(stdout, "%dx%d\n", ws.Row, ws.Col)
+		return true
+	}
+	if !show() {
+		return 1
+	}
+	done := make(chan struct{})
+	go func() {
+		io.Copy(io.Discard, os.Stdin)
+		close(done)
+	}()
+	for {
+		select {
+		case <-winch:
+			show()
+		case <-done:
+			return 0
+		}
+	}
+}
