@@ -112,7 +112,10 @@ func lookupAuth(keyring map[string]dockerAuth, image string) []*runtimeapi.AuthC
 				user, pass, _ = strings.Cut(string(dec), ":")
 			}
 		}
-		out = append(out, &runtimeapi.AuthConfig{Username: user, Password: pass, ServerAddress: k,
+		// No ServerAddress, as the kubelet's keyring gives none: containerd
+		// would otherwise withhold the credentials from a mirror or a
+		// hosts.toml endpoint whose host differs from the image's.
+		out = append(out, &runtimeapi.AuthConfig{Username: user, Password: pass,
 			IdentityToken: a.IdentityToken, RegistryToken: a.RegistryToken})
 	}
 	return out

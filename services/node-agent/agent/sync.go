@@ -311,7 +311,8 @@ func (a *Agent) startContainer(ctx context.Context, pod *corev1.Pod, c *corev1.C
 	}
 	svcEnv, err := a.serviceEnv.forPod(ctx, pod)
 	if err != nil {
-		return false, fmt.Errorf("services' environment: %w", err)
+		// The container starts without them rather than not at all.
+		a.log.Warn("listing Services for the environment", zap.String("pod", keyOf(pod)), zap.Error(err))
 	}
 	env, err := containerEnv(ctx, pod, c, envContext{PodIP: a.podIP(pod, sb.ip), HostIP: a.machine.ip,
 		Allocatable: a.machine.capacity(a.cfg.MaxPods, a.cfg.Capacity), ServiceEnv: svcEnv}, get)
