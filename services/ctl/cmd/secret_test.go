@@ -305,3 +305,60 @@ func TestCreateTokenArgs(t *testing.T) {
 		t.Errorf("create token without a name: %q, want %q", got, want)
 	}
 }
+
+func TestDescribePodSecretSources(t *testing.T) {
+	c := newCLI(t)
+	c.ok("create", "secret", "generic", "db", "--from-literal=password=s3cr3t-passw0rd")
+	pod := writeTemp(t, "pod.yaml", `apiVersion: v1
+kind: Pod
+metadata:
+  name: app
+spec:
+  containers:
+  - name: app
+    image: busybox
+    env:
+    - name: PASSWORD
+      valueFrom:
+        secretKeyRef: {name: db, key: password}
+    envFrom:
+    - secretRef: {name: db}
+      prefix: DB_
+    - configMapRef: {name: cfg, optional: true}
+    volumeMounts:
+    - {name: creds, mountPath: /etc/creds, readOnly: true}
+  volumes:
+  - name: creds
+    secret: {secretName: db}
+  - name: info
+    downwardAPI:
+      items:
+      - path: labels
+        fieldRef: {apiVersion: v1, fieldPath: metadata.labels}
+  - name: api
+    projected:
+      sources:
+      - serviceAccountToken: {path: token, expirationSeconds: 3600}
+      - secret: {name: db}
+      - downwardAPI:
+          items:
+          - path: namespace
+            fieldRef: {apiVersion: v1, fieldPath: metadata.namespace}
+`)
+	c.ok("apply", "-f", pod)
+	d := c.ok("describe", "pod", "app")
+	noValues(t, "describe pod", d)
+	for _, want := range []string{
+		"      PASSWORD:  <set to the key 'password' in secret 'db'>  Optional: false\n",
+		"      db   Secret with prefix 'DB_'  Optional: false\n",
+		"      cfg  ConfigMap                 Optional: true\n",
+		"    Type:        Secret (a volume populated by a Secret)\n    SecretName:  db\n    Optional:    false\n",
+		"    Type:  DownwardAPI (a volume populated by information about the pod)\n    Items:\n      metadata.labels -> labels\n",
+		"    Type:                    Projected (a volume that contains injected data from multiple sources)\n" +
+			"    TokenExpirationSeconds:  3600\n    SecretName:              db\n    SecretOptionalName:      <nil>\n    DownwardAPI:             true\n",
+	} {
+		if !strings.Contains(d, want) {
+			t.Errorf("describe pod app: no\n%s\nin\n%s", want, d)
+		}
+	}
+}

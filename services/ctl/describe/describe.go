@@ -293,7 +293,7 @@ func (p *out) container(c *corev1.Container, cs *corev1.ContainerStatus) {
 	if len(c.GetEnvFrom()) > 0 {
 		p.line(2, "Environment Variables from:")
 		for _, ef := range c.GetEnvFrom() {
-			p.line(3, "%s\tConfigMap\tOptional: %v", ef.GetConfigMapRef().GetName(), ef.GetConfigMapRef().GetOptional())
+			p.envFrom(ef)
 		}
 	}
 	if len(c.GetEnv()) == 0 {
@@ -342,6 +342,9 @@ func envValue(e *corev1.EnvVar) string {
 	case vf.GetConfigMapKeyRef() != nil:
 		r := vf.GetConfigMapKeyRef()
 		return fmt.Sprintf("<set to the key '%s' of config map '%s'>\tOptional: %v", r.GetKey(), r.GetName(), r.GetOptional())
+	case vf.GetSecretKeyRef() != nil:
+		r := vf.GetSecretKeyRef() // names the key, never its value
+		return fmt.Sprintf("<set to the key '%s' in secret '%s'>\tOptional: %v", r.GetKey(), r.GetName(), r.GetOptional())
 	}
 	return e.GetValue()
 }
@@ -421,6 +424,8 @@ func (p *out) volumes(vols []*corev1.Volume) {
 			p.kv(2, "Type", "ConfigMap (a volume populated by a ConfigMap)")
 			p.kv(2, "Name", v.GetConfigMap().GetName())
 			p.kv(2, "Optional", v.GetConfigMap().GetOptional())
+		case v.GetSecret() != nil, v.GetDownwardApi() != nil, v.GetProjected() != nil:
+			p.secretVolume(v)
 		default:
 			p.kv(2, "Type", "<unknown>")
 		}
