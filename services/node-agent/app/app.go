@@ -68,6 +68,12 @@ type Options struct {
 	ImagePullBackOff       time.Duration
 	ImagePullBackOffMax    time.Duration
 
+	// SyncFrequency: how often running pods' configMap, secret,
+	// downwardAPI and projected volumes are rewritten from their sources.
+	SyncFrequency time.Duration
+	// SecretVolumesOnDisk: secret and projected volumes without a tmpfs.
+	SecretVolumesOnDisk bool
+
 	Services ServiceOptions // the service proxy and the DNS server
 
 	Tracing tracing.Options // --tracing-*
@@ -145,6 +151,8 @@ Flags:
 	fs.DurationVar(&o.LeaseRenewInterval, "lease-renew-interval", agent.DefaultLeaseRenewInterval, "how often the node Lease is renewed")
 	fs.DurationVar(&o.NodeStatusUpdatePeriod, "node-status-update-frequency", agent.DefaultNodeStatusUpdatePeriod, "how often the runtime's readiness is checked for the Node's Ready condition")
 	fs.DurationVar(&o.RelistPeriod, "relist-period", agent.DefaultRelistPeriod, "how often the runtime is relisted to notice container changes")
+	fs.DurationVar(&o.SyncFrequency, "sync-frequency", agent.DefaultVolumeSyncPeriod, "how often running pods' configMap, secret, downwardAPI and projected volumes are rewritten from their sources (an update reaches the files within it)")
+	fs.BoolVar(&o.SecretVolumesOnDisk, "secret-volumes-on-disk", false, "write secret and projected volumes to plain directories under --root-dir instead of a tmpfs each (for an agent that cannot mount: without CAP_SYS_ADMIN)")
 	fs.IntVar(&o.Workers, "pod-workers", agent.DefaultWorkers, "pods synced in parallel")
 	fs.IntVar(&o.MaxParallelStarts, "max-parallel-pod-starts", 0, "syncs creating sandboxes or starting containers at once (0: 4 per CPU; negative: no bound)")
 	fs.DurationVar(&o.CrashLoopBackOff, "crashloop-backoff", agent.DefaultCrashLoopBackOff, "first delay before restarting a container that keeps failing (doubles each time)")
@@ -261,7 +269,8 @@ func Run(ctx context.Context, o *Options, log *zap.Logger, ready func(Addrs)) er
 		ManagePodNetwork: o.ManagePodNetwork, CNIConfDir: o.CNIConfDir, ClusterCIDR: o.ClusterCIDR,
 		ClusterDNS: clusterDNS, ClusterDomain: domain, ResolvConf: resolvConf,
 		LeaseDuration: o.LeaseDuration, LeaseRenewInterval: o.LeaseRenewInterval,
-		NodeStatusUpdatePeriod: o.NodeStatusUpdatePeriod, RelistPeriod: o.RelistPeriod, Workers: o.Workers, MaxParallelStarts: o.MaxParallelStarts,
+		NodeStatusUpdatePeriod: o.NodeStatusUpdatePeriod, RelistPeriod: o.RelistPeriod, Workers: o.Workers,
+		VolumeSyncPeriod: o.SyncFrequency, SecretVolumesOnDisk: o.SecretVolumesOnDisk, MaxParallelStarts: o.MaxParallelStarts,
 		CrashLoopBackOff: o.CrashLoopBackOff, CrashLoopBackOffMax: o.CrashLoopBackOffMax,
 		ImagePullBackOff: o.ImagePullBackOff, ImagePullBackOffMax: o.ImagePullBackOffMax,
 		Logger: log, Registerer: reg,
