@@ -229,8 +229,16 @@ func TestCreateSecretTLS(t *testing.T) {
 	if strings.Contains(got, "PRIVATE KEY") {
 		t.Errorf("the error quotes the key: %q", got)
 	}
-	if table := c.ok("get", "secret", "web-tls"); !strings.Contains(table, "web-tls   kubernetes.io/tls   2      5m") {
-		t.Errorf("get secret web-tls:\n%s", table)
+	c.ok("create", "secret", "generic", "other", "--from-literal=a=b", "--save-config")
+	if table := c.ok("get", "secrets", "--field-selector", "type=kubernetes.io/tls"); table != "NAME      TYPE                DATA   AGE\nweb-tls   kubernetes.io/tls   2      5m\n" {
+		t.Errorf("get secrets --field-selector type=kubernetes.io/tls:\n%s", table)
+	}
+	saved, err := client.Secrets(shared.Conn).Get(context.Background(), c.ns, "other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := saved.GetMetadata().GetAnnotations()["kubectl.kubernetes.io/last-applied-configuration"]; !strings.Contains(a, `"data":{"a":"Yg=="}`) {
+		t.Errorf("--save-config: last-applied %q", a)
 	}
 }
 
