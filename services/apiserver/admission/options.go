@@ -29,7 +29,7 @@ type Options struct {
 
 // DefaultPlugins are the command's --enable-admission-plugins.
 var DefaultPlugins = []string{
-	NamespaceLifecycleName, LimitRangerName, DefaultTolerationSecondsName,
+	NamespaceLifecycleName, LimitRangerName, ServiceAccountName, DefaultTolerationSecondsName,
 	MutatingWebhookName, ValidatingWebhookName, ResourceQuotaName,
 }
 

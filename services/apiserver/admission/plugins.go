@@ -35,6 +35,7 @@ type Factory func(d *Deps) (any, error)
 var catalogue = map[string]Factory{
 	NamespaceLifecycleName:       newNamespaceLifecycle,
 	LimitRangerName:              newLimitRanger,
+	ServiceAccountName:           newServiceAccount,
 	DefaultTolerationSecondsName: newDefaultTolerationSeconds,
 	ResourceQuotaName:            newResourceQuota,
 	MutatingWebhookName:          newMutatingWebhook,

@@ -72,13 +72,14 @@ var bootstrapPolicy = []bootstrapRole{
 	// (deployments, replicasets and pods with their status and scale;
 	// nodes' podCIDR, taints and conditions; node leases; namespaces and
 	// everything in them, RBAC included, when a namespace goes; quota
-	// status); creates ReplicaSets, Pods, Events, ServiceAccounts,
-	// EndpointSlices and its leader Lease.
+	// status); creates ReplicaSets, Pods, Events, ServiceAccounts (the
+	// default ones), ConfigMaps (kube-root-ca.crt), EndpointSlices and
+	// its leader Lease.
 	{name: "system:kube-controller-manager", users: user.ControllerManager,
 		rules: append([]r{
 			{read, "*", "*"},
 			{"update patch delete deletecollection", "core apps coordination.k8s.io discovery.k8s.io", "*"},
-			{"create", "core", "pods events serviceaccounts"},
+			{"create", "core", "pods events serviceaccounts configmaps"},
 			{"create", "discovery.k8s.io", "endpointslices"},
 			{"create", "apps", "replicasets"},
 			{"create", "coordination.k8s.io", "leases"},

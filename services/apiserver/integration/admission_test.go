@@ -32,7 +32,10 @@ func startAdmission(t *testing.T, plugins ...string) *apiservertest.Server {
 		plugins = admission.DefaultPlugins
 	}
 	return apiservertest.Start(t, apiservertest.WithConfig(func(c *apiserver.Config) {
-		c.Admission = admission.Options{EnablePlugins: plugins}
+		// No serviceaccounts controller makes the "default" accounts
+		// here: ServiceAccount is off unless named (as in Kubernetes'
+		// integration tests).
+		c.Admission = admission.Options{EnablePlugins: plugins, DisablePlugins: withoutServiceAccount(plugins)}
 	}))
 }
 
@@ -356,7 +359,7 @@ func BenchmarkCreate(b *testing.B) {
 	}{{"admission=off", nil}, {"admission=default", admission.DefaultPlugins}} {
 		b.Run(bc.name, func(b *testing.B) {
 			s := apiservertest.Start(b, apiservertest.WithConfig(func(c *apiserver.Config) {
-				c.Admission = admission.Options{EnablePlugins: bc.plugins}
+				c.Admission = admission.Options{EnablePlugins: bc.plugins, DisablePlugins: withoutServiceAccount(bc.plugins)}
 			}))
 			cms := client.ConfigMaps(s.Conn)
 			data := map[string]string{"data": strings.Repeat("x", 1024)}

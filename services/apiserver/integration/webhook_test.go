@@ -271,7 +271,7 @@ func TestWebhookTimeoutFailurePolicy(t *testing.T) {
 // needed.
 func TestWebhookTLSWithClusterCA(t *testing.T) {
 	s := apiservertest.Start(t, apiservertest.Secure(), apiservertest.WithConfig(func(c *apiserver.Config) {
-		c.Admission = admission.Options{EnablePlugins: admission.DefaultPlugins}
+		c.Admission = admission.Options{EnablePlugins: admission.DefaultPlugins, DisablePlugins: []string{admission.ServiceAccountName}}
 	}))
 	ctx := testContext(t)
 	certPEM, keyPEM, err := s.CA.Issue(pki.Request{CommonName: "webhook", Hosts: []string{"127.0.0.1"}, Server: true, Validity: time.Hour}, time.Now())

@@ -31,6 +31,8 @@ import (
 	"skiff.dev/services/controller-manager/podgc"
 	"skiff.dev/services/controller-manager/replicaset"
 	"skiff.dev/services/controller-manager/resourcequota"
+	"skiff.dev/services/controller-manager/rootcacertpublisher"
+	"skiff.dev/services/controller-manager/serviceaccount"
 )
 
 // Builders is the catalogue of controllers, by --controllers name.
@@ -74,6 +76,16 @@ func Builders() map[string]manager.Builder {
 			return endpointslice.New(mc, endpointslice.Options{Workers: cfg.Workers[endpointslice.Name],
 				MaxEndpointsPerSlice: cfg.MaxEndpointsPerSlice, BatchPeriod: cfg.EndpointUpdatesBatchPeriod})
 		},
+		serviceaccount.Name: func(mc *manager.Context, cfg *manager.Config) manager.Controller {
+			return serviceaccount.New(mc, serviceaccount.Options{Workers: cfg.Workers[serviceaccount.Name]})
+		},
+		rootcacertpublisher.Name: func(mc *manager.Context, cfg *manager.Config) manager.Controller {
+			p, err := rootcacertpublisher.New(mc, rootcacertpublisher.Options{RootCA: cfg.RootCA})
+			if err != nil {
+				return idle{why: err.Error(), log: cfg.Logger}
+			}
+			return p
+		},
 		podgc.Name: func(mc *manager.Context, cfg *manager.Config) manager.Controller {
 			threshold := cfg.TerminatedPodGCThreshold
 			if threshold == 0 {
@@ -86,7 +98,23 @@ func Builders() map[string]manager.Builder {
 
 // Defaults are the controllers "*" stands for: all of them.
 func Defaults() []string {
-	return []string{replicaset.Name, deployment.Name, garbagecollector.Name, nodelifecycle.Name, nodeipam.Name, namespace.Name, resourcequota.Name, podgc.Name, endpointslice.Name}
+	return []string{replicaset.Name, deployment.Name, garbagecollector.Name, nodelifecycle.Name, nodeipam.Name, namespace.Name, resourcequota.Name, podgc.Name, endpointslice.Name,
+		serviceaccount.Name, rootcacertpublisher.Name}
+}
+
+// idle is a controller that cannot work (root-ca-cert-publisher without a
+// CA): it says why once and waits.
+type idle struct {
+	why string
+	log *zap.Logger
+}
+
+func (c idle) Run(ctx context.Context) error {
+	if c.log != nil {
+		c.log.Warn("controller idle", zap.String("why", c.why))
+	}
+	<-ctx.Done()
+	return nil
 }
 
 // Options are the program's settings, from flags.
@@ -96,6 +124,9 @@ type Options struct {
 	LogLevel      string
 	Manager       manager.Config
 	Tracing       tracing.Options // --tracing-*
+	// RootCAFile is the CA bundle published as kube-root-ca.crt ("": the
+	// API's CA, --tls-ca-file).
+	RootCAFile string
 }
 
 // workersFlags maps --concurrent-<x>-syncs to controller names.
@@ -170,6 +201,7 @@ Flags:
 	fs.IntVar(&m.MaxEndpointsPerSlice, "max-endpoints-per-slice", endpointslice.DefaultMaxEndpointsPerSlice, "the most endpoints an EndpointSlice the endpointslice controller writes holds (1 to 1000)")
 	fs.DurationVar(&m.EndpointUpdatesBatchPeriod, "endpoint-updates-batch-period", 0, "how long the endpointslice controller delays a Service's sync after a pod change, so that more changes share one write (0: none; the queue coalesces what arrives meanwhile)")
 	fs.IntVar(&m.TerminatedPodGCThreshold, "terminated-pod-gc-threshold", podgc.DefaultTerminatedPodThreshold, "terminated pods (Succeeded or Failed) that may exist before the pod garbage collector deletes the oldest (0: no limit)")
+	fs.StringVar(&o.RootCAFile, "root-ca-file", "", "CA bundle (PEM) the root-ca-cert-publisher publishes as ConfigMap kube-root-ca.crt (key ca.crt) in every namespace, for pods to verify the apiserver (default: --tls-ca-file)")
 	fs.DurationVar(&m.Resync, "resync-period", 0, "replay every cached object to the controllers at this period (0: never)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -234,6 +266,13 @@ func checkNodeIPAM(cluster string, mask int) error {
 func Run(ctx context.Context, o *Options, log *zap.Logger, ready func(metricsAddr string)) error {
 	reg := serving.NewRegistry()
 	o.Manager.Logger = log
+	if o.Manager.RootCA == nil {
+		rootCA, err := readRootCA(o)
+		if err != nil {
+			return err
+		}
+		o.Manager.RootCA = rootCA
+	}
 	o.Manager.Registerer = reg
 
 	tr, err := tracing.New(ctx, o.Tracing, "skiff-controller-manager", log)
@@ -271,4 +310,24 @@ func Run(ctx context.Context, o *Options, log *zap.Logger, ready func(metricsAdd
 		ready(addr)
 	}
 	return mgr.Run(ctx)
+}
+
+// readRootCA is the CA bundle of --root-ca-file, else the API's CA
+// (--tls-ca-file or the config's CA data); nil when there is none.
+func readRootCA(o *Options) ([]byte, error) {
+	file := o.RootCAFile
+	if file == "" {
+		if o.API.CAData != nil {
+			return o.API.CAData, nil
+		}
+		file = o.API.CAFile
+	}
+	if file == "" {
+		return nil, nil
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("--root-ca-file: %w", err)
+	}
+	return b, nil
 }

@@ -21,11 +21,11 @@ func TestChooseControllers(t *testing.T) {
 		want    []string
 		wantErr string
 	}{
-		{"default is all", nil, []string{"deployment", "endpointslice", "garbagecollector", "namespace", "nodeipam", "nodelifecycle", "podgc", "replicaset", "resourcequota"}, ""},
-		{"star minus one", []string{"*", "-nodelifecycle"}, []string{"deployment", "endpointslice", "garbagecollector", "namespace", "nodeipam", "podgc", "replicaset", "resourcequota"}, ""},
+		{"default is all", nil, []string{"deployment", "endpointslice", "garbagecollector", "namespace", "nodeipam", "nodelifecycle", "podgc", "replicaset", "resourcequota", "root-ca-cert-publisher", "serviceaccount"}, ""},
+		{"star minus one", []string{"*", "-nodelifecycle"}, []string{"deployment", "endpointslice", "garbagecollector", "namespace", "nodeipam", "podgc", "replicaset", "resourcequota", "root-ca-cert-publisher", "serviceaccount"}, ""},
 		{"named only", []string{"replicaset"}, []string{"replicaset"}, ""},
 		{"unknown names are listed", []string{"replicaset", "jobs", "-cron"}, nil, "unknown controller(s) jobs, cron"},
-		{"nothing left", []string{"*", "-deployment", "-replicaset", "-garbagecollector", "-nodelifecycle", "-nodeipam", "-namespace", "-resourcequota", "-podgc", "-endpointslice"}, nil, "no controller left"},
+		{"nothing left", []string{"*", "-deployment", "-replicaset", "-garbagecollector", "-nodelifecycle", "-nodeipam", "-namespace", "-resourcequota", "-podgc", "-endpointslice", "-serviceaccount", "-root-ca-cert-publisher"}, nil, "no controller left"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -56,6 +56,9 @@ type Config struct {
 	TerminatedPodGCThreshold   int           // 0: podgc never deletes terminated pods
 	MaxEndpointsPerSlice       int           // 0: endpointslice's default
 	EndpointUpdatesBatchPeriod time.Duration // 0: no delay
+	// RootCA is the CA bundle root-ca-cert-publisher publishes as
+	// kube-root-ca.crt (nil: it publishes nothing and says so).
+	RootCA []byte
 
 	// Resync replays every cached object to the controllers at this period.
 	Resync time.Duration

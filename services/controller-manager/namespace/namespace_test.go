@@ -28,7 +28,8 @@ const patience = 20 * time.Second
 func start(t *testing.T) *managertest.Env {
 	t.Helper()
 	env := managertest.Start(t, apiservertest.WithConfig(func(c *apiserver.Config) {
-		c.Admission = admission.Options{EnablePlugins: admission.DefaultPlugins}
+		// ServiceAccount off: no serviceaccounts controller runs here.
+		c.Admission = admission.Options{EnablePlugins: admission.DefaultPlugins, DisablePlugins: []string{admission.ServiceAccountName}}
 	}))
 	c := namespace.New(env.Manager, namespace.Options{Recheck: 100 * time.Millisecond})
 	env.StartInformers()

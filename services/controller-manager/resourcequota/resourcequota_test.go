@@ -29,7 +29,8 @@ const patience = 20 * time.Second
 func start(t *testing.T, o resourcequota.Options) *managertest.Env {
 	t.Helper()
 	env := managertest.Start(t, apiservertest.WithConfig(func(c *apiserver.Config) {
-		c.Admission = admission.Options{EnablePlugins: admission.DefaultPlugins}
+		// ServiceAccount off: no serviceaccounts controller runs here.
+		c.Admission = admission.Options{EnablePlugins: admission.DefaultPlugins, DisablePlugins: []string{admission.ServiceAccountName}}
 	}))
 	c := resourcequota.New(env.Manager, o)
 	managertest.Watch(env, informer.For(env.Manager.Informers, client.ResourceQuotas(env.Conn)))
