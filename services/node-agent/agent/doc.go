@@ -28,9 +28,17 @@
 //	                 write (only when it changed, retrying on conflict)
 //	runtimeconfig.go pure: the CRI sandbox and container configs (labels,
 //	                 log paths, ports, cgroup resources from quantities)
-//	env.go, volumes.go environment (values, ConfigMap keys, envFrom,
-//	                 fieldRef, resourceFieldRef) and volumes (emptyDir,
-//	                 hostPath, configMap)
+//	env.go, volumes.go environment (values, ConfigMap and Secret keys,
+//	                 envFrom, fieldRef, resourceFieldRef; serviceenv.go the
+//	                 Services' variables) and volumes (emptyDir, hostPath,
+//	                 configMap, secret, downwardAPI, projected)
+//	atomicwriter.go  configMap, secret, downwardAPI and projected volumes
+//	                 written as the kubelet's AtomicWriter (..data swapped
+//	                 by a rename); volumemount.go their tmpfs;
+//	                 volumetoken.go serviceAccountToken projections'
+//	                 tokens; volumesync.go the periodic rewrite
+//	pullsecrets.go   imagePullSecrets as the kubelet's keyring: the CRI
+//	                 AuthConfig of a pull
 //	status.go        computeStatus, pure: phase, conditions, container states
 //	prober.go, probe.go liveness, readiness and startup probes (exec,
 //	                 httpGet, tcpSocket), one goroutine per probe
