@@ -271,6 +271,7 @@ func Run(ctx context.Context, o *Options, log *zap.Logger, ready func(Addrs)) er
 		LeaseDuration: o.LeaseDuration, LeaseRenewInterval: o.LeaseRenewInterval,
 		NodeStatusUpdatePeriod: o.NodeStatusUpdatePeriod, RelistPeriod: o.RelistPeriod, Workers: o.Workers,
 		VolumeSyncPeriod: o.SyncFrequency, SecretVolumesOnDisk: o.SecretVolumesOnDisk, MaxParallelStarts: o.MaxParallelStarts,
+		TokenSource:      agent.APITokenSource(conn),
 		CrashLoopBackOff: o.CrashLoopBackOff, CrashLoopBackOffMax: o.CrashLoopBackOffMax,
 		ImagePullBackOff: o.ImagePullBackOff, ImagePullBackOffMax: o.ImagePullBackOffMax,
 		Logger: log, Registerer: reg,
