@@ -10,6 +10,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
+	"fmt"
 	"math/big"
 	"os"
 	"path/filepath"
@@ -19,6 +20,8 @@ import (
 
 	"skiff.dev/internal/client"
 	corev1 "skiff.dev/proto/core/v1"
+	metav1 "skiff.dev/proto/meta/v1"
+	"skiff.dev/services/apiserver/apiservertest"
 )
 
 // secretValues are the values the tests write: none may ever be printed
@@ -369,4 +372,69 @@ spec:
 			t.Errorf("describe pod app: no\n%s\nin\n%s", want, d)
 		}
 	}
+}
+
+// TestCreateToken asks a secure apiserver (which signs tokens) for
+// service account tokens through skiffctl, and uses one.
+func TestCreateToken(t *testing.T) {
+	s := apiservertest.Start(t, apiservertest.Secure())
+	c := newCLIFor(t, s.Addr(), "default", time.Now())
+	creds := s.ClientConfig(t, "alice", "system:masters")
+	c.ok("config", "set-cluster", "test", "--certificate-authority", creds.CAFile)
+	c.ok("config", "set-credentials", "tester", "--client-certificate", creds.CertFile, "--client-key", creds.KeyFile)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := client.ServiceAccounts(s.Conn).Create(ctx, &corev1.ServiceAccount{Metadata: &metav1.ObjectMeta{Namespace: "default", Name: "app"}}); err != nil {
+		t.Fatal(err)
+	}
+
+	tok := strings.TrimSuffix(c.ok("create", "token", "app"), "\n")
+	claims := jwtClaims(t, tok)
+	if claims["sub"] != "system:serviceaccount:default:app" || claims["exp"].(float64)-claims["iat"].(float64) != 3600 {
+		t.Errorf("default token: claims %v, want sub system:serviceaccount:default:app and an hour", claims)
+	}
+	c.ok("config", "set-credentials", "nobody")
+	c.ok("--user", "nobody", "--token", tok, "get", "configmaps") // it authenticates
+
+	tok = strings.TrimSuffix(c.ok("create", "token", "app", "--duration", "10m", "--audience", "https://example.com", "--audience", "vault"), "\n")
+	claims = jwtClaims(t, tok)
+	if aud := fmt.Sprint(claims["aud"]); aud != "[https://example.com vault]" || claims["exp"].(float64)-claims["iat"].(float64) != 600 {
+		t.Errorf("--duration 10m --audience x2: aud %s, lifetime %v", aud, claims["exp"].(float64)-claims["iat"].(float64))
+	}
+	if errOut := c.fails("--user", "nobody", "--token", tok, "get", "configmaps"); !strings.Contains(errOut, "You must be logged in") {
+		t.Errorf("a token for another audience authenticated: %q", errOut)
+	}
+
+	c.ok("create", "secret", "generic", "bound", "--from-literal=a=b")
+	tok = strings.TrimSuffix(c.ok("create", "token", "app", "--bound-object-kind", "Secret", "--bound-object-name", "bound"), "\n")
+	if k8s, _ := jwtClaims(t, tok)["kubernetes.io"].(map[string]any); fmt.Sprint(k8s["secret"]) == "<nil>" {
+		t.Errorf("bound to a secret: kubernetes.io claim %v", k8s)
+	}
+	y := c.ok("create", "token", "app", "-o", "yaml")
+	if !strings.Contains(y, "apiVersion: authentication.k8s.io/v1\n") || !strings.Contains(y, "kind: TokenRequest\n") || !strings.Contains(y, "  token: ") {
+		t.Errorf("create token -o yaml:\n%s", y)
+	}
+
+	if got := c.fails("create", "token", "nope"); got != `error: failed to create token: serviceaccounts "nope" not found`+"\n" {
+		t.Errorf("a service account that does not exist: %q", got)
+	}
+}
+
+// jwtClaims decodes a JWT's claims (not checking its signature: the
+// apiserver does when it is used).
+func jwtClaims(t *testing.T, tok string) map[string]any {
+	t.Helper()
+	parts := strings.Split(tok, ".")
+	if len(parts) != 3 {
+		t.Fatalf("not a JWT: %d parts", len(parts))
+	}
+	b, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var claims map[string]any
+	if err := json.Unmarshal(b, &claims); err != nil {
+		t.Fatal(err)
+	}
+	return claims
 }
