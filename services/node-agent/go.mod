@@ -11,16 +11,20 @@ require (
 	google.golang.org/grpc v1.85.0
 	k8s.io/client-go v0.37.2
 	skiff.dev/services/apiserver v0.0.0
+	skiff.dev/services/ctl v0.0.0
 )
 
 require (
 	github.com/davecgh/go-spew v1.1.2-0.20180830191138-d8f796af33cc // indirect
 	github.com/fxamacker/cbor/v2 v2.9.1 // indirect
+	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/json-iterator/go v1.1.12 // indirect
 	github.com/moby/spdystream v0.5.1 // indirect
 	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect
 	github.com/modern-go/reflect2 v1.0.3-0.20250322232337-35a7c28c31ee // indirect
+	github.com/spf13/cobra v1.10.2 // indirect
 	github.com/x448/float16 v0.8.4 // indirect
+	go.yaml.in/yaml/v3 v3.0.6 // indirect
 	golang.org/x/oauth2 v0.37.0 // indirect
 	golang.org/x/term v0.47.0 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
@@ -112,5 +116,6 @@ replace (
 	skiff.dev/proto => ../../proto
 	skiff.dev/services/apiserver => ../apiserver
 	skiff.dev/services/controller-manager => ../controller-manager
+	skiff.dev/services/ctl => ../ctl
 	skiff.dev/services/scheduler => ../scheduler
 )

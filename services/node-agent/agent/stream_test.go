@@ -164,7 +164,14 @@ func TestStreamsOnContainerd(t *testing.T) {
 		c.PodLogDir = ce.PodLogDir
 		c.RelistPeriod = 200 * time.Millisecond
 	})
-	e.create(demoPod("web", demo(ce, "app")))
+	// The demo image is FROM scratch: an init container gives the app a
+	// tar (a copy of /demo, which acts by its name) for cp.
+	web := demoPod("web", demo(ce, "app"))
+	web.Spec.InitContainers = []*corev1.Container{{Name: "tools", Image: ce.DemoImage("v1"), ImagePullPolicy: "IfNotPresent",
+		Command: []string{"/demo", "install", "/demo", "/bin/tar"}, VolumeMounts: []*corev1.VolumeMount{{Name: "bin", MountPath: "/bin"}}}}
+	web.Spec.Containers[0].VolumeMounts = []*corev1.VolumeMount{{Name: "bin", MountPath: "/bin"}}
+	web.Spec.Volumes = []*corev1.Volume{{Name: "bin", EmptyDir: &corev1.EmptyDirVolumeSource{}}}
+	e.create(web)
 	e.untilPod("web", "Running", func(p *corev1.Pod) (bool, string) {
 		return p.GetStatus().GetPhase() == "Running", p.GetStatus().GetPhase()
 	})
@@ -265,6 +272,8 @@ func TestStreamsOnContainerd(t *testing.T) {
 			t.Errorf("port-forward answer: %q", got.String())
 		}
 	})
+
+	skiffctlStory(t, ctx, e)
 
 	t.Run("a container that is not running", func(t *testing.T) {
 		s, err := startExec(ctx, pc, false, &corev1.PodExecOptions{Namespace: "default", Name: "web", Container: "nope", Command: []string{"/demo", "true"}, Stdout: true}, nil)

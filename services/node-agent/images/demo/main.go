@@ -41,7 +41,10 @@
 //
 //	true | false | exit N | sleep DUR | echo ARGS... | env | cat [FILE...] |
 //	write FILE TEXT | touch FILE | rm FILE | test-file FILE | get URL |
-//	tar cf - [-C DIR] PATH... | tar xf - [-C DIR] | ttysize
+//	tar cf - [-C DIR] PATH... | tar xf - [-C DIR] | ttysize | install SRC DST
+//
+// and called by a tool's name (argv[0] "tar": a copy made by install, in
+// an emptyDir on PATH) it is that tool.
 //
 // (cat without FILE copies stdin; ttysize prints the terminal's ROWSxCOLS
 // and again on each SIGWINCH until stdin ends: exec and cp tests.)
@@ -57,6 +60,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -69,6 +73,11 @@ import (
 var version = "dev"
 
 func main() {
+	// Called by a tool's name (a copy of /demo named tar, say), it is
+	// that tool, as busybox is.
+	if tool, ok := tools[filepath.Base(os.Args[0])]; ok {
+		os.Exit(tool(os.Args[1:], os.Stdout, os.Stderr))
+	}
 	if len(os.Args) > 1 {
 		if tool, ok := tools[os.Args[1]]; ok {
 			os.Exit(tool(os.Args[2:], os.Stdout, os.Stderr))
@@ -372,6 +381,7 @@ var tools = map[string]func(args []string, stdout, stderr io.Writer) int{
 		}
 		return 0
 	},
+	"install": installTool,
 	"tar":     tarTool,
 	"ttysize": ttySize,
 	"get": func(args []string, stdout, stderr io.Writer) int {

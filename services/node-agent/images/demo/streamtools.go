@@ -172,3 +172,21 @@ func ttySize(_ []string, stdout, stderr io.Writer) int {
 		}
 	}
 }
+
+// installTool copies SRC to DST as an executable (`install /demo
+// /bin/tar` gives a FROM-scratch container a tar).
+func installTool(args []string, _, stderr io.Writer) int {
+	if len(args) != 2 {
+		fmt.Fprintln(stderr, "usage: install SRC DST")
+		return 2
+	}
+	b, err := os.ReadFile(args[0])
+	if err == nil {
+		err = os.WriteFile(args[1], b, 0o755)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "install:", err)
+		return 1
+	}
+	return 0
+}
