@@ -284,7 +284,10 @@ func (n *nodeAuthorizer) bound(ctx context.Context, node string, ri *server.Requ
 // read consistently before refusing.
 func (n *nodeAuthorizer) decideUsed(ctx context.Context, node string, ri *server.RequestInfo, kind string) (Decision, string, error) {
 	name, verb := ri.Name, ri.Verb
-	what := map[string]string{kindConfigMap: "configmap", kindSecret: "secret", kindServiceAccount: "serviceaccount token"}[kind]
+	what := kind
+	if kind == kindServiceAccount {
+		what = "serviceaccount token"
+	}
 	switch {
 	case kind == kindServiceAccount:
 	case ri.Subresource != "":
