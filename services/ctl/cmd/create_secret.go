@@ -3,8 +3,10 @@ package cmd
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
 	"crypto/tls"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -34,6 +36,7 @@ type generatedFlags struct {
 	pf         printFlags
 	dryRun     string
 	saveConfig bool
+	appendHash bool // create secret's --append-hash
 }
 
 func (g *generatedFlags) add(c *cobra.Command) {
@@ -41,6 +44,47 @@ func (g *generatedFlags) add(c *cobra.Command) {
 	c.Flags().Lookup("dry-run").NoOptDefVal = "client"
 	c.Flags().BoolVar(&g.saveConfig, "save-config", false, "record the configuration in the last-applied annotation, for later applies")
 	g.pf.add(c, "yaml|json|name")
+}
+
+// addAppendHash adds --append-hash (create secret's).
+func (g *generatedFlags) addAppendHash(c *cobra.Command) {
+	c.Flags().BoolVar(&g.appendHash, "append-hash", false, "append a hash of the secret to its name")
+}
+
+// createSecret sends (or prints) a secret a create secret command built,
+// its name suffixed with its hash with --append-hash.
+func (r *root) createSecret(c *cobra.Command, g *generatedFlags, s *corev1.Secret) error {
+	if g.appendHash {
+		s.Metadata.Name += "-" + SecretHash(s)
+	}
+	return r.createGenerated(c, g, "v1", "Secret", s)
+}
+
+// SecretHash is kubectl's hash of a Secret (--append-hash): of its kind,
+// name, type and data, as JSON with sorted keys, the first 10 hex digits
+// of its SHA-256 with 0, 1, 3, a and e mapped to g, h, k, m and t.
+func SecretHash(s *corev1.Secret) string {
+	data := s.GetData()
+	if data == nil {
+		data = map[string][]byte{}
+	}
+	b, _ := json.Marshal(map[string]any{"kind": "Secret", "type": s.GetType(), "name": s.GetMetadata().GetName(), "data": data})
+	sum := sha256.Sum256(b)
+	return strings.Map(func(r rune) rune {
+		switch r {
+		case '0':
+			return 'g'
+		case '1':
+			return 'h'
+		case '3':
+			return 'k'
+		case 'a':
+			return 'm'
+		case 'e':
+			return 't'
+		}
+		return r
+	}, hex.EncodeToString(sum[:])[:10])
 }
 
 // nameArg is kubectl's NAME argument of create's generators: exactly one.
@@ -205,7 +249,7 @@ KEY=value line (a line of only KEY takes the value of $KEY).
 					return err
 				}
 			}
-			return r.createGenerated(cmd, &g, "v1", "Secret", s)
+			return r.createSecret(cmd, &g, s)
 		},
 	}
 	c.Flags().StringArrayVar(&literals, "from-literal", nil, "a key and literal value to insert in the secret (key=value)")
@@ -213,6 +257,7 @@ KEY=value line (a line of only KEY takes the value of $KEY).
 	c.Flags().StringSliceVar(&envFiles, "from-env-file", nil, "a file of KEY=value lines to insert")
 	c.Flags().StringVar(&typ, "type", "", "the type of the secret (default Opaque)")
 	g.add(c)
+	g.addAppendHash(c)
 	return c
 }
 
@@ -247,7 +292,7 @@ from files instead (a .dockerconfigjson of your own).`,
 			} else {
 				s.Data[".dockerconfigjson"] = DockerConfigJSON(server, username, password, email)
 			}
-			return r.createGenerated(cmd, &g, "v1", "Secret", s)
+			return r.createSecret(cmd, &g, s)
 		},
 	}
 	c.Flags().StringVar(&server, "docker-server", "https://index.docker.io/v1/", "the server of the Docker registry")
@@ -256,6 +301,7 @@ from files instead (a .dockerconfigjson of your own).`,
 	c.Flags().StringVar(&email, "docker-email", "", "the email for the Docker registry")
 	c.Flags().StringSliceVar(&files, "from-file", nil, "files ([key=]path) whose contents are the secret's keys, instead of the --docker flags")
 	g.add(c)
+	g.addAppendHash(c)
 	return c
 }
 
@@ -317,12 +363,13 @@ does not match the certificate is refused before anything is sent.`,
 			s := newSecret(name, "kubernetes.io/tls", "")
 			s.Data["tls.crt"] = certPEM
 			s.Data["tls.key"] = keyPEM
-			return r.createGenerated(cmd, &g, "v1", "Secret", s)
+			return r.createSecret(cmd, &g, s)
 		},
 	}
 	c.Flags().StringVar(&cert, "cert", "", "the PEM certificate (chain) file")
 	c.Flags().StringVar(&key, "key", "", "the PEM private key file")
 	g.add(c)
+	g.addAppendHash(c)
 	return c
 }
 

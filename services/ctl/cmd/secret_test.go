@@ -106,8 +106,8 @@ func TestCreateSecretGenericGetDescribe(t *testing.T) {
 		"password:  15 bytes\n" +
 		"renamed:   17 bytes\n" +
 		"username:  5 bytes\n"
-	if !strings.HasPrefix(d, wantDescribe) {
-		t.Errorf("describe secret db:\n%s\nwant it to start with\n%s", d, wantDescribe)
+	if d != wantDescribe {
+		t.Errorf("describe secret db:\n%s\nwant\n%s", d, wantDescribe)
 	}
 
 	// -o yaml carries the data, base64, and decodes back to the object.
@@ -437,4 +437,24 @@ func jwtClaims(t *testing.T, tok string) map[string]any {
 		t.Fatal(err)
 	}
 	return claims
+}
+
+// TestSecretHash: kubectl's hashes of the same secrets (its hash_test.go).
+func TestSecretHash(t *testing.T) {
+	for _, tc := range []struct {
+		data map[string][]byte
+		want string
+	}{
+		{map[string][]byte{}, "t75bgf6ctb"},
+		{map[string][]byte{"one": []byte("")}, "74bd68bm66"},
+		{map[string][]byte{"two": []byte("2"), "one": []byte(""), "three": []byte("3")}, "dgcb6h9tmk"},
+	} {
+		if got := SecretHash(&corev1.Secret{Type: "my-type", Data: tc.data}); got != tc.want {
+			t.Errorf("SecretHash(%v) = %s, want %s", tc.data, got, tc.want)
+		}
+	}
+	c := newCLI(t)
+	if got := c.ok("create", "secret", "generic", "h", "--from-literal=one=", "--type=my-type", "--append-hash", "--dry-run=client", "-o", "name"); got != "secret/h-"+SecretHash(&corev1.Secret{Metadata: &metav1.ObjectMeta{Name: "h"}, Type: "my-type", Data: map[string][]byte{"one": {}}})+"\n" {
+		t.Errorf("--append-hash: %q", got)
+	}
 }

@@ -62,6 +62,7 @@ func Describe(w io.Writer, obj object.Object, rel Related, now time.Time) error 
 		p.configMap(o)
 	case *corev1.Secret:
 		p.secret(o)
+		return tw.Flush() // kubectl shows no events of a secret
 	case *corev1.Service:
 		p.service(o, rel)
 	default:
