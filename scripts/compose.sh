@@ -34,12 +34,14 @@ VERSION=${VERSION:-$(git -C "$ROOT" describe --tags --always --dirty 2>/dev/null
 # The version every binary reports (as the Makefile's LDFLAGS; see internal/version).
 LDFLAGS="-s -w -X skiff.dev/internal/version.gitVersion=$VERSION -X skiff.dev/internal/version.gitCommit=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || true)"
 
-# The workload images: the pause image (the sandbox image) and the demo
-# server in two versions (rolling updates). name|ref|package|version
+# The workload images: the pause image (the sandbox image), the demo
+# server in two versions (rolling updates) and the in-cluster example (a
+# pod listing pods as its service account). name|ref|package|version
 WORKLOADS=(
   "pause|skiff.local/pause:3.9|./services/node-agent/images/pause|3.9"
   "demo-v1|skiff.local/demo:v1|./services/node-agent/images/demo|v1"
   "demo-v2|skiff.local/demo:v2|./services/node-agent/images/demo|v2"
+  "in-cluster|skiff.local/in-cluster:v1|./examples/in-cluster|v1"
 )
 CONTROL_PLANE=(skiff-apiserver skiff-controller-manager skiff-scheduler)
 SERVICES=(apiserver controller-manager scheduler registry prometheus node1 node2)

@@ -3,6 +3,7 @@ package apiserver
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"go.uber.org/zap"
@@ -14,6 +15,7 @@ import (
 	"skiff.dev/internal/informer"
 	corev1 "skiff.dev/proto/core/v1"
 	metav1 "skiff.dev/proto/meta/v1"
+	"skiff.dev/services/apiserver/allocator"
 	"skiff.dev/services/apiserver/authn"
 	"skiff.dev/services/apiserver/server"
 )
@@ -25,7 +27,7 @@ func (s *Server) wireTLS() (serverCreds, loopbackCreds credentials.TransportCred
 	if !s.cfg.Authn.Enabled {
 		return insecure.NewCredentials(), insecure.NewCredentials(), nil
 	}
-	m, err := s.cfg.Authn.Material(s.cfg.DataDir, s.now())
+	m, err := s.inClusterNames(s.cfg.Authn).Material(s.cfg.DataDir, s.now())
 	if err != nil {
 		return nil, nil, err
 	}
@@ -34,6 +36,19 @@ func (s *Server) wireTLS() (serverCreds, loopbackCreds credentials.TransportCred
 		s.log.Info("TLS material", zap.String("pki", s.cfg.Authn.PKIDirIn(s.cfg.DataDir)), zap.Strings("servingNames", m.ServingNames()))
 	}
 	return credentials.NewTLS(m.ServerTLS()), credentials.NewTLS(m.LoopbackTLS()), nil
+}
+
+// inClusterNames adds to the serving certificate the apiserver issues
+// itself the names pods reach it by, as Kubernetes': the kubernetes
+// Service's cluster IP (KUBERNETES_SERVICE_HOST) and
+// kubernetes.default.svc and its shorter and longer forms.
+func (s *Server) inClusterNames(o authn.Options) *authn.Options {
+	names := []string{"kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"}
+	if r, err := allocator.ParseIPRange(s.cfg.ServiceClusterIPRange); err == nil {
+		names = append(names, r.Item(0))
+	}
+	o.TLSSANs = append(slices.Clone(o.TLSSANs), names...)
+	return &o
 }
 
 // wireAuthn builds the authenticator from cfg.Authn; nil is off (every
