@@ -207,7 +207,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		mode = fmt.Sprintf("TLS, user %q authorized by RBAC (%s), admission %v, flow control %d/%d seats",
-			benchUserName, benchBinding, cfg.Admission.EnablePlugins, cfg.FlowControl.MaxRequestsInflight, cfg.FlowControl.MaxMutatingRequestsInflight)
+			benchUserName, benchBinding, cfg.Admission.Enabled(), cfg.FlowControl.MaxRequestsInflight, cfg.FlowControl.MaxMutatingRequestsInflight)
 	}
 	fmt.Fprintf(stderr, "skiff-bench: apiserver %s, etcd %s, data in %s; %s\n", env.Addr, env.EtcdEndpoint, dir, mode)
 	load0 := loadAverage()

@@ -11,6 +11,7 @@ import (
 	corev1 "skiff.dev/proto/core/v1"
 	metav1 "skiff.dev/proto/meta/v1"
 	rbacv1 "skiff.dev/proto/rbac/v1"
+	"skiff.dev/services/apiserver/admission"
 	"skiff.dev/services/apiserver/apiserver"
 	"skiff.dev/services/apiserver/apiservertest"
 )
@@ -25,7 +26,13 @@ func securityDefaults(cfg *apiserver.Config) error {
 	cfg.Admission.AddFlags(fs)
 	cfg.FlowControl.AddFlags(fs)
 	cfg.Audit.AddFlags(fs)
-	return fs.Parse(nil)
+	if err := fs.Parse(nil); err != nil {
+		return err
+	}
+	// No serviceaccounts controller makes the namespaces' "default"
+	// accounts here: the ServiceAccount plugin would refuse every pod.
+	cfg.Admission.DisablePlugins = append(cfg.Admission.DisablePlugins, admission.ServiceAccountName)
+	return nil
 }
 
 const (
