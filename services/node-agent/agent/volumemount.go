@@ -27,7 +27,7 @@ func mountTmpfs(dir string) error {
 		return err
 	}
 	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, secretTmpfsSize); err != nil {
-		return fmt.Errorf("mounting a tmpfs for the volume: %w", err)
+		return fmt.Errorf("mounting a tmpfs for the volume (an agent that cannot mount needs --secret-volumes-on-disk): %w", err)
 	}
 	return nil
 }

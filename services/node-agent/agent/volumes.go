@@ -190,7 +190,7 @@ func checkHostPath(hp *corev1.HostPathVolumeSource) error {
 // key): every key, or only the items listed (a key missing is an error
 // unless the source is optional).
 func keyFiles(keys []string, content func(string) ([]byte, bool), items []*corev1.KeyToPath, mode os.FileMode, optional bool,
-	kind, ns, name string) (map[string]volumeFile, error) {
+	kind string) (map[string]volumeFile, error) {
 	files := map[string]volumeFile{}
 	if len(items) == 0 {
 		for _, k := range keys {
@@ -229,14 +229,14 @@ func configMapFiles(cm *corev1.ConfigMap, items []*corev1.KeyToPath, mode os.Fil
 		v, ok := cm.GetBinaryData()[k]
 		return v, ok
 	}
-	return keyFiles(keys, content, items, mode, optional, "configmap", cm.GetMetadata().GetNamespace(), cm.GetMetadata().GetName())
+	return keyFiles(keys, content, items, mode, optional, "configmap")
 }
 
 // secretFiles returns the files a secret volume (or projection) holds
 // from s.
 func secretFiles(s *corev1.Secret, items []*corev1.KeyToPath, mode os.FileMode, optional bool) (map[string]volumeFile, error) {
 	content := func(k string) ([]byte, bool) { v, ok := s.GetData()[k]; return v, ok }
-	return keyFiles(sortedKeys(s.GetData()), content, items, mode, optional, "secret", s.GetMetadata().GetNamespace(), s.GetMetadata().GetName())
+	return keyFiles(sortedKeys(s.GetData()), content, items, mode, optional, "secret")
 }
 
 func configMapVolumeFiles(ctx context.Context, get sources, ns string, src *corev1.ConfigMapVolumeSource) (map[string]volumeFile, error) {
