@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"crypto/tls"
 	"fmt"
 	"io"
 	"runtime"
@@ -125,6 +126,10 @@ type Env struct {
 	Config       Config
 	// Progress receives one line per step; nil discards them.
 	Progress io.Writer
+	// ServingCert, with a secure apiserver, issues a serving certificate
+	// of the cluster CA for a host (a node agent's NodeAgent service,
+	// which the apiserver reaches over TLS); nil: plain text.
+	ServingCert func(host string) (tls.Certificate, error)
 }
 
 func (e *Env) logf(format string, args ...any) {

@@ -76,6 +76,7 @@ func All() []*Scenario {
 		apiListScenario(),
 		schedulerScenario(),
 		nodeScenario(),
+		streamsScenario(),
 		leaderScenario(),
 		controllersScenario(),
 		fairnessScenario(),

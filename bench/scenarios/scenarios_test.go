@@ -35,7 +35,7 @@ func TestSelect(t *testing.T) {
 		prefix string
 		want   []string
 	}{
-		{"empty selects all", "", []string{"watch.fanout", "write", "api.get", "api.list", "scheduler", "node", "leader", "controllers.rs", "fairness", "fairness.flood", "memory", "services", "services.programming", "dns"}},
+		{"empty selects all", "", []string{"watch.fanout", "write", "api.get", "api.list", "scheduler", "node", "streams", "leader", "controllers.rs", "fairness", "fairness.flood", "memory", "services", "services.programming", "dns"}},
 		{"scheduler alone", "scheduler", []string{"scheduler"}},
 		{"controllers measure their API denominator themselves", "controllers", []string{"controllers.rs"}},
 		{"api runs the writes with their etcd denominator", "api", []string{"write", "api.get", "api.list"}},
@@ -159,7 +159,7 @@ func TestScenarios(t *testing.T) {
 			t.Fatalf("CI=true: %v", err)
 		}
 		t.Logf("leaving out the node scenario: %v", err)
-		scenarios = slices.DeleteFunc(scenarios, func(s *Scenario) bool { return s.Name == "node" })
+		scenarios = slices.DeleteFunc(scenarios, func(s *Scenario) bool { return s.Name == "node" || s.Name == "streams" })
 	}
 	rs, err := Run(ctx, env, scenarios)
 	if err != nil {

@@ -7,6 +7,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -27,6 +28,7 @@ import (
 	"skiff.dev/bench/scenarios"
 	"skiff.dev/services/apiserver/apiserver"
 	"skiff.dev/services/apiserver/apiservertest"
+	"skiff.dev/services/apiserver/authn/pki"
 )
 
 func main() {
@@ -205,6 +207,13 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if !o.insecure {
 		if env.Client, err = benchUser(ctx, srv); err != nil {
 			return err
+		}
+		env.ServingCert = func(host string) (tls.Certificate, error) {
+			certPEM, keyPEM, err := srv.CA.Issue(pki.Request{CommonName: host, Hosts: []string{host}, Server: true}, time.Now())
+			if err != nil {
+				return tls.Certificate{}, err
+			}
+			return tls.X509KeyPair(certPEM, keyPEM)
 		}
 		mode = fmt.Sprintf("TLS, user %q authorized by RBAC (%s), admission %v, flow control %d/%d seats",
 			benchUserName, benchBinding, cfg.Admission.Enabled(), cfg.FlowControl.MaxRequestsInflight, cfg.FlowControl.MaxMutatingRequestsInflight)

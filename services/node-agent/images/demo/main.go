@@ -15,6 +15,7 @@
 //	GET /env      the environment, one KEY=value a line, sorted
 //	GET /file?path=P  the contents of file P (volume tests), 404 if missing
 //	GET /exit?code=N  answers, then exits with code N
+//	GET /bytes?n=N  N zero bytes (throughput of port-forward)
 //	GET /call     with -backend URL (the frontend mode): GETs URL and
 //	              answers "frontend <version> on <hostname> -> <its answer>",
 //	              or 502 with the error; 404 without -backend
@@ -231,6 +232,7 @@ func (s *server) handler() http.Handler {
 		sort.Strings(env)
 		fmt.Fprintln(w, strings.Join(env, "\n"))
 	})
+	mux.HandleFunc("/bytes", serveBytes)
 	mux.HandleFunc("/file", func(w http.ResponseWriter, r *http.Request) {
 		b, err := os.ReadFile(r.URL.Query().Get("path"))
 		if err != nil {

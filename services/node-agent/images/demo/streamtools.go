@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"unsafe"
@@ -189,4 +191,22 @@ func installTool(args []string, _, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// serveBytes answers GET /bytes?n=N with N zero bytes.
+func serveBytes(w http.ResponseWriter, r *http.Request) {
+	n, err := strconv.ParseInt(r.URL.Query().Get("n"), 10, 64)
+	if err != nil || n < 0 {
+		http.Error(w, "n: a byte count", http.StatusBadRequest)
+		return
+	}
+	w.Header().Set("Content-Length", strconv.FormatInt(n, 10))
+	buf := make([]byte, 256<<10)
+	for n > 0 {
+		k, err := w.Write(buf[:min(n, int64(len(buf)))])
+		if err != nil {
+			return
+		}
+		n -= int64(k)
+	}
 }
