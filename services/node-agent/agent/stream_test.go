@@ -273,6 +273,39 @@ func TestStreamsOnContainerd(t *testing.T) {
 		}
 	})
 
+	t.Run("attach sees the main process's output", func(t *testing.T) {
+		actx, acancel := context.WithCancel(ctx)
+		defer acancel()
+		s, err := startExec(actx, pc, true, &corev1.PodExecOptions{Namespace: "default", Name: "web", Stdout: true, Stderr: true}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The demo server logs each request on stdout: make one until
+		// the attached stream shows it (the attach may not be up yet).
+		ip := e.pod("web").GetStatus().GetPodIp()
+		deadline := time.Now().Add(patience)
+		for {
+			if _, _, err := get(ctx, "http://"+ip+":8080/env?attached"); err != nil {
+				t.Fatal(err)
+			}
+			s.mu.Lock()
+			got := s.stdout.String()
+			s.mu.Unlock()
+			if strings.Contains(got, "/env?attached") {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("attach: no request line in %q (%v)", got, s.err)
+			}
+			select {
+			case <-s.more:
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+		acancel()
+		s.wait(t)
+	})
+
 	skiffctlStory(t, ctx, e)
 
 	t.Run("a container that is not running", func(t *testing.T) {
