@@ -1,6 +1,7 @@
 package defaults_test
 
 import (
+	"fmt"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -344,4 +345,62 @@ func TestNilArguments(t *testing.T) {
 	defaults.Event(nil)
 	defaults.ConfigMap(nil)
 	defaults.Lease(nil)
+}
+
+// Kubernetes' defaults of the volume sources of issue 20: every volume's
+// defaultMode 0644, a token projection's expirationSeconds 3600, and
+// apiVersion v1 of every fieldRef (SetDefaults_ObjectFieldSelector),
+// volumes' items included.
+func TestPodVolumeSourceDefaults(t *testing.T) {
+	field := func() *corev1.DownwardAPIVolumeFile {
+		return &corev1.DownwardAPIVolumeFile{Path: "name", FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}
+	}
+	p := &corev1.Pod{Spec: &corev1.PodSpec{
+		Containers: []*corev1.Container{{Name: "c", Image: "i:1"}},
+		Volumes: []*corev1.Volume{
+			{Name: "s", Secret: &corev1.SecretVolumeSource{SecretName: "s"}},
+			{Name: "d", DownwardApi: &corev1.DownwardAPIVolumeSource{Items: []*corev1.DownwardAPIVolumeFile{field()}}},
+			{Name: "p", Projected: &corev1.ProjectedVolumeSource{Sources: []*corev1.VolumeProjection{
+				{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token"}},
+				{DownwardApi: &corev1.DownwardAPIProjection{Items: []*corev1.DownwardAPIVolumeFile{field()}}},
+				nil,
+			}}},
+		},
+	}}
+	defaults.Pod(p)
+	vs := p.GetSpec().GetVolumes()
+	for _, tc := range []struct {
+		what      string
+		got, want any
+	}{
+		{"secret defaultMode", vs[0].GetSecret().DefaultMode, ptrTo[int32](0o644)},
+		{"downwardAPI defaultMode", vs[1].GetDownwardApi().DefaultMode, ptrTo[int32](0o644)},
+		{"downwardAPI item's fieldRef apiVersion", vs[1].GetDownwardApi().GetItems()[0].GetFieldRef().GetApiVersion(), "v1"},
+		{"projected defaultMode", vs[2].GetProjected().DefaultMode, ptrTo[int32](0o644)},
+		{"token expirationSeconds", vs[2].GetProjected().GetSources()[0].GetServiceAccountToken().ExpirationSeconds, ptrTo[int64](3600)},
+		{"projected downwardAPI item's fieldRef apiVersion", vs[2].GetProjected().GetSources()[1].GetDownwardApi().GetItems()[0].GetFieldRef().GetApiVersion(), "v1"},
+	} {
+		if fmt.Sprint(deref(tc.got)) != fmt.Sprint(deref(tc.want)) {
+			t.Errorf("%s: %v, want %v", tc.what, deref(tc.got), deref(tc.want))
+		}
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+// deref is the value a pointer points at (nil for a nil pointer), else v.
+func deref(v any) any {
+	switch p := v.(type) {
+	case *int32:
+		if p == nil {
+			return nil
+		}
+		return *p
+	case *int64:
+		if p == nil {
+			return nil
+		}
+		return *p
+	}
+	return v
 }

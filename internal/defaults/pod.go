@@ -11,8 +11,12 @@ const (
 	DefaultSchedulerName                 = "default-scheduler"
 	DefaultTerminationGracePeriodSeconds = 30
 	DefaultTerminationMessagePath        = "/dev/termination-log"
-	// DefaultConfigMapVolumeMode is 0644, the mode of files projected from a ConfigMap.
+	// DefaultConfigMapVolumeMode is 0644, the mode of the files of configMap,
+	// secret, downwardAPI and projected volumes that set none.
 	DefaultConfigMapVolumeMode = 0o644
+	// DefaultTokenExpirationSeconds is a service-account token projection's
+	// lifetime when it asks for none: an hour.
+	DefaultTokenExpirationSeconds = 3600
 )
 
 // Pod defaults a pod: its spec (see PodSpec), requests copied from limits
@@ -73,15 +77,52 @@ func PodSpec(s *corev1.PodSpec) {
 		if v == nil {
 			continue
 		}
-		if cm := v.ConfigMap; cm != nil && cm.DefaultMode == nil {
-			cm.DefaultMode = ptr[int32](DefaultConfigMapVolumeMode)
-		}
+		volumeSource(v)
 	}
 	for _, c := range s.InitContainers {
 		container(c, s.HostNetwork)
 	}
 	for _, c := range s.Containers {
 		container(c, s.HostNetwork)
+	}
+}
+
+// volumeSource defaults a volume's source as Kubernetes does: defaultMode
+// 0644 of configMap, secret, downwardAPI and projected volumes, a token
+// projection's expirationSeconds 3600, fieldRef apiVersion v1.
+func volumeSource(v *corev1.Volume) {
+	mode := func(m **int32) {
+		if *m == nil {
+			*m = ptr[int32](DefaultConfigMapVolumeMode)
+		}
+	}
+	items := func(files []*corev1.DownwardAPIVolumeFile) {
+		for _, f := range files {
+			if fr := f.GetFieldRef(); fr != nil && fr.ApiVersion == "" {
+				fr.ApiVersion = "v1"
+			}
+		}
+	}
+	if cm := v.ConfigMap; cm != nil {
+		mode(&cm.DefaultMode)
+	}
+	if sec := v.Secret; sec != nil {
+		mode(&sec.DefaultMode)
+	}
+	if d := v.DownwardApi; d != nil {
+		mode(&d.DefaultMode)
+		items(d.Items)
+	}
+	if p := v.Projected; p != nil {
+		mode(&p.DefaultMode)
+		for _, src := range p.Sources {
+			if t := src.GetServiceAccountToken(); t != nil && t.ExpirationSeconds == nil {
+				t.ExpirationSeconds = ptr[int64](DefaultTokenExpirationSeconds)
+			}
+			if d := src.GetDownwardApi(); d != nil {
+				items(d.Items)
+			}
+		}
 	}
 }
 
