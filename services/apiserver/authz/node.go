@@ -45,7 +45,8 @@ const NodeLeaseNamespace = "kube-node-lease"
 //	events         create, update, patch, get (the event sink re-reads an
 //	               event after a conflict): anywhere
 //	services,      get, list, watch: all (the agent's service proxy and
-//	endpointslices DNS server follow every one, as kube-proxy does)
+//	endpointslices, DNS server follow every one, as kube-proxy and CoreDNS
+//	namespaces     do: a name in a namespace that does not exist is NXDOMAIN)
 //
 // Anything else a node asks is not its business: no opinion, and RBAC
 // (which grants nodes nothing by default) decides. Users that are not
@@ -204,7 +205,8 @@ func (n *nodeAuthorizer) decide(ctx context.Context, ri *server.RequestInfo) (De
 			return NoOpinion, fmt.Sprintf("node '%s' can only create tokens of the service accounts of pods bound to it", node), nil
 		}
 		return n.decideUsed(ctx, node, ri, kindServiceAccount)
-	case core && ri.Resource == "services", ri.APIGroup == "discovery.k8s.io" && ri.Resource == "endpointslices":
+	case core && ri.Resource == "services", ri.APIGroup == "discovery.k8s.io" && ri.Resource == "endpointslices",
+		core && ri.Resource == "namespaces" && ri.Subresource == "":
 		switch ri.Verb {
 		case "get", "list", "watch":
 			return Allow, "", nil

@@ -222,6 +222,9 @@ func TestNodeAuthorizer(t *testing.T) {
 		{"watch services", &server.RequestInfo{Verb: "watch", Resource: "services", Namespaced: true}, Allow, ""},
 		{"get a service", ri("get", "", "services", "", "team-b", "web"), Allow, ""},
 		{"watch endpointslices", &server.RequestInfo{Verb: "watch", APIGroup: "discovery.k8s.io", Resource: "endpointslices", Namespaced: true}, Allow, ""},
+		{"watch namespaces (the DNS server)", &server.RequestInfo{Verb: "watch", Resource: "namespaces"}, Allow, ""},
+		{"delete a namespace", ri("delete", "", "namespaces", "", "", "team-a"), NoOpinion, ""},
+		{"finalize a namespace", ri("update", "", "namespaces", "finalize", "", "team-a"), NoOpinion, ""},
 		{"change a service", ri("update", "", "services", "", "team-a", "web"), NoOpinion, ""},
 		{"create an endpointslice", ri("create", "discovery.k8s.io", "endpointslices", "", "team-a", "web-x"), NoOpinion, ""},
 

@@ -129,7 +129,7 @@ func startServices(o *Options, conn grpc.ClientConnInterface, nodeIP string, log
 			return nil, fmt.Errorf("--dns-listen %s: %w", listen, err)
 		}
 		d, err := dns.New(dns.Config{Listen: listen, Zone: so.ClusterDomain, ResolvConf: so.ResolvConf, Logger: log, Registerer: reg},
-			dns.Informers{Services: svcs, EndpointSlices: slices})
+			dns.Informers{Services: svcs, EndpointSlices: slices, Namespaces: informer.For(s.factory, client.Namespaces(conn))})
 		if err != nil {
 			return nil, fmt.Errorf("the DNS server on %s: %w", listen, err)
 		}

@@ -57,6 +57,17 @@ func TestProgramServesClusterDNS(t *testing.T) {
 			if got := r.Answer[0].(*dns.A).A.String(); got != "10.96.0.1" {
 				t.Fatalf("kubernetes.default: %s, want 10.96.0.1", got)
 			}
+			// Namespaces are followed too, as CoreDNS does: a namespace that
+			// exists has no records of its own (NODATA), one that does not
+			// exist is no name (NXDOMAIN).
+			for ns, want := range map[string]int{"default": dns.RcodeSuccess, "nosuch": dns.RcodeNameError} {
+				q := new(dns.Msg)
+				q.SetQuestion(ns+".svc.cluster.local.", dns.TypeA)
+				r, err := dns.ExchangeContext(ctx, q, a.DNS)
+				if err != nil || r.Rcode != want {
+					t.Fatalf("%s.svc.cluster.local: %v %v, want %s", ns, r, err, dns.RcodeToString[want])
+				}
+			}
 			runWebPod(t, ctx, api.Conn) // the agent is up: a stop before its start is an error of Run's
 			return
 		}
