@@ -59,6 +59,8 @@ func fill(t *testing.T, env *managertest.Env, ns string) {
 	must("pod", err)
 	_, err = client.ConfigMaps(conn).Create(ctx, &corev1.ConfigMap{Metadata: meta(ns, "config"), Data: map[string]string{"k": "v"}})
 	must("configmap", err)
+	_, err = client.Secrets(conn).Create(ctx, &corev1.Secret{Metadata: meta(ns, "creds"), StringData: map[string]string{"password": "p"}})
+	must("secret", err)
 	_, err = client.Events(conn).Create(ctx, &corev1.Event{Metadata: meta(ns, "ev"), Reason: "Test", Message: "m", Type: "Normal",
 		InvolvedObject: &corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: "web"}})
 	must("event", err)
