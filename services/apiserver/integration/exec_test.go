@@ -3,22 +3,28 @@ package integration
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 
 	"skiff.dev/internal/apierrors"
+	"skiff.dev/internal/await"
 	"skiff.dev/internal/client"
 	corev1 "skiff.dev/proto/core/v1"
 	metav1 "skiff.dev/proto/meta/v1"
 	nodev1 "skiff.dev/proto/node/v1"
 	rbacv1 "skiff.dev/proto/rbac/v1"
+	"skiff.dev/services/apiserver/apiserver"
 	"skiff.dev/services/apiserver/apiservertest"
+	"skiff.dev/services/apiserver/audit"
 )
 
 // streamAgent is a node agent whose Exec says what it was asked, echoes
@@ -305,4 +311,44 @@ func TestPodExecNeedsCreateOnTheSubresource(t *testing.T) {
 	// Authorized (this agent speaks plain text to a TLS apiserver: the
 	// call then fails as Unavailable, past authorization).
 	allowed(t, "carol exec", runExec(ctx, carol, false, execOpts("one", "", true, "cat"), "x").err)
+}
+
+// TestPodExecAuditHoldsTheOptionsOnly: at level Request, an exec's audit
+// line has its options (the command), never the stream's data, even
+// stdin sent in the first request.
+func TestPodExecAuditHoldsTheOptionsOnly(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.log")
+	s := apiservertest.Start(t, apiservertest.Secure(), apiservertest.WithConfig(func(c *apiserver.Config) {
+		c.Audit = audit.Options{Path: path, Level: audit.LevelRequest}
+	}))
+	startStreamCluster(t, s)
+	ctx := testContext(t)
+	first := execOpts("one", "", true, "cat", "-")
+	first.Stdin = []byte("TOPSECRET-STDIN")
+	// The agent speaks plain text to this TLS apiserver: the call fails
+	// past the chain, which has audited it.
+	runExec(ctx, corev1.NewPodsClient(s.ConnAs(t, "execer")), false, first, "MORE-SECRET")
+	var events []auditEvent
+	var sig await.Signal
+	sig.Until(t, 10*time.Second, "the exec's audit line", ctx.Done(), func() (bool, string) {
+		var err error
+		events, err = auditLines(t, path, "execer")
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(events) == 1, fmt.Sprintf("%d lines of user execer", len(events))
+	})
+	e := events[0]
+	if e.Verb != "create" || e.ObjectRef.Resource != "pods" || e.ObjectRef.Namespace != "default" || e.ObjectRef.Name != "one" {
+		t.Errorf("audit line %+v, want create pods default/one (subresource exec)", e)
+	}
+	obj := string(e.RequestObject)
+	if !strings.Contains(obj, `"cat"`) {
+		t.Errorf("requestObject %s lacks the command", obj)
+	}
+	for _, secret := range []string{"TOPSECRET", base64.StdEncoding.EncodeToString([]byte("TOPSECRET-STDIN")), "MORE-SECRET", base64.StdEncoding.EncodeToString([]byte("MORE-SECRET"))} {
+		if strings.Contains(obj, secret) {
+			t.Errorf("requestObject %s holds stdin (%s)", obj, secret)
+		}
+	}
 }
