@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"skiff.dev/internal/apierrors"
+	"skiff.dev/internal/client"
 	corev1 "skiff.dev/proto/core/v1"
 	nodev1 "skiff.dev/proto/node/v1"
 	"skiff.dev/services/apiserver/registry"
@@ -175,7 +176,11 @@ func (l *logProxy) conn(nodeName, addr string) (*grpc.ClientConn, error) {
 		tc.ServerName = nodeName
 		creds = credentials.NewTLS(tc)
 	}
-	c, err := grpc.NewClient(addr, append([]grpc.DialOption{grpc.WithTransportCredentials(creds)}, l.dial...)...)
+	// The API's flow-control windows: exec, cp and port-forward stream
+	// bulk data from agents (gRPC's default 64 KiB held port-forward at a
+	// third of the runtime's own speed).
+	opts := append([]grpc.DialOption{grpc.WithTransportCredentials(creds)}, client.WindowSizes()...)
+	c, err := grpc.NewClient(addr, append(opts, l.dial...)...)
 	if err != nil {
 		return nil, err
 	}

@@ -24,8 +24,10 @@ import (
 // with -t on a terminal, the local terminal is raw and its size follows
 // SIGWINCH. The command's exit code is skiffctl's.
 
-// stdinChunk is the largest stdin piece one request carries.
-const stdinChunk = 128 << 10
+// stdinChunk is the largest stdin piece one request carries: the message
+// fits gRPC's 32 KiB receive buffers (a larger one takes, and zeroes, a
+// 1 MiB buffer at the apiserver and the agent).
+const stdinChunk = 32<<10 - 64
 
 // execIO is where a stream's ends go.
 type execIO struct {
