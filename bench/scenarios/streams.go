@@ -97,7 +97,8 @@ func runStreams(ctx context.Context, env *Env, rs *Results) error {
 		l.Close()
 		return err
 	}
-	var gopts []grpc.ServerOption
+	// As skiff-node-agent serves it: the API's flow-control windows.
+	gopts := []grpc.ServerOption{grpc.InitialWindowSize(client.StreamWindowBytes), grpc.InitialConnWindowSize(client.ConnWindowBytes)}
 	if env.ServingCert != nil {
 		cert, err := env.ServingCert(benchNodeName)
 		if err != nil {

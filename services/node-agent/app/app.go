@@ -284,6 +284,9 @@ func Run(ctx context.Context, o *Options, log *zap.Logger, ready func(Addrs)) er
 		return err
 	}
 	// The metrics' interceptors first: refused calls count too.
+	// The API's flow-control windows (client.WindowSizes): exec stdin, cp
+	// to a pod and port-forward stream bulk data in from the apiserver.
+	serverOpts = append(serverOpts, grpc.InitialWindowSize(client.StreamWindowBytes), grpc.InitialConnWindowSize(client.ConnWindowBytes))
 	g := grpc.NewServer(append(grpcmetrics.ServerOptions(grpcmetrics.New(reg)), serverOpts...)...)
 	a.RegisterServices(g)
 	served := make(chan error, 1)
