@@ -43,6 +43,10 @@ func (l *logProxy) execLike(stream grpc.BidiStreamingServer[corev1.ExecRequest, 
 	if o == nil {
 		return apierrors.NewBadRequest("the first request of a stream must carry its options")
 	}
+	if o.GetNamespace() == "" {
+		// As the chain authorized it.
+		o.Namespace = "default"
+	}
 	if op == "exec" && len(o.GetCommand()) == 0 {
 		return apierrors.NewBadRequest("you must specify at least one command for the container")
 	}
@@ -101,6 +105,9 @@ func (p *podsServer) PortForward(stream grpc.BidiStreamingServer[corev1.PortForw
 	}
 	if o.GetPort() <= 0 || o.GetPort() > 65535 {
 		return apierrors.NewBadRequest(fmt.Sprintf("invalid port %d: it must be between 1 and 65535", o.GetPort()))
+	}
+	if o.GetNamespace() == "" {
+		o.Namespace = "default" // as the chain authorized it
 	}
 	pod, err := l.pods.Get(ctx, o.GetNamespace(), o.GetName())
 	if err != nil {

@@ -211,6 +211,11 @@ func TestPodExecAttachPortForwardAreProxiedToTheNodeAgent(t *testing.T) {
 	if r.err != nil || r.stdout != "default/one/web [cat -] stdin=true tty=false\nhello world\n" || r.stderr != "bye\n" || r.code == nil || *r.code != 2 {
 		t.Errorf("exec: stdout %q stderr %q code %v err %v", r.stdout, r.stderr, r.code, r.err)
 	}
+	noNS := execOpts("one", "", false, "true")
+	noNS.Options.Namespace = ""
+	if r := runExec(ctx, pc, false, noNS); r.err != nil || !strings.HasPrefix(r.stdout, "default/one/web [true]") {
+		t.Errorf("exec without a namespace (default, as authorized): stdout %q, err %v", r.stdout, r.err)
+	}
 	r = runExec(ctx, pc, true, execOpts("two", "sidecar", false))
 	if r.err != nil || r.stdout != "default/two/sidecar [] stdin=false tty=false\n" || r.code != nil {
 		t.Errorf("attach: stdout %q code %v err %v", r.stdout, r.code, r.err)
