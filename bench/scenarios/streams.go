@@ -45,7 +45,7 @@ var (
 	figPortForwardDir = Figure{Name: "portforward.direct_mib_per_s", Unit: "MiB/s"}
 	figPortForwardRat = Figure{Name: "portforward.vs_direct_ratio", Unit: "ratio"}
 	// The runtime's own port-forward (its streaming URL, spoken to
-	// directly): the floor under portforward.mib_per_s.
+	// directly): the ceiling over portforward.mib_per_s.
 	figPortForwardCRI = Figure{Name: "portforward.cri_mib_per_s", Unit: "MiB/s"}
 )
 
