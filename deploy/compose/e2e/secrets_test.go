@@ -76,7 +76,8 @@ spec:
 // variable and as a file (and an update of it reaches the file);
 // `skiffctl exec` runs commands in a pod on each node and exits with their
 // code; `port-forward` reaches the demo server from localhost; `cp` copies
-// a file in and out.
+// a file in and out; an image behind the registry's password is pulled
+// only by a pod with a pull secret.
 func TestSecretsAndExec(t *testing.T) {
 	c := newCluster(t)
 	step := func(name string, f func(t *testing.T)) {
@@ -189,6 +190,35 @@ func TestSecretsAndExec(t *testing.T) {
 				t.Fatalf("pod %s on %s: the file came back with %d bytes and another checksum", p.Metadata.Name, p.Spec.NodeName, len(got))
 			}
 		}
+	})
+
+	step("a private image is pulled only with its pull secret", func(t *testing.T) {
+		// private.skiff.local is the compose registry's port behind basic
+		// auth (deploy/compose/README.md): the same demo image.
+		pod := func(name string, pullSecret bool) string {
+			m := fmt.Sprintf("apiVersion: v1\nkind: Pod\nmetadata:\n  name: %s\n  labels: {app: %s}\nspec:\n  terminationGracePeriodSeconds: 1\n", name, name)
+			if pullSecret {
+				m += "  imagePullSecrets:\n  - name: e2e-pull\n"
+			}
+			return m + "  containers:\n  - name: demo\n    image: private.skiff.local/demo:v1\n"
+		}
+		c.applyManifest(pod("private-without", false))
+		c.eventually("a refused pull without the secret", 2*time.Minute, func() error {
+			out, err := c.tryCtl("get", "events", "--field-selector", "involvedObject.name=private-without,reason=Failed", "-o", "json")
+			if err != nil {
+				return err
+			}
+			if msg := strings.ToLower(string(out)); !strings.Contains(msg, "401") && !strings.Contains(msg, "unauthorized") {
+				return fmt.Errorf("no Failed event naming the registry's refusal yet: %.300s", out)
+			}
+			return nil
+		})
+		c.ctl("create", "secret", "docker-registry", "e2e-pull", "--docker-server=private.skiff.local",
+			"--docker-username=skiff", "--docker-password=skiff-registry-pw")
+		c.applyManifest(pod("private-with", true))
+		c.waitPods("the pod with the pull secret running", "app=private-with", 1, 2*time.Minute, nil)
+		c.ctl("delete", "pod", "private-without", "private-with")
+		c.ctl("delete", "secret", "e2e-pull")
 	})
 
 	step("clean up", func(t *testing.T) {
