@@ -237,11 +237,11 @@ func envVarSource(ev *corev1.EnvVar, p *field.Path) field.ErrorList {
 	}
 	if src.ConfigMapKeyRef != nil {
 		n++
-		errs = append(errs, configMapKeySelector(src.ConfigMapKeyRef, p.Child("configMapKeyRef"))...)
+		errs = append(errs, keySelector(src.ConfigMapKeyRef.GetName(), src.ConfigMapKeyRef.GetKey(), p.Child("configMapKeyRef"))...)
 	}
 	if src.SecretKeyRef != nil {
 		n++
-		errs = append(errs, secretKeySelector(src.SecretKeyRef, p.Child("secretKeyRef"))...)
+		errs = append(errs, keySelector(src.SecretKeyRef.GetName(), src.SecretKeyRef.GetKey(), p.Child("secretKeyRef"))...)
 	}
 	switch {
 	case n == 0:
@@ -328,28 +328,16 @@ func quantityIn(q quantity.Quantity, allowed []string) bool {
 	return slices.ContainsFunc(allowed, func(a string) bool { return quantity.MustParse(a).Cmp(q) == 0 })
 }
 
-func configMapKeySelector(s *corev1.ConfigMapKeySelector, p *field.Path) field.ErrorList {
+// keySelector validates a configMapKeyRef's or secretKeyRef's name and key.
+func keySelector(name, key string, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	if s.Name == "" {
+	if name == "" {
 		errs = append(errs, field.Required(p.Child("name"), ""))
 	}
-	if s.Key == "" {
+	if key == "" {
 		errs = append(errs, field.Required(p.Child("key"), ""))
 	} else {
-		errs = append(errs, invalidEach(p.Child("key"), s.Key, isConfigMapKey(s.Key))...)
-	}
-	return errs
-}
-
-func secretKeySelector(s *corev1.SecretKeySelector, p *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	if s.Name == "" {
-		errs = append(errs, field.Required(p.Child("name"), ""))
-	}
-	if s.Key == "" {
-		errs = append(errs, field.Required(p.Child("key"), ""))
-	} else {
-		errs = append(errs, invalidEach(p.Child("key"), s.Key, isConfigMapKey(s.Key))...)
+		errs = append(errs, invalidEach(p.Child("key"), key, isConfigMapKey(key))...)
 	}
 	return errs
 }
