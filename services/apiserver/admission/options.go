@@ -25,6 +25,10 @@ type Options struct {
 	// clientConfig has no caBundle: the cluster CA, which the apiserver's
 	// TLS wiring sets. nil: the system roots.
 	WebhookClusterCA *x509.CertPool
+	// NoTokenVolumes: the apiserver issues no service-account tokens
+	// (--insecure: no key), so the ServiceAccount plugin mounts no token
+	// volume, which nothing could fill. The apiserver sets it.
+	NoTokenVolumes bool
 }
 
 // DefaultPlugins are the command's --enable-admission-plugins.

@@ -37,16 +37,18 @@ const (
 // token of the account, the cluster CA from the kube-root-ca.crt
 // ConfigMap, the namespace) is mounted read-only at
 // /var/run/secrets/kubernetes.io/serviceaccount in every container and
-// init container that has no mount there; a pod without imagePullSecrets
-// gets the account's. Mirror pods may not name an account.
+// init container that has no mount there (not by an apiserver that issues
+// no tokens: Options.NoTokenVolumes); a pod without imagePullSecrets gets
+// the account's. Mirror pods may not name an account.
 type serviceAccount struct {
 	informer *informer.Informer[*corev1.ServiceAccount]
 	client   *client.Resource[*corev1.ServiceAccount, *corev1.ServiceAccountList]
+	noTokens bool // Options.NoTokenVolumes
 }
 
 func newServiceAccount(d *Deps) (any, error) {
 	c := client.ServiceAccounts(d.Loopback)
-	return &serviceAccount{informer: informer.For(d.Informers, c), client: c}, nil
+	return &serviceAccount{informer: informer.For(d.Informers, c), client: c, noTokens: d.Options.NoTokenVolumes}, nil
 }
 
 func (p *serviceAccount) Admit(ctx context.Context, a *Attributes) error {
@@ -80,7 +82,7 @@ func (p *serviceAccount) Admit(ctx context.Context, a *Attributes) error {
 	case sa.AutomountServiceAccountToken != nil:
 		automount = *sa.AutomountServiceAccountToken
 	}
-	if automount {
+	if automount && !p.noTokens {
 		mountToken(pod.Spec)
 	}
 	if len(pod.Spec.ImagePullSecrets) == 0 {

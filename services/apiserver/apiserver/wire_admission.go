@@ -15,6 +15,7 @@ func (s *Server) wireAdmission() error {
 	if o.WebhookClusterCA == nil && s.tls != nil && s.tls.CA != nil {
 		o.WebhookClusterCA = s.tls.CA.Pool()
 	}
+	o.NoTokenVolumes = s.tls == nil || s.tls.ServiceAccountKey == nil // as tokenIssuer.create refuses
 	chain, err := admission.New(o, admission.Config{Loopback: s.loopback, Registerer: s.cfg.Registry, Logger: s.log, Now: s.now})
 	if err != nil || chain == nil {
 		return err

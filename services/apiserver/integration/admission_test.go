@@ -28,15 +28,21 @@ import (
 // (none: the command's defaults).
 func startAdmission(t *testing.T, plugins ...string) *apiservertest.Server {
 	t.Helper()
+	return startAdmissionWith(t, nil, plugins...)
+}
+
+// startAdmissionWith is startAdmission with more options (Secure).
+func startAdmissionWith(t *testing.T, opts []apiservertest.Option, plugins ...string) *apiservertest.Server {
+	t.Helper()
 	if len(plugins) == 0 {
 		plugins = admission.DefaultPlugins
 	}
-	return apiservertest.Start(t, apiservertest.WithConfig(func(c *apiserver.Config) {
+	return apiservertest.Start(t, append(opts, apiservertest.WithConfig(func(c *apiserver.Config) {
 		// No serviceaccounts controller makes the "default" accounts
 		// here: ServiceAccount is off unless named (as in Kubernetes'
 		// integration tests).
 		c.Admission = admission.Options{EnablePlugins: plugins, DisablePlugins: withoutServiceAccount(plugins)}
-	}))
+	}))...)
 }
 
 func createNamespace(t *testing.T, s *apiservertest.Server, name string) {

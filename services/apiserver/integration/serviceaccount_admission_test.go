@@ -11,6 +11,7 @@ import (
 	"skiff.dev/internal/client"
 	corev1 "skiff.dev/proto/core/v1"
 	"skiff.dev/services/apiserver/admission"
+	"skiff.dev/services/apiserver/apiservertest"
 )
 
 // TestServiceAccountAdmission: the ServiceAccount plugin as Kubernetes':
@@ -19,7 +20,7 @@ import (
 // container at /var/run/secrets/kubernetes.io/serviceaccount unless
 // automount is off.
 func TestServiceAccountAdmission(t *testing.T) {
-	s := startAdmission(t, admission.ServiceAccountName)
+	s := startAdmissionWith(t, []apiservertest.Option{apiservertest.Secure()}, admission.ServiceAccountName)
 	ctx := testContext(t)
 	sas := client.ServiceAccounts(s.Conn)
 	pods := client.Pods(s.Conn)
@@ -134,4 +135,27 @@ func withoutServiceAccount(plugins []string) []string {
 		return []string{admission.ServiceAccountName}
 	}
 	return nil
+}
+
+// An apiserver that issues no tokens (--insecure: no service-account key)
+// mounts no token volume, which nothing could fill (every pod would wait
+// for its volume forever); the account is still defaulted and checked.
+func TestServiceAccountAdmissionWithoutTokens(t *testing.T) {
+	s := startAdmission(t, admission.ServiceAccountName)
+	ctx := testContext(t)
+	if _, err := client.ServiceAccounts(s.Conn).Create(ctx, &corev1.ServiceAccount{Metadata: meta("default", "default")}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := client.Pods(s.Conn).Create(ctx, pod("default", "web"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sa := got.GetSpec().GetServiceAccountName(); sa != "default" {
+		t.Errorf("serviceAccountName %q, want default", sa)
+	}
+	if v := got.GetSpec().GetVolumes(); len(v) != 0 {
+		t.Errorf("volumes %v, want none without a token issuer", v)
+	}
+	_, err = client.Pods(s.Conn).Create(ctx, func() *corev1.Pod { p := pod("default", "x"); p.Spec.ServiceAccountName = "nosuch"; return p }())
+	wantRefused(t, err, codes.PermissionDenied, `serviceaccount "nosuch" not found`)
 }
