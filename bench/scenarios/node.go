@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -10,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/protobuf/proto"
 
 	"skiff.dev/internal/client"
@@ -80,25 +82,11 @@ func runNode(ctx context.Context, env *Env, rs *Results) error {
 	defer cancel()
 
 	// The node agent, serving its NodeAgent service on loopback.
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	a, stopAgent, err := startAgent(ctx, env, &wg, ce, conns[0])
 	if err != nil {
 		return err
 	}
-	a, err := agent.New(agent.Config{
-		NodeName: benchNodeName, API: conns[0], Runtime: ce.Conn,
-		RootDir: ce.Dir + "/agent", PodLogDir: ce.PodLogDir,
-		NodeIP: "127.0.0.1", Port: int32(l.Addr().(*net.TCPAddr).Port),
-		Logger: zap.NewNop(),
-	})
-	if err != nil {
-		l.Close()
-		return err
-	}
-	g := grpc.NewServer()
-	a.RegisterServices(g)
-	wg.Go(func() { _ = g.Serve(l) })
-	defer g.Stop()
-	wg.Go(func() { _ = a.Run(ctx) })
+	defer stopAgent()
 
 	sched, err := scheduler.New(conns[1], scheduler.Config{Logger: zap.NewNop()})
 	if err != nil {
@@ -214,4 +202,39 @@ func waitNodeReady(ctx context.Context, conn *grpc.ClientConn, a *agent.Agent) e
 		case <-tick.C:
 		}
 	}
+}
+
+// startAgent runs a node agent named benchNodeName on ce's containerd
+// until ctx ends (wg waits for it), its NodeAgent service on loopback as
+// skiff-node-agent serves it: the API's flow-control windows, and TLS with
+// env.ServingCert when the apiserver is secure. stop stops the service.
+func startAgent(ctx context.Context, env *Env, wg *sync.WaitGroup, ce *crienv.Env, api grpc.ClientConnInterface) (a *agent.Agent, stop func(), err error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, nil, err
+	}
+	a, err = agent.New(agent.Config{
+		NodeName: benchNodeName, API: api, Runtime: ce.Conn,
+		RootDir: ce.Dir + "/agent", PodLogDir: ce.PodLogDir,
+		NodeIP: "127.0.0.1", Port: int32(l.Addr().(*net.TCPAddr).Port),
+		Logger: zap.NewNop(),
+	})
+	if err != nil {
+		l.Close()
+		return nil, nil, err
+	}
+	gopts := []grpc.ServerOption{grpc.InitialWindowSize(client.StreamWindowBytes), grpc.InitialConnWindowSize(client.ConnWindowBytes)}
+	if env.ServingCert != nil {
+		cert, err := env.ServingCert(benchNodeName)
+		if err != nil {
+			l.Close()
+			return nil, nil, err
+		}
+		gopts = append(gopts, grpc.Creds(credentials.NewTLS(&tls.Config{MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{cert}})))
+	}
+	g := grpc.NewServer(gopts...)
+	a.RegisterServices(g)
+	wg.Go(func() { _ = g.Serve(l) })
+	wg.Go(func() { _ = a.Run(ctx) })
+	return a, g.Stop, nil
 }

@@ -2,7 +2,6 @@ package scenarios
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -14,9 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"go.uber.org/zap"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials"
 	"google.golang.org/protobuf/proto"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/portforward"
@@ -28,7 +25,6 @@ import (
 	"skiff.dev/internal/client"
 	corev1 "skiff.dev/proto/core/v1"
 	metav1 "skiff.dev/proto/meta/v1"
-	"skiff.dev/services/node-agent/agent"
 	"skiff.dev/services/node-agent/crienv"
 )
 
@@ -83,35 +79,11 @@ func runStreams(ctx context.Context, env *Env, rs *Results) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	a, stopAgent, err := startAgent(ctx, env, &wg, ce, conns[0])
 	if err != nil {
 		return err
 	}
-	a, err := agent.New(agent.Config{
-		NodeName: benchNodeName, API: conns[0], Runtime: ce.Conn,
-		RootDir: ce.Dir + "/agent", PodLogDir: ce.PodLogDir,
-		NodeIP: "127.0.0.1", Port: int32(l.Addr().(*net.TCPAddr).Port),
-		Logger: zap.NewNop(),
-	})
-	if err != nil {
-		l.Close()
-		return err
-	}
-	// As skiff-node-agent serves it: the API's flow-control windows.
-	gopts := []grpc.ServerOption{grpc.InitialWindowSize(client.StreamWindowBytes), grpc.InitialConnWindowSize(client.ConnWindowBytes)}
-	if env.ServingCert != nil {
-		cert, err := env.ServingCert(benchNodeName)
-		if err != nil {
-			l.Close()
-			return err
-		}
-		gopts = append(gopts, grpc.Creds(credentials.NewTLS(&tls.Config{MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{cert}})))
-	}
-	g := grpc.NewServer(gopts...)
-	a.RegisterServices(g)
-	wg.Go(func() { _ = g.Serve(l) })
-	defer g.Stop()
-	wg.Go(func() { _ = a.Run(ctx) })
+	defer stopAgent()
 	if err := waitNodeReady(ctx, conns[1], a); err != nil {
 		return err
 	}
