@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"skiff.dev/internal/tarfiles"
 	corev1 "skiff.dev/proto/core/v1"
 )
 
@@ -116,7 +116,7 @@ func (r *root) copyFromPod(ctx context.Context, src fileSpec, dst, container str
 	pr, pw := io.Pipe()
 	errc := make(chan error, 1)
 	go func() {
-		err := untarTo(pr, base, dst)
+		err := tarfiles.Extract(pr, base, dst)
 		pr.CloseWithError(err)
 		errc <- err
 	}()
@@ -126,51 +126,6 @@ func (r *root) copyFromPod(ctx context.Context, src fileSpec, dst, container str
 		err = uerr
 	}
 	return err
-}
-
-// untarTo unpacks an archive whose entries are base[/...] to dst[/...].
-func untarTo(r io.Reader, base, dst string) error {
-	tr := tar.NewReader(r)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			_, _ = io.Copy(io.Discard, r) // tar's trailing padding
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		name := path.Clean(h.Name)
-		rest, ok := strings.CutPrefix(name, base)
-		if !ok || (rest != "" && !strings.HasPrefix(rest, "/")) {
-			continue
-		}
-		if strings.Contains(rest, "..") {
-			return fmt.Errorf("%q: a path outside the destination", h.Name)
-		}
-		target := filepath.Join(dst, filepath.FromSlash(rest))
-		switch h.Typeflag {
-		case tar.TypeDir:
-			if err := os.MkdirAll(target, 0o755); err != nil {
-				return err
-			}
-		case tar.TypeReg:
-			if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
-				return err
-			}
-			f, err := os.OpenFile(target, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, os.FileMode(h.Mode).Perm()|0o200)
-			if err != nil {
-				return err
-			}
-			if _, err := io.Copy(f, tr); err != nil {
-				f.Close()
-				return err
-			}
-			if err := f.Close(); err != nil {
-				return err
-			}
-		}
-	}
 }
 
 func (r *root) copyToPod(ctx context.Context, src string, dst fileSpec, container string) error {
@@ -190,44 +145,7 @@ func (r *root) copyToPod(ctx context.Context, src string, dst fileSpec, containe
 // entries named base[/...].
 func tarFrom(w io.Writer, src, base string) error {
 	tw := tar.NewWriter(w)
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		if !info.Mode().IsRegular() && !info.IsDir() {
-			return nil
-		}
-		rel, err := filepath.Rel(src, p)
-		if err != nil {
-			return err
-		}
-		h, err := tar.FileInfoHeader(info, "")
-		if err != nil {
-			return err
-		}
-		h.Name = path.Join(base, filepath.ToSlash(rel))
-		if info.IsDir() {
-			h.Name += "/"
-		}
-		if err := tw.WriteHeader(h); err != nil {
-			return err
-		}
-		if info.IsDir() {
-			return nil
-		}
-		f, err := os.Open(p)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		_, err = io.Copy(tw, f)
-		return err
-	})
-	if err != nil {
+	if err := tarfiles.Add(tw, src, base); err != nil {
 		return err
 	}
 	return tw.Close()

@@ -2,10 +2,8 @@ package main
 
 import (
 	"archive/tar"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net/http"
 	"os"
 	"os/signal"
@@ -14,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"unsafe"
+
+	"skiff.dev/internal/tarfiles"
 )
 
 // The tools exec, attach and cp need in a FROM-scratch image: cat of
@@ -45,7 +45,7 @@ func tarTool(args []string, stdout, stderr io.Writer) int {
 	case "cf":
 		err = tarCreate(stdout, dir, rest)
 	case "xf", "xmf":
-		err = tarExtract(os.Stdin, dir)
+		err = tarfiles.Extract(os.Stdin, "", dir)
 	default:
 		err = fmt.Errorf("mode %q: cf or xf", mode)
 	}
@@ -59,88 +59,11 @@ func tarTool(args []string, stdout, stderr io.Writer) int {
 func tarCreate(w io.Writer, dir string, paths []string) error {
 	tw := tar.NewWriter(w)
 	for _, p := range paths {
-		root := filepath.Join(dir, p)
-		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			info, err := d.Info()
-			if err != nil {
-				return err
-			}
-			rel, err := filepath.Rel(dir, path)
-			if err != nil {
-				return err
-			}
-			if !info.Mode().IsRegular() && !info.IsDir() {
-				return nil
-			}
-			h, err := tar.FileInfoHeader(info, "")
-			if err != nil {
-				return err
-			}
-			h.Name = filepath.ToSlash(rel)
-			if info.IsDir() {
-				h.Name += "/"
-			}
-			if err := tw.WriteHeader(h); err != nil {
-				return err
-			}
-			if info.IsDir() {
-				return nil
-			}
-			f, err := os.Open(path)
-			if err != nil {
-				return err
-			}
-			defer f.Close()
-			_, err = io.Copy(tw, f)
-			return err
-		})
-		if err != nil {
+		if err := tarfiles.Add(tw, filepath.Join(dir, p), filepath.ToSlash(filepath.Clean(p))); err != nil {
 			return err
 		}
 	}
 	return tw.Close()
-}
-
-func tarExtract(r io.Reader, dir string) error {
-	tr := tar.NewReader(r)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		name := filepath.Clean(filepath.FromSlash(h.Name))
-		if filepath.IsAbs(name) || name == ".." || strings.HasPrefix(name, ".."+string(filepath.Separator)) {
-			return fmt.Errorf("%q is outside the destination", h.Name)
-		}
-		path := filepath.Join(dir, name)
-		switch h.Typeflag {
-		case tar.TypeDir:
-			if err := os.MkdirAll(path, 0o755); err != nil {
-				return err
-			}
-		case tar.TypeReg:
-			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-				return err
-			}
-			f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, os.FileMode(h.Mode).Perm())
-			if err != nil {
-				return err
-			}
-			if _, err := io.Copy(f, tr); err != nil {
-				f.Close()
-				return err
-			}
-			if err := f.Close(); err != nil {
-				return err
-			}
-		}
-	}
 }
 
 // ttySize prints stdin's terminal size as "ROWSxCOLS" now and after each
