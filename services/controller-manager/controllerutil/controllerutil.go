@@ -95,3 +95,9 @@ func AvailableIn(p *corev1.Pod, minReadySeconds int32, now time.Time) time.Durat
 func Selector(s *metav1.LabelSelector) (labels.Selector, error) {
 	return labels.FromProto(s)
 }
+
+// NamespaceTerminating says whether a namespace is being deleted: nothing
+// new is to be made in it.
+func NamespaceTerminating(ns *corev1.Namespace) bool {
+	return ns.GetMetadata().GetDeletionTimestamp() != nil || ns.GetStatus().GetPhase() == "Terminating"
+}

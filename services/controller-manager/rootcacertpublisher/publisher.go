@@ -22,6 +22,7 @@ import (
 	"skiff.dev/internal/informer"
 	corev1 "skiff.dev/proto/core/v1"
 	metav1 "skiff.dev/proto/meta/v1"
+	"skiff.dev/services/controller-manager/controllerutil"
 	"skiff.dev/services/controller-manager/manager"
 )
 
@@ -102,7 +103,7 @@ func (p *Publisher) Run(ctx context.Context) error {
 // Reconcile makes or puts right kube-root-ca.crt of namespace key.
 func (p *Publisher) Reconcile(ctx context.Context, key string) (controller.Result, error) {
 	ns, ok := p.namespaces.Store().Get(key)
-	if !ok || ns.GetMetadata().GetDeletionTimestamp() != nil || ns.GetStatus().GetPhase() == "Terminating" {
+	if !ok || controllerutil.NamespaceTerminating(ns) {
 		return controller.Result{}, nil
 	}
 	want := map[string]string{Key: p.rootCA}

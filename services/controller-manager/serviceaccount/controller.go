@@ -16,6 +16,7 @@ import (
 	"skiff.dev/internal/informer"
 	corev1 "skiff.dev/proto/core/v1"
 	metav1 "skiff.dev/proto/meta/v1"
+	"skiff.dev/services/controller-manager/controllerutil"
 	"skiff.dev/services/controller-manager/manager"
 )
 
@@ -78,7 +79,7 @@ func (c *Controller) Run(ctx context.Context) error {
 // namespace is active and has none.
 func (c *Controller) Reconcile(ctx context.Context, key string) (controller.Result, error) {
 	ns, ok := c.namespaces.Store().Get(key)
-	if !ok || ns.GetMetadata().GetDeletionTimestamp() != nil || ns.GetStatus().GetPhase() == "Terminating" {
+	if !ok || controllerutil.NamespaceTerminating(ns) {
 		return controller.Result{}, nil
 	}
 	if _, ok := c.accounts.Store().GetByName(key, Default); ok {
