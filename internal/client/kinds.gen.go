@@ -8,10 +8,12 @@ import (
 	admissionregistrationv1 "skiff.dev/proto/admissionregistration/v1"
 	appsv1 "skiff.dev/proto/apps/v1"
 	appsv1beta1 "skiff.dev/proto/apps/v1beta1"
+	batchv1 "skiff.dev/proto/batch/v1"
 	coordinationv1 "skiff.dev/proto/coordination/v1"
 	corev1 "skiff.dev/proto/core/v1"
 	discoveryv1 "skiff.dev/proto/discovery/v1"
 	rbacv1 "skiff.dev/proto/rbac/v1"
+	storagev1 "skiff.dev/proto/storage/v1"
 )
 
 // Typed clients of every kind, by service.
@@ -109,6 +111,46 @@ func Services(c grpc.ClientConnInterface) *Resource[*corev1.Service, *corev1.Ser
 // EndpointSlices is the client of skiff.discovery.v1.EndpointSlices.
 func EndpointSlices(c grpc.ClientConnInterface) *Resource[*discoveryv1.EndpointSlice, *discoveryv1.EndpointSliceList] {
 	return NewResource[*discoveryv1.EndpointSlice, *discoveryv1.EndpointSliceList](c, "skiff.discovery.v1.EndpointSlices")
+}
+
+// Jobs is the client of skiff.batch.v1.Jobs.
+func Jobs(c grpc.ClientConnInterface) *Resource[*batchv1.Job, *batchv1.JobList] {
+	return NewResource[*batchv1.Job, *batchv1.JobList](c, "skiff.batch.v1.Jobs")
+}
+
+// CronJobs is the client of skiff.batch.v1.CronJobs.
+func CronJobs(c grpc.ClientConnInterface) *Resource[*batchv1.CronJob, *batchv1.CronJobList] {
+	return NewResource[*batchv1.CronJob, *batchv1.CronJobList](c, "skiff.batch.v1.CronJobs")
+}
+
+// DaemonSets is the client of skiff.apps.v1.DaemonSets.
+func DaemonSets(c grpc.ClientConnInterface) *Resource[*appsv1.DaemonSet, *appsv1.DaemonSetList] {
+	return NewResource[*appsv1.DaemonSet, *appsv1.DaemonSetList](c, "skiff.apps.v1.DaemonSets")
+}
+
+// StatefulSets is the client of skiff.apps.v1.StatefulSets.
+func StatefulSets(c grpc.ClientConnInterface) *Resource[*appsv1.StatefulSet, *appsv1.StatefulSetList] {
+	return NewResource[*appsv1.StatefulSet, *appsv1.StatefulSetList](c, "skiff.apps.v1.StatefulSets")
+}
+
+// ControllerRevisions is the client of skiff.apps.v1.ControllerRevisions.
+func ControllerRevisions(c grpc.ClientConnInterface) *Resource[*appsv1.ControllerRevision, *appsv1.ControllerRevisionList] {
+	return NewResource[*appsv1.ControllerRevision, *appsv1.ControllerRevisionList](c, "skiff.apps.v1.ControllerRevisions")
+}
+
+// PersistentVolumes is the client of skiff.core.v1.PersistentVolumes.
+func PersistentVolumes(c grpc.ClientConnInterface) *Resource[*corev1.PersistentVolume, *corev1.PersistentVolumeList] {
+	return NewResource[*corev1.PersistentVolume, *corev1.PersistentVolumeList](c, "skiff.core.v1.PersistentVolumes")
+}
+
+// PersistentVolumeClaims is the client of skiff.core.v1.PersistentVolumeClaims.
+func PersistentVolumeClaims(c grpc.ClientConnInterface) *Resource[*corev1.PersistentVolumeClaim, *corev1.PersistentVolumeClaimList] {
+	return NewResource[*corev1.PersistentVolumeClaim, *corev1.PersistentVolumeClaimList](c, "skiff.core.v1.PersistentVolumeClaims")
+}
+
+// StorageClasses is the client of skiff.storage.v1.StorageClasses.
+func StorageClasses(c grpc.ClientConnInterface) *Resource[*storagev1.StorageClass, *storagev1.StorageClassList] {
+	return NewResource[*storagev1.StorageClass, *storagev1.StorageClassList](c, "skiff.storage.v1.StorageClasses")
 }
 
 // MutatingWebhookConfigurations is the client of skiff.admissionregistration.v1.MutatingWebhookConfigurations.

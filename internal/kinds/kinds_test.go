@@ -82,12 +82,16 @@ func TestRoleResources(t *testing.T) {
 		want map[string]string
 	}{
 		{decl.View, map[string]string{
-			"":                 "namespaces namespaces/status pods pods/status pods/log events configmaps serviceaccounts limitranges resourcequotas resourcequotas/status services services/status",
-			"apps":             "deployments deployments/status deployments/scale replicasets replicasets/status replicasets/scale",
+			"": "namespaces namespaces/status pods pods/status pods/log events configmaps serviceaccounts limitranges resourcequotas resourcequotas/status services services/status" +
+				" persistentvolumeclaims persistentvolumeclaims/status",
+			"apps": "deployments deployments/status deployments/scale replicasets replicasets/status replicasets/scale" +
+				" daemonsets daemonsets/status statefulsets statefulsets/status statefulsets/scale controllerrevisions",
+			"batch":            "jobs jobs/status cronjobs cronjobs/status",
 			"discovery.k8s.io": "endpointslices"}},
 		{decl.Edit, map[string]string{
-			"":     "pods pods/exec pods/attach pods/portforward events configmaps secrets serviceaccounts serviceaccounts/token services",
-			"apps": "deployments deployments/scale replicasets replicasets/scale"}},
+			"":      "pods pods/exec pods/attach pods/portforward events configmaps secrets serviceaccounts serviceaccounts/token services persistentvolumeclaims",
+			"apps":  "deployments deployments/scale replicasets replicasets/scale daemonsets statefulsets statefulsets/scale",
+			"batch": "jobs cronjobs"}},
 		{decl.Admin, map[string]string{"rbac.authorization.k8s.io": "roles rolebindings"}},
 	} {
 		_, got := RoleResources(tc.role)

@@ -360,6 +360,504 @@ func (x *ReplicaSetWatchResponse) GetEvents() []*ReplicaSetWatchEvent {
 	return nil
 }
 
+type DaemonSetList struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ApiVersion    string                 `protobuf:"bytes,1,opt,name=api_version,json=apiVersion,proto3" json:"api_version,omitempty"`
+	Kind          string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	Metadata      *v1.ListMeta           `protobuf:"bytes,3,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	Items         []*DaemonSet           `protobuf:"bytes,4,rep,name=items,proto3" json:"items,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DaemonSetList) Reset() {
+	*x = DaemonSetList{}
+	mi := &file_skiff_apps_v1_kinds_gen_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DaemonSetList) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DaemonSetList) ProtoMessage() {}
+
+func (x *DaemonSetList) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_apps_v1_kinds_gen_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DaemonSetList.ProtoReflect.Descriptor instead.
+func (*DaemonSetList) Descriptor() ([]byte, []int) {
+	return file_skiff_apps_v1_kinds_gen_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *DaemonSetList) GetApiVersion() string {
+	if x != nil {
+		return x.ApiVersion
+	}
+	return ""
+}
+
+func (x *DaemonSetList) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *DaemonSetList) GetMetadata() *v1.ListMeta {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+func (x *DaemonSetList) GetItems() []*DaemonSet {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+// DaemonSetWatchEvent has the wire shape of skiff.meta.v1.WatchEvent.
+type DaemonSetWatchEvent struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Type          string                 `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
+	Object        *DaemonSet             `protobuf:"bytes,2,opt,name=object,proto3" json:"object,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DaemonSetWatchEvent) Reset() {
+	*x = DaemonSetWatchEvent{}
+	mi := &file_skiff_apps_v1_kinds_gen_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DaemonSetWatchEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DaemonSetWatchEvent) ProtoMessage() {}
+
+func (x *DaemonSetWatchEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_apps_v1_kinds_gen_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DaemonSetWatchEvent.ProtoReflect.Descriptor instead.
+func (*DaemonSetWatchEvent) Descriptor() ([]byte, []int) {
+	return file_skiff_apps_v1_kinds_gen_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *DaemonSetWatchEvent) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *DaemonSetWatchEvent) GetObject() *DaemonSet {
+	if x != nil {
+		return x.Object
+	}
+	return nil
+}
+
+// DaemonSetWatchResponse carries one or more events, in revision order.
+type DaemonSetWatchResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Events        []*DaemonSetWatchEvent `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DaemonSetWatchResponse) Reset() {
+	*x = DaemonSetWatchResponse{}
+	mi := &file_skiff_apps_v1_kinds_gen_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DaemonSetWatchResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DaemonSetWatchResponse) ProtoMessage() {}
+
+func (x *DaemonSetWatchResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_apps_v1_kinds_gen_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DaemonSetWatchResponse.ProtoReflect.Descriptor instead.
+func (*DaemonSetWatchResponse) Descriptor() ([]byte, []int) {
+	return file_skiff_apps_v1_kinds_gen_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *DaemonSetWatchResponse) GetEvents() []*DaemonSetWatchEvent {
+	if x != nil {
+		return x.Events
+	}
+	return nil
+}
+
+type StatefulSetList struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ApiVersion    string                 `protobuf:"bytes,1,opt,name=api_version,json=apiVersion,proto3" json:"api_version,omitempty"`
+	Kind          string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	Metadata      *v1.ListMeta           `protobuf:"bytes,3,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	Items         []*StatefulSet         `protobuf:"bytes,4,rep,name=items,proto3" json:"items,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StatefulSetList) Reset() {
+	*x = StatefulSetList{}
+	mi := &file_skiff_apps_v1_kinds_gen_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StatefulSetList) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StatefulSetList) ProtoMessage() {}
+
+func (x *StatefulSetList) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_apps_v1_kinds_gen_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StatefulSetList.ProtoReflect.Descriptor instead.
+func (*StatefulSetList) Descriptor() ([]byte, []int) {
+	return file_skiff_apps_v1_kinds_gen_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *StatefulSetList) GetApiVersion() string {
+	if x != nil {
+		return x.ApiVersion
+	}
+	return ""
+}
+
+func (x *StatefulSetList) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *StatefulSetList) GetMetadata() *v1.ListMeta {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+func (x *StatefulSetList) GetItems() []*StatefulSet {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+// StatefulSetWatchEvent has the wire shape of skiff.meta.v1.WatchEvent.
+type StatefulSetWatchEvent struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Type          string                 `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
+	Object        *StatefulSet           `protobuf:"bytes,2,opt,name=object,proto3" json:"object,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StatefulSetWatchEvent) Reset() {
+	*x = StatefulSetWatchEvent{}
+	mi := &file_skiff_apps_v1_kinds_gen_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StatefulSetWatchEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StatefulSetWatchEvent) ProtoMessage() {}
+
+func (x *StatefulSetWatchEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_apps_v1_kinds_gen_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StatefulSetWatchEvent.ProtoReflect.Descriptor instead.
+func (*StatefulSetWatchEvent) Descriptor() ([]byte, []int) {
+	return file_skiff_apps_v1_kinds_gen_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *StatefulSetWatchEvent) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *StatefulSetWatchEvent) GetObject() *StatefulSet {
+	if x != nil {
+		return x.Object
+	}
+	return nil
+}
+
+// StatefulSetWatchResponse carries one or more events, in revision order.
+type StatefulSetWatchResponse struct {
+	state         protoimpl.MessageState   `protogen:"open.v1"`
+	Events        []*StatefulSetWatchEvent `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StatefulSetWatchResponse) Reset() {
+	*x = StatefulSetWatchResponse{}
+	mi := &file_skiff_apps_v1_kinds_gen_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StatefulSetWatchResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StatefulSetWatchResponse) ProtoMessage() {}
+
+func (x *StatefulSetWatchResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_apps_v1_kinds_gen_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StatefulSetWatchResponse.ProtoReflect.Descriptor instead.
+func (*StatefulSetWatchResponse) Descriptor() ([]byte, []int) {
+	return file_skiff_apps_v1_kinds_gen_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *StatefulSetWatchResponse) GetEvents() []*StatefulSetWatchEvent {
+	if x != nil {
+		return x.Events
+	}
+	return nil
+}
+
+type ControllerRevisionList struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ApiVersion    string                 `protobuf:"bytes,1,opt,name=api_version,json=apiVersion,proto3" json:"api_version,omitempty"`
+	Kind          string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	Metadata      *v1.ListMeta           `protobuf:"bytes,3,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	Items         []*ControllerRevision  `protobuf:"bytes,4,rep,name=items,proto3" json:"items,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ControllerRevisionList) Reset() {
+	*x = ControllerRevisionList{}
+	mi := &file_skiff_apps_v1_kinds_gen_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ControllerRevisionList) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ControllerRevisionList) ProtoMessage() {}
+
+func (x *ControllerRevisionList) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_apps_v1_kinds_gen_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ControllerRevisionList.ProtoReflect.Descriptor instead.
+func (*ControllerRevisionList) Descriptor() ([]byte, []int) {
+	return file_skiff_apps_v1_kinds_gen_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *ControllerRevisionList) GetApiVersion() string {
+	if x != nil {
+		return x.ApiVersion
+	}
+	return ""
+}
+
+func (x *ControllerRevisionList) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *ControllerRevisionList) GetMetadata() *v1.ListMeta {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+func (x *ControllerRevisionList) GetItems() []*ControllerRevision {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+// ControllerRevisionWatchEvent has the wire shape of skiff.meta.v1.WatchEvent.
+type ControllerRevisionWatchEvent struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Type          string                 `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
+	Object        *ControllerRevision    `protobuf:"bytes,2,opt,name=object,proto3" json:"object,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ControllerRevisionWatchEvent) Reset() {
+	*x = ControllerRevisionWatchEvent{}
+	mi := &file_skiff_apps_v1_kinds_gen_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ControllerRevisionWatchEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ControllerRevisionWatchEvent) ProtoMessage() {}
+
+func (x *ControllerRevisionWatchEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_apps_v1_kinds_gen_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ControllerRevisionWatchEvent.ProtoReflect.Descriptor instead.
+func (*ControllerRevisionWatchEvent) Descriptor() ([]byte, []int) {
+	return file_skiff_apps_v1_kinds_gen_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *ControllerRevisionWatchEvent) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *ControllerRevisionWatchEvent) GetObject() *ControllerRevision {
+	if x != nil {
+		return x.Object
+	}
+	return nil
+}
+
+// ControllerRevisionWatchResponse carries one or more events, in revision order.
+type ControllerRevisionWatchResponse struct {
+	state         protoimpl.MessageState          `protogen:"open.v1"`
+	Events        []*ControllerRevisionWatchEvent `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ControllerRevisionWatchResponse) Reset() {
+	*x = ControllerRevisionWatchResponse{}
+	mi := &file_skiff_apps_v1_kinds_gen_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ControllerRevisionWatchResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ControllerRevisionWatchResponse) ProtoMessage() {}
+
+func (x *ControllerRevisionWatchResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_apps_v1_kinds_gen_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ControllerRevisionWatchResponse.ProtoReflect.Descriptor instead.
+func (*ControllerRevisionWatchResponse) Descriptor() ([]byte, []int) {
+	return file_skiff_apps_v1_kinds_gen_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *ControllerRevisionWatchResponse) GetEvents() []*ControllerRevisionWatchEvent {
+	if x != nil {
+		return x.Events
+	}
+	return nil
+}
+
 var File_skiff_apps_v1_kinds_gen_proto protoreflect.FileDescriptor
 
 const file_skiff_apps_v1_kinds_gen_proto_rawDesc = "" +
@@ -386,7 +884,40 @@ const file_skiff_apps_v1_kinds_gen_proto_rawDesc = "" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x121\n" +
 	"\x06object\x18\x02 \x01(\v2\x19.skiff.apps.v1.ReplicaSetR\x06object\"V\n" +
 	"\x17ReplicaSetWatchResponse\x12;\n" +
-	"\x06events\x18\x01 \x03(\v2#.skiff.apps.v1.ReplicaSetWatchEventR\x06events2\xdd\x04\n" +
+	"\x06events\x18\x01 \x03(\v2#.skiff.apps.v1.ReplicaSetWatchEventR\x06events\"\xa9\x01\n" +
+	"\rDaemonSetList\x12\x1f\n" +
+	"\vapi_version\x18\x01 \x01(\tR\n" +
+	"apiVersion\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x123\n" +
+	"\bmetadata\x18\x03 \x01(\v2\x17.skiff.meta.v1.ListMetaR\bmetadata\x12.\n" +
+	"\x05items\x18\x04 \x03(\v2\x18.skiff.apps.v1.DaemonSetR\x05items\"[\n" +
+	"\x13DaemonSetWatchEvent\x12\x12\n" +
+	"\x04type\x18\x01 \x01(\tR\x04type\x120\n" +
+	"\x06object\x18\x02 \x01(\v2\x18.skiff.apps.v1.DaemonSetR\x06object\"T\n" +
+	"\x16DaemonSetWatchResponse\x12:\n" +
+	"\x06events\x18\x01 \x03(\v2\".skiff.apps.v1.DaemonSetWatchEventR\x06events\"\xad\x01\n" +
+	"\x0fStatefulSetList\x12\x1f\n" +
+	"\vapi_version\x18\x01 \x01(\tR\n" +
+	"apiVersion\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x123\n" +
+	"\bmetadata\x18\x03 \x01(\v2\x17.skiff.meta.v1.ListMetaR\bmetadata\x120\n" +
+	"\x05items\x18\x04 \x03(\v2\x1a.skiff.apps.v1.StatefulSetR\x05items\"_\n" +
+	"\x15StatefulSetWatchEvent\x12\x12\n" +
+	"\x04type\x18\x01 \x01(\tR\x04type\x122\n" +
+	"\x06object\x18\x02 \x01(\v2\x1a.skiff.apps.v1.StatefulSetR\x06object\"X\n" +
+	"\x18StatefulSetWatchResponse\x12<\n" +
+	"\x06events\x18\x01 \x03(\v2$.skiff.apps.v1.StatefulSetWatchEventR\x06events\"\xbb\x01\n" +
+	"\x16ControllerRevisionList\x12\x1f\n" +
+	"\vapi_version\x18\x01 \x01(\tR\n" +
+	"apiVersion\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x123\n" +
+	"\bmetadata\x18\x03 \x01(\v2\x17.skiff.meta.v1.ListMetaR\bmetadata\x127\n" +
+	"\x05items\x18\x04 \x03(\v2!.skiff.apps.v1.ControllerRevisionR\x05items\"m\n" +
+	"\x1cControllerRevisionWatchEvent\x12\x12\n" +
+	"\x04type\x18\x01 \x01(\tR\x04type\x129\n" +
+	"\x06object\x18\x02 \x01(\v2!.skiff.apps.v1.ControllerRevisionR\x06object\"f\n" +
+	"\x1fControllerRevisionWatchResponse\x12C\n" +
+	"\x06events\x18\x01 \x03(\v2+.skiff.apps.v1.ControllerRevisionWatchEventR\x06events2\xdd\x04\n" +
 	"\vDeployments\x12>\n" +
 	"\x06Create\x12\x19.skiff.apps.v1.Deployment\x1a\x19.skiff.apps.v1.Deployment\x12;\n" +
 	"\x03Get\x12\x19.skiff.meta.v1.GetRequest\x1a\x19.skiff.apps.v1.Deployment\x12A\n" +
@@ -406,7 +937,34 @@ const file_skiff_apps_v1_kinds_gen_proto_rawDesc = "" +
 	"\x06Delete\x12\x1c.skiff.meta.v1.DeleteRequest\x1a\x19.skiff.apps.v1.ReplicaSet\x12M\n" +
 	"\x05Watch\x12\x1a.skiff.meta.v1.ListOptions\x1a&.skiff.apps.v1.ReplicaSetWatchResponse0\x01\x12;\n" +
 	"\bGetScale\x12\x19.skiff.meta.v1.GetRequest\x1a\x14.skiff.apps.v1.Scale\x129\n" +
-	"\vUpdateScale\x12\x14.skiff.apps.v1.Scale\x1a\x14.skiff.apps.v1.ScaleB Z\x1eskiff.dev/proto/apps/v1;appsv1b\x06proto3"
+	"\vUpdateScale\x12\x14.skiff.apps.v1.Scale\x1a\x14.skiff.apps.v1.Scale2\xda\x03\n" +
+	"\n" +
+	"DaemonSets\x12<\n" +
+	"\x06Create\x12\x18.skiff.apps.v1.DaemonSet\x1a\x18.skiff.apps.v1.DaemonSet\x12:\n" +
+	"\x03Get\x12\x19.skiff.meta.v1.GetRequest\x1a\x18.skiff.apps.v1.DaemonSet\x12@\n" +
+	"\x04List\x12\x1a.skiff.meta.v1.ListOptions\x1a\x1c.skiff.apps.v1.DaemonSetList\x12<\n" +
+	"\x06Update\x12\x18.skiff.apps.v1.DaemonSet\x1a\x18.skiff.apps.v1.DaemonSet\x12B\n" +
+	"\fUpdateStatus\x12\x18.skiff.apps.v1.DaemonSet\x1a\x18.skiff.apps.v1.DaemonSet\x12@\n" +
+	"\x06Delete\x12\x1c.skiff.meta.v1.DeleteRequest\x1a\x18.skiff.apps.v1.DaemonSet\x12L\n" +
+	"\x05Watch\x12\x1a.skiff.meta.v1.ListOptions\x1a%.skiff.apps.v1.DaemonSetWatchResponse0\x012\xe8\x04\n" +
+	"\fStatefulSets\x12@\n" +
+	"\x06Create\x12\x1a.skiff.apps.v1.StatefulSet\x1a\x1a.skiff.apps.v1.StatefulSet\x12<\n" +
+	"\x03Get\x12\x19.skiff.meta.v1.GetRequest\x1a\x1a.skiff.apps.v1.StatefulSet\x12B\n" +
+	"\x04List\x12\x1a.skiff.meta.v1.ListOptions\x1a\x1e.skiff.apps.v1.StatefulSetList\x12@\n" +
+	"\x06Update\x12\x1a.skiff.apps.v1.StatefulSet\x1a\x1a.skiff.apps.v1.StatefulSet\x12F\n" +
+	"\fUpdateStatus\x12\x1a.skiff.apps.v1.StatefulSet\x1a\x1a.skiff.apps.v1.StatefulSet\x12B\n" +
+	"\x06Delete\x12\x1c.skiff.meta.v1.DeleteRequest\x1a\x1a.skiff.apps.v1.StatefulSet\x12N\n" +
+	"\x05Watch\x12\x1a.skiff.meta.v1.ListOptions\x1a'.skiff.apps.v1.StatefulSetWatchResponse0\x01\x12;\n" +
+	"\bGetScale\x12\x19.skiff.meta.v1.GetRequest\x1a\x14.skiff.apps.v1.Scale\x129\n" +
+	"\vUpdateScale\x12\x14.skiff.apps.v1.Scale\x1a\x14.skiff.apps.v1.Scale2\xbd\x04\n" +
+	"\x13ControllerRevisions\x12N\n" +
+	"\x06Create\x12!.skiff.apps.v1.ControllerRevision\x1a!.skiff.apps.v1.ControllerRevision\x12C\n" +
+	"\x03Get\x12\x19.skiff.meta.v1.GetRequest\x1a!.skiff.apps.v1.ControllerRevision\x12I\n" +
+	"\x04List\x12\x1a.skiff.meta.v1.ListOptions\x1a%.skiff.apps.v1.ControllerRevisionList\x12N\n" +
+	"\x06Update\x12!.skiff.apps.v1.ControllerRevision\x1a!.skiff.apps.v1.ControllerRevision\x12T\n" +
+	"\fUpdateStatus\x12!.skiff.apps.v1.ControllerRevision\x1a!.skiff.apps.v1.ControllerRevision\x12I\n" +
+	"\x06Delete\x12\x1c.skiff.meta.v1.DeleteRequest\x1a!.skiff.apps.v1.ControllerRevision\x12U\n" +
+	"\x05Watch\x12\x1a.skiff.meta.v1.ListOptions\x1a..skiff.apps.v1.ControllerRevisionWatchResponse0\x01B Z\x1eskiff.dev/proto/apps/v1;appsv1b\x06proto3"
 
 var (
 	file_skiff_apps_v1_kinds_gen_proto_rawDescOnce sync.Once
@@ -420,72 +978,142 @@ func file_skiff_apps_v1_kinds_gen_proto_rawDescGZIP() []byte {
 	return file_skiff_apps_v1_kinds_gen_proto_rawDescData
 }
 
-var file_skiff_apps_v1_kinds_gen_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_skiff_apps_v1_kinds_gen_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_skiff_apps_v1_kinds_gen_proto_goTypes = []any{
-	(*DeploymentList)(nil),          // 0: skiff.apps.v1.DeploymentList
-	(*DeploymentWatchEvent)(nil),    // 1: skiff.apps.v1.DeploymentWatchEvent
-	(*DeploymentWatchResponse)(nil), // 2: skiff.apps.v1.DeploymentWatchResponse
-	(*ReplicaSetList)(nil),          // 3: skiff.apps.v1.ReplicaSetList
-	(*ReplicaSetWatchEvent)(nil),    // 4: skiff.apps.v1.ReplicaSetWatchEvent
-	(*ReplicaSetWatchResponse)(nil), // 5: skiff.apps.v1.ReplicaSetWatchResponse
-	(*v1.ListMeta)(nil),             // 6: skiff.meta.v1.ListMeta
-	(*Deployment)(nil),              // 7: skiff.apps.v1.Deployment
-	(*ReplicaSet)(nil),              // 8: skiff.apps.v1.ReplicaSet
-	(*v1.GetRequest)(nil),           // 9: skiff.meta.v1.GetRequest
-	(*v1.ListOptions)(nil),          // 10: skiff.meta.v1.ListOptions
-	(*v1.DeleteRequest)(nil),        // 11: skiff.meta.v1.DeleteRequest
-	(*Scale)(nil),                   // 12: skiff.apps.v1.Scale
+	(*DeploymentList)(nil),                  // 0: skiff.apps.v1.DeploymentList
+	(*DeploymentWatchEvent)(nil),            // 1: skiff.apps.v1.DeploymentWatchEvent
+	(*DeploymentWatchResponse)(nil),         // 2: skiff.apps.v1.DeploymentWatchResponse
+	(*ReplicaSetList)(nil),                  // 3: skiff.apps.v1.ReplicaSetList
+	(*ReplicaSetWatchEvent)(nil),            // 4: skiff.apps.v1.ReplicaSetWatchEvent
+	(*ReplicaSetWatchResponse)(nil),         // 5: skiff.apps.v1.ReplicaSetWatchResponse
+	(*DaemonSetList)(nil),                   // 6: skiff.apps.v1.DaemonSetList
+	(*DaemonSetWatchEvent)(nil),             // 7: skiff.apps.v1.DaemonSetWatchEvent
+	(*DaemonSetWatchResponse)(nil),          // 8: skiff.apps.v1.DaemonSetWatchResponse
+	(*StatefulSetList)(nil),                 // 9: skiff.apps.v1.StatefulSetList
+	(*StatefulSetWatchEvent)(nil),           // 10: skiff.apps.v1.StatefulSetWatchEvent
+	(*StatefulSetWatchResponse)(nil),        // 11: skiff.apps.v1.StatefulSetWatchResponse
+	(*ControllerRevisionList)(nil),          // 12: skiff.apps.v1.ControllerRevisionList
+	(*ControllerRevisionWatchEvent)(nil),    // 13: skiff.apps.v1.ControllerRevisionWatchEvent
+	(*ControllerRevisionWatchResponse)(nil), // 14: skiff.apps.v1.ControllerRevisionWatchResponse
+	(*v1.ListMeta)(nil),                     // 15: skiff.meta.v1.ListMeta
+	(*Deployment)(nil),                      // 16: skiff.apps.v1.Deployment
+	(*ReplicaSet)(nil),                      // 17: skiff.apps.v1.ReplicaSet
+	(*DaemonSet)(nil),                       // 18: skiff.apps.v1.DaemonSet
+	(*StatefulSet)(nil),                     // 19: skiff.apps.v1.StatefulSet
+	(*ControllerRevision)(nil),              // 20: skiff.apps.v1.ControllerRevision
+	(*v1.GetRequest)(nil),                   // 21: skiff.meta.v1.GetRequest
+	(*v1.ListOptions)(nil),                  // 22: skiff.meta.v1.ListOptions
+	(*v1.DeleteRequest)(nil),                // 23: skiff.meta.v1.DeleteRequest
+	(*Scale)(nil),                           // 24: skiff.apps.v1.Scale
 }
 var file_skiff_apps_v1_kinds_gen_proto_depIdxs = []int32{
-	6,  // 0: skiff.apps.v1.DeploymentList.metadata:type_name -> skiff.meta.v1.ListMeta
-	7,  // 1: skiff.apps.v1.DeploymentList.items:type_name -> skiff.apps.v1.Deployment
-	7,  // 2: skiff.apps.v1.DeploymentWatchEvent.object:type_name -> skiff.apps.v1.Deployment
+	15, // 0: skiff.apps.v1.DeploymentList.metadata:type_name -> skiff.meta.v1.ListMeta
+	16, // 1: skiff.apps.v1.DeploymentList.items:type_name -> skiff.apps.v1.Deployment
+	16, // 2: skiff.apps.v1.DeploymentWatchEvent.object:type_name -> skiff.apps.v1.Deployment
 	1,  // 3: skiff.apps.v1.DeploymentWatchResponse.events:type_name -> skiff.apps.v1.DeploymentWatchEvent
-	6,  // 4: skiff.apps.v1.ReplicaSetList.metadata:type_name -> skiff.meta.v1.ListMeta
-	8,  // 5: skiff.apps.v1.ReplicaSetList.items:type_name -> skiff.apps.v1.ReplicaSet
-	8,  // 6: skiff.apps.v1.ReplicaSetWatchEvent.object:type_name -> skiff.apps.v1.ReplicaSet
+	15, // 4: skiff.apps.v1.ReplicaSetList.metadata:type_name -> skiff.meta.v1.ListMeta
+	17, // 5: skiff.apps.v1.ReplicaSetList.items:type_name -> skiff.apps.v1.ReplicaSet
+	17, // 6: skiff.apps.v1.ReplicaSetWatchEvent.object:type_name -> skiff.apps.v1.ReplicaSet
 	4,  // 7: skiff.apps.v1.ReplicaSetWatchResponse.events:type_name -> skiff.apps.v1.ReplicaSetWatchEvent
-	7,  // 8: skiff.apps.v1.Deployments.Create:input_type -> skiff.apps.v1.Deployment
-	9,  // 9: skiff.apps.v1.Deployments.Get:input_type -> skiff.meta.v1.GetRequest
-	10, // 10: skiff.apps.v1.Deployments.List:input_type -> skiff.meta.v1.ListOptions
-	7,  // 11: skiff.apps.v1.Deployments.Update:input_type -> skiff.apps.v1.Deployment
-	7,  // 12: skiff.apps.v1.Deployments.UpdateStatus:input_type -> skiff.apps.v1.Deployment
-	11, // 13: skiff.apps.v1.Deployments.Delete:input_type -> skiff.meta.v1.DeleteRequest
-	10, // 14: skiff.apps.v1.Deployments.Watch:input_type -> skiff.meta.v1.ListOptions
-	9,  // 15: skiff.apps.v1.Deployments.GetScale:input_type -> skiff.meta.v1.GetRequest
-	12, // 16: skiff.apps.v1.Deployments.UpdateScale:input_type -> skiff.apps.v1.Scale
-	8,  // 17: skiff.apps.v1.ReplicaSets.Create:input_type -> skiff.apps.v1.ReplicaSet
-	9,  // 18: skiff.apps.v1.ReplicaSets.Get:input_type -> skiff.meta.v1.GetRequest
-	10, // 19: skiff.apps.v1.ReplicaSets.List:input_type -> skiff.meta.v1.ListOptions
-	8,  // 20: skiff.apps.v1.ReplicaSets.Update:input_type -> skiff.apps.v1.ReplicaSet
-	8,  // 21: skiff.apps.v1.ReplicaSets.UpdateStatus:input_type -> skiff.apps.v1.ReplicaSet
-	11, // 22: skiff.apps.v1.ReplicaSets.Delete:input_type -> skiff.meta.v1.DeleteRequest
-	10, // 23: skiff.apps.v1.ReplicaSets.Watch:input_type -> skiff.meta.v1.ListOptions
-	9,  // 24: skiff.apps.v1.ReplicaSets.GetScale:input_type -> skiff.meta.v1.GetRequest
-	12, // 25: skiff.apps.v1.ReplicaSets.UpdateScale:input_type -> skiff.apps.v1.Scale
-	7,  // 26: skiff.apps.v1.Deployments.Create:output_type -> skiff.apps.v1.Deployment
-	7,  // 27: skiff.apps.v1.Deployments.Get:output_type -> skiff.apps.v1.Deployment
-	0,  // 28: skiff.apps.v1.Deployments.List:output_type -> skiff.apps.v1.DeploymentList
-	7,  // 29: skiff.apps.v1.Deployments.Update:output_type -> skiff.apps.v1.Deployment
-	7,  // 30: skiff.apps.v1.Deployments.UpdateStatus:output_type -> skiff.apps.v1.Deployment
-	7,  // 31: skiff.apps.v1.Deployments.Delete:output_type -> skiff.apps.v1.Deployment
-	2,  // 32: skiff.apps.v1.Deployments.Watch:output_type -> skiff.apps.v1.DeploymentWatchResponse
-	12, // 33: skiff.apps.v1.Deployments.GetScale:output_type -> skiff.apps.v1.Scale
-	12, // 34: skiff.apps.v1.Deployments.UpdateScale:output_type -> skiff.apps.v1.Scale
-	8,  // 35: skiff.apps.v1.ReplicaSets.Create:output_type -> skiff.apps.v1.ReplicaSet
-	8,  // 36: skiff.apps.v1.ReplicaSets.Get:output_type -> skiff.apps.v1.ReplicaSet
-	3,  // 37: skiff.apps.v1.ReplicaSets.List:output_type -> skiff.apps.v1.ReplicaSetList
-	8,  // 38: skiff.apps.v1.ReplicaSets.Update:output_type -> skiff.apps.v1.ReplicaSet
-	8,  // 39: skiff.apps.v1.ReplicaSets.UpdateStatus:output_type -> skiff.apps.v1.ReplicaSet
-	8,  // 40: skiff.apps.v1.ReplicaSets.Delete:output_type -> skiff.apps.v1.ReplicaSet
-	5,  // 41: skiff.apps.v1.ReplicaSets.Watch:output_type -> skiff.apps.v1.ReplicaSetWatchResponse
-	12, // 42: skiff.apps.v1.ReplicaSets.GetScale:output_type -> skiff.apps.v1.Scale
-	12, // 43: skiff.apps.v1.ReplicaSets.UpdateScale:output_type -> skiff.apps.v1.Scale
-	26, // [26:44] is the sub-list for method output_type
-	8,  // [8:26] is the sub-list for method input_type
-	8,  // [8:8] is the sub-list for extension type_name
-	8,  // [8:8] is the sub-list for extension extendee
-	0,  // [0:8] is the sub-list for field type_name
+	15, // 8: skiff.apps.v1.DaemonSetList.metadata:type_name -> skiff.meta.v1.ListMeta
+	18, // 9: skiff.apps.v1.DaemonSetList.items:type_name -> skiff.apps.v1.DaemonSet
+	18, // 10: skiff.apps.v1.DaemonSetWatchEvent.object:type_name -> skiff.apps.v1.DaemonSet
+	7,  // 11: skiff.apps.v1.DaemonSetWatchResponse.events:type_name -> skiff.apps.v1.DaemonSetWatchEvent
+	15, // 12: skiff.apps.v1.StatefulSetList.metadata:type_name -> skiff.meta.v1.ListMeta
+	19, // 13: skiff.apps.v1.StatefulSetList.items:type_name -> skiff.apps.v1.StatefulSet
+	19, // 14: skiff.apps.v1.StatefulSetWatchEvent.object:type_name -> skiff.apps.v1.StatefulSet
+	10, // 15: skiff.apps.v1.StatefulSetWatchResponse.events:type_name -> skiff.apps.v1.StatefulSetWatchEvent
+	15, // 16: skiff.apps.v1.ControllerRevisionList.metadata:type_name -> skiff.meta.v1.ListMeta
+	20, // 17: skiff.apps.v1.ControllerRevisionList.items:type_name -> skiff.apps.v1.ControllerRevision
+	20, // 18: skiff.apps.v1.ControllerRevisionWatchEvent.object:type_name -> skiff.apps.v1.ControllerRevision
+	13, // 19: skiff.apps.v1.ControllerRevisionWatchResponse.events:type_name -> skiff.apps.v1.ControllerRevisionWatchEvent
+	16, // 20: skiff.apps.v1.Deployments.Create:input_type -> skiff.apps.v1.Deployment
+	21, // 21: skiff.apps.v1.Deployments.Get:input_type -> skiff.meta.v1.GetRequest
+	22, // 22: skiff.apps.v1.Deployments.List:input_type -> skiff.meta.v1.ListOptions
+	16, // 23: skiff.apps.v1.Deployments.Update:input_type -> skiff.apps.v1.Deployment
+	16, // 24: skiff.apps.v1.Deployments.UpdateStatus:input_type -> skiff.apps.v1.Deployment
+	23, // 25: skiff.apps.v1.Deployments.Delete:input_type -> skiff.meta.v1.DeleteRequest
+	22, // 26: skiff.apps.v1.Deployments.Watch:input_type -> skiff.meta.v1.ListOptions
+	21, // 27: skiff.apps.v1.Deployments.GetScale:input_type -> skiff.meta.v1.GetRequest
+	24, // 28: skiff.apps.v1.Deployments.UpdateScale:input_type -> skiff.apps.v1.Scale
+	17, // 29: skiff.apps.v1.ReplicaSets.Create:input_type -> skiff.apps.v1.ReplicaSet
+	21, // 30: skiff.apps.v1.ReplicaSets.Get:input_type -> skiff.meta.v1.GetRequest
+	22, // 31: skiff.apps.v1.ReplicaSets.List:input_type -> skiff.meta.v1.ListOptions
+	17, // 32: skiff.apps.v1.ReplicaSets.Update:input_type -> skiff.apps.v1.ReplicaSet
+	17, // 33: skiff.apps.v1.ReplicaSets.UpdateStatus:input_type -> skiff.apps.v1.ReplicaSet
+	23, // 34: skiff.apps.v1.ReplicaSets.Delete:input_type -> skiff.meta.v1.DeleteRequest
+	22, // 35: skiff.apps.v1.ReplicaSets.Watch:input_type -> skiff.meta.v1.ListOptions
+	21, // 36: skiff.apps.v1.ReplicaSets.GetScale:input_type -> skiff.meta.v1.GetRequest
+	24, // 37: skiff.apps.v1.ReplicaSets.UpdateScale:input_type -> skiff.apps.v1.Scale
+	18, // 38: skiff.apps.v1.DaemonSets.Create:input_type -> skiff.apps.v1.DaemonSet
+	21, // 39: skiff.apps.v1.DaemonSets.Get:input_type -> skiff.meta.v1.GetRequest
+	22, // 40: skiff.apps.v1.DaemonSets.List:input_type -> skiff.meta.v1.ListOptions
+	18, // 41: skiff.apps.v1.DaemonSets.Update:input_type -> skiff.apps.v1.DaemonSet
+	18, // 42: skiff.apps.v1.DaemonSets.UpdateStatus:input_type -> skiff.apps.v1.DaemonSet
+	23, // 43: skiff.apps.v1.DaemonSets.Delete:input_type -> skiff.meta.v1.DeleteRequest
+	22, // 44: skiff.apps.v1.DaemonSets.Watch:input_type -> skiff.meta.v1.ListOptions
+	19, // 45: skiff.apps.v1.StatefulSets.Create:input_type -> skiff.apps.v1.StatefulSet
+	21, // 46: skiff.apps.v1.StatefulSets.Get:input_type -> skiff.meta.v1.GetRequest
+	22, // 47: skiff.apps.v1.StatefulSets.List:input_type -> skiff.meta.v1.ListOptions
+	19, // 48: skiff.apps.v1.StatefulSets.Update:input_type -> skiff.apps.v1.StatefulSet
+	19, // 49: skiff.apps.v1.StatefulSets.UpdateStatus:input_type -> skiff.apps.v1.StatefulSet
+	23, // 50: skiff.apps.v1.StatefulSets.Delete:input_type -> skiff.meta.v1.DeleteRequest
+	22, // 51: skiff.apps.v1.StatefulSets.Watch:input_type -> skiff.meta.v1.ListOptions
+	21, // 52: skiff.apps.v1.StatefulSets.GetScale:input_type -> skiff.meta.v1.GetRequest
+	24, // 53: skiff.apps.v1.StatefulSets.UpdateScale:input_type -> skiff.apps.v1.Scale
+	20, // 54: skiff.apps.v1.ControllerRevisions.Create:input_type -> skiff.apps.v1.ControllerRevision
+	21, // 55: skiff.apps.v1.ControllerRevisions.Get:input_type -> skiff.meta.v1.GetRequest
+	22, // 56: skiff.apps.v1.ControllerRevisions.List:input_type -> skiff.meta.v1.ListOptions
+	20, // 57: skiff.apps.v1.ControllerRevisions.Update:input_type -> skiff.apps.v1.ControllerRevision
+	20, // 58: skiff.apps.v1.ControllerRevisions.UpdateStatus:input_type -> skiff.apps.v1.ControllerRevision
+	23, // 59: skiff.apps.v1.ControllerRevisions.Delete:input_type -> skiff.meta.v1.DeleteRequest
+	22, // 60: skiff.apps.v1.ControllerRevisions.Watch:input_type -> skiff.meta.v1.ListOptions
+	16, // 61: skiff.apps.v1.Deployments.Create:output_type -> skiff.apps.v1.Deployment
+	16, // 62: skiff.apps.v1.Deployments.Get:output_type -> skiff.apps.v1.Deployment
+	0,  // 63: skiff.apps.v1.Deployments.List:output_type -> skiff.apps.v1.DeploymentList
+	16, // 64: skiff.apps.v1.Deployments.Update:output_type -> skiff.apps.v1.Deployment
+	16, // 65: skiff.apps.v1.Deployments.UpdateStatus:output_type -> skiff.apps.v1.Deployment
+	16, // 66: skiff.apps.v1.Deployments.Delete:output_type -> skiff.apps.v1.Deployment
+	2,  // 67: skiff.apps.v1.Deployments.Watch:output_type -> skiff.apps.v1.DeploymentWatchResponse
+	24, // 68: skiff.apps.v1.Deployments.GetScale:output_type -> skiff.apps.v1.Scale
+	24, // 69: skiff.apps.v1.Deployments.UpdateScale:output_type -> skiff.apps.v1.Scale
+	17, // 70: skiff.apps.v1.ReplicaSets.Create:output_type -> skiff.apps.v1.ReplicaSet
+	17, // 71: skiff.apps.v1.ReplicaSets.Get:output_type -> skiff.apps.v1.ReplicaSet
+	3,  // 72: skiff.apps.v1.ReplicaSets.List:output_type -> skiff.apps.v1.ReplicaSetList
+	17, // 73: skiff.apps.v1.ReplicaSets.Update:output_type -> skiff.apps.v1.ReplicaSet
+	17, // 74: skiff.apps.v1.ReplicaSets.UpdateStatus:output_type -> skiff.apps.v1.ReplicaSet
+	17, // 75: skiff.apps.v1.ReplicaSets.Delete:output_type -> skiff.apps.v1.ReplicaSet
+	5,  // 76: skiff.apps.v1.ReplicaSets.Watch:output_type -> skiff.apps.v1.ReplicaSetWatchResponse
+	24, // 77: skiff.apps.v1.ReplicaSets.GetScale:output_type -> skiff.apps.v1.Scale
+	24, // 78: skiff.apps.v1.ReplicaSets.UpdateScale:output_type -> skiff.apps.v1.Scale
+	18, // 79: skiff.apps.v1.DaemonSets.Create:output_type -> skiff.apps.v1.DaemonSet
+	18, // 80: skiff.apps.v1.DaemonSets.Get:output_type -> skiff.apps.v1.DaemonSet
+	6,  // 81: skiff.apps.v1.DaemonSets.List:output_type -> skiff.apps.v1.DaemonSetList
+	18, // 82: skiff.apps.v1.DaemonSets.Update:output_type -> skiff.apps.v1.DaemonSet
+	18, // 83: skiff.apps.v1.DaemonSets.UpdateStatus:output_type -> skiff.apps.v1.DaemonSet
+	18, // 84: skiff.apps.v1.DaemonSets.Delete:output_type -> skiff.apps.v1.DaemonSet
+	8,  // 85: skiff.apps.v1.DaemonSets.Watch:output_type -> skiff.apps.v1.DaemonSetWatchResponse
+	19, // 86: skiff.apps.v1.StatefulSets.Create:output_type -> skiff.apps.v1.StatefulSet
+	19, // 87: skiff.apps.v1.StatefulSets.Get:output_type -> skiff.apps.v1.StatefulSet
+	9,  // 88: skiff.apps.v1.StatefulSets.List:output_type -> skiff.apps.v1.StatefulSetList
+	19, // 89: skiff.apps.v1.StatefulSets.Update:output_type -> skiff.apps.v1.StatefulSet
+	19, // 90: skiff.apps.v1.StatefulSets.UpdateStatus:output_type -> skiff.apps.v1.StatefulSet
+	19, // 91: skiff.apps.v1.StatefulSets.Delete:output_type -> skiff.apps.v1.StatefulSet
+	11, // 92: skiff.apps.v1.StatefulSets.Watch:output_type -> skiff.apps.v1.StatefulSetWatchResponse
+	24, // 93: skiff.apps.v1.StatefulSets.GetScale:output_type -> skiff.apps.v1.Scale
+	24, // 94: skiff.apps.v1.StatefulSets.UpdateScale:output_type -> skiff.apps.v1.Scale
+	20, // 95: skiff.apps.v1.ControllerRevisions.Create:output_type -> skiff.apps.v1.ControllerRevision
+	20, // 96: skiff.apps.v1.ControllerRevisions.Get:output_type -> skiff.apps.v1.ControllerRevision
+	12, // 97: skiff.apps.v1.ControllerRevisions.List:output_type -> skiff.apps.v1.ControllerRevisionList
+	20, // 98: skiff.apps.v1.ControllerRevisions.Update:output_type -> skiff.apps.v1.ControllerRevision
+	20, // 99: skiff.apps.v1.ControllerRevisions.UpdateStatus:output_type -> skiff.apps.v1.ControllerRevision
+	20, // 100: skiff.apps.v1.ControllerRevisions.Delete:output_type -> skiff.apps.v1.ControllerRevision
+	14, // 101: skiff.apps.v1.ControllerRevisions.Watch:output_type -> skiff.apps.v1.ControllerRevisionWatchResponse
+	61, // [61:102] is the sub-list for method output_type
+	20, // [20:61] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_skiff_apps_v1_kinds_gen_proto_init() }
@@ -500,9 +1128,9 @@ func file_skiff_apps_v1_kinds_gen_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_skiff_apps_v1_kinds_gen_proto_rawDesc), len(file_skiff_apps_v1_kinds_gen_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   6,
+			NumMessages:   15,
 			NumExtensions: 0,
-			NumServices:   2,
+			NumServices:   5,
 		},
 		GoTypes:           file_skiff_apps_v1_kinds_gen_proto_goTypes,
 		DependencyIndexes: file_skiff_apps_v1_kinds_gen_proto_depIdxs,

@@ -856,3 +856,1093 @@ var ReplicaSets_ServiceDesc = grpc.ServiceDesc{
 	},
 	Metadata: "skiff/apps/v1/kinds.gen.proto",
 }
+
+const (
+	DaemonSets_Create_FullMethodName       = "/skiff.apps.v1.DaemonSets/Create"
+	DaemonSets_Get_FullMethodName          = "/skiff.apps.v1.DaemonSets/Get"
+	DaemonSets_List_FullMethodName         = "/skiff.apps.v1.DaemonSets/List"
+	DaemonSets_Update_FullMethodName       = "/skiff.apps.v1.DaemonSets/Update"
+	DaemonSets_UpdateStatus_FullMethodName = "/skiff.apps.v1.DaemonSets/UpdateStatus"
+	DaemonSets_Delete_FullMethodName       = "/skiff.apps.v1.DaemonSets/Delete"
+	DaemonSets_Watch_FullMethodName        = "/skiff.apps.v1.DaemonSets/Watch"
+)
+
+// DaemonSetsClient is the client API for DaemonSets service.
+//
+// For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
+//
+// DaemonSets are namespaced.
+type DaemonSetsClient interface {
+	Create(ctx context.Context, in *DaemonSet, opts ...grpc.CallOption) (*DaemonSet, error)
+	Get(ctx context.Context, in *v1.GetRequest, opts ...grpc.CallOption) (*DaemonSet, error)
+	List(ctx context.Context, in *v1.ListOptions, opts ...grpc.CallOption) (*DaemonSetList, error)
+	Update(ctx context.Context, in *DaemonSet, opts ...grpc.CallOption) (*DaemonSet, error)
+	UpdateStatus(ctx context.Context, in *DaemonSet, opts ...grpc.CallOption) (*DaemonSet, error)
+	Delete(ctx context.Context, in *v1.DeleteRequest, opts ...grpc.CallOption) (*DaemonSet, error)
+	Watch(ctx context.Context, in *v1.ListOptions, opts ...grpc.CallOption) (grpc.ServerStreamingClient[DaemonSetWatchResponse], error)
+}
+
+type daemonSetsClient struct {
+	cc grpc.ClientConnInterface
+}
+
+func NewDaemonSetsClient(cc grpc.ClientConnInterface) DaemonSetsClient {
+	return &daemonSetsClient{cc}
+}
+
+func (c *daemonSetsClient) Create(ctx context.Context, in *DaemonSet, opts ...grpc.CallOption) (*DaemonSet, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DaemonSet)
+	err := c.cc.Invoke(ctx, DaemonSets_Create_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *daemonSetsClient) Get(ctx context.Context, in *v1.GetRequest, opts ...grpc.CallOption) (*DaemonSet, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DaemonSet)
+	err := c.cc.Invoke(ctx, DaemonSets_Get_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *daemonSetsClient) List(ctx context.Context, in *v1.ListOptions, opts ...grpc.CallOption) (*DaemonSetList, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DaemonSetList)
+	err := c.cc.Invoke(ctx, DaemonSets_List_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *daemonSetsClient) Update(ctx context.Context, in *DaemonSet, opts ...grpc.CallOption) (*DaemonSet, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DaemonSet)
+	err := c.cc.Invoke(ctx, DaemonSets_Update_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *daemonSetsClient) UpdateStatus(ctx context.Context, in *DaemonSet, opts ...grpc.CallOption) (*DaemonSet, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DaemonSet)
+	err := c.cc.Invoke(ctx, DaemonSets_UpdateStatus_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *daemonSetsClient) Delete(ctx context.Context, in *v1.DeleteRequest, opts ...grpc.CallOption) (*DaemonSet, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DaemonSet)
+	err := c.cc.Invoke(ctx, DaemonSets_Delete_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *daemonSetsClient) Watch(ctx context.Context, in *v1.ListOptions, opts ...grpc.CallOption) (grpc.ServerStreamingClient[DaemonSetWatchResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &DaemonSets_ServiceDesc.Streams[0], DaemonSets_Watch_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[v1.ListOptions, DaemonSetWatchResponse]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type DaemonSets_WatchClient = grpc.ServerStreamingClient[DaemonSetWatchResponse]
+
+// DaemonSetsServer is the server API for DaemonSets service.
+// All implementations should embed UnimplementedDaemonSetsServer
+// for forward compatibility.
+//
+// DaemonSets are namespaced.
+type DaemonSetsServer interface {
+	Create(context.Context, *DaemonSet) (*DaemonSet, error)
+	Get(context.Context, *v1.GetRequest) (*DaemonSet, error)
+	List(context.Context, *v1.ListOptions) (*DaemonSetList, error)
+	Update(context.Context, *DaemonSet) (*DaemonSet, error)
+	UpdateStatus(context.Context, *DaemonSet) (*DaemonSet, error)
+	Delete(context.Context, *v1.DeleteRequest) (*DaemonSet, error)
+	Watch(*v1.ListOptions, grpc.ServerStreamingServer[DaemonSetWatchResponse]) error
+}
+
+// UnimplementedDaemonSetsServer should be embedded to have
+// forward compatible implementations.
+//
+// NOTE: this should be embedded by value instead of pointer to avoid a nil
+// pointer dereference when methods are called.
+type UnimplementedDaemonSetsServer struct{}
+
+func (UnimplementedDaemonSetsServer) Create(context.Context, *DaemonSet) (*DaemonSet, error) {
+	return nil, status.Error(codes.Unimplemented, "method Create not implemented")
+}
+func (UnimplementedDaemonSetsServer) Get(context.Context, *v1.GetRequest) (*DaemonSet, error) {
+	return nil, status.Error(codes.Unimplemented, "method Get not implemented")
+}
+func (UnimplementedDaemonSetsServer) List(context.Context, *v1.ListOptions) (*DaemonSetList, error) {
+	return nil, status.Error(codes.Unimplemented, "method List not implemented")
+}
+func (UnimplementedDaemonSetsServer) Update(context.Context, *DaemonSet) (*DaemonSet, error) {
+	return nil, status.Error(codes.Unimplemented, "method Update not implemented")
+}
+func (UnimplementedDaemonSetsServer) UpdateStatus(context.Context, *DaemonSet) (*DaemonSet, error) {
+	return nil, status.Error(codes.Unimplemented, "method UpdateStatus not implemented")
+}
+func (UnimplementedDaemonSetsServer) Delete(context.Context, *v1.DeleteRequest) (*DaemonSet, error) {
+	return nil, status.Error(codes.Unimplemented, "method Delete not implemented")
+}
+func (UnimplementedDaemonSetsServer) Watch(*v1.ListOptions, grpc.ServerStreamingServer[DaemonSetWatchResponse]) error {
+	return status.Error(codes.Unimplemented, "method Watch not implemented")
+}
+func (UnimplementedDaemonSetsServer) testEmbeddedByValue() {}
+
+// UnsafeDaemonSetsServer may be embedded to opt out of forward compatibility for this service.
+// Use of this interface is not recommended, as added methods to DaemonSetsServer will
+// result in compilation errors.
+type UnsafeDaemonSetsServer interface {
+	mustEmbedUnimplementedDaemonSetsServer()
+}
+
+func RegisterDaemonSetsServer(s grpc.ServiceRegistrar, srv DaemonSetsServer) {
+	// If the following call panics, it indicates UnimplementedDaemonSetsServer was
+	// embedded by pointer and is nil.  This will cause panics if an
+	// unimplemented method is ever invoked, so we test this at initialization
+	// time to prevent it from happening at runtime later due to I/O.
+	if t, ok := srv.(interface{ testEmbeddedByValue() }); ok {
+		t.testEmbeddedByValue()
+	}
+	s.RegisterService(&DaemonSets_ServiceDesc, srv)
+}
+
+func _DaemonSets_Create_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DaemonSet)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(DaemonSetsServer).Create(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: DaemonSets_Create_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(DaemonSetsServer).Create(ctx, req.(*DaemonSet))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _DaemonSets_Get_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(v1.GetRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(DaemonSetsServer).Get(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: DaemonSets_Get_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(DaemonSetsServer).Get(ctx, req.(*v1.GetRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _DaemonSets_List_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(v1.ListOptions)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(DaemonSetsServer).List(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: DaemonSets_List_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(DaemonSetsServer).List(ctx, req.(*v1.ListOptions))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _DaemonSets_Update_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DaemonSet)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(DaemonSetsServer).Update(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: DaemonSets_Update_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(DaemonSetsServer).Update(ctx, req.(*DaemonSet))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _DaemonSets_UpdateStatus_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DaemonSet)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(DaemonSetsServer).UpdateStatus(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: DaemonSets_UpdateStatus_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(DaemonSetsServer).UpdateStatus(ctx, req.(*DaemonSet))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _DaemonSets_Delete_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(v1.DeleteRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(DaemonSetsServer).Delete(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: DaemonSets_Delete_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(DaemonSetsServer).Delete(ctx, req.(*v1.DeleteRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _DaemonSets_Watch_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(v1.ListOptions)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(DaemonSetsServer).Watch(m, &grpc.GenericServerStream[v1.ListOptions, DaemonSetWatchResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type DaemonSets_WatchServer = grpc.ServerStreamingServer[DaemonSetWatchResponse]
+
+// DaemonSets_ServiceDesc is the grpc.ServiceDesc for DaemonSets service.
+// It's only intended for direct use with grpc.RegisterService,
+// and not to be introspected or modified (even as a copy)
+var DaemonSets_ServiceDesc = grpc.ServiceDesc{
+	ServiceName: "skiff.apps.v1.DaemonSets",
+	HandlerType: (*DaemonSetsServer)(nil),
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "Create",
+			Handler:    _DaemonSets_Create_Handler,
+		},
+		{
+			MethodName: "Get",
+			Handler:    _DaemonSets_Get_Handler,
+		},
+		{
+			MethodName: "List",
+			Handler:    _DaemonSets_List_Handler,
+		},
+		{
+			MethodName: "Update",
+			Handler:    _DaemonSets_Update_Handler,
+		},
+		{
+			MethodName: "UpdateStatus",
+			Handler:    _DaemonSets_UpdateStatus_Handler,
+		},
+		{
+			MethodName: "Delete",
+			Handler:    _DaemonSets_Delete_Handler,
+		},
+	},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "Watch",
+			Handler:       _DaemonSets_Watch_Handler,
+			ServerStreams: true,
+		},
+	},
+	Metadata: "skiff/apps/v1/kinds.gen.proto",
+}
+
+const (
+	StatefulSets_Create_FullMethodName       = "/skiff.apps.v1.StatefulSets/Create"
+	StatefulSets_Get_FullMethodName          = "/skiff.apps.v1.StatefulSets/Get"
+	StatefulSets_List_FullMethodName         = "/skiff.apps.v1.StatefulSets/List"
+	StatefulSets_Update_FullMethodName       = "/skiff.apps.v1.StatefulSets/Update"
+	StatefulSets_UpdateStatus_FullMethodName = "/skiff.apps.v1.StatefulSets/UpdateStatus"
+	StatefulSets_Delete_FullMethodName       = "/skiff.apps.v1.StatefulSets/Delete"
+	StatefulSets_Watch_FullMethodName        = "/skiff.apps.v1.StatefulSets/Watch"
+	StatefulSets_GetScale_FullMethodName     = "/skiff.apps.v1.StatefulSets/GetScale"
+	StatefulSets_UpdateScale_FullMethodName  = "/skiff.apps.v1.StatefulSets/UpdateScale"
+)
+
+// StatefulSetsClient is the client API for StatefulSets service.
+//
+// For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
+//
+// StatefulSets are namespaced.
+type StatefulSetsClient interface {
+	Create(ctx context.Context, in *StatefulSet, opts ...grpc.CallOption) (*StatefulSet, error)
+	Get(ctx context.Context, in *v1.GetRequest, opts ...grpc.CallOption) (*StatefulSet, error)
+	List(ctx context.Context, in *v1.ListOptions, opts ...grpc.CallOption) (*StatefulSetList, error)
+	Update(ctx context.Context, in *StatefulSet, opts ...grpc.CallOption) (*StatefulSet, error)
+	UpdateStatus(ctx context.Context, in *StatefulSet, opts ...grpc.CallOption) (*StatefulSet, error)
+	Delete(ctx context.Context, in *v1.DeleteRequest, opts ...grpc.CallOption) (*StatefulSet, error)
+	Watch(ctx context.Context, in *v1.ListOptions, opts ...grpc.CallOption) (grpc.ServerStreamingClient[StatefulSetWatchResponse], error)
+	GetScale(ctx context.Context, in *v1.GetRequest, opts ...grpc.CallOption) (*Scale, error)
+	// UpdateScale changes spec.replicas only; metadata.resourceVersion, when
+	// set, is a precondition.
+	UpdateScale(ctx context.Context, in *Scale, opts ...grpc.CallOption) (*Scale, error)
+}
+
+type statefulSetsClient struct {
+	cc grpc.ClientConnInterface
+}
+
+func NewStatefulSetsClient(cc grpc.ClientConnInterface) StatefulSetsClient {
+	return &statefulSetsClient{cc}
+}
+
+func (c *statefulSetsClient) Create(ctx context.Context, in *StatefulSet, opts ...grpc.CallOption) (*StatefulSet, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(StatefulSet)
+	err := c.cc.Invoke(ctx, StatefulSets_Create_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *statefulSetsClient) Get(ctx context.Context, in *v1.GetRequest, opts ...grpc.CallOption) (*StatefulSet, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(StatefulSet)
+	err := c.cc.Invoke(ctx, StatefulSets_Get_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *statefulSetsClient) List(ctx context.Context, in *v1.ListOptions, opts ...grpc.CallOption) (*StatefulSetList, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(StatefulSetList)
+	err := c.cc.Invoke(ctx, StatefulSets_List_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *statefulSetsClient) Update(ctx context.Context, in *StatefulSet, opts ...grpc.CallOption) (*StatefulSet, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(StatefulSet)
+	err := c.cc.Invoke(ctx, StatefulSets_Update_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *statefulSetsClient) UpdateStatus(ctx context.Context, in *StatefulSet, opts ...grpc.CallOption) (*StatefulSet, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(StatefulSet)
+	err := c.cc.Invoke(ctx, StatefulSets_UpdateStatus_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *statefulSetsClient) Delete(ctx context.Context, in *v1.DeleteRequest, opts ...grpc.CallOption) (*StatefulSet, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(StatefulSet)
+	err := c.cc.Invoke(ctx, StatefulSets_Delete_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *statefulSetsClient) Watch(ctx context.Context, in *v1.ListOptions, opts ...grpc.CallOption) (grpc.ServerStreamingClient[StatefulSetWatchResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &StatefulSets_ServiceDesc.Streams[0], StatefulSets_Watch_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[v1.ListOptions, StatefulSetWatchResponse]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type StatefulSets_WatchClient = grpc.ServerStreamingClient[StatefulSetWatchResponse]
+
+func (c *statefulSetsClient) GetScale(ctx context.Context, in *v1.GetRequest, opts ...grpc.CallOption) (*Scale, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Scale)
+	err := c.cc.Invoke(ctx, StatefulSets_GetScale_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *statefulSetsClient) UpdateScale(ctx context.Context, in *Scale, opts ...grpc.CallOption) (*Scale, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Scale)
+	err := c.cc.Invoke(ctx, StatefulSets_UpdateScale_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// StatefulSetsServer is the server API for StatefulSets service.
+// All implementations should embed UnimplementedStatefulSetsServer
+// for forward compatibility.
+//
+// StatefulSets are namespaced.
+type StatefulSetsServer interface {
+	Create(context.Context, *StatefulSet) (*StatefulSet, error)
+	Get(context.Context, *v1.GetRequest) (*StatefulSet, error)
+	List(context.Context, *v1.ListOptions) (*StatefulSetList, error)
+	Update(context.Context, *StatefulSet) (*StatefulSet, error)
+	UpdateStatus(context.Context, *StatefulSet) (*StatefulSet, error)
+	Delete(context.Context, *v1.DeleteRequest) (*StatefulSet, error)
+	Watch(*v1.ListOptions, grpc.ServerStreamingServer[StatefulSetWatchResponse]) error
+	GetScale(context.Context, *v1.GetRequest) (*Scale, error)
+	// UpdateScale changes spec.replicas only; metadata.resourceVersion, when
+	// set, is a precondition.
+	UpdateScale(context.Context, *Scale) (*Scale, error)
+}
+
+// UnimplementedStatefulSetsServer should be embedded to have
+// forward compatible implementations.
+//
+// NOTE: this should be embedded by value instead of pointer to avoid a nil
+// pointer dereference when methods are called.
+type UnimplementedStatefulSetsServer struct{}
+
+func (UnimplementedStatefulSetsServer) Create(context.Context, *StatefulSet) (*StatefulSet, error) {
+	return nil, status.Error(codes.Unimplemented, "method Create not implemented")
+}
+func (UnimplementedStatefulSetsServer) Get(context.Context, *v1.GetRequest) (*StatefulSet, error) {
+	return nil, status.Error(codes.Unimplemented, "method Get not implemented")
+}
+func (UnimplementedStatefulSetsServer) List(context.Context, *v1.ListOptions) (*StatefulSetList, error) {
+	return nil, status.Error(codes.Unimplemented, "method List not implemented")
+}
+func (UnimplementedStatefulSetsServer) Update(context.Context, *StatefulSet) (*StatefulSet, error) {
+	return nil, status.Error(codes.Unimplemented, "method Update not implemented")
+}
+func (UnimplementedStatefulSetsServer) UpdateStatus(context.Context, *StatefulSet) (*StatefulSet, error) {
+	return nil, status.Error(codes.Unimplemented, "method UpdateStatus not implemented")
+}
+func (UnimplementedStatefulSetsServer) Delete(context.Context, *v1.DeleteRequest) (*StatefulSet, error) {
+	return nil, status.Error(codes.Unimplemented, "method Delete not implemented")
+}
+func (UnimplementedStatefulSetsServer) Watch(*v1.ListOptions, grpc.ServerStreamingServer[StatefulSetWatchResponse]) error {
+	return status.Error(codes.Unimplemented, "method Watch not implemented")
+}
+func (UnimplementedStatefulSetsServer) GetScale(context.Context, *v1.GetRequest) (*Scale, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetScale not implemented")
+}
+func (UnimplementedStatefulSetsServer) UpdateScale(context.Context, *Scale) (*Scale, error) {
+	return nil, status.Error(codes.Unimplemented, "method UpdateScale not implemented")
+}
+func (UnimplementedStatefulSetsServer) testEmbeddedByValue() {}
+
+// UnsafeStatefulSetsServer may be embedded to opt out of forward compatibility for this service.
+// Use of this interface is not recommended, as added methods to StatefulSetsServer will
+// result in compilation errors.
+type UnsafeStatefulSetsServer interface {
+	mustEmbedUnimplementedStatefulSetsServer()
+}
+
+func RegisterStatefulSetsServer(s grpc.ServiceRegistrar, srv StatefulSetsServer) {
+	// If the following call panics, it indicates UnimplementedStatefulSetsServer was
+	// embedded by pointer and is nil.  This will cause panics if an
+	// unimplemented method is ever invoked, so we test this at initialization
+	// time to prevent it from happening at runtime later due to I/O.
+	if t, ok := srv.(interface{ testEmbeddedByValue() }); ok {
+		t.testEmbeddedByValue()
+	}
+	s.RegisterService(&StatefulSets_ServiceDesc, srv)
+}
+
+func _StatefulSets_Create_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(StatefulSet)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StatefulSetsServer).Create(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: StatefulSets_Create_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StatefulSetsServer).Create(ctx, req.(*StatefulSet))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _StatefulSets_Get_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(v1.GetRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StatefulSetsServer).Get(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: StatefulSets_Get_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StatefulSetsServer).Get(ctx, req.(*v1.GetRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _StatefulSets_List_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(v1.ListOptions)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StatefulSetsServer).List(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: StatefulSets_List_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StatefulSetsServer).List(ctx, req.(*v1.ListOptions))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _StatefulSets_Update_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(StatefulSet)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StatefulSetsServer).Update(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: StatefulSets_Update_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StatefulSetsServer).Update(ctx, req.(*StatefulSet))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _StatefulSets_UpdateStatus_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(StatefulSet)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StatefulSetsServer).UpdateStatus(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: StatefulSets_UpdateStatus_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StatefulSetsServer).UpdateStatus(ctx, req.(*StatefulSet))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _StatefulSets_Delete_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(v1.DeleteRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StatefulSetsServer).Delete(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: StatefulSets_Delete_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StatefulSetsServer).Delete(ctx, req.(*v1.DeleteRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _StatefulSets_Watch_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(v1.ListOptions)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(StatefulSetsServer).Watch(m, &grpc.GenericServerStream[v1.ListOptions, StatefulSetWatchResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type StatefulSets_WatchServer = grpc.ServerStreamingServer[StatefulSetWatchResponse]
+
+func _StatefulSets_GetScale_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(v1.GetRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StatefulSetsServer).GetScale(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: StatefulSets_GetScale_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StatefulSetsServer).GetScale(ctx, req.(*v1.GetRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _StatefulSets_UpdateScale_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(Scale)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StatefulSetsServer).UpdateScale(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: StatefulSets_UpdateScale_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StatefulSetsServer).UpdateScale(ctx, req.(*Scale))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+// StatefulSets_ServiceDesc is the grpc.ServiceDesc for StatefulSets service.
+// It's only intended for direct use with grpc.RegisterService,
+// and not to be introspected or modified (even as a copy)
+var StatefulSets_ServiceDesc = grpc.ServiceDesc{
+	ServiceName: "skiff.apps.v1.StatefulSets",
+	HandlerType: (*StatefulSetsServer)(nil),
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "Create",
+			Handler:    _StatefulSets_Create_Handler,
+		},
+		{
+			MethodName: "Get",
+			Handler:    _StatefulSets_Get_Handler,
+		},
+		{
+			MethodName: "List",
+			Handler:    _StatefulSets_List_Handler,
+		},
+		{
+			MethodName: "Update",
+			Handler:    _StatefulSets_Update_Handler,
+		},
+		{
+			MethodName: "UpdateStatus",
+			Handler:    _StatefulSets_UpdateStatus_Handler,
+		},
+		{
+			MethodName: "Delete",
+			Handler:    _StatefulSets_Delete_Handler,
+		},
+		{
+			MethodName: "GetScale",
+			Handler:    _StatefulSets_GetScale_Handler,
+		},
+		{
+			MethodName: "UpdateScale",
+			Handler:    _StatefulSets_UpdateScale_Handler,
+		},
+	},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "Watch",
+			Handler:       _StatefulSets_Watch_Handler,
+			ServerStreams: true,
+		},
+	},
+	Metadata: "skiff/apps/v1/kinds.gen.proto",
+}
+
+const (
+	ControllerRevisions_Create_FullMethodName       = "/skiff.apps.v1.ControllerRevisions/Create"
+	ControllerRevisions_Get_FullMethodName          = "/skiff.apps.v1.ControllerRevisions/Get"
+	ControllerRevisions_List_FullMethodName         = "/skiff.apps.v1.ControllerRevisions/List"
+	ControllerRevisions_Update_FullMethodName       = "/skiff.apps.v1.ControllerRevisions/Update"
+	ControllerRevisions_UpdateStatus_FullMethodName = "/skiff.apps.v1.ControllerRevisions/UpdateStatus"
+	ControllerRevisions_Delete_FullMethodName       = "/skiff.apps.v1.ControllerRevisions/Delete"
+	ControllerRevisions_Watch_FullMethodName        = "/skiff.apps.v1.ControllerRevisions/Watch"
+)
+
+// ControllerRevisionsClient is the client API for ControllerRevisions service.
+//
+// For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
+//
+// ControllerRevisions are namespaced.
+type ControllerRevisionsClient interface {
+	Create(ctx context.Context, in *ControllerRevision, opts ...grpc.CallOption) (*ControllerRevision, error)
+	Get(ctx context.Context, in *v1.GetRequest, opts ...grpc.CallOption) (*ControllerRevision, error)
+	List(ctx context.Context, in *v1.ListOptions, opts ...grpc.CallOption) (*ControllerRevisionList, error)
+	Update(ctx context.Context, in *ControllerRevision, opts ...grpc.CallOption) (*ControllerRevision, error)
+	// UpdateStatus: a ControllerRevision has no status; answers Unimplemented (reason MethodNotAllowed).
+	UpdateStatus(ctx context.Context, in *ControllerRevision, opts ...grpc.CallOption) (*ControllerRevision, error)
+	Delete(ctx context.Context, in *v1.DeleteRequest, opts ...grpc.CallOption) (*ControllerRevision, error)
+	Watch(ctx context.Context, in *v1.ListOptions, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ControllerRevisionWatchResponse], error)
+}
+
+type controllerRevisionsClient struct {
+	cc grpc.ClientConnInterface
+}
+
+func NewControllerRevisionsClient(cc grpc.ClientConnInterface) ControllerRevisionsClient {
+	return &controllerRevisionsClient{cc}
+}
+
+func (c *controllerRevisionsClient) Create(ctx context.Context, in *ControllerRevision, opts ...grpc.CallOption) (*ControllerRevision, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ControllerRevision)
+	err := c.cc.Invoke(ctx, ControllerRevisions_Create_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *controllerRevisionsClient) Get(ctx context.Context, in *v1.GetRequest, opts ...grpc.CallOption) (*ControllerRevision, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ControllerRevision)
+	err := c.cc.Invoke(ctx, ControllerRevisions_Get_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *controllerRevisionsClient) List(ctx context.Context, in *v1.ListOptions, opts ...grpc.CallOption) (*ControllerRevisionList, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ControllerRevisionList)
+	err := c.cc.Invoke(ctx, ControllerRevisions_List_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *controllerRevisionsClient) Update(ctx context.Context, in *ControllerRevision, opts ...grpc.CallOption) (*ControllerRevision, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ControllerRevision)
+	err := c.cc.Invoke(ctx, ControllerRevisions_Update_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *controllerRevisionsClient) UpdateStatus(ctx context.Context, in *ControllerRevision, opts ...grpc.CallOption) (*ControllerRevision, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ControllerRevision)
+	err := c.cc.Invoke(ctx, ControllerRevisions_UpdateStatus_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *controllerRevisionsClient) Delete(ctx context.Context, in *v1.DeleteRequest, opts ...grpc.CallOption) (*ControllerRevision, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ControllerRevision)
+	err := c.cc.Invoke(ctx, ControllerRevisions_Delete_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *controllerRevisionsClient) Watch(ctx context.Context, in *v1.ListOptions, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ControllerRevisionWatchResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &ControllerRevisions_ServiceDesc.Streams[0], ControllerRevisions_Watch_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[v1.ListOptions, ControllerRevisionWatchResponse]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ControllerRevisions_WatchClient = grpc.ServerStreamingClient[ControllerRevisionWatchResponse]
+
+// ControllerRevisionsServer is the server API for ControllerRevisions service.
+// All implementations should embed UnimplementedControllerRevisionsServer
+// for forward compatibility.
+//
+// ControllerRevisions are namespaced.
+type ControllerRevisionsServer interface {
+	Create(context.Context, *ControllerRevision) (*ControllerRevision, error)
+	Get(context.Context, *v1.GetRequest) (*ControllerRevision, error)
+	List(context.Context, *v1.ListOptions) (*ControllerRevisionList, error)
+	Update(context.Context, *ControllerRevision) (*ControllerRevision, error)
+	// UpdateStatus: a ControllerRevision has no status; answers Unimplemented (reason MethodNotAllowed).
+	UpdateStatus(context.Context, *ControllerRevision) (*ControllerRevision, error)
+	Delete(context.Context, *v1.DeleteRequest) (*ControllerRevision, error)
+	Watch(*v1.ListOptions, grpc.ServerStreamingServer[ControllerRevisionWatchResponse]) error
+}
+
+// UnimplementedControllerRevisionsServer should be embedded to have
+// forward compatible implementations.
+//
+// NOTE: this should be embedded by value instead of pointer to avoid a nil
+// pointer dereference when methods are called.
+type UnimplementedControllerRevisionsServer struct{}
+
+func (UnimplementedControllerRevisionsServer) Create(context.Context, *ControllerRevision) (*ControllerRevision, error) {
+	return nil, status.Error(codes.Unimplemented, "method Create not implemented")
+}
+func (UnimplementedControllerRevisionsServer) Get(context.Context, *v1.GetRequest) (*ControllerRevision, error) {
+	return nil, status.Error(codes.Unimplemented, "method Get not implemented")
+}
+func (UnimplementedControllerRevisionsServer) List(context.Context, *v1.ListOptions) (*ControllerRevisionList, error) {
+	return nil, status.Error(codes.Unimplemented, "method List not implemented")
+}
+func (UnimplementedControllerRevisionsServer) Update(context.Context, *ControllerRevision) (*ControllerRevision, error) {
+	return nil, status.Error(codes.Unimplemented, "method Update not implemented")
+}
+func (UnimplementedControllerRevisionsServer) UpdateStatus(context.Context, *ControllerRevision) (*ControllerRevision, error) {
+	return nil, status.Error(codes.Unimplemented, "method UpdateStatus not implemented")
+}
+func (UnimplementedControllerRevisionsServer) Delete(context.Context, *v1.DeleteRequest) (*ControllerRevision, error) {
+	return nil, status.Error(codes.Unimplemented, "method Delete not implemented")
+}
+func (UnimplementedControllerRevisionsServer) Watch(*v1.ListOptions, grpc.ServerStreamingServer[ControllerRevisionWatchResponse]) error {
+	return status.Error(codes.Unimplemented, "method Watch not implemented")
+}
+func (UnimplementedControllerRevisionsServer) testEmbeddedByValue() {}
+
+// UnsafeControllerRevisionsServer may be embedded to opt out of forward compatibility for this service.
+// Use of this interface is not recommended, as added methods to ControllerRevisionsServer will
+// result in compilation errors.
+type UnsafeControllerRevisionsServer interface {
+	mustEmbedUnimplementedControllerRevisionsServer()
+}
+
+func RegisterControllerRevisionsServer(s grpc.ServiceRegistrar, srv ControllerRevisionsServer) {
+	// If the following call panics, it indicates UnimplementedControllerRevisionsServer was
+	// embedded by pointer and is nil.  This will cause panics if an
+	// unimplemented method is ever invoked, so we test this at initialization
+	// time to prevent it from happening at runtime later due to I/O.
+	if t, ok := srv.(interface{ testEmbeddedByValue() }); ok {
+		t.testEmbeddedByValue()
+	}
+	s.RegisterService(&ControllerRevisions_ServiceDesc, srv)
+}
+
+func _ControllerRevisions_Create_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ControllerRevision)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ControllerRevisionsServer).Create(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ControllerRevisions_Create_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ControllerRevisionsServer).Create(ctx, req.(*ControllerRevision))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ControllerRevisions_Get_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(v1.GetRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ControllerRevisionsServer).Get(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ControllerRevisions_Get_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ControllerRevisionsServer).Get(ctx, req.(*v1.GetRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ControllerRevisions_List_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(v1.ListOptions)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ControllerRevisionsServer).List(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ControllerRevisions_List_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ControllerRevisionsServer).List(ctx, req.(*v1.ListOptions))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ControllerRevisions_Update_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ControllerRevision)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ControllerRevisionsServer).Update(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ControllerRevisions_Update_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ControllerRevisionsServer).Update(ctx, req.(*ControllerRevision))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ControllerRevisions_UpdateStatus_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ControllerRevision)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ControllerRevisionsServer).UpdateStatus(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ControllerRevisions_UpdateStatus_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ControllerRevisionsServer).UpdateStatus(ctx, req.(*ControllerRevision))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ControllerRevisions_Delete_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(v1.DeleteRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ControllerRevisionsServer).Delete(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ControllerRevisions_Delete_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ControllerRevisionsServer).Delete(ctx, req.(*v1.DeleteRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ControllerRevisions_Watch_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(v1.ListOptions)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(ControllerRevisionsServer).Watch(m, &grpc.GenericServerStream[v1.ListOptions, ControllerRevisionWatchResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ControllerRevisions_WatchServer = grpc.ServerStreamingServer[ControllerRevisionWatchResponse]
+
+// ControllerRevisions_ServiceDesc is the grpc.ServiceDesc for ControllerRevisions service.
+// It's only intended for direct use with grpc.RegisterService,
+// and not to be introspected or modified (even as a copy)
+var ControllerRevisions_ServiceDesc = grpc.ServiceDesc{
+	ServiceName: "skiff.apps.v1.ControllerRevisions",
+	HandlerType: (*ControllerRevisionsServer)(nil),
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "Create",
+			Handler:    _ControllerRevisions_Create_Handler,
+		},
+		{
+			MethodName: "Get",
+			Handler:    _ControllerRevisions_Get_Handler,
+		},
+		{
+			MethodName: "List",
+			Handler:    _ControllerRevisions_List_Handler,
+		},
+		{
+			MethodName: "Update",
+			Handler:    _ControllerRevisions_Update_Handler,
+		},
+		{
+			MethodName: "UpdateStatus",
+			Handler:    _ControllerRevisions_UpdateStatus_Handler,
+		},
+		{
+			MethodName: "Delete",
+			Handler:    _ControllerRevisions_Delete_Handler,
+		},
+	},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "Watch",
+			Handler:       _ControllerRevisions_Watch_Handler,
+			ServerStreams: true,
+		},
+	},
+	Metadata: "skiff/apps/v1/kinds.gen.proto",
+}

@@ -1688,6 +1688,338 @@ func (x *ServiceWatchResponse) GetEvents() []*ServiceWatchEvent {
 	return nil
 }
 
+type PersistentVolumeList struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ApiVersion    string                 `protobuf:"bytes,1,opt,name=api_version,json=apiVersion,proto3" json:"api_version,omitempty"`
+	Kind          string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	Metadata      *v1.ListMeta           `protobuf:"bytes,3,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	Items         []*PersistentVolume    `protobuf:"bytes,4,rep,name=items,proto3" json:"items,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PersistentVolumeList) Reset() {
+	*x = PersistentVolumeList{}
+	mi := &file_skiff_core_v1_kinds_gen_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PersistentVolumeList) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PersistentVolumeList) ProtoMessage() {}
+
+func (x *PersistentVolumeList) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_kinds_gen_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PersistentVolumeList.ProtoReflect.Descriptor instead.
+func (*PersistentVolumeList) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_kinds_gen_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *PersistentVolumeList) GetApiVersion() string {
+	if x != nil {
+		return x.ApiVersion
+	}
+	return ""
+}
+
+func (x *PersistentVolumeList) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *PersistentVolumeList) GetMetadata() *v1.ListMeta {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+func (x *PersistentVolumeList) GetItems() []*PersistentVolume {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+// PersistentVolumeWatchEvent has the wire shape of skiff.meta.v1.WatchEvent.
+type PersistentVolumeWatchEvent struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Type          string                 `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
+	Object        *PersistentVolume      `protobuf:"bytes,2,opt,name=object,proto3" json:"object,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PersistentVolumeWatchEvent) Reset() {
+	*x = PersistentVolumeWatchEvent{}
+	mi := &file_skiff_core_v1_kinds_gen_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PersistentVolumeWatchEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PersistentVolumeWatchEvent) ProtoMessage() {}
+
+func (x *PersistentVolumeWatchEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_kinds_gen_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PersistentVolumeWatchEvent.ProtoReflect.Descriptor instead.
+func (*PersistentVolumeWatchEvent) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_kinds_gen_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *PersistentVolumeWatchEvent) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *PersistentVolumeWatchEvent) GetObject() *PersistentVolume {
+	if x != nil {
+		return x.Object
+	}
+	return nil
+}
+
+// PersistentVolumeWatchResponse carries one or more events, in revision order.
+type PersistentVolumeWatchResponse struct {
+	state         protoimpl.MessageState        `protogen:"open.v1"`
+	Events        []*PersistentVolumeWatchEvent `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PersistentVolumeWatchResponse) Reset() {
+	*x = PersistentVolumeWatchResponse{}
+	mi := &file_skiff_core_v1_kinds_gen_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PersistentVolumeWatchResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PersistentVolumeWatchResponse) ProtoMessage() {}
+
+func (x *PersistentVolumeWatchResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_kinds_gen_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PersistentVolumeWatchResponse.ProtoReflect.Descriptor instead.
+func (*PersistentVolumeWatchResponse) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_kinds_gen_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *PersistentVolumeWatchResponse) GetEvents() []*PersistentVolumeWatchEvent {
+	if x != nil {
+		return x.Events
+	}
+	return nil
+}
+
+type PersistentVolumeClaimList struct {
+	state         protoimpl.MessageState   `protogen:"open.v1"`
+	ApiVersion    string                   `protobuf:"bytes,1,opt,name=api_version,json=apiVersion,proto3" json:"api_version,omitempty"`
+	Kind          string                   `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	Metadata      *v1.ListMeta             `protobuf:"bytes,3,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	Items         []*PersistentVolumeClaim `protobuf:"bytes,4,rep,name=items,proto3" json:"items,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PersistentVolumeClaimList) Reset() {
+	*x = PersistentVolumeClaimList{}
+	mi := &file_skiff_core_v1_kinds_gen_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PersistentVolumeClaimList) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PersistentVolumeClaimList) ProtoMessage() {}
+
+func (x *PersistentVolumeClaimList) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_kinds_gen_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PersistentVolumeClaimList.ProtoReflect.Descriptor instead.
+func (*PersistentVolumeClaimList) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_kinds_gen_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *PersistentVolumeClaimList) GetApiVersion() string {
+	if x != nil {
+		return x.ApiVersion
+	}
+	return ""
+}
+
+func (x *PersistentVolumeClaimList) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *PersistentVolumeClaimList) GetMetadata() *v1.ListMeta {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+func (x *PersistentVolumeClaimList) GetItems() []*PersistentVolumeClaim {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+// PersistentVolumeClaimWatchEvent has the wire shape of skiff.meta.v1.WatchEvent.
+type PersistentVolumeClaimWatchEvent struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Type          string                 `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
+	Object        *PersistentVolumeClaim `protobuf:"bytes,2,opt,name=object,proto3" json:"object,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PersistentVolumeClaimWatchEvent) Reset() {
+	*x = PersistentVolumeClaimWatchEvent{}
+	mi := &file_skiff_core_v1_kinds_gen_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PersistentVolumeClaimWatchEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PersistentVolumeClaimWatchEvent) ProtoMessage() {}
+
+func (x *PersistentVolumeClaimWatchEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_kinds_gen_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PersistentVolumeClaimWatchEvent.ProtoReflect.Descriptor instead.
+func (*PersistentVolumeClaimWatchEvent) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_kinds_gen_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *PersistentVolumeClaimWatchEvent) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *PersistentVolumeClaimWatchEvent) GetObject() *PersistentVolumeClaim {
+	if x != nil {
+		return x.Object
+	}
+	return nil
+}
+
+// PersistentVolumeClaimWatchResponse carries one or more events, in revision order.
+type PersistentVolumeClaimWatchResponse struct {
+	state         protoimpl.MessageState             `protogen:"open.v1"`
+	Events        []*PersistentVolumeClaimWatchEvent `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PersistentVolumeClaimWatchResponse) Reset() {
+	*x = PersistentVolumeClaimWatchResponse{}
+	mi := &file_skiff_core_v1_kinds_gen_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PersistentVolumeClaimWatchResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PersistentVolumeClaimWatchResponse) ProtoMessage() {}
+
+func (x *PersistentVolumeClaimWatchResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_kinds_gen_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PersistentVolumeClaimWatchResponse.ProtoReflect.Descriptor instead.
+func (*PersistentVolumeClaimWatchResponse) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_kinds_gen_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *PersistentVolumeClaimWatchResponse) GetEvents() []*PersistentVolumeClaimWatchEvent {
+	if x != nil {
+		return x.Events
+	}
+	return nil
+}
+
 var File_skiff_core_v1_kinds_gen_proto protoreflect.FileDescriptor
 
 const file_skiff_core_v1_kinds_gen_proto_rawDesc = "" +
@@ -1803,7 +2135,29 @@ const file_skiff_core_v1_kinds_gen_proto_rawDesc = "" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12.\n" +
 	"\x06object\x18\x02 \x01(\v2\x16.skiff.core.v1.ServiceR\x06object\"P\n" +
 	"\x14ServiceWatchResponse\x128\n" +
-	"\x06events\x18\x01 \x03(\v2 .skiff.core.v1.ServiceWatchEventR\x06events2\xda\x03\n" +
+	"\x06events\x18\x01 \x03(\v2 .skiff.core.v1.ServiceWatchEventR\x06events\"\xb7\x01\n" +
+	"\x14PersistentVolumeList\x12\x1f\n" +
+	"\vapi_version\x18\x01 \x01(\tR\n" +
+	"apiVersion\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x123\n" +
+	"\bmetadata\x18\x03 \x01(\v2\x17.skiff.meta.v1.ListMetaR\bmetadata\x125\n" +
+	"\x05items\x18\x04 \x03(\v2\x1f.skiff.core.v1.PersistentVolumeR\x05items\"i\n" +
+	"\x1aPersistentVolumeWatchEvent\x12\x12\n" +
+	"\x04type\x18\x01 \x01(\tR\x04type\x127\n" +
+	"\x06object\x18\x02 \x01(\v2\x1f.skiff.core.v1.PersistentVolumeR\x06object\"b\n" +
+	"\x1dPersistentVolumeWatchResponse\x12A\n" +
+	"\x06events\x18\x01 \x03(\v2).skiff.core.v1.PersistentVolumeWatchEventR\x06events\"\xc1\x01\n" +
+	"\x19PersistentVolumeClaimList\x12\x1f\n" +
+	"\vapi_version\x18\x01 \x01(\tR\n" +
+	"apiVersion\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x123\n" +
+	"\bmetadata\x18\x03 \x01(\v2\x17.skiff.meta.v1.ListMetaR\bmetadata\x12:\n" +
+	"\x05items\x18\x04 \x03(\v2$.skiff.core.v1.PersistentVolumeClaimR\x05items\"s\n" +
+	"\x1fPersistentVolumeClaimWatchEvent\x12\x12\n" +
+	"\x04type\x18\x01 \x01(\tR\x04type\x12<\n" +
+	"\x06object\x18\x02 \x01(\v2$.skiff.core.v1.PersistentVolumeClaimR\x06object\"l\n" +
+	"\"PersistentVolumeClaimWatchResponse\x12F\n" +
+	"\x06events\x18\x01 \x03(\v2..skiff.core.v1.PersistentVolumeClaimWatchEventR\x06events2\xda\x03\n" +
 	"\n" +
 	"Namespaces\x12<\n" +
 	"\x06Create\x12\x18.skiff.core.v1.Namespace\x1a\x18.skiff.core.v1.Namespace\x12:\n" +
@@ -1891,7 +2245,23 @@ const file_skiff_core_v1_kinds_gen_proto_rawDesc = "" +
 	"\x06Update\x12\x16.skiff.core.v1.Service\x1a\x16.skiff.core.v1.Service\x12>\n" +
 	"\fUpdateStatus\x12\x16.skiff.core.v1.Service\x1a\x16.skiff.core.v1.Service\x12>\n" +
 	"\x06Delete\x12\x1c.skiff.meta.v1.DeleteRequest\x1a\x16.skiff.core.v1.Service\x12J\n" +
-	"\x05Watch\x12\x1a.skiff.meta.v1.ListOptions\x1a#.skiff.core.v1.ServiceWatchResponse0\x01B Z\x1eskiff.dev/proto/core/v1;corev1b\x06proto3"
+	"\x05Watch\x12\x1a.skiff.meta.v1.ListOptions\x1a#.skiff.core.v1.ServiceWatchResponse0\x012\xa7\x04\n" +
+	"\x11PersistentVolumes\x12J\n" +
+	"\x06Create\x12\x1f.skiff.core.v1.PersistentVolume\x1a\x1f.skiff.core.v1.PersistentVolume\x12A\n" +
+	"\x03Get\x12\x19.skiff.meta.v1.GetRequest\x1a\x1f.skiff.core.v1.PersistentVolume\x12G\n" +
+	"\x04List\x12\x1a.skiff.meta.v1.ListOptions\x1a#.skiff.core.v1.PersistentVolumeList\x12J\n" +
+	"\x06Update\x12\x1f.skiff.core.v1.PersistentVolume\x1a\x1f.skiff.core.v1.PersistentVolume\x12P\n" +
+	"\fUpdateStatus\x12\x1f.skiff.core.v1.PersistentVolume\x1a\x1f.skiff.core.v1.PersistentVolume\x12G\n" +
+	"\x06Delete\x12\x1c.skiff.meta.v1.DeleteRequest\x1a\x1f.skiff.core.v1.PersistentVolume\x12S\n" +
+	"\x05Watch\x12\x1a.skiff.meta.v1.ListOptions\x1a,.skiff.core.v1.PersistentVolumeWatchResponse0\x012\xde\x04\n" +
+	"\x16PersistentVolumeClaims\x12T\n" +
+	"\x06Create\x12$.skiff.core.v1.PersistentVolumeClaim\x1a$.skiff.core.v1.PersistentVolumeClaim\x12F\n" +
+	"\x03Get\x12\x19.skiff.meta.v1.GetRequest\x1a$.skiff.core.v1.PersistentVolumeClaim\x12L\n" +
+	"\x04List\x12\x1a.skiff.meta.v1.ListOptions\x1a(.skiff.core.v1.PersistentVolumeClaimList\x12T\n" +
+	"\x06Update\x12$.skiff.core.v1.PersistentVolumeClaim\x1a$.skiff.core.v1.PersistentVolumeClaim\x12Z\n" +
+	"\fUpdateStatus\x12$.skiff.core.v1.PersistentVolumeClaim\x1a$.skiff.core.v1.PersistentVolumeClaim\x12L\n" +
+	"\x06Delete\x12\x1c.skiff.meta.v1.DeleteRequest\x1a$.skiff.core.v1.PersistentVolumeClaim\x12X\n" +
+	"\x05Watch\x12\x1a.skiff.meta.v1.ListOptions\x1a1.skiff.core.v1.PersistentVolumeClaimWatchResponse0\x01B Z\x1eskiff.dev/proto/core/v1;corev1b\x06proto3"
 
 var (
 	file_skiff_core_v1_kinds_gen_proto_rawDescOnce sync.Once
@@ -1905,259 +2275,303 @@ func file_skiff_core_v1_kinds_gen_proto_rawDescGZIP() []byte {
 	return file_skiff_core_v1_kinds_gen_proto_rawDescData
 }
 
-var file_skiff_core_v1_kinds_gen_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
+var file_skiff_core_v1_kinds_gen_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
 var file_skiff_core_v1_kinds_gen_proto_goTypes = []any{
-	(*NamespaceList)(nil),               // 0: skiff.core.v1.NamespaceList
-	(*NamespaceWatchEvent)(nil),         // 1: skiff.core.v1.NamespaceWatchEvent
-	(*NamespaceWatchResponse)(nil),      // 2: skiff.core.v1.NamespaceWatchResponse
-	(*PodList)(nil),                     // 3: skiff.core.v1.PodList
-	(*PodWatchEvent)(nil),               // 4: skiff.core.v1.PodWatchEvent
-	(*PodWatchResponse)(nil),            // 5: skiff.core.v1.PodWatchResponse
-	(*NodeList)(nil),                    // 6: skiff.core.v1.NodeList
-	(*NodeWatchEvent)(nil),              // 7: skiff.core.v1.NodeWatchEvent
-	(*NodeWatchResponse)(nil),           // 8: skiff.core.v1.NodeWatchResponse
-	(*EventList)(nil),                   // 9: skiff.core.v1.EventList
-	(*EventWatchEvent)(nil),             // 10: skiff.core.v1.EventWatchEvent
-	(*EventWatchResponse)(nil),          // 11: skiff.core.v1.EventWatchResponse
-	(*ConfigMapList)(nil),               // 12: skiff.core.v1.ConfigMapList
-	(*ConfigMapWatchEvent)(nil),         // 13: skiff.core.v1.ConfigMapWatchEvent
-	(*ConfigMapWatchResponse)(nil),      // 14: skiff.core.v1.ConfigMapWatchResponse
-	(*SecretList)(nil),                  // 15: skiff.core.v1.SecretList
-	(*SecretWatchEvent)(nil),            // 16: skiff.core.v1.SecretWatchEvent
-	(*SecretWatchResponse)(nil),         // 17: skiff.core.v1.SecretWatchResponse
-	(*ServiceAccountList)(nil),          // 18: skiff.core.v1.ServiceAccountList
-	(*ServiceAccountWatchEvent)(nil),    // 19: skiff.core.v1.ServiceAccountWatchEvent
-	(*ServiceAccountWatchResponse)(nil), // 20: skiff.core.v1.ServiceAccountWatchResponse
-	(*LimitRangeList)(nil),              // 21: skiff.core.v1.LimitRangeList
-	(*LimitRangeWatchEvent)(nil),        // 22: skiff.core.v1.LimitRangeWatchEvent
-	(*LimitRangeWatchResponse)(nil),     // 23: skiff.core.v1.LimitRangeWatchResponse
-	(*ResourceQuotaList)(nil),           // 24: skiff.core.v1.ResourceQuotaList
-	(*ResourceQuotaWatchEvent)(nil),     // 25: skiff.core.v1.ResourceQuotaWatchEvent
-	(*ResourceQuotaWatchResponse)(nil),  // 26: skiff.core.v1.ResourceQuotaWatchResponse
-	(*ServiceList)(nil),                 // 27: skiff.core.v1.ServiceList
-	(*ServiceWatchEvent)(nil),           // 28: skiff.core.v1.ServiceWatchEvent
-	(*ServiceWatchResponse)(nil),        // 29: skiff.core.v1.ServiceWatchResponse
-	(*v1.ListMeta)(nil),                 // 30: skiff.meta.v1.ListMeta
-	(*Namespace)(nil),                   // 31: skiff.core.v1.Namespace
-	(*Pod)(nil),                         // 32: skiff.core.v1.Pod
-	(*Node)(nil),                        // 33: skiff.core.v1.Node
-	(*Event)(nil),                       // 34: skiff.core.v1.Event
-	(*ConfigMap)(nil),                   // 35: skiff.core.v1.ConfigMap
-	(*Secret)(nil),                      // 36: skiff.core.v1.Secret
-	(*ServiceAccount)(nil),              // 37: skiff.core.v1.ServiceAccount
-	(*LimitRange)(nil),                  // 38: skiff.core.v1.LimitRange
-	(*ResourceQuota)(nil),               // 39: skiff.core.v1.ResourceQuota
-	(*Service)(nil),                     // 40: skiff.core.v1.Service
-	(*v1.GetRequest)(nil),               // 41: skiff.meta.v1.GetRequest
-	(*v1.ListOptions)(nil),              // 42: skiff.meta.v1.ListOptions
-	(*v1.DeleteRequest)(nil),            // 43: skiff.meta.v1.DeleteRequest
-	(*Binding)(nil),                     // 44: skiff.core.v1.Binding
-	(*PodLogOptions)(nil),               // 45: skiff.core.v1.PodLogOptions
-	(*ExecRequest)(nil),                 // 46: skiff.core.v1.ExecRequest
-	(*PortForwardRequest)(nil),          // 47: skiff.core.v1.PortForwardRequest
-	(*TokenRequest)(nil),                // 48: skiff.core.v1.TokenRequest
-	(*LogChunk)(nil),                    // 49: skiff.core.v1.LogChunk
-	(*ExecResponse)(nil),                // 50: skiff.core.v1.ExecResponse
-	(*PortForwardResponse)(nil),         // 51: skiff.core.v1.PortForwardResponse
+	(*NamespaceList)(nil),                      // 0: skiff.core.v1.NamespaceList
+	(*NamespaceWatchEvent)(nil),                // 1: skiff.core.v1.NamespaceWatchEvent
+	(*NamespaceWatchResponse)(nil),             // 2: skiff.core.v1.NamespaceWatchResponse
+	(*PodList)(nil),                            // 3: skiff.core.v1.PodList
+	(*PodWatchEvent)(nil),                      // 4: skiff.core.v1.PodWatchEvent
+	(*PodWatchResponse)(nil),                   // 5: skiff.core.v1.PodWatchResponse
+	(*NodeList)(nil),                           // 6: skiff.core.v1.NodeList
+	(*NodeWatchEvent)(nil),                     // 7: skiff.core.v1.NodeWatchEvent
+	(*NodeWatchResponse)(nil),                  // 8: skiff.core.v1.NodeWatchResponse
+	(*EventList)(nil),                          // 9: skiff.core.v1.EventList
+	(*EventWatchEvent)(nil),                    // 10: skiff.core.v1.EventWatchEvent
+	(*EventWatchResponse)(nil),                 // 11: skiff.core.v1.EventWatchResponse
+	(*ConfigMapList)(nil),                      // 12: skiff.core.v1.ConfigMapList
+	(*ConfigMapWatchEvent)(nil),                // 13: skiff.core.v1.ConfigMapWatchEvent
+	(*ConfigMapWatchResponse)(nil),             // 14: skiff.core.v1.ConfigMapWatchResponse
+	(*SecretList)(nil),                         // 15: skiff.core.v1.SecretList
+	(*SecretWatchEvent)(nil),                   // 16: skiff.core.v1.SecretWatchEvent
+	(*SecretWatchResponse)(nil),                // 17: skiff.core.v1.SecretWatchResponse
+	(*ServiceAccountList)(nil),                 // 18: skiff.core.v1.ServiceAccountList
+	(*ServiceAccountWatchEvent)(nil),           // 19: skiff.core.v1.ServiceAccountWatchEvent
+	(*ServiceAccountWatchResponse)(nil),        // 20: skiff.core.v1.ServiceAccountWatchResponse
+	(*LimitRangeList)(nil),                     // 21: skiff.core.v1.LimitRangeList
+	(*LimitRangeWatchEvent)(nil),               // 22: skiff.core.v1.LimitRangeWatchEvent
+	(*LimitRangeWatchResponse)(nil),            // 23: skiff.core.v1.LimitRangeWatchResponse
+	(*ResourceQuotaList)(nil),                  // 24: skiff.core.v1.ResourceQuotaList
+	(*ResourceQuotaWatchEvent)(nil),            // 25: skiff.core.v1.ResourceQuotaWatchEvent
+	(*ResourceQuotaWatchResponse)(nil),         // 26: skiff.core.v1.ResourceQuotaWatchResponse
+	(*ServiceList)(nil),                        // 27: skiff.core.v1.ServiceList
+	(*ServiceWatchEvent)(nil),                  // 28: skiff.core.v1.ServiceWatchEvent
+	(*ServiceWatchResponse)(nil),               // 29: skiff.core.v1.ServiceWatchResponse
+	(*PersistentVolumeList)(nil),               // 30: skiff.core.v1.PersistentVolumeList
+	(*PersistentVolumeWatchEvent)(nil),         // 31: skiff.core.v1.PersistentVolumeWatchEvent
+	(*PersistentVolumeWatchResponse)(nil),      // 32: skiff.core.v1.PersistentVolumeWatchResponse
+	(*PersistentVolumeClaimList)(nil),          // 33: skiff.core.v1.PersistentVolumeClaimList
+	(*PersistentVolumeClaimWatchEvent)(nil),    // 34: skiff.core.v1.PersistentVolumeClaimWatchEvent
+	(*PersistentVolumeClaimWatchResponse)(nil), // 35: skiff.core.v1.PersistentVolumeClaimWatchResponse
+	(*v1.ListMeta)(nil),                        // 36: skiff.meta.v1.ListMeta
+	(*Namespace)(nil),                          // 37: skiff.core.v1.Namespace
+	(*Pod)(nil),                                // 38: skiff.core.v1.Pod
+	(*Node)(nil),                               // 39: skiff.core.v1.Node
+	(*Event)(nil),                              // 40: skiff.core.v1.Event
+	(*ConfigMap)(nil),                          // 41: skiff.core.v1.ConfigMap
+	(*Secret)(nil),                             // 42: skiff.core.v1.Secret
+	(*ServiceAccount)(nil),                     // 43: skiff.core.v1.ServiceAccount
+	(*LimitRange)(nil),                         // 44: skiff.core.v1.LimitRange
+	(*ResourceQuota)(nil),                      // 45: skiff.core.v1.ResourceQuota
+	(*Service)(nil),                            // 46: skiff.core.v1.Service
+	(*PersistentVolume)(nil),                   // 47: skiff.core.v1.PersistentVolume
+	(*PersistentVolumeClaim)(nil),              // 48: skiff.core.v1.PersistentVolumeClaim
+	(*v1.GetRequest)(nil),                      // 49: skiff.meta.v1.GetRequest
+	(*v1.ListOptions)(nil),                     // 50: skiff.meta.v1.ListOptions
+	(*v1.DeleteRequest)(nil),                   // 51: skiff.meta.v1.DeleteRequest
+	(*Binding)(nil),                            // 52: skiff.core.v1.Binding
+	(*PodLogOptions)(nil),                      // 53: skiff.core.v1.PodLogOptions
+	(*ExecRequest)(nil),                        // 54: skiff.core.v1.ExecRequest
+	(*PortForwardRequest)(nil),                 // 55: skiff.core.v1.PortForwardRequest
+	(*TokenRequest)(nil),                       // 56: skiff.core.v1.TokenRequest
+	(*LogChunk)(nil),                           // 57: skiff.core.v1.LogChunk
+	(*ExecResponse)(nil),                       // 58: skiff.core.v1.ExecResponse
+	(*PortForwardResponse)(nil),                // 59: skiff.core.v1.PortForwardResponse
 }
 var file_skiff_core_v1_kinds_gen_proto_depIdxs = []int32{
-	30,  // 0: skiff.core.v1.NamespaceList.metadata:type_name -> skiff.meta.v1.ListMeta
-	31,  // 1: skiff.core.v1.NamespaceList.items:type_name -> skiff.core.v1.Namespace
-	31,  // 2: skiff.core.v1.NamespaceWatchEvent.object:type_name -> skiff.core.v1.Namespace
+	36,  // 0: skiff.core.v1.NamespaceList.metadata:type_name -> skiff.meta.v1.ListMeta
+	37,  // 1: skiff.core.v1.NamespaceList.items:type_name -> skiff.core.v1.Namespace
+	37,  // 2: skiff.core.v1.NamespaceWatchEvent.object:type_name -> skiff.core.v1.Namespace
 	1,   // 3: skiff.core.v1.NamespaceWatchResponse.events:type_name -> skiff.core.v1.NamespaceWatchEvent
-	30,  // 4: skiff.core.v1.PodList.metadata:type_name -> skiff.meta.v1.ListMeta
-	32,  // 5: skiff.core.v1.PodList.items:type_name -> skiff.core.v1.Pod
-	32,  // 6: skiff.core.v1.PodWatchEvent.object:type_name -> skiff.core.v1.Pod
+	36,  // 4: skiff.core.v1.PodList.metadata:type_name -> skiff.meta.v1.ListMeta
+	38,  // 5: skiff.core.v1.PodList.items:type_name -> skiff.core.v1.Pod
+	38,  // 6: skiff.core.v1.PodWatchEvent.object:type_name -> skiff.core.v1.Pod
 	4,   // 7: skiff.core.v1.PodWatchResponse.events:type_name -> skiff.core.v1.PodWatchEvent
-	30,  // 8: skiff.core.v1.NodeList.metadata:type_name -> skiff.meta.v1.ListMeta
-	33,  // 9: skiff.core.v1.NodeList.items:type_name -> skiff.core.v1.Node
-	33,  // 10: skiff.core.v1.NodeWatchEvent.object:type_name -> skiff.core.v1.Node
+	36,  // 8: skiff.core.v1.NodeList.metadata:type_name -> skiff.meta.v1.ListMeta
+	39,  // 9: skiff.core.v1.NodeList.items:type_name -> skiff.core.v1.Node
+	39,  // 10: skiff.core.v1.NodeWatchEvent.object:type_name -> skiff.core.v1.Node
 	7,   // 11: skiff.core.v1.NodeWatchResponse.events:type_name -> skiff.core.v1.NodeWatchEvent
-	30,  // 12: skiff.core.v1.EventList.metadata:type_name -> skiff.meta.v1.ListMeta
-	34,  // 13: skiff.core.v1.EventList.items:type_name -> skiff.core.v1.Event
-	34,  // 14: skiff.core.v1.EventWatchEvent.object:type_name -> skiff.core.v1.Event
+	36,  // 12: skiff.core.v1.EventList.metadata:type_name -> skiff.meta.v1.ListMeta
+	40,  // 13: skiff.core.v1.EventList.items:type_name -> skiff.core.v1.Event
+	40,  // 14: skiff.core.v1.EventWatchEvent.object:type_name -> skiff.core.v1.Event
 	10,  // 15: skiff.core.v1.EventWatchResponse.events:type_name -> skiff.core.v1.EventWatchEvent
-	30,  // 16: skiff.core.v1.ConfigMapList.metadata:type_name -> skiff.meta.v1.ListMeta
-	35,  // 17: skiff.core.v1.ConfigMapList.items:type_name -> skiff.core.v1.ConfigMap
-	35,  // 18: skiff.core.v1.ConfigMapWatchEvent.object:type_name -> skiff.core.v1.ConfigMap
+	36,  // 16: skiff.core.v1.ConfigMapList.metadata:type_name -> skiff.meta.v1.ListMeta
+	41,  // 17: skiff.core.v1.ConfigMapList.items:type_name -> skiff.core.v1.ConfigMap
+	41,  // 18: skiff.core.v1.ConfigMapWatchEvent.object:type_name -> skiff.core.v1.ConfigMap
 	13,  // 19: skiff.core.v1.ConfigMapWatchResponse.events:type_name -> skiff.core.v1.ConfigMapWatchEvent
-	30,  // 20: skiff.core.v1.SecretList.metadata:type_name -> skiff.meta.v1.ListMeta
-	36,  // 21: skiff.core.v1.SecretList.items:type_name -> skiff.core.v1.Secret
-	36,  // 22: skiff.core.v1.SecretWatchEvent.object:type_name -> skiff.core.v1.Secret
+	36,  // 20: skiff.core.v1.SecretList.metadata:type_name -> skiff.meta.v1.ListMeta
+	42,  // 21: skiff.core.v1.SecretList.items:type_name -> skiff.core.v1.Secret
+	42,  // 22: skiff.core.v1.SecretWatchEvent.object:type_name -> skiff.core.v1.Secret
 	16,  // 23: skiff.core.v1.SecretWatchResponse.events:type_name -> skiff.core.v1.SecretWatchEvent
-	30,  // 24: skiff.core.v1.ServiceAccountList.metadata:type_name -> skiff.meta.v1.ListMeta
-	37,  // 25: skiff.core.v1.ServiceAccountList.items:type_name -> skiff.core.v1.ServiceAccount
-	37,  // 26: skiff.core.v1.ServiceAccountWatchEvent.object:type_name -> skiff.core.v1.ServiceAccount
+	36,  // 24: skiff.core.v1.ServiceAccountList.metadata:type_name -> skiff.meta.v1.ListMeta
+	43,  // 25: skiff.core.v1.ServiceAccountList.items:type_name -> skiff.core.v1.ServiceAccount
+	43,  // 26: skiff.core.v1.ServiceAccountWatchEvent.object:type_name -> skiff.core.v1.ServiceAccount
 	19,  // 27: skiff.core.v1.ServiceAccountWatchResponse.events:type_name -> skiff.core.v1.ServiceAccountWatchEvent
-	30,  // 28: skiff.core.v1.LimitRangeList.metadata:type_name -> skiff.meta.v1.ListMeta
-	38,  // 29: skiff.core.v1.LimitRangeList.items:type_name -> skiff.core.v1.LimitRange
-	38,  // 30: skiff.core.v1.LimitRangeWatchEvent.object:type_name -> skiff.core.v1.LimitRange
+	36,  // 28: skiff.core.v1.LimitRangeList.metadata:type_name -> skiff.meta.v1.ListMeta
+	44,  // 29: skiff.core.v1.LimitRangeList.items:type_name -> skiff.core.v1.LimitRange
+	44,  // 30: skiff.core.v1.LimitRangeWatchEvent.object:type_name -> skiff.core.v1.LimitRange
 	22,  // 31: skiff.core.v1.LimitRangeWatchResponse.events:type_name -> skiff.core.v1.LimitRangeWatchEvent
-	30,  // 32: skiff.core.v1.ResourceQuotaList.metadata:type_name -> skiff.meta.v1.ListMeta
-	39,  // 33: skiff.core.v1.ResourceQuotaList.items:type_name -> skiff.core.v1.ResourceQuota
-	39,  // 34: skiff.core.v1.ResourceQuotaWatchEvent.object:type_name -> skiff.core.v1.ResourceQuota
+	36,  // 32: skiff.core.v1.ResourceQuotaList.metadata:type_name -> skiff.meta.v1.ListMeta
+	45,  // 33: skiff.core.v1.ResourceQuotaList.items:type_name -> skiff.core.v1.ResourceQuota
+	45,  // 34: skiff.core.v1.ResourceQuotaWatchEvent.object:type_name -> skiff.core.v1.ResourceQuota
 	25,  // 35: skiff.core.v1.ResourceQuotaWatchResponse.events:type_name -> skiff.core.v1.ResourceQuotaWatchEvent
-	30,  // 36: skiff.core.v1.ServiceList.metadata:type_name -> skiff.meta.v1.ListMeta
-	40,  // 37: skiff.core.v1.ServiceList.items:type_name -> skiff.core.v1.Service
-	40,  // 38: skiff.core.v1.ServiceWatchEvent.object:type_name -> skiff.core.v1.Service
+	36,  // 36: skiff.core.v1.ServiceList.metadata:type_name -> skiff.meta.v1.ListMeta
+	46,  // 37: skiff.core.v1.ServiceList.items:type_name -> skiff.core.v1.Service
+	46,  // 38: skiff.core.v1.ServiceWatchEvent.object:type_name -> skiff.core.v1.Service
 	28,  // 39: skiff.core.v1.ServiceWatchResponse.events:type_name -> skiff.core.v1.ServiceWatchEvent
-	31,  // 40: skiff.core.v1.Namespaces.Create:input_type -> skiff.core.v1.Namespace
-	41,  // 41: skiff.core.v1.Namespaces.Get:input_type -> skiff.meta.v1.GetRequest
-	42,  // 42: skiff.core.v1.Namespaces.List:input_type -> skiff.meta.v1.ListOptions
-	31,  // 43: skiff.core.v1.Namespaces.Update:input_type -> skiff.core.v1.Namespace
-	31,  // 44: skiff.core.v1.Namespaces.UpdateStatus:input_type -> skiff.core.v1.Namespace
-	43,  // 45: skiff.core.v1.Namespaces.Delete:input_type -> skiff.meta.v1.DeleteRequest
-	42,  // 46: skiff.core.v1.Namespaces.Watch:input_type -> skiff.meta.v1.ListOptions
-	32,  // 47: skiff.core.v1.Pods.Create:input_type -> skiff.core.v1.Pod
-	41,  // 48: skiff.core.v1.Pods.Get:input_type -> skiff.meta.v1.GetRequest
-	42,  // 49: skiff.core.v1.Pods.List:input_type -> skiff.meta.v1.ListOptions
-	32,  // 50: skiff.core.v1.Pods.Update:input_type -> skiff.core.v1.Pod
-	32,  // 51: skiff.core.v1.Pods.UpdateStatus:input_type -> skiff.core.v1.Pod
-	43,  // 52: skiff.core.v1.Pods.Delete:input_type -> skiff.meta.v1.DeleteRequest
-	42,  // 53: skiff.core.v1.Pods.Watch:input_type -> skiff.meta.v1.ListOptions
-	44,  // 54: skiff.core.v1.Pods.Bind:input_type -> skiff.core.v1.Binding
-	45,  // 55: skiff.core.v1.Pods.Logs:input_type -> skiff.core.v1.PodLogOptions
-	46,  // 56: skiff.core.v1.Pods.Exec:input_type -> skiff.core.v1.ExecRequest
-	46,  // 57: skiff.core.v1.Pods.Attach:input_type -> skiff.core.v1.ExecRequest
-	47,  // 58: skiff.core.v1.Pods.PortForward:input_type -> skiff.core.v1.PortForwardRequest
-	33,  // 59: skiff.core.v1.Nodes.Create:input_type -> skiff.core.v1.Node
-	41,  // 60: skiff.core.v1.Nodes.Get:input_type -> skiff.meta.v1.GetRequest
-	42,  // 61: skiff.core.v1.Nodes.List:input_type -> skiff.meta.v1.ListOptions
-	33,  // 62: skiff.core.v1.Nodes.Update:input_type -> skiff.core.v1.Node
-	33,  // 63: skiff.core.v1.Nodes.UpdateStatus:input_type -> skiff.core.v1.Node
-	43,  // 64: skiff.core.v1.Nodes.Delete:input_type -> skiff.meta.v1.DeleteRequest
-	42,  // 65: skiff.core.v1.Nodes.Watch:input_type -> skiff.meta.v1.ListOptions
-	34,  // 66: skiff.core.v1.Events.Create:input_type -> skiff.core.v1.Event
-	41,  // 67: skiff.core.v1.Events.Get:input_type -> skiff.meta.v1.GetRequest
-	42,  // 68: skiff.core.v1.Events.List:input_type -> skiff.meta.v1.ListOptions
-	34,  // 69: skiff.core.v1.Events.Update:input_type -> skiff.core.v1.Event
-	34,  // 70: skiff.core.v1.Events.UpdateStatus:input_type -> skiff.core.v1.Event
-	43,  // 71: skiff.core.v1.Events.Delete:input_type -> skiff.meta.v1.DeleteRequest
-	42,  // 72: skiff.core.v1.Events.Watch:input_type -> skiff.meta.v1.ListOptions
-	35,  // 73: skiff.core.v1.ConfigMaps.Create:input_type -> skiff.core.v1.ConfigMap
-	41,  // 74: skiff.core.v1.ConfigMaps.Get:input_type -> skiff.meta.v1.GetRequest
-	42,  // 75: skiff.core.v1.ConfigMaps.List:input_type -> skiff.meta.v1.ListOptions
-	35,  // 76: skiff.core.v1.ConfigMaps.Update:input_type -> skiff.core.v1.ConfigMap
-	35,  // 77: skiff.core.v1.ConfigMaps.UpdateStatus:input_type -> skiff.core.v1.ConfigMap
-	43,  // 78: skiff.core.v1.ConfigMaps.Delete:input_type -> skiff.meta.v1.DeleteRequest
-	42,  // 79: skiff.core.v1.ConfigMaps.Watch:input_type -> skiff.meta.v1.ListOptions
-	36,  // 80: skiff.core.v1.Secrets.Create:input_type -> skiff.core.v1.Secret
-	41,  // 81: skiff.core.v1.Secrets.Get:input_type -> skiff.meta.v1.GetRequest
-	42,  // 82: skiff.core.v1.Secrets.List:input_type -> skiff.meta.v1.ListOptions
-	36,  // 83: skiff.core.v1.Secrets.Update:input_type -> skiff.core.v1.Secret
-	36,  // 84: skiff.core.v1.Secrets.UpdateStatus:input_type -> skiff.core.v1.Secret
-	43,  // 85: skiff.core.v1.Secrets.Delete:input_type -> skiff.meta.v1.DeleteRequest
-	42,  // 86: skiff.core.v1.Secrets.Watch:input_type -> skiff.meta.v1.ListOptions
-	37,  // 87: skiff.core.v1.ServiceAccounts.Create:input_type -> skiff.core.v1.ServiceAccount
-	41,  // 88: skiff.core.v1.ServiceAccounts.Get:input_type -> skiff.meta.v1.GetRequest
-	42,  // 89: skiff.core.v1.ServiceAccounts.List:input_type -> skiff.meta.v1.ListOptions
-	37,  // 90: skiff.core.v1.ServiceAccounts.Update:input_type -> skiff.core.v1.ServiceAccount
-	37,  // 91: skiff.core.v1.ServiceAccounts.UpdateStatus:input_type -> skiff.core.v1.ServiceAccount
-	43,  // 92: skiff.core.v1.ServiceAccounts.Delete:input_type -> skiff.meta.v1.DeleteRequest
-	42,  // 93: skiff.core.v1.ServiceAccounts.Watch:input_type -> skiff.meta.v1.ListOptions
-	48,  // 94: skiff.core.v1.ServiceAccounts.CreateToken:input_type -> skiff.core.v1.TokenRequest
-	38,  // 95: skiff.core.v1.LimitRanges.Create:input_type -> skiff.core.v1.LimitRange
-	41,  // 96: skiff.core.v1.LimitRanges.Get:input_type -> skiff.meta.v1.GetRequest
-	42,  // 97: skiff.core.v1.LimitRanges.List:input_type -> skiff.meta.v1.ListOptions
-	38,  // 98: skiff.core.v1.LimitRanges.Update:input_type -> skiff.core.v1.LimitRange
-	38,  // 99: skiff.core.v1.LimitRanges.UpdateStatus:input_type -> skiff.core.v1.LimitRange
-	43,  // 100: skiff.core.v1.LimitRanges.Delete:input_type -> skiff.meta.v1.DeleteRequest
-	42,  // 101: skiff.core.v1.LimitRanges.Watch:input_type -> skiff.meta.v1.ListOptions
-	39,  // 102: skiff.core.v1.ResourceQuotas.Create:input_type -> skiff.core.v1.ResourceQuota
-	41,  // 103: skiff.core.v1.ResourceQuotas.Get:input_type -> skiff.meta.v1.GetRequest
-	42,  // 104: skiff.core.v1.ResourceQuotas.List:input_type -> skiff.meta.v1.ListOptions
-	39,  // 105: skiff.core.v1.ResourceQuotas.Update:input_type -> skiff.core.v1.ResourceQuota
-	39,  // 106: skiff.core.v1.ResourceQuotas.UpdateStatus:input_type -> skiff.core.v1.ResourceQuota
-	43,  // 107: skiff.core.v1.ResourceQuotas.Delete:input_type -> skiff.meta.v1.DeleteRequest
-	42,  // 108: skiff.core.v1.ResourceQuotas.Watch:input_type -> skiff.meta.v1.ListOptions
-	40,  // 109: skiff.core.v1.Services.Create:input_type -> skiff.core.v1.Service
-	41,  // 110: skiff.core.v1.Services.Get:input_type -> skiff.meta.v1.GetRequest
-	42,  // 111: skiff.core.v1.Services.List:input_type -> skiff.meta.v1.ListOptions
-	40,  // 112: skiff.core.v1.Services.Update:input_type -> skiff.core.v1.Service
-	40,  // 113: skiff.core.v1.Services.UpdateStatus:input_type -> skiff.core.v1.Service
-	43,  // 114: skiff.core.v1.Services.Delete:input_type -> skiff.meta.v1.DeleteRequest
-	42,  // 115: skiff.core.v1.Services.Watch:input_type -> skiff.meta.v1.ListOptions
-	31,  // 116: skiff.core.v1.Namespaces.Create:output_type -> skiff.core.v1.Namespace
-	31,  // 117: skiff.core.v1.Namespaces.Get:output_type -> skiff.core.v1.Namespace
-	0,   // 118: skiff.core.v1.Namespaces.List:output_type -> skiff.core.v1.NamespaceList
-	31,  // 119: skiff.core.v1.Namespaces.Update:output_type -> skiff.core.v1.Namespace
-	31,  // 120: skiff.core.v1.Namespaces.UpdateStatus:output_type -> skiff.core.v1.Namespace
-	31,  // 121: skiff.core.v1.Namespaces.Delete:output_type -> skiff.core.v1.Namespace
-	2,   // 122: skiff.core.v1.Namespaces.Watch:output_type -> skiff.core.v1.NamespaceWatchResponse
-	32,  // 123: skiff.core.v1.Pods.Create:output_type -> skiff.core.v1.Pod
-	32,  // 124: skiff.core.v1.Pods.Get:output_type -> skiff.core.v1.Pod
-	3,   // 125: skiff.core.v1.Pods.List:output_type -> skiff.core.v1.PodList
-	32,  // 126: skiff.core.v1.Pods.Update:output_type -> skiff.core.v1.Pod
-	32,  // 127: skiff.core.v1.Pods.UpdateStatus:output_type -> skiff.core.v1.Pod
-	32,  // 128: skiff.core.v1.Pods.Delete:output_type -> skiff.core.v1.Pod
-	5,   // 129: skiff.core.v1.Pods.Watch:output_type -> skiff.core.v1.PodWatchResponse
-	32,  // 130: skiff.core.v1.Pods.Bind:output_type -> skiff.core.v1.Pod
-	49,  // 131: skiff.core.v1.Pods.Logs:output_type -> skiff.core.v1.LogChunk
-	50,  // 132: skiff.core.v1.Pods.Exec:output_type -> skiff.core.v1.ExecResponse
-	50,  // 133: skiff.core.v1.Pods.Attach:output_type -> skiff.core.v1.ExecResponse
-	51,  // 134: skiff.core.v1.Pods.PortForward:output_type -> skiff.core.v1.PortForwardResponse
-	33,  // 135: skiff.core.v1.Nodes.Create:output_type -> skiff.core.v1.Node
-	33,  // 136: skiff.core.v1.Nodes.Get:output_type -> skiff.core.v1.Node
-	6,   // 137: skiff.core.v1.Nodes.List:output_type -> skiff.core.v1.NodeList
-	33,  // 138: skiff.core.v1.Nodes.Update:output_type -> skiff.core.v1.Node
-	33,  // 139: skiff.core.v1.Nodes.UpdateStatus:output_type -> skiff.core.v1.Node
-	33,  // 140: skiff.core.v1.Nodes.Delete:output_type -> skiff.core.v1.Node
-	8,   // 141: skiff.core.v1.Nodes.Watch:output_type -> skiff.core.v1.NodeWatchResponse
-	34,  // 142: skiff.core.v1.Events.Create:output_type -> skiff.core.v1.Event
-	34,  // 143: skiff.core.v1.Events.Get:output_type -> skiff.core.v1.Event
-	9,   // 144: skiff.core.v1.Events.List:output_type -> skiff.core.v1.EventList
-	34,  // 145: skiff.core.v1.Events.Update:output_type -> skiff.core.v1.Event
-	34,  // 146: skiff.core.v1.Events.UpdateStatus:output_type -> skiff.core.v1.Event
-	34,  // 147: skiff.core.v1.Events.Delete:output_type -> skiff.core.v1.Event
-	11,  // 148: skiff.core.v1.Events.Watch:output_type -> skiff.core.v1.EventWatchResponse
-	35,  // 149: skiff.core.v1.ConfigMaps.Create:output_type -> skiff.core.v1.ConfigMap
-	35,  // 150: skiff.core.v1.ConfigMaps.Get:output_type -> skiff.core.v1.ConfigMap
-	12,  // 151: skiff.core.v1.ConfigMaps.List:output_type -> skiff.core.v1.ConfigMapList
-	35,  // 152: skiff.core.v1.ConfigMaps.Update:output_type -> skiff.core.v1.ConfigMap
-	35,  // 153: skiff.core.v1.ConfigMaps.UpdateStatus:output_type -> skiff.core.v1.ConfigMap
-	35,  // 154: skiff.core.v1.ConfigMaps.Delete:output_type -> skiff.core.v1.ConfigMap
-	14,  // 155: skiff.core.v1.ConfigMaps.Watch:output_type -> skiff.core.v1.ConfigMapWatchResponse
-	36,  // 156: skiff.core.v1.Secrets.Create:output_type -> skiff.core.v1.Secret
-	36,  // 157: skiff.core.v1.Secrets.Get:output_type -> skiff.core.v1.Secret
-	15,  // 158: skiff.core.v1.Secrets.List:output_type -> skiff.core.v1.SecretList
-	36,  // 159: skiff.core.v1.Secrets.Update:output_type -> skiff.core.v1.Secret
-	36,  // 160: skiff.core.v1.Secrets.UpdateStatus:output_type -> skiff.core.v1.Secret
-	36,  // 161: skiff.core.v1.Secrets.Delete:output_type -> skiff.core.v1.Secret
-	17,  // 162: skiff.core.v1.Secrets.Watch:output_type -> skiff.core.v1.SecretWatchResponse
-	37,  // 163: skiff.core.v1.ServiceAccounts.Create:output_type -> skiff.core.v1.ServiceAccount
-	37,  // 164: skiff.core.v1.ServiceAccounts.Get:output_type -> skiff.core.v1.ServiceAccount
-	18,  // 165: skiff.core.v1.ServiceAccounts.List:output_type -> skiff.core.v1.ServiceAccountList
-	37,  // 166: skiff.core.v1.ServiceAccounts.Update:output_type -> skiff.core.v1.ServiceAccount
-	37,  // 167: skiff.core.v1.ServiceAccounts.UpdateStatus:output_type -> skiff.core.v1.ServiceAccount
-	37,  // 168: skiff.core.v1.ServiceAccounts.Delete:output_type -> skiff.core.v1.ServiceAccount
-	20,  // 169: skiff.core.v1.ServiceAccounts.Watch:output_type -> skiff.core.v1.ServiceAccountWatchResponse
-	48,  // 170: skiff.core.v1.ServiceAccounts.CreateToken:output_type -> skiff.core.v1.TokenRequest
-	38,  // 171: skiff.core.v1.LimitRanges.Create:output_type -> skiff.core.v1.LimitRange
-	38,  // 172: skiff.core.v1.LimitRanges.Get:output_type -> skiff.core.v1.LimitRange
-	21,  // 173: skiff.core.v1.LimitRanges.List:output_type -> skiff.core.v1.LimitRangeList
-	38,  // 174: skiff.core.v1.LimitRanges.Update:output_type -> skiff.core.v1.LimitRange
-	38,  // 175: skiff.core.v1.LimitRanges.UpdateStatus:output_type -> skiff.core.v1.LimitRange
-	38,  // 176: skiff.core.v1.LimitRanges.Delete:output_type -> skiff.core.v1.LimitRange
-	23,  // 177: skiff.core.v1.LimitRanges.Watch:output_type -> skiff.core.v1.LimitRangeWatchResponse
-	39,  // 178: skiff.core.v1.ResourceQuotas.Create:output_type -> skiff.core.v1.ResourceQuota
-	39,  // 179: skiff.core.v1.ResourceQuotas.Get:output_type -> skiff.core.v1.ResourceQuota
-	24,  // 180: skiff.core.v1.ResourceQuotas.List:output_type -> skiff.core.v1.ResourceQuotaList
-	39,  // 181: skiff.core.v1.ResourceQuotas.Update:output_type -> skiff.core.v1.ResourceQuota
-	39,  // 182: skiff.core.v1.ResourceQuotas.UpdateStatus:output_type -> skiff.core.v1.ResourceQuota
-	39,  // 183: skiff.core.v1.ResourceQuotas.Delete:output_type -> skiff.core.v1.ResourceQuota
-	26,  // 184: skiff.core.v1.ResourceQuotas.Watch:output_type -> skiff.core.v1.ResourceQuotaWatchResponse
-	40,  // 185: skiff.core.v1.Services.Create:output_type -> skiff.core.v1.Service
-	40,  // 186: skiff.core.v1.Services.Get:output_type -> skiff.core.v1.Service
-	27,  // 187: skiff.core.v1.Services.List:output_type -> skiff.core.v1.ServiceList
-	40,  // 188: skiff.core.v1.Services.Update:output_type -> skiff.core.v1.Service
-	40,  // 189: skiff.core.v1.Services.UpdateStatus:output_type -> skiff.core.v1.Service
-	40,  // 190: skiff.core.v1.Services.Delete:output_type -> skiff.core.v1.Service
-	29,  // 191: skiff.core.v1.Services.Watch:output_type -> skiff.core.v1.ServiceWatchResponse
-	116, // [116:192] is the sub-list for method output_type
-	40,  // [40:116] is the sub-list for method input_type
-	40,  // [40:40] is the sub-list for extension type_name
-	40,  // [40:40] is the sub-list for extension extendee
-	0,   // [0:40] is the sub-list for field type_name
+	36,  // 40: skiff.core.v1.PersistentVolumeList.metadata:type_name -> skiff.meta.v1.ListMeta
+	47,  // 41: skiff.core.v1.PersistentVolumeList.items:type_name -> skiff.core.v1.PersistentVolume
+	47,  // 42: skiff.core.v1.PersistentVolumeWatchEvent.object:type_name -> skiff.core.v1.PersistentVolume
+	31,  // 43: skiff.core.v1.PersistentVolumeWatchResponse.events:type_name -> skiff.core.v1.PersistentVolumeWatchEvent
+	36,  // 44: skiff.core.v1.PersistentVolumeClaimList.metadata:type_name -> skiff.meta.v1.ListMeta
+	48,  // 45: skiff.core.v1.PersistentVolumeClaimList.items:type_name -> skiff.core.v1.PersistentVolumeClaim
+	48,  // 46: skiff.core.v1.PersistentVolumeClaimWatchEvent.object:type_name -> skiff.core.v1.PersistentVolumeClaim
+	34,  // 47: skiff.core.v1.PersistentVolumeClaimWatchResponse.events:type_name -> skiff.core.v1.PersistentVolumeClaimWatchEvent
+	37,  // 48: skiff.core.v1.Namespaces.Create:input_type -> skiff.core.v1.Namespace
+	49,  // 49: skiff.core.v1.Namespaces.Get:input_type -> skiff.meta.v1.GetRequest
+	50,  // 50: skiff.core.v1.Namespaces.List:input_type -> skiff.meta.v1.ListOptions
+	37,  // 51: skiff.core.v1.Namespaces.Update:input_type -> skiff.core.v1.Namespace
+	37,  // 52: skiff.core.v1.Namespaces.UpdateStatus:input_type -> skiff.core.v1.Namespace
+	51,  // 53: skiff.core.v1.Namespaces.Delete:input_type -> skiff.meta.v1.DeleteRequest
+	50,  // 54: skiff.core.v1.Namespaces.Watch:input_type -> skiff.meta.v1.ListOptions
+	38,  // 55: skiff.core.v1.Pods.Create:input_type -> skiff.core.v1.Pod
+	49,  // 56: skiff.core.v1.Pods.Get:input_type -> skiff.meta.v1.GetRequest
+	50,  // 57: skiff.core.v1.Pods.List:input_type -> skiff.meta.v1.ListOptions
+	38,  // 58: skiff.core.v1.Pods.Update:input_type -> skiff.core.v1.Pod
+	38,  // 59: skiff.core.v1.Pods.UpdateStatus:input_type -> skiff.core.v1.Pod
+	51,  // 60: skiff.core.v1.Pods.Delete:input_type -> skiff.meta.v1.DeleteRequest
+	50,  // 61: skiff.core.v1.Pods.Watch:input_type -> skiff.meta.v1.ListOptions
+	52,  // 62: skiff.core.v1.Pods.Bind:input_type -> skiff.core.v1.Binding
+	53,  // 63: skiff.core.v1.Pods.Logs:input_type -> skiff.core.v1.PodLogOptions
+	54,  // 64: skiff.core.v1.Pods.Exec:input_type -> skiff.core.v1.ExecRequest
+	54,  // 65: skiff.core.v1.Pods.Attach:input_type -> skiff.core.v1.ExecRequest
+	55,  // 66: skiff.core.v1.Pods.PortForward:input_type -> skiff.core.v1.PortForwardRequest
+	39,  // 67: skiff.core.v1.Nodes.Create:input_type -> skiff.core.v1.Node
+	49,  // 68: skiff.core.v1.Nodes.Get:input_type -> skiff.meta.v1.GetRequest
+	50,  // 69: skiff.core.v1.Nodes.List:input_type -> skiff.meta.v1.ListOptions
+	39,  // 70: skiff.core.v1.Nodes.Update:input_type -> skiff.core.v1.Node
+	39,  // 71: skiff.core.v1.Nodes.UpdateStatus:input_type -> skiff.core.v1.Node
+	51,  // 72: skiff.core.v1.Nodes.Delete:input_type -> skiff.meta.v1.DeleteRequest
+	50,  // 73: skiff.core.v1.Nodes.Watch:input_type -> skiff.meta.v1.ListOptions
+	40,  // 74: skiff.core.v1.Events.Create:input_type -> skiff.core.v1.Event
+	49,  // 75: skiff.core.v1.Events.Get:input_type -> skiff.meta.v1.GetRequest
+	50,  // 76: skiff.core.v1.Events.List:input_type -> skiff.meta.v1.ListOptions
+	40,  // 77: skiff.core.v1.Events.Update:input_type -> skiff.core.v1.Event
+	40,  // 78: skiff.core.v1.Events.UpdateStatus:input_type -> skiff.core.v1.Event
+	51,  // 79: skiff.core.v1.Events.Delete:input_type -> skiff.meta.v1.DeleteRequest
+	50,  // 80: skiff.core.v1.Events.Watch:input_type -> skiff.meta.v1.ListOptions
+	41,  // 81: skiff.core.v1.ConfigMaps.Create:input_type -> skiff.core.v1.ConfigMap
+	49,  // 82: skiff.core.v1.ConfigMaps.Get:input_type -> skiff.meta.v1.GetRequest
+	50,  // 83: skiff.core.v1.ConfigMaps.List:input_type -> skiff.meta.v1.ListOptions
+	41,  // 84: skiff.core.v1.ConfigMaps.Update:input_type -> skiff.core.v1.ConfigMap
+	41,  // 85: skiff.core.v1.ConfigMaps.UpdateStatus:input_type -> skiff.core.v1.ConfigMap
+	51,  // 86: skiff.core.v1.ConfigMaps.Delete:input_type -> skiff.meta.v1.DeleteRequest
+	50,  // 87: skiff.core.v1.ConfigMaps.Watch:input_type -> skiff.meta.v1.ListOptions
+	42,  // 88: skiff.core.v1.Secrets.Create:input_type -> skiff.core.v1.Secret
+	49,  // 89: skiff.core.v1.Secrets.Get:input_type -> skiff.meta.v1.GetRequest
+	50,  // 90: skiff.core.v1.Secrets.List:input_type -> skiff.meta.v1.ListOptions
+	42,  // 91: skiff.core.v1.Secrets.Update:input_type -> skiff.core.v1.Secret
+	42,  // 92: skiff.core.v1.Secrets.UpdateStatus:input_type -> skiff.core.v1.Secret
+	51,  // 93: skiff.core.v1.Secrets.Delete:input_type -> skiff.meta.v1.DeleteRequest
+	50,  // 94: skiff.core.v1.Secrets.Watch:input_type -> skiff.meta.v1.ListOptions
+	43,  // 95: skiff.core.v1.ServiceAccounts.Create:input_type -> skiff.core.v1.ServiceAccount
+	49,  // 96: skiff.core.v1.ServiceAccounts.Get:input_type -> skiff.meta.v1.GetRequest
+	50,  // 97: skiff.core.v1.ServiceAccounts.List:input_type -> skiff.meta.v1.ListOptions
+	43,  // 98: skiff.core.v1.ServiceAccounts.Update:input_type -> skiff.core.v1.ServiceAccount
+	43,  // 99: skiff.core.v1.ServiceAccounts.UpdateStatus:input_type -> skiff.core.v1.ServiceAccount
+	51,  // 100: skiff.core.v1.ServiceAccounts.Delete:input_type -> skiff.meta.v1.DeleteRequest
+	50,  // 101: skiff.core.v1.ServiceAccounts.Watch:input_type -> skiff.meta.v1.ListOptions
+	56,  // 102: skiff.core.v1.ServiceAccounts.CreateToken:input_type -> skiff.core.v1.TokenRequest
+	44,  // 103: skiff.core.v1.LimitRanges.Create:input_type -> skiff.core.v1.LimitRange
+	49,  // 104: skiff.core.v1.LimitRanges.Get:input_type -> skiff.meta.v1.GetRequest
+	50,  // 105: skiff.core.v1.LimitRanges.List:input_type -> skiff.meta.v1.ListOptions
+	44,  // 106: skiff.core.v1.LimitRanges.Update:input_type -> skiff.core.v1.LimitRange
+	44,  // 107: skiff.core.v1.LimitRanges.UpdateStatus:input_type -> skiff.core.v1.LimitRange
+	51,  // 108: skiff.core.v1.LimitRanges.Delete:input_type -> skiff.meta.v1.DeleteRequest
+	50,  // 109: skiff.core.v1.LimitRanges.Watch:input_type -> skiff.meta.v1.ListOptions
+	45,  // 110: skiff.core.v1.ResourceQuotas.Create:input_type -> skiff.core.v1.ResourceQuota
+	49,  // 111: skiff.core.v1.ResourceQuotas.Get:input_type -> skiff.meta.v1.GetRequest
+	50,  // 112: skiff.core.v1.ResourceQuotas.List:input_type -> skiff.meta.v1.ListOptions
+	45,  // 113: skiff.core.v1.ResourceQuotas.Update:input_type -> skiff.core.v1.ResourceQuota
+	45,  // 114: skiff.core.v1.ResourceQuotas.UpdateStatus:input_type -> skiff.core.v1.ResourceQuota
+	51,  // 115: skiff.core.v1.ResourceQuotas.Delete:input_type -> skiff.meta.v1.DeleteRequest
+	50,  // 116: skiff.core.v1.ResourceQuotas.Watch:input_type -> skiff.meta.v1.ListOptions
+	46,  // 117: skiff.core.v1.Services.Create:input_type -> skiff.core.v1.Service
+	49,  // 118: skiff.core.v1.Services.Get:input_type -> skiff.meta.v1.GetRequest
+	50,  // 119: skiff.core.v1.Services.List:input_type -> skiff.meta.v1.ListOptions
+	46,  // 120: skiff.core.v1.Services.Update:input_type -> skiff.core.v1.Service
+	46,  // 121: skiff.core.v1.Services.UpdateStatus:input_type -> skiff.core.v1.Service
+	51,  // 122: skiff.core.v1.Services.Delete:input_type -> skiff.meta.v1.DeleteRequest
+	50,  // 123: skiff.core.v1.Services.Watch:input_type -> skiff.meta.v1.ListOptions
+	47,  // 124: skiff.core.v1.PersistentVolumes.Create:input_type -> skiff.core.v1.PersistentVolume
+	49,  // 125: skiff.core.v1.PersistentVolumes.Get:input_type -> skiff.meta.v1.GetRequest
+	50,  // 126: skiff.core.v1.PersistentVolumes.List:input_type -> skiff.meta.v1.ListOptions
+	47,  // 127: skiff.core.v1.PersistentVolumes.Update:input_type -> skiff.core.v1.PersistentVolume
+	47,  // 128: skiff.core.v1.PersistentVolumes.UpdateStatus:input_type -> skiff.core.v1.PersistentVolume
+	51,  // 129: skiff.core.v1.PersistentVolumes.Delete:input_type -> skiff.meta.v1.DeleteRequest
+	50,  // 130: skiff.core.v1.PersistentVolumes.Watch:input_type -> skiff.meta.v1.ListOptions
+	48,  // 131: skiff.core.v1.PersistentVolumeClaims.Create:input_type -> skiff.core.v1.PersistentVolumeClaim
+	49,  // 132: skiff.core.v1.PersistentVolumeClaims.Get:input_type -> skiff.meta.v1.GetRequest
+	50,  // 133: skiff.core.v1.PersistentVolumeClaims.List:input_type -> skiff.meta.v1.ListOptions
+	48,  // 134: skiff.core.v1.PersistentVolumeClaims.Update:input_type -> skiff.core.v1.PersistentVolumeClaim
+	48,  // 135: skiff.core.v1.PersistentVolumeClaims.UpdateStatus:input_type -> skiff.core.v1.PersistentVolumeClaim
+	51,  // 136: skiff.core.v1.PersistentVolumeClaims.Delete:input_type -> skiff.meta.v1.DeleteRequest
+	50,  // 137: skiff.core.v1.PersistentVolumeClaims.Watch:input_type -> skiff.meta.v1.ListOptions
+	37,  // 138: skiff.core.v1.Namespaces.Create:output_type -> skiff.core.v1.Namespace
+	37,  // 139: skiff.core.v1.Namespaces.Get:output_type -> skiff.core.v1.Namespace
+	0,   // 140: skiff.core.v1.Namespaces.List:output_type -> skiff.core.v1.NamespaceList
+	37,  // 141: skiff.core.v1.Namespaces.Update:output_type -> skiff.core.v1.Namespace
+	37,  // 142: skiff.core.v1.Namespaces.UpdateStatus:output_type -> skiff.core.v1.Namespace
+	37,  // 143: skiff.core.v1.Namespaces.Delete:output_type -> skiff.core.v1.Namespace
+	2,   // 144: skiff.core.v1.Namespaces.Watch:output_type -> skiff.core.v1.NamespaceWatchResponse
+	38,  // 145: skiff.core.v1.Pods.Create:output_type -> skiff.core.v1.Pod
+	38,  // 146: skiff.core.v1.Pods.Get:output_type -> skiff.core.v1.Pod
+	3,   // 147: skiff.core.v1.Pods.List:output_type -> skiff.core.v1.PodList
+	38,  // 148: skiff.core.v1.Pods.Update:output_type -> skiff.core.v1.Pod
+	38,  // 149: skiff.core.v1.Pods.UpdateStatus:output_type -> skiff.core.v1.Pod
+	38,  // 150: skiff.core.v1.Pods.Delete:output_type -> skiff.core.v1.Pod
+	5,   // 151: skiff.core.v1.Pods.Watch:output_type -> skiff.core.v1.PodWatchResponse
+	38,  // 152: skiff.core.v1.Pods.Bind:output_type -> skiff.core.v1.Pod
+	57,  // 153: skiff.core.v1.Pods.Logs:output_type -> skiff.core.v1.LogChunk
+	58,  // 154: skiff.core.v1.Pods.Exec:output_type -> skiff.core.v1.ExecResponse
+	58,  // 155: skiff.core.v1.Pods.Attach:output_type -> skiff.core.v1.ExecResponse
+	59,  // 156: skiff.core.v1.Pods.PortForward:output_type -> skiff.core.v1.PortForwardResponse
+	39,  // 157: skiff.core.v1.Nodes.Create:output_type -> skiff.core.v1.Node
+	39,  // 158: skiff.core.v1.Nodes.Get:output_type -> skiff.core.v1.Node
+	6,   // 159: skiff.core.v1.Nodes.List:output_type -> skiff.core.v1.NodeList
+	39,  // 160: skiff.core.v1.Nodes.Update:output_type -> skiff.core.v1.Node
+	39,  // 161: skiff.core.v1.Nodes.UpdateStatus:output_type -> skiff.core.v1.Node
+	39,  // 162: skiff.core.v1.Nodes.Delete:output_type -> skiff.core.v1.Node
+	8,   // 163: skiff.core.v1.Nodes.Watch:output_type -> skiff.core.v1.NodeWatchResponse
+	40,  // 164: skiff.core.v1.Events.Create:output_type -> skiff.core.v1.Event
+	40,  // 165: skiff.core.v1.Events.Get:output_type -> skiff.core.v1.Event
+	9,   // 166: skiff.core.v1.Events.List:output_type -> skiff.core.v1.EventList
+	40,  // 167: skiff.core.v1.Events.Update:output_type -> skiff.core.v1.Event
+	40,  // 168: skiff.core.v1.Events.UpdateStatus:output_type -> skiff.core.v1.Event
+	40,  // 169: skiff.core.v1.Events.Delete:output_type -> skiff.core.v1.Event
+	11,  // 170: skiff.core.v1.Events.Watch:output_type -> skiff.core.v1.EventWatchResponse
+	41,  // 171: skiff.core.v1.ConfigMaps.Create:output_type -> skiff.core.v1.ConfigMap
+	41,  // 172: skiff.core.v1.ConfigMaps.Get:output_type -> skiff.core.v1.ConfigMap
+	12,  // 173: skiff.core.v1.ConfigMaps.List:output_type -> skiff.core.v1.ConfigMapList
+	41,  // 174: skiff.core.v1.ConfigMaps.Update:output_type -> skiff.core.v1.ConfigMap
+	41,  // 175: skiff.core.v1.ConfigMaps.UpdateStatus:output_type -> skiff.core.v1.ConfigMap
+	41,  // 176: skiff.core.v1.ConfigMaps.Delete:output_type -> skiff.core.v1.ConfigMap
+	14,  // 177: skiff.core.v1.ConfigMaps.Watch:output_type -> skiff.core.v1.ConfigMapWatchResponse
+	42,  // 178: skiff.core.v1.Secrets.Create:output_type -> skiff.core.v1.Secret
+	42,  // 179: skiff.core.v1.Secrets.Get:output_type -> skiff.core.v1.Secret
+	15,  // 180: skiff.core.v1.Secrets.List:output_type -> skiff.core.v1.SecretList
+	42,  // 181: skiff.core.v1.Secrets.Update:output_type -> skiff.core.v1.Secret
+	42,  // 182: skiff.core.v1.Secrets.UpdateStatus:output_type -> skiff.core.v1.Secret
+	42,  // 183: skiff.core.v1.Secrets.Delete:output_type -> skiff.core.v1.Secret
+	17,  // 184: skiff.core.v1.Secrets.Watch:output_type -> skiff.core.v1.SecretWatchResponse
+	43,  // 185: skiff.core.v1.ServiceAccounts.Create:output_type -> skiff.core.v1.ServiceAccount
+	43,  // 186: skiff.core.v1.ServiceAccounts.Get:output_type -> skiff.core.v1.ServiceAccount
+	18,  // 187: skiff.core.v1.ServiceAccounts.List:output_type -> skiff.core.v1.ServiceAccountList
+	43,  // 188: skiff.core.v1.ServiceAccounts.Update:output_type -> skiff.core.v1.ServiceAccount
+	43,  // 189: skiff.core.v1.ServiceAccounts.UpdateStatus:output_type -> skiff.core.v1.ServiceAccount
+	43,  // 190: skiff.core.v1.ServiceAccounts.Delete:output_type -> skiff.core.v1.ServiceAccount
+	20,  // 191: skiff.core.v1.ServiceAccounts.Watch:output_type -> skiff.core.v1.ServiceAccountWatchResponse
+	56,  // 192: skiff.core.v1.ServiceAccounts.CreateToken:output_type -> skiff.core.v1.TokenRequest
+	44,  // 193: skiff.core.v1.LimitRanges.Create:output_type -> skiff.core.v1.LimitRange
+	44,  // 194: skiff.core.v1.LimitRanges.Get:output_type -> skiff.core.v1.LimitRange
+	21,  // 195: skiff.core.v1.LimitRanges.List:output_type -> skiff.core.v1.LimitRangeList
+	44,  // 196: skiff.core.v1.LimitRanges.Update:output_type -> skiff.core.v1.LimitRange
+	44,  // 197: skiff.core.v1.LimitRanges.UpdateStatus:output_type -> skiff.core.v1.LimitRange
+	44,  // 198: skiff.core.v1.LimitRanges.Delete:output_type -> skiff.core.v1.LimitRange
+	23,  // 199: skiff.core.v1.LimitRanges.Watch:output_type -> skiff.core.v1.LimitRangeWatchResponse
+	45,  // 200: skiff.core.v1.ResourceQuotas.Create:output_type -> skiff.core.v1.ResourceQuota
+	45,  // 201: skiff.core.v1.ResourceQuotas.Get:output_type -> skiff.core.v1.ResourceQuota
+	24,  // 202: skiff.core.v1.ResourceQuotas.List:output_type -> skiff.core.v1.ResourceQuotaList
+	45,  // 203: skiff.core.v1.ResourceQuotas.Update:output_type -> skiff.core.v1.ResourceQuota
+	45,  // 204: skiff.core.v1.ResourceQuotas.UpdateStatus:output_type -> skiff.core.v1.ResourceQuota
+	45,  // 205: skiff.core.v1.ResourceQuotas.Delete:output_type -> skiff.core.v1.ResourceQuota
+	26,  // 206: skiff.core.v1.ResourceQuotas.Watch:output_type -> skiff.core.v1.ResourceQuotaWatchResponse
+	46,  // 207: skiff.core.v1.Services.Create:output_type -> skiff.core.v1.Service
+	46,  // 208: skiff.core.v1.Services.Get:output_type -> skiff.core.v1.Service
+	27,  // 209: skiff.core.v1.Services.List:output_type -> skiff.core.v1.ServiceList
+	46,  // 210: skiff.core.v1.Services.Update:output_type -> skiff.core.v1.Service
+	46,  // 211: skiff.core.v1.Services.UpdateStatus:output_type -> skiff.core.v1.Service
+	46,  // 212: skiff.core.v1.Services.Delete:output_type -> skiff.core.v1.Service
+	29,  // 213: skiff.core.v1.Services.Watch:output_type -> skiff.core.v1.ServiceWatchResponse
+	47,  // 214: skiff.core.v1.PersistentVolumes.Create:output_type -> skiff.core.v1.PersistentVolume
+	47,  // 215: skiff.core.v1.PersistentVolumes.Get:output_type -> skiff.core.v1.PersistentVolume
+	30,  // 216: skiff.core.v1.PersistentVolumes.List:output_type -> skiff.core.v1.PersistentVolumeList
+	47,  // 217: skiff.core.v1.PersistentVolumes.Update:output_type -> skiff.core.v1.PersistentVolume
+	47,  // 218: skiff.core.v1.PersistentVolumes.UpdateStatus:output_type -> skiff.core.v1.PersistentVolume
+	47,  // 219: skiff.core.v1.PersistentVolumes.Delete:output_type -> skiff.core.v1.PersistentVolume
+	32,  // 220: skiff.core.v1.PersistentVolumes.Watch:output_type -> skiff.core.v1.PersistentVolumeWatchResponse
+	48,  // 221: skiff.core.v1.PersistentVolumeClaims.Create:output_type -> skiff.core.v1.PersistentVolumeClaim
+	48,  // 222: skiff.core.v1.PersistentVolumeClaims.Get:output_type -> skiff.core.v1.PersistentVolumeClaim
+	33,  // 223: skiff.core.v1.PersistentVolumeClaims.List:output_type -> skiff.core.v1.PersistentVolumeClaimList
+	48,  // 224: skiff.core.v1.PersistentVolumeClaims.Update:output_type -> skiff.core.v1.PersistentVolumeClaim
+	48,  // 225: skiff.core.v1.PersistentVolumeClaims.UpdateStatus:output_type -> skiff.core.v1.PersistentVolumeClaim
+	48,  // 226: skiff.core.v1.PersistentVolumeClaims.Delete:output_type -> skiff.core.v1.PersistentVolumeClaim
+	35,  // 227: skiff.core.v1.PersistentVolumeClaims.Watch:output_type -> skiff.core.v1.PersistentVolumeClaimWatchResponse
+	138, // [138:228] is the sub-list for method output_type
+	48,  // [48:138] is the sub-list for method input_type
+	48,  // [48:48] is the sub-list for extension type_name
+	48,  // [48:48] is the sub-list for extension extendee
+	0,   // [0:48] is the sub-list for field type_name
 }
 
 func init() { file_skiff_core_v1_kinds_gen_proto_init() }
@@ -2172,9 +2586,9 @@ func file_skiff_core_v1_kinds_gen_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_skiff_core_v1_kinds_gen_proto_rawDesc), len(file_skiff_core_v1_kinds_gen_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   30,
+			NumMessages:   36,
 			NumExtensions: 0,
-			NumServices:   10,
+			NumServices:   12,
 		},
 		GoTypes:           file_skiff_core_v1_kinds_gen_proto_goTypes,
 		DependencyIndexes: file_skiff_core_v1_kinds_gen_proto_depIdxs,

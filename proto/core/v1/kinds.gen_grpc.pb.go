@@ -3619,3 +3619,675 @@ var Services_ServiceDesc = grpc.ServiceDesc{
 	},
 	Metadata: "skiff/core/v1/kinds.gen.proto",
 }
+
+const (
+	PersistentVolumes_Create_FullMethodName       = "/skiff.core.v1.PersistentVolumes/Create"
+	PersistentVolumes_Get_FullMethodName          = "/skiff.core.v1.PersistentVolumes/Get"
+	PersistentVolumes_List_FullMethodName         = "/skiff.core.v1.PersistentVolumes/List"
+	PersistentVolumes_Update_FullMethodName       = "/skiff.core.v1.PersistentVolumes/Update"
+	PersistentVolumes_UpdateStatus_FullMethodName = "/skiff.core.v1.PersistentVolumes/UpdateStatus"
+	PersistentVolumes_Delete_FullMethodName       = "/skiff.core.v1.PersistentVolumes/Delete"
+	PersistentVolumes_Watch_FullMethodName        = "/skiff.core.v1.PersistentVolumes/Watch"
+)
+
+// PersistentVolumesClient is the client API for PersistentVolumes service.
+//
+// For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
+//
+// PersistentVolumes are cluster-scoped.
+type PersistentVolumesClient interface {
+	Create(ctx context.Context, in *PersistentVolume, opts ...grpc.CallOption) (*PersistentVolume, error)
+	Get(ctx context.Context, in *v1.GetRequest, opts ...grpc.CallOption) (*PersistentVolume, error)
+	List(ctx context.Context, in *v1.ListOptions, opts ...grpc.CallOption) (*PersistentVolumeList, error)
+	Update(ctx context.Context, in *PersistentVolume, opts ...grpc.CallOption) (*PersistentVolume, error)
+	UpdateStatus(ctx context.Context, in *PersistentVolume, opts ...grpc.CallOption) (*PersistentVolume, error)
+	Delete(ctx context.Context, in *v1.DeleteRequest, opts ...grpc.CallOption) (*PersistentVolume, error)
+	Watch(ctx context.Context, in *v1.ListOptions, opts ...grpc.CallOption) (grpc.ServerStreamingClient[PersistentVolumeWatchResponse], error)
+}
+
+type persistentVolumesClient struct {
+	cc grpc.ClientConnInterface
+}
+
+func NewPersistentVolumesClient(cc grpc.ClientConnInterface) PersistentVolumesClient {
+	return &persistentVolumesClient{cc}
+}
+
+func (c *persistentVolumesClient) Create(ctx context.Context, in *PersistentVolume, opts ...grpc.CallOption) (*PersistentVolume, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PersistentVolume)
+	err := c.cc.Invoke(ctx, PersistentVolumes_Create_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *persistentVolumesClient) Get(ctx context.Context, in *v1.GetRequest, opts ...grpc.CallOption) (*PersistentVolume, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PersistentVolume)
+	err := c.cc.Invoke(ctx, PersistentVolumes_Get_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *persistentVolumesClient) List(ctx context.Context, in *v1.ListOptions, opts ...grpc.CallOption) (*PersistentVolumeList, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PersistentVolumeList)
+	err := c.cc.Invoke(ctx, PersistentVolumes_List_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *persistentVolumesClient) Update(ctx context.Context, in *PersistentVolume, opts ...grpc.CallOption) (*PersistentVolume, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PersistentVolume)
+	err := c.cc.Invoke(ctx, PersistentVolumes_Update_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *persistentVolumesClient) UpdateStatus(ctx context.Context, in *PersistentVolume, opts ...grpc.CallOption) (*PersistentVolume, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PersistentVolume)
+	err := c.cc.Invoke(ctx, PersistentVolumes_UpdateStatus_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *persistentVolumesClient) Delete(ctx context.Context, in *v1.DeleteRequest, opts ...grpc.CallOption) (*PersistentVolume, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PersistentVolume)
+	err := c.cc.Invoke(ctx, PersistentVolumes_Delete_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *persistentVolumesClient) Watch(ctx context.Context, in *v1.ListOptions, opts ...grpc.CallOption) (grpc.ServerStreamingClient[PersistentVolumeWatchResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &PersistentVolumes_ServiceDesc.Streams[0], PersistentVolumes_Watch_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[v1.ListOptions, PersistentVolumeWatchResponse]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type PersistentVolumes_WatchClient = grpc.ServerStreamingClient[PersistentVolumeWatchResponse]
+
+// PersistentVolumesServer is the server API for PersistentVolumes service.
+// All implementations should embed UnimplementedPersistentVolumesServer
+// for forward compatibility.
+//
+// PersistentVolumes are cluster-scoped.
+type PersistentVolumesServer interface {
+	Create(context.Context, *PersistentVolume) (*PersistentVolume, error)
+	Get(context.Context, *v1.GetRequest) (*PersistentVolume, error)
+	List(context.Context, *v1.ListOptions) (*PersistentVolumeList, error)
+	Update(context.Context, *PersistentVolume) (*PersistentVolume, error)
+	UpdateStatus(context.Context, *PersistentVolume) (*PersistentVolume, error)
+	Delete(context.Context, *v1.DeleteRequest) (*PersistentVolume, error)
+	Watch(*v1.ListOptions, grpc.ServerStreamingServer[PersistentVolumeWatchResponse]) error
+}
+
+// UnimplementedPersistentVolumesServer should be embedded to have
+// forward compatible implementations.
+//
+// NOTE: this should be embedded by value instead of pointer to avoid a nil
+// pointer dereference when methods are called.
+type UnimplementedPersistentVolumesServer struct{}
+
+func (UnimplementedPersistentVolumesServer) Create(context.Context, *PersistentVolume) (*PersistentVolume, error) {
+	return nil, status.Error(codes.Unimplemented, "method Create not implemented")
+}
+func (UnimplementedPersistentVolumesServer) Get(context.Context, *v1.GetRequest) (*PersistentVolume, error) {
+	return nil, status.Error(codes.Unimplemented, "method Get not implemented")
+}
+func (UnimplementedPersistentVolumesServer) List(context.Context, *v1.ListOptions) (*PersistentVolumeList, error) {
+	return nil, status.Error(codes.Unimplemented, "method List not implemented")
+}
+func (UnimplementedPersistentVolumesServer) Update(context.Context, *PersistentVolume) (*PersistentVolume, error) {
+	return nil, status.Error(codes.Unimplemented, "method Update not implemented")
+}
+func (UnimplementedPersistentVolumesServer) UpdateStatus(context.Context, *PersistentVolume) (*PersistentVolume, error) {
+	return nil, status.Error(codes.Unimplemented, "method UpdateStatus not implemented")
+}
+func (UnimplementedPersistentVolumesServer) Delete(context.Context, *v1.DeleteRequest) (*PersistentVolume, error) {
+	return nil, status.Error(codes.Unimplemented, "method Delete not implemented")
+}
+func (UnimplementedPersistentVolumesServer) Watch(*v1.ListOptions, grpc.ServerStreamingServer[PersistentVolumeWatchResponse]) error {
+	return status.Error(codes.Unimplemented, "method Watch not implemented")
+}
+func (UnimplementedPersistentVolumesServer) testEmbeddedByValue() {}
+
+// UnsafePersistentVolumesServer may be embedded to opt out of forward compatibility for this service.
+// Use of this interface is not recommended, as added methods to PersistentVolumesServer will
+// result in compilation errors.
+type UnsafePersistentVolumesServer interface {
+	mustEmbedUnimplementedPersistentVolumesServer()
+}
+
+func RegisterPersistentVolumesServer(s grpc.ServiceRegistrar, srv PersistentVolumesServer) {
+	// If the following call panics, it indicates UnimplementedPersistentVolumesServer was
+	// embedded by pointer and is nil.  This will cause panics if an
+	// unimplemented method is ever invoked, so we test this at initialization
+	// time to prevent it from happening at runtime later due to I/O.
+	if t, ok := srv.(interface{ testEmbeddedByValue() }); ok {
+		t.testEmbeddedByValue()
+	}
+	s.RegisterService(&PersistentVolumes_ServiceDesc, srv)
+}
+
+func _PersistentVolumes_Create_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PersistentVolume)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PersistentVolumesServer).Create(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PersistentVolumes_Create_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PersistentVolumesServer).Create(ctx, req.(*PersistentVolume))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PersistentVolumes_Get_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(v1.GetRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PersistentVolumesServer).Get(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PersistentVolumes_Get_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PersistentVolumesServer).Get(ctx, req.(*v1.GetRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PersistentVolumes_List_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(v1.ListOptions)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PersistentVolumesServer).List(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PersistentVolumes_List_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PersistentVolumesServer).List(ctx, req.(*v1.ListOptions))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PersistentVolumes_Update_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PersistentVolume)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PersistentVolumesServer).Update(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PersistentVolumes_Update_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PersistentVolumesServer).Update(ctx, req.(*PersistentVolume))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PersistentVolumes_UpdateStatus_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PersistentVolume)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PersistentVolumesServer).UpdateStatus(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PersistentVolumes_UpdateStatus_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PersistentVolumesServer).UpdateStatus(ctx, req.(*PersistentVolume))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PersistentVolumes_Delete_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(v1.DeleteRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PersistentVolumesServer).Delete(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PersistentVolumes_Delete_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PersistentVolumesServer).Delete(ctx, req.(*v1.DeleteRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PersistentVolumes_Watch_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(v1.ListOptions)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(PersistentVolumesServer).Watch(m, &grpc.GenericServerStream[v1.ListOptions, PersistentVolumeWatchResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type PersistentVolumes_WatchServer = grpc.ServerStreamingServer[PersistentVolumeWatchResponse]
+
+// PersistentVolumes_ServiceDesc is the grpc.ServiceDesc for PersistentVolumes service.
+// It's only intended for direct use with grpc.RegisterService,
+// and not to be introspected or modified (even as a copy)
+var PersistentVolumes_ServiceDesc = grpc.ServiceDesc{
+	ServiceName: "skiff.core.v1.PersistentVolumes",
+	HandlerType: (*PersistentVolumesServer)(nil),
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "Create",
+			Handler:    _PersistentVolumes_Create_Handler,
+		},
+		{
+			MethodName: "Get",
+			Handler:    _PersistentVolumes_Get_Handler,
+		},
+		{
+			MethodName: "List",
+			Handler:    _PersistentVolumes_List_Handler,
+		},
+		{
+			MethodName: "Update",
+			Handler:    _PersistentVolumes_Update_Handler,
+		},
+		{
+			MethodName: "UpdateStatus",
+			Handler:    _PersistentVolumes_UpdateStatus_Handler,
+		},
+		{
+			MethodName: "Delete",
+			Handler:    _PersistentVolumes_Delete_Handler,
+		},
+	},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "Watch",
+			Handler:       _PersistentVolumes_Watch_Handler,
+			ServerStreams: true,
+		},
+	},
+	Metadata: "skiff/core/v1/kinds.gen.proto",
+}
+
+const (
+	PersistentVolumeClaims_Create_FullMethodName       = "/skiff.core.v1.PersistentVolumeClaims/Create"
+	PersistentVolumeClaims_Get_FullMethodName          = "/skiff.core.v1.PersistentVolumeClaims/Get"
+	PersistentVolumeClaims_List_FullMethodName         = "/skiff.core.v1.PersistentVolumeClaims/List"
+	PersistentVolumeClaims_Update_FullMethodName       = "/skiff.core.v1.PersistentVolumeClaims/Update"
+	PersistentVolumeClaims_UpdateStatus_FullMethodName = "/skiff.core.v1.PersistentVolumeClaims/UpdateStatus"
+	PersistentVolumeClaims_Delete_FullMethodName       = "/skiff.core.v1.PersistentVolumeClaims/Delete"
+	PersistentVolumeClaims_Watch_FullMethodName        = "/skiff.core.v1.PersistentVolumeClaims/Watch"
+)
+
+// PersistentVolumeClaimsClient is the client API for PersistentVolumeClaims service.
+//
+// For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
+//
+// PersistentVolumeClaims are namespaced.
+type PersistentVolumeClaimsClient interface {
+	Create(ctx context.Context, in *PersistentVolumeClaim, opts ...grpc.CallOption) (*PersistentVolumeClaim, error)
+	Get(ctx context.Context, in *v1.GetRequest, opts ...grpc.CallOption) (*PersistentVolumeClaim, error)
+	List(ctx context.Context, in *v1.ListOptions, opts ...grpc.CallOption) (*PersistentVolumeClaimList, error)
+	Update(ctx context.Context, in *PersistentVolumeClaim, opts ...grpc.CallOption) (*PersistentVolumeClaim, error)
+	UpdateStatus(ctx context.Context, in *PersistentVolumeClaim, opts ...grpc.CallOption) (*PersistentVolumeClaim, error)
+	Delete(ctx context.Context, in *v1.DeleteRequest, opts ...grpc.CallOption) (*PersistentVolumeClaim, error)
+	Watch(ctx context.Context, in *v1.ListOptions, opts ...grpc.CallOption) (grpc.ServerStreamingClient[PersistentVolumeClaimWatchResponse], error)
+}
+
+type persistentVolumeClaimsClient struct {
+	cc grpc.ClientConnInterface
+}
+
+func NewPersistentVolumeClaimsClient(cc grpc.ClientConnInterface) PersistentVolumeClaimsClient {
+	return &persistentVolumeClaimsClient{cc}
+}
+
+func (c *persistentVolumeClaimsClient) Create(ctx context.Context, in *PersistentVolumeClaim, opts ...grpc.CallOption) (*PersistentVolumeClaim, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PersistentVolumeClaim)
+	err := c.cc.Invoke(ctx, PersistentVolumeClaims_Create_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *persistentVolumeClaimsClient) Get(ctx context.Context, in *v1.GetRequest, opts ...grpc.CallOption) (*PersistentVolumeClaim, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PersistentVolumeClaim)
+	err := c.cc.Invoke(ctx, PersistentVolumeClaims_Get_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *persistentVolumeClaimsClient) List(ctx context.Context, in *v1.ListOptions, opts ...grpc.CallOption) (*PersistentVolumeClaimList, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PersistentVolumeClaimList)
+	err := c.cc.Invoke(ctx, PersistentVolumeClaims_List_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *persistentVolumeClaimsClient) Update(ctx context.Context, in *PersistentVolumeClaim, opts ...grpc.CallOption) (*PersistentVolumeClaim, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PersistentVolumeClaim)
+	err := c.cc.Invoke(ctx, PersistentVolumeClaims_Update_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *persistentVolumeClaimsClient) UpdateStatus(ctx context.Context, in *PersistentVolumeClaim, opts ...grpc.CallOption) (*PersistentVolumeClaim, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PersistentVolumeClaim)
+	err := c.cc.Invoke(ctx, PersistentVolumeClaims_UpdateStatus_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *persistentVolumeClaimsClient) Delete(ctx context.Context, in *v1.DeleteRequest, opts ...grpc.CallOption) (*PersistentVolumeClaim, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PersistentVolumeClaim)
+	err := c.cc.Invoke(ctx, PersistentVolumeClaims_Delete_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *persistentVolumeClaimsClient) Watch(ctx context.Context, in *v1.ListOptions, opts ...grpc.CallOption) (grpc.ServerStreamingClient[PersistentVolumeClaimWatchResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &PersistentVolumeClaims_ServiceDesc.Streams[0], PersistentVolumeClaims_Watch_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[v1.ListOptions, PersistentVolumeClaimWatchResponse]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type PersistentVolumeClaims_WatchClient = grpc.ServerStreamingClient[PersistentVolumeClaimWatchResponse]
+
+// PersistentVolumeClaimsServer is the server API for PersistentVolumeClaims service.
+// All implementations should embed UnimplementedPersistentVolumeClaimsServer
+// for forward compatibility.
+//
+// PersistentVolumeClaims are namespaced.
+type PersistentVolumeClaimsServer interface {
+	Create(context.Context, *PersistentVolumeClaim) (*PersistentVolumeClaim, error)
+	Get(context.Context, *v1.GetRequest) (*PersistentVolumeClaim, error)
+	List(context.Context, *v1.ListOptions) (*PersistentVolumeClaimList, error)
+	Update(context.Context, *PersistentVolumeClaim) (*PersistentVolumeClaim, error)
+	UpdateStatus(context.Context, *PersistentVolumeClaim) (*PersistentVolumeClaim, error)
+	Delete(context.Context, *v1.DeleteRequest) (*PersistentVolumeClaim, error)
+	Watch(*v1.ListOptions, grpc.ServerStreamingServer[PersistentVolumeClaimWatchResponse]) error
+}
+
+// UnimplementedPersistentVolumeClaimsServer should be embedded to have
+// forward compatible implementations.
+//
+// NOTE: this should be embedded by value instead of pointer to avoid a nil
+// pointer dereference when methods are called.
+type UnimplementedPersistentVolumeClaimsServer struct{}
+
+func (UnimplementedPersistentVolumeClaimsServer) Create(context.Context, *PersistentVolumeClaim) (*PersistentVolumeClaim, error) {
+	return nil, status.Error(codes.Unimplemented, "method Create not implemented")
+}
+func (UnimplementedPersistentVolumeClaimsServer) Get(context.Context, *v1.GetRequest) (*PersistentVolumeClaim, error) {
+	return nil, status.Error(codes.Unimplemented, "method Get not implemented")
+}
+func (UnimplementedPersistentVolumeClaimsServer) List(context.Context, *v1.ListOptions) (*PersistentVolumeClaimList, error) {
+	return nil, status.Error(codes.Unimplemented, "method List not implemented")
+}
+func (UnimplementedPersistentVolumeClaimsServer) Update(context.Context, *PersistentVolumeClaim) (*PersistentVolumeClaim, error) {
+	return nil, status.Error(codes.Unimplemented, "method Update not implemented")
+}
+func (UnimplementedPersistentVolumeClaimsServer) UpdateStatus(context.Context, *PersistentVolumeClaim) (*PersistentVolumeClaim, error) {
+	return nil, status.Error(codes.Unimplemented, "method UpdateStatus not implemented")
+}
+func (UnimplementedPersistentVolumeClaimsServer) Delete(context.Context, *v1.DeleteRequest) (*PersistentVolumeClaim, error) {
+	return nil, status.Error(codes.Unimplemented, "method Delete not implemented")
+}
+func (UnimplementedPersistentVolumeClaimsServer) Watch(*v1.ListOptions, grpc.ServerStreamingServer[PersistentVolumeClaimWatchResponse]) error {
+	return status.Error(codes.Unimplemented, "method Watch not implemented")
+}
+func (UnimplementedPersistentVolumeClaimsServer) testEmbeddedByValue() {}
+
+// UnsafePersistentVolumeClaimsServer may be embedded to opt out of forward compatibility for this service.
+// Use of this interface is not recommended, as added methods to PersistentVolumeClaimsServer will
+// result in compilation errors.
+type UnsafePersistentVolumeClaimsServer interface {
+	mustEmbedUnimplementedPersistentVolumeClaimsServer()
+}
+
+func RegisterPersistentVolumeClaimsServer(s grpc.ServiceRegistrar, srv PersistentVolumeClaimsServer) {
+	// If the following call panics, it indicates UnimplementedPersistentVolumeClaimsServer was
+	// embedded by pointer and is nil.  This will cause panics if an
+	// unimplemented method is ever invoked, so we test this at initialization
+	// time to prevent it from happening at runtime later due to I/O.
+	if t, ok := srv.(interface{ testEmbeddedByValue() }); ok {
+		t.testEmbeddedByValue()
+	}
+	s.RegisterService(&PersistentVolumeClaims_ServiceDesc, srv)
+}
+
+func _PersistentVolumeClaims_Create_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PersistentVolumeClaim)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PersistentVolumeClaimsServer).Create(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PersistentVolumeClaims_Create_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PersistentVolumeClaimsServer).Create(ctx, req.(*PersistentVolumeClaim))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PersistentVolumeClaims_Get_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(v1.GetRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PersistentVolumeClaimsServer).Get(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PersistentVolumeClaims_Get_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PersistentVolumeClaimsServer).Get(ctx, req.(*v1.GetRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PersistentVolumeClaims_List_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(v1.ListOptions)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PersistentVolumeClaimsServer).List(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PersistentVolumeClaims_List_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PersistentVolumeClaimsServer).List(ctx, req.(*v1.ListOptions))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PersistentVolumeClaims_Update_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PersistentVolumeClaim)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PersistentVolumeClaimsServer).Update(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PersistentVolumeClaims_Update_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PersistentVolumeClaimsServer).Update(ctx, req.(*PersistentVolumeClaim))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PersistentVolumeClaims_UpdateStatus_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PersistentVolumeClaim)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PersistentVolumeClaimsServer).UpdateStatus(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PersistentVolumeClaims_UpdateStatus_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PersistentVolumeClaimsServer).UpdateStatus(ctx, req.(*PersistentVolumeClaim))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PersistentVolumeClaims_Delete_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(v1.DeleteRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PersistentVolumeClaimsServer).Delete(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: PersistentVolumeClaims_Delete_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PersistentVolumeClaimsServer).Delete(ctx, req.(*v1.DeleteRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _PersistentVolumeClaims_Watch_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(v1.ListOptions)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(PersistentVolumeClaimsServer).Watch(m, &grpc.GenericServerStream[v1.ListOptions, PersistentVolumeClaimWatchResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type PersistentVolumeClaims_WatchServer = grpc.ServerStreamingServer[PersistentVolumeClaimWatchResponse]
+
+// PersistentVolumeClaims_ServiceDesc is the grpc.ServiceDesc for PersistentVolumeClaims service.
+// It's only intended for direct use with grpc.RegisterService,
+// and not to be introspected or modified (even as a copy)
+var PersistentVolumeClaims_ServiceDesc = grpc.ServiceDesc{
+	ServiceName: "skiff.core.v1.PersistentVolumeClaims",
+	HandlerType: (*PersistentVolumeClaimsServer)(nil),
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "Create",
+			Handler:    _PersistentVolumeClaims_Create_Handler,
+		},
+		{
+			MethodName: "Get",
+			Handler:    _PersistentVolumeClaims_Get_Handler,
+		},
+		{
+			MethodName: "List",
+			Handler:    _PersistentVolumeClaims_List_Handler,
+		},
+		{
+			MethodName: "Update",
+			Handler:    _PersistentVolumeClaims_Update_Handler,
+		},
+		{
+			MethodName: "UpdateStatus",
+			Handler:    _PersistentVolumeClaims_UpdateStatus_Handler,
+		},
+		{
+			MethodName: "Delete",
+			Handler:    _PersistentVolumeClaims_Delete_Handler,
+		},
+	},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "Watch",
+			Handler:       _PersistentVolumeClaims_Watch_Handler,
+			ServerStreams: true,
+		},
+	},
+	Metadata: "skiff/core/v1/kinds.gen.proto",
+}

@@ -1788,16 +1788,17 @@ func (x *VolumeMount) GetSubPath() string {
 }
 
 type Volume struct {
-	state         protoimpl.MessageState   `protogen:"open.v1"`
-	Name          string                   `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	EmptyDir      *EmptyDirVolumeSource    `protobuf:"bytes,2,opt,name=empty_dir,json=emptyDir,proto3" json:"empty_dir,omitempty"`
-	HostPath      *HostPathVolumeSource    `protobuf:"bytes,3,opt,name=host_path,json=hostPath,proto3" json:"host_path,omitempty"`
-	ConfigMap     *ConfigMapVolumeSource   `protobuf:"bytes,4,opt,name=config_map,json=configMap,proto3" json:"config_map,omitempty"`
-	Secret        *SecretVolumeSource      `protobuf:"bytes,5,opt,name=secret,proto3" json:"secret,omitempty"`
-	DownwardApi   *DownwardAPIVolumeSource `protobuf:"bytes,6,opt,name=downward_api,json=downwardAPI,proto3" json:"downward_api,omitempty"`
-	Projected     *ProjectedVolumeSource   `protobuf:"bytes,7,opt,name=projected,proto3" json:"projected,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state                 protoimpl.MessageState             `protogen:"open.v1"`
+	Name                  string                             `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	EmptyDir              *EmptyDirVolumeSource              `protobuf:"bytes,2,opt,name=empty_dir,json=emptyDir,proto3" json:"empty_dir,omitempty"`
+	HostPath              *HostPathVolumeSource              `protobuf:"bytes,3,opt,name=host_path,json=hostPath,proto3" json:"host_path,omitempty"`
+	ConfigMap             *ConfigMapVolumeSource             `protobuf:"bytes,4,opt,name=config_map,json=configMap,proto3" json:"config_map,omitempty"`
+	Secret                *SecretVolumeSource                `protobuf:"bytes,5,opt,name=secret,proto3" json:"secret,omitempty"`
+	DownwardApi           *DownwardAPIVolumeSource           `protobuf:"bytes,6,opt,name=downward_api,json=downwardAPI,proto3" json:"downward_api,omitempty"`
+	Projected             *ProjectedVolumeSource             `protobuf:"bytes,7,opt,name=projected,proto3" json:"projected,omitempty"`
+	PersistentVolumeClaim *PersistentVolumeClaimVolumeSource `protobuf:"bytes,8,opt,name=persistent_volume_claim,json=persistentVolumeClaim,proto3" json:"persistent_volume_claim,omitempty"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
 }
 
 func (x *Volume) Reset() {
@@ -1879,6 +1880,67 @@ func (x *Volume) GetProjected() *ProjectedVolumeSource {
 	return nil
 }
 
+func (x *Volume) GetPersistentVolumeClaim() *PersistentVolumeClaimVolumeSource {
+	if x != nil {
+		return x.PersistentVolumeClaim
+	}
+	return nil
+}
+
+// PersistentVolumeClaimVolumeSource: the volume bound to a claim of the
+// pod's namespace.
+type PersistentVolumeClaimVolumeSource struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ClaimName     string                 `protobuf:"bytes,1,opt,name=claim_name,json=claimName,proto3" json:"claim_name,omitempty"`
+	ReadOnly      bool                   `protobuf:"varint,2,opt,name=read_only,json=readOnly,proto3" json:"read_only,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PersistentVolumeClaimVolumeSource) Reset() {
+	*x = PersistentVolumeClaimVolumeSource{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PersistentVolumeClaimVolumeSource) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PersistentVolumeClaimVolumeSource) ProtoMessage() {}
+
+func (x *PersistentVolumeClaimVolumeSource) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PersistentVolumeClaimVolumeSource.ProtoReflect.Descriptor instead.
+func (*PersistentVolumeClaimVolumeSource) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *PersistentVolumeClaimVolumeSource) GetClaimName() string {
+	if x != nil {
+		return x.ClaimName
+	}
+	return ""
+}
+
+func (x *PersistentVolumeClaimVolumeSource) GetReadOnly() bool {
+	if x != nil {
+		return x.ReadOnly
+	}
+	return false
+}
+
 // SecretVolumeSource: a Secret's keys as files (all, or the items).
 type SecretVolumeSource struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
@@ -1893,7 +1955,7 @@ type SecretVolumeSource struct {
 
 func (x *SecretVolumeSource) Reset() {
 	*x = SecretVolumeSource{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[25]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1905,7 +1967,7 @@ func (x *SecretVolumeSource) String() string {
 func (*SecretVolumeSource) ProtoMessage() {}
 
 func (x *SecretVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[25]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1918,7 +1980,7 @@ func (x *SecretVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecretVolumeSource.ProtoReflect.Descriptor instead.
 func (*SecretVolumeSource) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{25}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *SecretVolumeSource) GetSecretName() string {
@@ -1960,7 +2022,7 @@ type DownwardAPIVolumeSource struct {
 
 func (x *DownwardAPIVolumeSource) Reset() {
 	*x = DownwardAPIVolumeSource{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[26]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1972,7 +2034,7 @@ func (x *DownwardAPIVolumeSource) String() string {
 func (*DownwardAPIVolumeSource) ProtoMessage() {}
 
 func (x *DownwardAPIVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[26]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1985,7 +2047,7 @@ func (x *DownwardAPIVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DownwardAPIVolumeSource.ProtoReflect.Descriptor instead.
 func (*DownwardAPIVolumeSource) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{26}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *DownwardAPIVolumeSource) GetItems() []*DownwardAPIVolumeFile {
@@ -2017,7 +2079,7 @@ type DownwardAPIVolumeFile struct {
 
 func (x *DownwardAPIVolumeFile) Reset() {
 	*x = DownwardAPIVolumeFile{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[27]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2029,7 +2091,7 @@ func (x *DownwardAPIVolumeFile) String() string {
 func (*DownwardAPIVolumeFile) ProtoMessage() {}
 
 func (x *DownwardAPIVolumeFile) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[27]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2042,7 +2104,7 @@ func (x *DownwardAPIVolumeFile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DownwardAPIVolumeFile.ProtoReflect.Descriptor instead.
 func (*DownwardAPIVolumeFile) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{27}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *DownwardAPIVolumeFile) GetPath() string {
@@ -2084,7 +2146,7 @@ type ProjectedVolumeSource struct {
 
 func (x *ProjectedVolumeSource) Reset() {
 	*x = ProjectedVolumeSource{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[28]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2096,7 +2158,7 @@ func (x *ProjectedVolumeSource) String() string {
 func (*ProjectedVolumeSource) ProtoMessage() {}
 
 func (x *ProjectedVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[28]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2109,7 +2171,7 @@ func (x *ProjectedVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProjectedVolumeSource.ProtoReflect.Descriptor instead.
 func (*ProjectedVolumeSource) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{28}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ProjectedVolumeSource) GetSources() []*VolumeProjection {
@@ -2139,7 +2201,7 @@ type VolumeProjection struct {
 
 func (x *VolumeProjection) Reset() {
 	*x = VolumeProjection{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[29]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2151,7 +2213,7 @@ func (x *VolumeProjection) String() string {
 func (*VolumeProjection) ProtoMessage() {}
 
 func (x *VolumeProjection) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[29]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2164,7 +2226,7 @@ func (x *VolumeProjection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VolumeProjection.ProtoReflect.Descriptor instead.
 func (*VolumeProjection) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{29}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *VolumeProjection) GetSecret() *SecretProjection {
@@ -2206,7 +2268,7 @@ type SecretProjection struct {
 
 func (x *SecretProjection) Reset() {
 	*x = SecretProjection{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[30]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2218,7 +2280,7 @@ func (x *SecretProjection) String() string {
 func (*SecretProjection) ProtoMessage() {}
 
 func (x *SecretProjection) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[30]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2231,7 +2293,7 @@ func (x *SecretProjection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecretProjection.ProtoReflect.Descriptor instead.
 func (*SecretProjection) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{30}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *SecretProjection) GetName() string {
@@ -2266,7 +2328,7 @@ type ConfigMapProjection struct {
 
 func (x *ConfigMapProjection) Reset() {
 	*x = ConfigMapProjection{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[31]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2278,7 +2340,7 @@ func (x *ConfigMapProjection) String() string {
 func (*ConfigMapProjection) ProtoMessage() {}
 
 func (x *ConfigMapProjection) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[31]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2291,7 +2353,7 @@ func (x *ConfigMapProjection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMapProjection.ProtoReflect.Descriptor instead.
 func (*ConfigMapProjection) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{31}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ConfigMapProjection) GetName() string {
@@ -2324,7 +2386,7 @@ type DownwardAPIProjection struct {
 
 func (x *DownwardAPIProjection) Reset() {
 	*x = DownwardAPIProjection{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[32]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2336,7 +2398,7 @@ func (x *DownwardAPIProjection) String() string {
 func (*DownwardAPIProjection) ProtoMessage() {}
 
 func (x *DownwardAPIProjection) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[32]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2349,7 +2411,7 @@ func (x *DownwardAPIProjection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DownwardAPIProjection.ProtoReflect.Descriptor instead.
 func (*DownwardAPIProjection) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{32}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *DownwardAPIProjection) GetItems() []*DownwardAPIVolumeFile {
@@ -2375,7 +2437,7 @@ type ServiceAccountTokenProjection struct {
 
 func (x *ServiceAccountTokenProjection) Reset() {
 	*x = ServiceAccountTokenProjection{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[33]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2387,7 +2449,7 @@ func (x *ServiceAccountTokenProjection) String() string {
 func (*ServiceAccountTokenProjection) ProtoMessage() {}
 
 func (x *ServiceAccountTokenProjection) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[33]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2400,7 +2462,7 @@ func (x *ServiceAccountTokenProjection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceAccountTokenProjection.ProtoReflect.Descriptor instead.
 func (*ServiceAccountTokenProjection) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{33}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ServiceAccountTokenProjection) GetAudience() string {
@@ -2434,7 +2496,7 @@ type EmptyDirVolumeSource struct {
 
 func (x *EmptyDirVolumeSource) Reset() {
 	*x = EmptyDirVolumeSource{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[34]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2446,7 +2508,7 @@ func (x *EmptyDirVolumeSource) String() string {
 func (*EmptyDirVolumeSource) ProtoMessage() {}
 
 func (x *EmptyDirVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[34]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2459,7 +2521,7 @@ func (x *EmptyDirVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EmptyDirVolumeSource.ProtoReflect.Descriptor instead.
 func (*EmptyDirVolumeSource) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{34}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *EmptyDirVolumeSource) GetMedium() string {
@@ -2486,7 +2548,7 @@ type HostPathVolumeSource struct {
 
 func (x *HostPathVolumeSource) Reset() {
 	*x = HostPathVolumeSource{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[35]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2498,7 +2560,7 @@ func (x *HostPathVolumeSource) String() string {
 func (*HostPathVolumeSource) ProtoMessage() {}
 
 func (x *HostPathVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[35]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2511,7 +2573,7 @@ func (x *HostPathVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostPathVolumeSource.ProtoReflect.Descriptor instead.
 func (*HostPathVolumeSource) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{35}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *HostPathVolumeSource) GetPath() string {
@@ -2540,7 +2602,7 @@ type ConfigMapVolumeSource struct {
 
 func (x *ConfigMapVolumeSource) Reset() {
 	*x = ConfigMapVolumeSource{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[36]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2552,7 +2614,7 @@ func (x *ConfigMapVolumeSource) String() string {
 func (*ConfigMapVolumeSource) ProtoMessage() {}
 
 func (x *ConfigMapVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[36]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2565,7 +2627,7 @@ func (x *ConfigMapVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMapVolumeSource.ProtoReflect.Descriptor instead.
 func (*ConfigMapVolumeSource) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{36}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ConfigMapVolumeSource) GetName() string {
@@ -2607,7 +2669,7 @@ type KeyToPath struct {
 
 func (x *KeyToPath) Reset() {
 	*x = KeyToPath{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[37]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2619,7 +2681,7 @@ func (x *KeyToPath) String() string {
 func (*KeyToPath) ProtoMessage() {}
 
 func (x *KeyToPath) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[37]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2632,7 +2694,7 @@ func (x *KeyToPath) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyToPath.ProtoReflect.Descriptor instead.
 func (*KeyToPath) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{37}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *KeyToPath) GetKey() string {
@@ -2673,7 +2735,7 @@ type Probe struct {
 
 func (x *Probe) Reset() {
 	*x = Probe{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[38]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2685,7 +2747,7 @@ func (x *Probe) String() string {
 func (*Probe) ProtoMessage() {}
 
 func (x *Probe) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[38]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2698,7 +2760,7 @@ func (x *Probe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Probe.ProtoReflect.Descriptor instead.
 func (*Probe) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{38}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *Probe) GetExec() *ExecAction {
@@ -2773,7 +2835,7 @@ type ExecAction struct {
 
 func (x *ExecAction) Reset() {
 	*x = ExecAction{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[39]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2785,7 +2847,7 @@ func (x *ExecAction) String() string {
 func (*ExecAction) ProtoMessage() {}
 
 func (x *ExecAction) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[39]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2798,7 +2860,7 @@ func (x *ExecAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecAction.ProtoReflect.Descriptor instead.
 func (*ExecAction) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{39}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ExecAction) GetCommand() []string {
@@ -2822,7 +2884,7 @@ type HTTPGetAction struct {
 
 func (x *HTTPGetAction) Reset() {
 	*x = HTTPGetAction{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[40]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2834,7 +2896,7 @@ func (x *HTTPGetAction) String() string {
 func (*HTTPGetAction) ProtoMessage() {}
 
 func (x *HTTPGetAction) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[40]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2847,7 +2909,7 @@ func (x *HTTPGetAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HTTPGetAction.ProtoReflect.Descriptor instead.
 func (*HTTPGetAction) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{40}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *HTTPGetAction) GetPath() string {
@@ -2895,7 +2957,7 @@ type HTTPHeader struct {
 
 func (x *HTTPHeader) Reset() {
 	*x = HTTPHeader{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[41]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2907,7 +2969,7 @@ func (x *HTTPHeader) String() string {
 func (*HTTPHeader) ProtoMessage() {}
 
 func (x *HTTPHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[41]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2920,7 +2982,7 @@ func (x *HTTPHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HTTPHeader.ProtoReflect.Descriptor instead.
 func (*HTTPHeader) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{41}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *HTTPHeader) GetName() string {
@@ -2947,7 +3009,7 @@ type TCPSocketAction struct {
 
 func (x *TCPSocketAction) Reset() {
 	*x = TCPSocketAction{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[42]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2959,7 +3021,7 @@ func (x *TCPSocketAction) String() string {
 func (*TCPSocketAction) ProtoMessage() {}
 
 func (x *TCPSocketAction) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[42]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2972,7 +3034,7 @@ func (x *TCPSocketAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TCPSocketAction.ProtoReflect.Descriptor instead.
 func (*TCPSocketAction) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{42}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *TCPSocketAction) GetPort() *v1.IntOrString {
@@ -2998,7 +3060,7 @@ type Affinity struct {
 
 func (x *Affinity) Reset() {
 	*x = Affinity{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[43]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3010,7 +3072,7 @@ func (x *Affinity) String() string {
 func (*Affinity) ProtoMessage() {}
 
 func (x *Affinity) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[43]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3023,7 +3085,7 @@ func (x *Affinity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Affinity.ProtoReflect.Descriptor instead.
 func (*Affinity) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{43}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *Affinity) GetNodeAffinity() *NodeAffinity {
@@ -3043,7 +3105,7 @@ type NodeAffinity struct {
 
 func (x *NodeAffinity) Reset() {
 	*x = NodeAffinity{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[44]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3055,7 +3117,7 @@ func (x *NodeAffinity) String() string {
 func (*NodeAffinity) ProtoMessage() {}
 
 func (x *NodeAffinity) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[44]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3068,7 +3130,7 @@ func (x *NodeAffinity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeAffinity.ProtoReflect.Descriptor instead.
 func (*NodeAffinity) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{44}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *NodeAffinity) GetRequiredDuringSchedulingIgnoredDuringExecution() *NodeSelector {
@@ -3095,7 +3157,7 @@ type NodeSelector struct {
 
 func (x *NodeSelector) Reset() {
 	*x = NodeSelector{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[45]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3107,7 +3169,7 @@ func (x *NodeSelector) String() string {
 func (*NodeSelector) ProtoMessage() {}
 
 func (x *NodeSelector) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[45]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3120,7 +3182,7 @@ func (x *NodeSelector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeSelector.ProtoReflect.Descriptor instead.
 func (*NodeSelector) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{45}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *NodeSelector) GetNodeSelectorTerms() []*NodeSelectorTerm {
@@ -3141,7 +3203,7 @@ type NodeSelectorTerm struct {
 
 func (x *NodeSelectorTerm) Reset() {
 	*x = NodeSelectorTerm{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[46]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3153,7 +3215,7 @@ func (x *NodeSelectorTerm) String() string {
 func (*NodeSelectorTerm) ProtoMessage() {}
 
 func (x *NodeSelectorTerm) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[46]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3166,7 +3228,7 @@ func (x *NodeSelectorTerm) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeSelectorTerm.ProtoReflect.Descriptor instead.
 func (*NodeSelectorTerm) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{46}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *NodeSelectorTerm) GetMatchExpressions() []*NodeSelectorRequirement {
@@ -3195,7 +3257,7 @@ type NodeSelectorRequirement struct {
 
 func (x *NodeSelectorRequirement) Reset() {
 	*x = NodeSelectorRequirement{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[47]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3207,7 +3269,7 @@ func (x *NodeSelectorRequirement) String() string {
 func (*NodeSelectorRequirement) ProtoMessage() {}
 
 func (x *NodeSelectorRequirement) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[47]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3220,7 +3282,7 @@ func (x *NodeSelectorRequirement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeSelectorRequirement.ProtoReflect.Descriptor instead.
 func (*NodeSelectorRequirement) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{47}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *NodeSelectorRequirement) GetKey() string {
@@ -3254,7 +3316,7 @@ type PreferredSchedulingTerm struct {
 
 func (x *PreferredSchedulingTerm) Reset() {
 	*x = PreferredSchedulingTerm{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[48]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3266,7 +3328,7 @@ func (x *PreferredSchedulingTerm) String() string {
 func (*PreferredSchedulingTerm) ProtoMessage() {}
 
 func (x *PreferredSchedulingTerm) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[48]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3279,7 +3341,7 @@ func (x *PreferredSchedulingTerm) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreferredSchedulingTerm.ProtoReflect.Descriptor instead.
 func (*PreferredSchedulingTerm) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{48}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *PreferredSchedulingTerm) GetWeight() int32 {
@@ -3311,7 +3373,7 @@ type Toleration struct {
 
 func (x *Toleration) Reset() {
 	*x = Toleration{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[49]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3323,7 +3385,7 @@ func (x *Toleration) String() string {
 func (*Toleration) ProtoMessage() {}
 
 func (x *Toleration) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[49]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3336,7 +3398,7 @@ func (x *Toleration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Toleration.ProtoReflect.Descriptor instead.
 func (*Toleration) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{49}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *Toleration) GetKey() string {
@@ -3388,7 +3450,7 @@ type TopologySpreadConstraint struct {
 
 func (x *TopologySpreadConstraint) Reset() {
 	*x = TopologySpreadConstraint{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[50]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3400,7 +3462,7 @@ func (x *TopologySpreadConstraint) String() string {
 func (*TopologySpreadConstraint) ProtoMessage() {}
 
 func (x *TopologySpreadConstraint) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[50]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3413,7 +3475,7 @@ func (x *TopologySpreadConstraint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopologySpreadConstraint.ProtoReflect.Descriptor instead.
 func (*TopologySpreadConstraint) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{50}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *TopologySpreadConstraint) GetMaxSkew() int32 {
@@ -3472,7 +3534,7 @@ type PodStatus struct {
 
 func (x *PodStatus) Reset() {
 	*x = PodStatus{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[51]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3484,7 +3546,7 @@ func (x *PodStatus) String() string {
 func (*PodStatus) ProtoMessage() {}
 
 func (x *PodStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[51]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3497,7 +3559,7 @@ func (x *PodStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodStatus.ProtoReflect.Descriptor instead.
 func (*PodStatus) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{51}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *PodStatus) GetPhase() string {
@@ -3593,7 +3655,7 @@ type PodIP struct {
 
 func (x *PodIP) Reset() {
 	*x = PodIP{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[52]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3605,7 +3667,7 @@ func (x *PodIP) String() string {
 func (*PodIP) ProtoMessage() {}
 
 func (x *PodIP) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[52]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3618,7 +3680,7 @@ func (x *PodIP) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodIP.ProtoReflect.Descriptor instead.
 func (*PodIP) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{52}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *PodIP) GetIp() string {
@@ -3644,7 +3706,7 @@ type PodCondition struct {
 
 func (x *PodCondition) Reset() {
 	*x = PodCondition{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[53]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3656,7 +3718,7 @@ func (x *PodCondition) String() string {
 func (*PodCondition) ProtoMessage() {}
 
 func (x *PodCondition) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[53]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3669,7 +3731,7 @@ func (x *PodCondition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodCondition.ProtoReflect.Descriptor instead.
 func (*PodCondition) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{53}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *PodCondition) GetType() string {
@@ -3731,7 +3793,7 @@ type ContainerStatus struct {
 
 func (x *ContainerStatus) Reset() {
 	*x = ContainerStatus{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[54]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3743,7 +3805,7 @@ func (x *ContainerStatus) String() string {
 func (*ContainerStatus) ProtoMessage() {}
 
 func (x *ContainerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[54]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3756,7 +3818,7 @@ func (x *ContainerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStatus.ProtoReflect.Descriptor instead.
 func (*ContainerStatus) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{54}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *ContainerStatus) GetName() string {
@@ -3834,7 +3896,7 @@ type ContainerState struct {
 
 func (x *ContainerState) Reset() {
 	*x = ContainerState{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[55]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3846,7 +3908,7 @@ func (x *ContainerState) String() string {
 func (*ContainerState) ProtoMessage() {}
 
 func (x *ContainerState) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[55]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3859,7 +3921,7 @@ func (x *ContainerState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerState.ProtoReflect.Descriptor instead.
 func (*ContainerState) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{55}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *ContainerState) GetWaiting() *ContainerStateWaiting {
@@ -3893,7 +3955,7 @@ type ContainerStateWaiting struct {
 
 func (x *ContainerStateWaiting) Reset() {
 	*x = ContainerStateWaiting{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[56]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3905,7 +3967,7 @@ func (x *ContainerStateWaiting) String() string {
 func (*ContainerStateWaiting) ProtoMessage() {}
 
 func (x *ContainerStateWaiting) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[56]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3918,7 +3980,7 @@ func (x *ContainerStateWaiting) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStateWaiting.ProtoReflect.Descriptor instead.
 func (*ContainerStateWaiting) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{56}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *ContainerStateWaiting) GetReason() string {
@@ -3944,7 +4006,7 @@ type ContainerStateRunning struct {
 
 func (x *ContainerStateRunning) Reset() {
 	*x = ContainerStateRunning{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[57]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3956,7 +4018,7 @@ func (x *ContainerStateRunning) String() string {
 func (*ContainerStateRunning) ProtoMessage() {}
 
 func (x *ContainerStateRunning) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[57]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3969,7 +4031,7 @@ func (x *ContainerStateRunning) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStateRunning.ProtoReflect.Descriptor instead.
 func (*ContainerStateRunning) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{57}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *ContainerStateRunning) GetStartedAt() *timestamppb.Timestamp {
@@ -3994,7 +4056,7 @@ type ContainerStateTerminated struct {
 
 func (x *ContainerStateTerminated) Reset() {
 	*x = ContainerStateTerminated{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[58]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4006,7 +4068,7 @@ func (x *ContainerStateTerminated) String() string {
 func (*ContainerStateTerminated) ProtoMessage() {}
 
 func (x *ContainerStateTerminated) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[58]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4019,7 +4081,7 @@ func (x *ContainerStateTerminated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStateTerminated.ProtoReflect.Descriptor instead.
 func (*ContainerStateTerminated) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{58}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *ContainerStateTerminated) GetExitCode() int32 {
@@ -4086,7 +4148,7 @@ type Binding struct {
 
 func (x *Binding) Reset() {
 	*x = Binding{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[59]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4098,7 +4160,7 @@ func (x *Binding) String() string {
 func (*Binding) ProtoMessage() {}
 
 func (x *Binding) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[59]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4111,7 +4173,7 @@ func (x *Binding) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Binding.ProtoReflect.Descriptor instead.
 func (*Binding) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{59}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *Binding) GetApiVersion() string {
@@ -4157,7 +4219,7 @@ type ObjectReference struct {
 
 func (x *ObjectReference) Reset() {
 	*x = ObjectReference{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[60]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4169,7 +4231,7 @@ func (x *ObjectReference) String() string {
 func (*ObjectReference) ProtoMessage() {}
 
 func (x *ObjectReference) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[60]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4182,7 +4244,7 @@ func (x *ObjectReference) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectReference.ProtoReflect.Descriptor instead.
 func (*ObjectReference) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{60}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *ObjectReference) GetKind() string {
@@ -4247,7 +4309,7 @@ type Node struct {
 
 func (x *Node) Reset() {
 	*x = Node{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[61]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4259,7 +4321,7 @@ func (x *Node) String() string {
 func (*Node) ProtoMessage() {}
 
 func (x *Node) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[61]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4272,7 +4334,7 @@ func (x *Node) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Node.ProtoReflect.Descriptor instead.
 func (*Node) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{61}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *Node) GetApiVersion() string {
@@ -4323,7 +4385,7 @@ type NodeSpec struct {
 
 func (x *NodeSpec) Reset() {
 	*x = NodeSpec{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[62]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4335,7 +4397,7 @@ func (x *NodeSpec) String() string {
 func (*NodeSpec) ProtoMessage() {}
 
 func (x *NodeSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[62]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4348,7 +4410,7 @@ func (x *NodeSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeSpec.ProtoReflect.Descriptor instead.
 func (*NodeSpec) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{62}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *NodeSpec) GetPodCidr() string {
@@ -4399,7 +4461,7 @@ type Taint struct {
 
 func (x *Taint) Reset() {
 	*x = Taint{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[63]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4411,7 +4473,7 @@ func (x *Taint) String() string {
 func (*Taint) ProtoMessage() {}
 
 func (x *Taint) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[63]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4424,7 +4486,7 @@ func (x *Taint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Taint.ProtoReflect.Descriptor instead.
 func (*Taint) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{63}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *Taint) GetKey() string {
@@ -4473,7 +4535,7 @@ type NodeStatus struct {
 
 func (x *NodeStatus) Reset() {
 	*x = NodeStatus{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[64]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4485,7 +4547,7 @@ func (x *NodeStatus) String() string {
 func (*NodeStatus) ProtoMessage() {}
 
 func (x *NodeStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[64]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4498,7 +4560,7 @@ func (x *NodeStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeStatus.ProtoReflect.Descriptor instead.
 func (*NodeStatus) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{64}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *NodeStatus) GetCapacity() map[string]string {
@@ -4566,7 +4628,7 @@ type NodeDaemonEndpoints struct {
 
 func (x *NodeDaemonEndpoints) Reset() {
 	*x = NodeDaemonEndpoints{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[65]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4578,7 +4640,7 @@ func (x *NodeDaemonEndpoints) String() string {
 func (*NodeDaemonEndpoints) ProtoMessage() {}
 
 func (x *NodeDaemonEndpoints) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[65]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4591,7 +4653,7 @@ func (x *NodeDaemonEndpoints) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeDaemonEndpoints.ProtoReflect.Descriptor instead.
 func (*NodeDaemonEndpoints) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{65}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *NodeDaemonEndpoints) GetKubeletEndpoint() *DaemonEndpoint {
@@ -4610,7 +4672,7 @@ type DaemonEndpoint struct {
 
 func (x *DaemonEndpoint) Reset() {
 	*x = DaemonEndpoint{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[66]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4622,7 +4684,7 @@ func (x *DaemonEndpoint) String() string {
 func (*DaemonEndpoint) ProtoMessage() {}
 
 func (x *DaemonEndpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[66]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4635,7 +4697,7 @@ func (x *DaemonEndpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DaemonEndpoint.ProtoReflect.Descriptor instead.
 func (*DaemonEndpoint) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{66}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *DaemonEndpoint) GetPort() int32 {
@@ -4669,7 +4731,7 @@ type PodLogOptions struct {
 
 func (x *PodLogOptions) Reset() {
 	*x = PodLogOptions{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[67]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4681,7 +4743,7 @@ func (x *PodLogOptions) String() string {
 func (*PodLogOptions) ProtoMessage() {}
 
 func (x *PodLogOptions) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[67]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4694,7 +4756,7 @@ func (x *PodLogOptions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodLogOptions.ProtoReflect.Descriptor instead.
 func (*PodLogOptions) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{67}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *PodLogOptions) GetNamespace() string {
@@ -4763,7 +4825,7 @@ type LogChunk struct {
 
 func (x *LogChunk) Reset() {
 	*x = LogChunk{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[68]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4775,7 +4837,7 @@ func (x *LogChunk) String() string {
 func (*LogChunk) ProtoMessage() {}
 
 func (x *LogChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[68]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4788,7 +4850,7 @@ func (x *LogChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogChunk.ProtoReflect.Descriptor instead.
 func (*LogChunk) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{68}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *LogChunk) GetData() []byte {
@@ -4818,7 +4880,7 @@ type PodExecOptions struct {
 
 func (x *PodExecOptions) Reset() {
 	*x = PodExecOptions{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[69]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4830,7 +4892,7 @@ func (x *PodExecOptions) String() string {
 func (*PodExecOptions) ProtoMessage() {}
 
 func (x *PodExecOptions) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[69]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4843,7 +4905,7 @@ func (x *PodExecOptions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodExecOptions.ProtoReflect.Descriptor instead.
 func (*PodExecOptions) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{69}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *PodExecOptions) GetNamespace() string {
@@ -4918,7 +4980,7 @@ type ExecRequest struct {
 
 func (x *ExecRequest) Reset() {
 	*x = ExecRequest{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[70]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4930,7 +4992,7 @@ func (x *ExecRequest) String() string {
 func (*ExecRequest) ProtoMessage() {}
 
 func (x *ExecRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[70]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4943,7 +5005,7 @@ func (x *ExecRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecRequest.ProtoReflect.Descriptor instead.
 func (*ExecRequest) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{70}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *ExecRequest) GetOptions() *PodExecOptions {
@@ -4984,7 +5046,7 @@ type TerminalSize struct {
 
 func (x *TerminalSize) Reset() {
 	*x = TerminalSize{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[71]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4996,7 +5058,7 @@ func (x *TerminalSize) String() string {
 func (*TerminalSize) ProtoMessage() {}
 
 func (x *TerminalSize) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[71]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5009,7 +5071,7 @@ func (x *TerminalSize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TerminalSize.ProtoReflect.Descriptor instead.
 func (*TerminalSize) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{71}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *TerminalSize) GetWidth() uint32 {
@@ -5040,7 +5102,7 @@ type ExecResponse struct {
 
 func (x *ExecResponse) Reset() {
 	*x = ExecResponse{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[72]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5052,7 +5114,7 @@ func (x *ExecResponse) String() string {
 func (*ExecResponse) ProtoMessage() {}
 
 func (x *ExecResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[72]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5065,7 +5127,7 @@ func (x *ExecResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecResponse.ProtoReflect.Descriptor instead.
 func (*ExecResponse) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{72}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *ExecResponse) GetStdout() []byte {
@@ -5102,7 +5164,7 @@ type PodPortForwardOptions struct {
 
 func (x *PodPortForwardOptions) Reset() {
 	*x = PodPortForwardOptions{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[73]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5114,7 +5176,7 @@ func (x *PodPortForwardOptions) String() string {
 func (*PodPortForwardOptions) ProtoMessage() {}
 
 func (x *PodPortForwardOptions) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[73]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5127,7 +5189,7 @@ func (x *PodPortForwardOptions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodPortForwardOptions.ProtoReflect.Descriptor instead.
 func (*PodPortForwardOptions) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{73}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *PodPortForwardOptions) GetNamespace() string {
@@ -5165,7 +5227,7 @@ type PortForwardRequest struct {
 
 func (x *PortForwardRequest) Reset() {
 	*x = PortForwardRequest{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[74]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5177,7 +5239,7 @@ func (x *PortForwardRequest) String() string {
 func (*PortForwardRequest) ProtoMessage() {}
 
 func (x *PortForwardRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[74]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5190,7 +5252,7 @@ func (x *PortForwardRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PortForwardRequest.ProtoReflect.Descriptor instead.
 func (*PortForwardRequest) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{74}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *PortForwardRequest) GetOptions() *PodPortForwardOptions {
@@ -5223,7 +5285,7 @@ type PortForwardResponse struct {
 
 func (x *PortForwardResponse) Reset() {
 	*x = PortForwardResponse{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[75]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5235,7 +5297,7 @@ func (x *PortForwardResponse) String() string {
 func (*PortForwardResponse) ProtoMessage() {}
 
 func (x *PortForwardResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[75]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5248,7 +5310,7 @@ func (x *PortForwardResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PortForwardResponse.ProtoReflect.Descriptor instead.
 func (*PortForwardResponse) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{75}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *PortForwardResponse) GetData() []byte {
@@ -5273,7 +5335,7 @@ type NodeCondition struct {
 
 func (x *NodeCondition) Reset() {
 	*x = NodeCondition{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[76]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5285,7 +5347,7 @@ func (x *NodeCondition) String() string {
 func (*NodeCondition) ProtoMessage() {}
 
 func (x *NodeCondition) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[76]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5298,7 +5360,7 @@ func (x *NodeCondition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeCondition.ProtoReflect.Descriptor instead.
 func (*NodeCondition) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{76}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *NodeCondition) GetType() string {
@@ -5354,7 +5416,7 @@ type NodeAddress struct {
 
 func (x *NodeAddress) Reset() {
 	*x = NodeAddress{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[77]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5366,7 +5428,7 @@ func (x *NodeAddress) String() string {
 func (*NodeAddress) ProtoMessage() {}
 
 func (x *NodeAddress) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[77]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5379,7 +5441,7 @@ func (x *NodeAddress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeAddress.ProtoReflect.Descriptor instead.
 func (*NodeAddress) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{77}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *NodeAddress) GetType() string {
@@ -5413,7 +5475,7 @@ type NodeSystemInfo struct {
 
 func (x *NodeSystemInfo) Reset() {
 	*x = NodeSystemInfo{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[78]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5425,7 +5487,7 @@ func (x *NodeSystemInfo) String() string {
 func (*NodeSystemInfo) ProtoMessage() {}
 
 func (x *NodeSystemInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[78]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5438,7 +5500,7 @@ func (x *NodeSystemInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeSystemInfo.ProtoReflect.Descriptor instead.
 func (*NodeSystemInfo) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{78}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *NodeSystemInfo) GetMachineId() string {
@@ -5514,7 +5576,7 @@ type ContainerImage struct {
 
 func (x *ContainerImage) Reset() {
 	*x = ContainerImage{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[79]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5526,7 +5588,7 @@ func (x *ContainerImage) String() string {
 func (*ContainerImage) ProtoMessage() {}
 
 func (x *ContainerImage) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[79]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5539,7 +5601,7 @@ func (x *ContainerImage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerImage.ProtoReflect.Descriptor instead.
 func (*ContainerImage) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{79}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *ContainerImage) GetNames() []string {
@@ -5580,7 +5642,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[80]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5592,7 +5654,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[80]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5605,7 +5667,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{80}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *Event) GetApiVersion() string {
@@ -5723,7 +5785,7 @@ type EventSource struct {
 
 func (x *EventSource) Reset() {
 	*x = EventSource{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[81]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5735,7 +5797,7 @@ func (x *EventSource) String() string {
 func (*EventSource) ProtoMessage() {}
 
 func (x *EventSource) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[81]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5748,7 +5810,7 @@ func (x *EventSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventSource.ProtoReflect.Descriptor instead.
 func (*EventSource) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{81}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *EventSource) GetComponent() string {
@@ -5779,7 +5841,7 @@ type ConfigMap struct {
 
 func (x *ConfigMap) Reset() {
 	*x = ConfigMap{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[82]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5791,7 +5853,7 @@ func (x *ConfigMap) String() string {
 func (*ConfigMap) ProtoMessage() {}
 
 func (x *ConfigMap) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[82]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5804,7 +5866,7 @@ func (x *ConfigMap) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMap.ProtoReflect.Descriptor instead.
 func (*ConfigMap) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{82}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *ConfigMap) GetApiVersion() string {
@@ -5874,7 +5936,7 @@ type Secret struct {
 
 func (x *Secret) Reset() {
 	*x = Secret{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[83]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5886,7 +5948,7 @@ func (x *Secret) String() string {
 func (*Secret) ProtoMessage() {}
 
 func (x *Secret) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[83]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5899,7 +5961,7 @@ func (x *Secret) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Secret.ProtoReflect.Descriptor instead.
 func (*Secret) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{83}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *Secret) GetApiVersion() string {
@@ -5967,7 +6029,7 @@ type ServiceAccount struct {
 
 func (x *ServiceAccount) Reset() {
 	*x = ServiceAccount{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[84]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5979,7 +6041,7 @@ func (x *ServiceAccount) String() string {
 func (*ServiceAccount) ProtoMessage() {}
 
 func (x *ServiceAccount) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[84]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5992,7 +6054,7 @@ func (x *ServiceAccount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceAccount.ProtoReflect.Descriptor instead.
 func (*ServiceAccount) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{84}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *ServiceAccount) GetApiVersion() string {
@@ -6053,7 +6115,7 @@ type TokenRequest struct {
 
 func (x *TokenRequest) Reset() {
 	*x = TokenRequest{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[85]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6065,7 +6127,7 @@ func (x *TokenRequest) String() string {
 func (*TokenRequest) ProtoMessage() {}
 
 func (x *TokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[85]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6078,7 +6140,7 @@ func (x *TokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenRequest.ProtoReflect.Descriptor instead.
 func (*TokenRequest) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{85}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *TokenRequest) GetApiVersion() string {
@@ -6131,7 +6193,7 @@ type TokenRequestSpec struct {
 
 func (x *TokenRequestSpec) Reset() {
 	*x = TokenRequestSpec{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[86]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6143,7 +6205,7 @@ func (x *TokenRequestSpec) String() string {
 func (*TokenRequestSpec) ProtoMessage() {}
 
 func (x *TokenRequestSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[86]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6156,7 +6218,7 @@ func (x *TokenRequestSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenRequestSpec.ProtoReflect.Descriptor instead.
 func (*TokenRequestSpec) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{86}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *TokenRequestSpec) GetAudiences() []string {
@@ -6192,7 +6254,7 @@ type BoundObjectReference struct {
 
 func (x *BoundObjectReference) Reset() {
 	*x = BoundObjectReference{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[87]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6204,7 +6266,7 @@ func (x *BoundObjectReference) String() string {
 func (*BoundObjectReference) ProtoMessage() {}
 
 func (x *BoundObjectReference) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[87]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6217,7 +6279,7 @@ func (x *BoundObjectReference) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BoundObjectReference.ProtoReflect.Descriptor instead.
 func (*BoundObjectReference) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{87}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *BoundObjectReference) GetKind() string {
@@ -6258,7 +6320,7 @@ type TokenRequestStatus struct {
 
 func (x *TokenRequestStatus) Reset() {
 	*x = TokenRequestStatus{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[88]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6270,7 +6332,7 @@ func (x *TokenRequestStatus) String() string {
 func (*TokenRequestStatus) ProtoMessage() {}
 
 func (x *TokenRequestStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[88]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6283,7 +6345,7 @@ func (x *TokenRequestStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenRequestStatus.ProtoReflect.Descriptor instead.
 func (*TokenRequestStatus) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{88}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *TokenRequestStatus) GetToken() string {
@@ -6314,7 +6376,7 @@ type LimitRange struct {
 
 func (x *LimitRange) Reset() {
 	*x = LimitRange{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[89]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6326,7 +6388,7 @@ func (x *LimitRange) String() string {
 func (*LimitRange) ProtoMessage() {}
 
 func (x *LimitRange) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[89]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6339,7 +6401,7 @@ func (x *LimitRange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LimitRange.ProtoReflect.Descriptor instead.
 func (*LimitRange) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{89}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *LimitRange) GetApiVersion() string {
@@ -6379,7 +6441,7 @@ type LimitRangeSpec struct {
 
 func (x *LimitRangeSpec) Reset() {
 	*x = LimitRangeSpec{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[90]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6391,7 +6453,7 @@ func (x *LimitRangeSpec) String() string {
 func (*LimitRangeSpec) ProtoMessage() {}
 
 func (x *LimitRangeSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[90]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6404,7 +6466,7 @@ func (x *LimitRangeSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LimitRangeSpec.ProtoReflect.Descriptor instead.
 func (*LimitRangeSpec) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{90}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *LimitRangeSpec) GetLimits() []*LimitRangeItem {
@@ -6431,7 +6493,7 @@ type LimitRangeItem struct {
 
 func (x *LimitRangeItem) Reset() {
 	*x = LimitRangeItem{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[91]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6443,7 +6505,7 @@ func (x *LimitRangeItem) String() string {
 func (*LimitRangeItem) ProtoMessage() {}
 
 func (x *LimitRangeItem) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[91]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6456,7 +6518,7 @@ func (x *LimitRangeItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LimitRangeItem.ProtoReflect.Descriptor instead.
 func (*LimitRangeItem) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{91}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *LimitRangeItem) GetType() string {
@@ -6517,7 +6579,7 @@ type ResourceQuota struct {
 
 func (x *ResourceQuota) Reset() {
 	*x = ResourceQuota{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[92]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6529,7 +6591,7 @@ func (x *ResourceQuota) String() string {
 func (*ResourceQuota) ProtoMessage() {}
 
 func (x *ResourceQuota) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[92]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6542,7 +6604,7 @@ func (x *ResourceQuota) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceQuota.ProtoReflect.Descriptor instead.
 func (*ResourceQuota) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{92}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *ResourceQuota) GetApiVersion() string {
@@ -6589,7 +6651,7 @@ type ResourceQuotaSpec struct {
 
 func (x *ResourceQuotaSpec) Reset() {
 	*x = ResourceQuotaSpec{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[93]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6601,7 +6663,7 @@ func (x *ResourceQuotaSpec) String() string {
 func (*ResourceQuotaSpec) ProtoMessage() {}
 
 func (x *ResourceQuotaSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[93]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6614,7 +6676,7 @@ func (x *ResourceQuotaSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceQuotaSpec.ProtoReflect.Descriptor instead.
 func (*ResourceQuotaSpec) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{93}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *ResourceQuotaSpec) GetHard() map[string]string {
@@ -6634,7 +6696,7 @@ type ResourceQuotaStatus struct {
 
 func (x *ResourceQuotaStatus) Reset() {
 	*x = ResourceQuotaStatus{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[94]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6646,7 +6708,7 @@ func (x *ResourceQuotaStatus) String() string {
 func (*ResourceQuotaStatus) ProtoMessage() {}
 
 func (x *ResourceQuotaStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[94]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6659,7 +6721,7 @@ func (x *ResourceQuotaStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceQuotaStatus.ProtoReflect.Descriptor instead.
 func (*ResourceQuotaStatus) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{94}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *ResourceQuotaStatus) GetHard() map[string]string {
@@ -6693,7 +6755,7 @@ type Service struct {
 
 func (x *Service) Reset() {
 	*x = Service{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[95]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6705,7 +6767,7 @@ func (x *Service) String() string {
 func (*Service) ProtoMessage() {}
 
 func (x *Service) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[95]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6718,7 +6780,7 @@ func (x *Service) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Service.ProtoReflect.Descriptor instead.
 func (*Service) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{95}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *Service) GetApiVersion() string {
@@ -6793,7 +6855,7 @@ type ServiceSpec struct {
 
 func (x *ServiceSpec) Reset() {
 	*x = ServiceSpec{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[96]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6805,7 +6867,7 @@ func (x *ServiceSpec) String() string {
 func (*ServiceSpec) ProtoMessage() {}
 
 func (x *ServiceSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[96]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6818,7 +6880,7 @@ func (x *ServiceSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceSpec.ProtoReflect.Descriptor instead.
 func (*ServiceSpec) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{96}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *ServiceSpec) GetPorts() []*ServicePort {
@@ -6981,7 +7043,7 @@ type ServicePort struct {
 
 func (x *ServicePort) Reset() {
 	*x = ServicePort{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[97]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6993,7 +7055,7 @@ func (x *ServicePort) String() string {
 func (*ServicePort) ProtoMessage() {}
 
 func (x *ServicePort) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[97]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7006,7 +7068,7 @@ func (x *ServicePort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServicePort.ProtoReflect.Descriptor instead.
 func (*ServicePort) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{97}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *ServicePort) GetName() string {
@@ -7060,7 +7122,7 @@ type SessionAffinityConfig struct {
 
 func (x *SessionAffinityConfig) Reset() {
 	*x = SessionAffinityConfig{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[98]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7072,7 +7134,7 @@ func (x *SessionAffinityConfig) String() string {
 func (*SessionAffinityConfig) ProtoMessage() {}
 
 func (x *SessionAffinityConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[98]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7085,7 +7147,7 @@ func (x *SessionAffinityConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionAffinityConfig.ProtoReflect.Descriptor instead.
 func (*SessionAffinityConfig) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{98}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *SessionAffinityConfig) GetClientIp() *ClientIPConfig {
@@ -7105,7 +7167,7 @@ type ClientIPConfig struct {
 
 func (x *ClientIPConfig) Reset() {
 	*x = ClientIPConfig{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[99]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7117,7 +7179,7 @@ func (x *ClientIPConfig) String() string {
 func (*ClientIPConfig) ProtoMessage() {}
 
 func (x *ClientIPConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[99]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7130,7 +7192,7 @@ func (x *ClientIPConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClientIPConfig.ProtoReflect.Descriptor instead.
 func (*ClientIPConfig) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{99}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *ClientIPConfig) GetTimeoutSeconds() int32 {
@@ -7150,7 +7212,7 @@ type ServiceStatus struct {
 
 func (x *ServiceStatus) Reset() {
 	*x = ServiceStatus{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[100]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7162,7 +7224,7 @@ func (x *ServiceStatus) String() string {
 func (*ServiceStatus) ProtoMessage() {}
 
 func (x *ServiceStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[100]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7175,7 +7237,7 @@ func (x *ServiceStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceStatus.ProtoReflect.Descriptor instead.
 func (*ServiceStatus) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{100}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *ServiceStatus) GetLoadBalancer() *LoadBalancerStatus {
@@ -7201,7 +7263,7 @@ type LoadBalancerStatus struct {
 
 func (x *LoadBalancerStatus) Reset() {
 	*x = LoadBalancerStatus{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[101]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7213,7 +7275,7 @@ func (x *LoadBalancerStatus) String() string {
 func (*LoadBalancerStatus) ProtoMessage() {}
 
 func (x *LoadBalancerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[101]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7226,7 +7288,7 @@ func (x *LoadBalancerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadBalancerStatus.ProtoReflect.Descriptor instead.
 func (*LoadBalancerStatus) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{101}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{102}
 }
 
 func (x *LoadBalancerStatus) GetIngress() []*LoadBalancerIngress {
@@ -7248,7 +7310,7 @@ type LoadBalancerIngress struct {
 
 func (x *LoadBalancerIngress) Reset() {
 	*x = LoadBalancerIngress{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[102]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7260,7 +7322,7 @@ func (x *LoadBalancerIngress) String() string {
 func (*LoadBalancerIngress) ProtoMessage() {}
 
 func (x *LoadBalancerIngress) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[102]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7273,7 +7335,7 @@ func (x *LoadBalancerIngress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadBalancerIngress.ProtoReflect.Descriptor instead.
 func (*LoadBalancerIngress) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{102}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{103}
 }
 
 func (x *LoadBalancerIngress) GetIp() string {
@@ -7315,7 +7377,7 @@ type PortStatus struct {
 
 func (x *PortStatus) Reset() {
 	*x = PortStatus{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[103]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7327,7 +7389,7 @@ func (x *PortStatus) String() string {
 func (*PortStatus) ProtoMessage() {}
 
 func (x *PortStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[103]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7340,7 +7402,7 @@ func (x *PortStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PortStatus.ProtoReflect.Descriptor instead.
 func (*PortStatus) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{103}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{104}
 }
 
 func (x *PortStatus) GetPort() int32 {
@@ -7362,6 +7424,841 @@ func (x *PortStatus) GetError() string {
 		return *x.Error
 	}
 	return ""
+}
+
+// PersistentVolume is a piece of storage of the cluster, provisioned by an
+// administrator or dynamically through a StorageClass.
+type PersistentVolume struct {
+	state         protoimpl.MessageState  `protogen:"open.v1"`
+	ApiVersion    string                  `protobuf:"bytes,1,opt,name=api_version,json=apiVersion,proto3" json:"api_version,omitempty"`
+	Kind          string                  `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	Metadata      *v1.ObjectMeta          `protobuf:"bytes,3,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	Spec          *PersistentVolumeSpec   `protobuf:"bytes,4,opt,name=spec,proto3" json:"spec,omitempty"`
+	Status        *PersistentVolumeStatus `protobuf:"bytes,5,opt,name=status,proto3" json:"status,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PersistentVolume) Reset() {
+	*x = PersistentVolume{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[105]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PersistentVolume) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PersistentVolume) ProtoMessage() {}
+
+func (x *PersistentVolume) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[105]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PersistentVolume.ProtoReflect.Descriptor instead.
+func (*PersistentVolume) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{105}
+}
+
+func (x *PersistentVolume) GetApiVersion() string {
+	if x != nil {
+		return x.ApiVersion
+	}
+	return ""
+}
+
+func (x *PersistentVolume) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *PersistentVolume) GetMetadata() *v1.ObjectMeta {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+func (x *PersistentVolume) GetSpec() *PersistentVolumeSpec {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+func (x *PersistentVolume) GetStatus() *PersistentVolumeStatus {
+	if x != nil {
+		return x.Status
+	}
+	return nil
+}
+
+type PersistentVolumeSpec struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Capacity map[string]string      `protobuf:"bytes,1,rep,name=capacity,proto3" json:"capacity,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// AccessModes: ReadWriteOnce, ReadOnlyMany, ReadWriteMany, ReadWriteOncePod.
+	AccessModes []string `protobuf:"bytes,2,rep,name=access_modes,json=accessModes,proto3" json:"access_modes,omitempty"`
+	// ClaimRef is the claim bound to the volume (set by the binder, or by
+	// an administrator to reserve the volume for a claim).
+	ClaimRef *ObjectReference `protobuf:"bytes,3,opt,name=claim_ref,json=claimRef,proto3" json:"claim_ref,omitempty"`
+	// PersistentVolumeReclaimPolicy is Retain (default for static volumes),
+	// Delete or Recycle.
+	PersistentVolumeReclaimPolicy string   `protobuf:"bytes,4,opt,name=persistent_volume_reclaim_policy,json=persistentVolumeReclaimPolicy,proto3" json:"persistent_volume_reclaim_policy,omitempty"`
+	StorageClassName              string   `protobuf:"bytes,5,opt,name=storage_class_name,json=storageClassName,proto3" json:"storage_class_name,omitempty"`
+	MountOptions                  []string `protobuf:"bytes,6,rep,name=mount_options,json=mountOptions,proto3" json:"mount_options,omitempty"`
+	// VolumeMode is Filesystem (default) or Block.
+	VolumeMode *string `protobuf:"bytes,7,opt,name=volume_mode,json=volumeMode,proto3,oneof" json:"volume_mode,omitempty"`
+	// NodeAffinity limits the nodes the volume can be reached from.
+	NodeAffinity *VolumeNodeAffinity `protobuf:"bytes,8,opt,name=node_affinity,json=nodeAffinity,proto3" json:"node_affinity,omitempty"`
+	// The volume's source: exactly one.
+	HostPath      *HostPathVolumeSource `protobuf:"bytes,9,opt,name=host_path,json=hostPath,proto3" json:"host_path,omitempty"`
+	Local         *LocalVolumeSource    `protobuf:"bytes,10,opt,name=local,proto3" json:"local,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PersistentVolumeSpec) Reset() {
+	*x = PersistentVolumeSpec{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[106]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PersistentVolumeSpec) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PersistentVolumeSpec) ProtoMessage() {}
+
+func (x *PersistentVolumeSpec) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[106]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PersistentVolumeSpec.ProtoReflect.Descriptor instead.
+func (*PersistentVolumeSpec) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{106}
+}
+
+func (x *PersistentVolumeSpec) GetCapacity() map[string]string {
+	if x != nil {
+		return x.Capacity
+	}
+	return nil
+}
+
+func (x *PersistentVolumeSpec) GetAccessModes() []string {
+	if x != nil {
+		return x.AccessModes
+	}
+	return nil
+}
+
+func (x *PersistentVolumeSpec) GetClaimRef() *ObjectReference {
+	if x != nil {
+		return x.ClaimRef
+	}
+	return nil
+}
+
+func (x *PersistentVolumeSpec) GetPersistentVolumeReclaimPolicy() string {
+	if x != nil {
+		return x.PersistentVolumeReclaimPolicy
+	}
+	return ""
+}
+
+func (x *PersistentVolumeSpec) GetStorageClassName() string {
+	if x != nil {
+		return x.StorageClassName
+	}
+	return ""
+}
+
+func (x *PersistentVolumeSpec) GetMountOptions() []string {
+	if x != nil {
+		return x.MountOptions
+	}
+	return nil
+}
+
+func (x *PersistentVolumeSpec) GetVolumeMode() string {
+	if x != nil && x.VolumeMode != nil {
+		return *x.VolumeMode
+	}
+	return ""
+}
+
+func (x *PersistentVolumeSpec) GetNodeAffinity() *VolumeNodeAffinity {
+	if x != nil {
+		return x.NodeAffinity
+	}
+	return nil
+}
+
+func (x *PersistentVolumeSpec) GetHostPath() *HostPathVolumeSource {
+	if x != nil {
+		return x.HostPath
+	}
+	return nil
+}
+
+func (x *PersistentVolumeSpec) GetLocal() *LocalVolumeSource {
+	if x != nil {
+		return x.Local
+	}
+	return nil
+}
+
+type VolumeNodeAffinity struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Required      *NodeSelector          `protobuf:"bytes,1,opt,name=required,proto3" json:"required,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VolumeNodeAffinity) Reset() {
+	*x = VolumeNodeAffinity{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[107]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VolumeNodeAffinity) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VolumeNodeAffinity) ProtoMessage() {}
+
+func (x *VolumeNodeAffinity) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[107]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VolumeNodeAffinity.ProtoReflect.Descriptor instead.
+func (*VolumeNodeAffinity) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{107}
+}
+
+func (x *VolumeNodeAffinity) GetRequired() *NodeSelector {
+	if x != nil {
+		return x.Required
+	}
+	return nil
+}
+
+// LocalVolumeSource: a directory of one node (the PV needs node affinity).
+type LocalVolumeSource struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	FsType        *string                `protobuf:"bytes,2,opt,name=fs_type,json=fsType,proto3,oneof" json:"fs_type,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LocalVolumeSource) Reset() {
+	*x = LocalVolumeSource{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[108]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LocalVolumeSource) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LocalVolumeSource) ProtoMessage() {}
+
+func (x *LocalVolumeSource) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[108]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LocalVolumeSource.ProtoReflect.Descriptor instead.
+func (*LocalVolumeSource) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{108}
+}
+
+func (x *LocalVolumeSource) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *LocalVolumeSource) GetFsType() string {
+	if x != nil && x.FsType != nil {
+		return *x.FsType
+	}
+	return ""
+}
+
+type PersistentVolumeStatus struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Phase is Pending, Available, Bound, Released or Failed.
+	Phase                   string                 `protobuf:"bytes,1,opt,name=phase,proto3" json:"phase,omitempty"`
+	Message                 string                 `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	Reason                  string                 `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	LastPhaseTransitionTime *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=last_phase_transition_time,json=lastPhaseTransitionTime,proto3" json:"last_phase_transition_time,omitempty"`
+	unknownFields           protoimpl.UnknownFields
+	sizeCache               protoimpl.SizeCache
+}
+
+func (x *PersistentVolumeStatus) Reset() {
+	*x = PersistentVolumeStatus{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[109]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PersistentVolumeStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PersistentVolumeStatus) ProtoMessage() {}
+
+func (x *PersistentVolumeStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[109]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PersistentVolumeStatus.ProtoReflect.Descriptor instead.
+func (*PersistentVolumeStatus) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{109}
+}
+
+func (x *PersistentVolumeStatus) GetPhase() string {
+	if x != nil {
+		return x.Phase
+	}
+	return ""
+}
+
+func (x *PersistentVolumeStatus) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *PersistentVolumeStatus) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *PersistentVolumeStatus) GetLastPhaseTransitionTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LastPhaseTransitionTime
+	}
+	return nil
+}
+
+// PersistentVolumeClaim is a user's request for storage, bound to one
+// PersistentVolume.
+type PersistentVolumeClaim struct {
+	state         protoimpl.MessageState       `protogen:"open.v1"`
+	ApiVersion    string                       `protobuf:"bytes,1,opt,name=api_version,json=apiVersion,proto3" json:"api_version,omitempty"`
+	Kind          string                       `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	Metadata      *v1.ObjectMeta               `protobuf:"bytes,3,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	Spec          *PersistentVolumeClaimSpec   `protobuf:"bytes,4,opt,name=spec,proto3" json:"spec,omitempty"`
+	Status        *PersistentVolumeClaimStatus `protobuf:"bytes,5,opt,name=status,proto3" json:"status,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PersistentVolumeClaim) Reset() {
+	*x = PersistentVolumeClaim{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[110]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PersistentVolumeClaim) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PersistentVolumeClaim) ProtoMessage() {}
+
+func (x *PersistentVolumeClaim) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[110]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PersistentVolumeClaim.ProtoReflect.Descriptor instead.
+func (*PersistentVolumeClaim) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{110}
+}
+
+func (x *PersistentVolumeClaim) GetApiVersion() string {
+	if x != nil {
+		return x.ApiVersion
+	}
+	return ""
+}
+
+func (x *PersistentVolumeClaim) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *PersistentVolumeClaim) GetMetadata() *v1.ObjectMeta {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+func (x *PersistentVolumeClaim) GetSpec() *PersistentVolumeClaimSpec {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+func (x *PersistentVolumeClaim) GetStatus() *PersistentVolumeClaimStatus {
+	if x != nil {
+		return x.Status
+	}
+	return nil
+}
+
+type PersistentVolumeClaimSpec struct {
+	state       protoimpl.MessageState      `protogen:"open.v1"`
+	AccessModes []string                    `protobuf:"bytes,1,rep,name=access_modes,json=accessModes,proto3" json:"access_modes,omitempty"`
+	Selector    *v1.LabelSelector           `protobuf:"bytes,2,opt,name=selector,proto3" json:"selector,omitempty"`
+	Resources   *VolumeResourceRequirements `protobuf:"bytes,3,opt,name=resources,proto3" json:"resources,omitempty"`
+	// VolumeName is the volume bound to the claim.
+	VolumeName string `protobuf:"bytes,4,opt,name=volume_name,json=volumeName,proto3" json:"volume_name,omitempty"`
+	// StorageClassName: unset takes the default StorageClass; "" asks for a
+	// volume of no class.
+	StorageClassName *string `protobuf:"bytes,5,opt,name=storage_class_name,json=storageClassName,proto3,oneof" json:"storage_class_name,omitempty"`
+	VolumeMode       *string `protobuf:"bytes,6,opt,name=volume_mode,json=volumeMode,proto3,oneof" json:"volume_mode,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *PersistentVolumeClaimSpec) Reset() {
+	*x = PersistentVolumeClaimSpec{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[111]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PersistentVolumeClaimSpec) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PersistentVolumeClaimSpec) ProtoMessage() {}
+
+func (x *PersistentVolumeClaimSpec) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[111]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PersistentVolumeClaimSpec.ProtoReflect.Descriptor instead.
+func (*PersistentVolumeClaimSpec) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{111}
+}
+
+func (x *PersistentVolumeClaimSpec) GetAccessModes() []string {
+	if x != nil {
+		return x.AccessModes
+	}
+	return nil
+}
+
+func (x *PersistentVolumeClaimSpec) GetSelector() *v1.LabelSelector {
+	if x != nil {
+		return x.Selector
+	}
+	return nil
+}
+
+func (x *PersistentVolumeClaimSpec) GetResources() *VolumeResourceRequirements {
+	if x != nil {
+		return x.Resources
+	}
+	return nil
+}
+
+func (x *PersistentVolumeClaimSpec) GetVolumeName() string {
+	if x != nil {
+		return x.VolumeName
+	}
+	return ""
+}
+
+func (x *PersistentVolumeClaimSpec) GetStorageClassName() string {
+	if x != nil && x.StorageClassName != nil {
+		return *x.StorageClassName
+	}
+	return ""
+}
+
+func (x *PersistentVolumeClaimSpec) GetVolumeMode() string {
+	if x != nil && x.VolumeMode != nil {
+		return *x.VolumeMode
+	}
+	return ""
+}
+
+type VolumeResourceRequirements struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Limits        map[string]string      `protobuf:"bytes,1,rep,name=limits,proto3" json:"limits,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Requests      map[string]string      `protobuf:"bytes,2,rep,name=requests,proto3" json:"requests,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VolumeResourceRequirements) Reset() {
+	*x = VolumeResourceRequirements{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[112]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VolumeResourceRequirements) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VolumeResourceRequirements) ProtoMessage() {}
+
+func (x *VolumeResourceRequirements) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[112]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VolumeResourceRequirements.ProtoReflect.Descriptor instead.
+func (*VolumeResourceRequirements) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{112}
+}
+
+func (x *VolumeResourceRequirements) GetLimits() map[string]string {
+	if x != nil {
+		return x.Limits
+	}
+	return nil
+}
+
+func (x *VolumeResourceRequirements) GetRequests() map[string]string {
+	if x != nil {
+		return x.Requests
+	}
+	return nil
+}
+
+type PersistentVolumeClaimStatus struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Phase is Pending, Bound or Lost.
+	Phase         string                            `protobuf:"bytes,1,opt,name=phase,proto3" json:"phase,omitempty"`
+	AccessModes   []string                          `protobuf:"bytes,2,rep,name=access_modes,json=accessModes,proto3" json:"access_modes,omitempty"`
+	Capacity      map[string]string                 `protobuf:"bytes,3,rep,name=capacity,proto3" json:"capacity,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Conditions    []*PersistentVolumeClaimCondition `protobuf:"bytes,4,rep,name=conditions,proto3" json:"conditions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PersistentVolumeClaimStatus) Reset() {
+	*x = PersistentVolumeClaimStatus{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[113]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PersistentVolumeClaimStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PersistentVolumeClaimStatus) ProtoMessage() {}
+
+func (x *PersistentVolumeClaimStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[113]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PersistentVolumeClaimStatus.ProtoReflect.Descriptor instead.
+func (*PersistentVolumeClaimStatus) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{113}
+}
+
+func (x *PersistentVolumeClaimStatus) GetPhase() string {
+	if x != nil {
+		return x.Phase
+	}
+	return ""
+}
+
+func (x *PersistentVolumeClaimStatus) GetAccessModes() []string {
+	if x != nil {
+		return x.AccessModes
+	}
+	return nil
+}
+
+func (x *PersistentVolumeClaimStatus) GetCapacity() map[string]string {
+	if x != nil {
+		return x.Capacity
+	}
+	return nil
+}
+
+func (x *PersistentVolumeClaimStatus) GetConditions() []*PersistentVolumeClaimCondition {
+	if x != nil {
+		return x.Conditions
+	}
+	return nil
+}
+
+type PersistentVolumeClaimCondition struct {
+	state              protoimpl.MessageState `protogen:"open.v1"`
+	Type               string                 `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
+	Status             string                 `protobuf:"bytes,2,opt,name=status,proto3" json:"status,omitempty"`
+	LastProbeTime      *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=last_probe_time,json=lastProbeTime,proto3" json:"last_probe_time,omitempty"`
+	LastTransitionTime *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=last_transition_time,json=lastTransitionTime,proto3" json:"last_transition_time,omitempty"`
+	Reason             string                 `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
+	Message            string                 `protobuf:"bytes,6,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *PersistentVolumeClaimCondition) Reset() {
+	*x = PersistentVolumeClaimCondition{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[114]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PersistentVolumeClaimCondition) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PersistentVolumeClaimCondition) ProtoMessage() {}
+
+func (x *PersistentVolumeClaimCondition) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[114]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PersistentVolumeClaimCondition.ProtoReflect.Descriptor instead.
+func (*PersistentVolumeClaimCondition) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{114}
+}
+
+func (x *PersistentVolumeClaimCondition) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *PersistentVolumeClaimCondition) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *PersistentVolumeClaimCondition) GetLastProbeTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LastProbeTime
+	}
+	return nil
+}
+
+func (x *PersistentVolumeClaimCondition) GetLastTransitionTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LastTransitionTime
+	}
+	return nil
+}
+
+func (x *PersistentVolumeClaimCondition) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *PersistentVolumeClaimCondition) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+// TopologySelectorTerm: a StorageClass's allowed topology (requirements ANDed).
+type TopologySelectorTerm struct {
+	state                 protoimpl.MessageState              `protogen:"open.v1"`
+	MatchLabelExpressions []*TopologySelectorLabelRequirement `protobuf:"bytes,1,rep,name=match_label_expressions,json=matchLabelExpressions,proto3" json:"match_label_expressions,omitempty"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
+}
+
+func (x *TopologySelectorTerm) Reset() {
+	*x = TopologySelectorTerm{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[115]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TopologySelectorTerm) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TopologySelectorTerm) ProtoMessage() {}
+
+func (x *TopologySelectorTerm) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[115]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TopologySelectorTerm.ProtoReflect.Descriptor instead.
+func (*TopologySelectorTerm) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{115}
+}
+
+func (x *TopologySelectorTerm) GetMatchLabelExpressions() []*TopologySelectorLabelRequirement {
+	if x != nil {
+		return x.MatchLabelExpressions
+	}
+	return nil
+}
+
+type TopologySelectorLabelRequirement struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Key           string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	Values        []string               `protobuf:"bytes,2,rep,name=values,proto3" json:"values,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TopologySelectorLabelRequirement) Reset() {
+	*x = TopologySelectorLabelRequirement{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[116]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TopologySelectorLabelRequirement) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TopologySelectorLabelRequirement) ProtoMessage() {}
+
+func (x *TopologySelectorLabelRequirement) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[116]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TopologySelectorLabelRequirement.ProtoReflect.Descriptor instead.
+func (*TopologySelectorLabelRequirement) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{116}
+}
+
+func (x *TopologySelectorLabelRequirement) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *TopologySelectorLabelRequirement) GetValues() []string {
+	if x != nil {
+		return x.Values
+	}
+	return nil
 }
 
 var File_skiff_core_v1_types_proto protoreflect.FileDescriptor
@@ -7553,7 +8450,7 @@ const file_skiff_core_v1_types_proto_rawDesc = "" +
 	"\tread_only\x18\x02 \x01(\bR\breadOnly\x12\x1d\n" +
 	"\n" +
 	"mount_path\x18\x03 \x01(\tR\tmountPath\x12\x19\n" +
-	"\bsub_path\x18\x04 \x01(\tR\asubPath\"\xaf\x03\n" +
+	"\bsub_path\x18\x04 \x01(\tR\asubPath\"\x99\x04\n" +
 	"\x06Volume\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12@\n" +
 	"\tempty_dir\x18\x02 \x01(\v2#.skiff.core.v1.EmptyDirVolumeSourceR\bemptyDir\x12@\n" +
@@ -7562,7 +8459,12 @@ const file_skiff_core_v1_types_proto_rawDesc = "" +
 	"config_map\x18\x04 \x01(\v2$.skiff.core.v1.ConfigMapVolumeSourceR\tconfigMap\x129\n" +
 	"\x06secret\x18\x05 \x01(\v2!.skiff.core.v1.SecretVolumeSourceR\x06secret\x12I\n" +
 	"\fdownward_api\x18\x06 \x01(\v2&.skiff.core.v1.DownwardAPIVolumeSourceR\vdownwardAPI\x12B\n" +
-	"\tprojected\x18\a \x01(\v2$.skiff.core.v1.ProjectedVolumeSourceR\tprojected\"\xcc\x01\n" +
+	"\tprojected\x18\a \x01(\v2$.skiff.core.v1.ProjectedVolumeSourceR\tprojected\x12h\n" +
+	"\x17persistent_volume_claim\x18\b \x01(\v20.skiff.core.v1.PersistentVolumeClaimVolumeSourceR\x15persistentVolumeClaim\"_\n" +
+	"!PersistentVolumeClaimVolumeSource\x12\x1d\n" +
+	"\n" +
+	"claim_name\x18\x01 \x01(\tR\tclaimName\x12\x1b\n" +
+	"\tread_only\x18\x02 \x01(\bR\breadOnly\"\xcc\x01\n" +
 	"\x12SecretVolumeSource\x12\x1f\n" +
 	"\vsecret_name\x18\x01 \x01(\tR\n" +
 	"secretName\x12.\n" +
@@ -8098,7 +9000,92 @@ const file_skiff_core_v1_types_proto_rawDesc = "" +
 	"\x04port\x18\x01 \x01(\x05R\x04port\x12\x1a\n" +
 	"\bprotocol\x18\x02 \x01(\tR\bprotocol\x12\x19\n" +
 	"\x05error\x18\x03 \x01(\tH\x00R\x05error\x88\x01\x01B\b\n" +
-	"\x06_errorB Z\x1eskiff.dev/proto/core/v1;corev1b\x06proto3"
+	"\x06_error\"\xf6\x01\n" +
+	"\x10PersistentVolume\x12\x1f\n" +
+	"\vapi_version\x18\x01 \x01(\tR\n" +
+	"apiVersion\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x125\n" +
+	"\bmetadata\x18\x03 \x01(\v2\x19.skiff.meta.v1.ObjectMetaR\bmetadata\x127\n" +
+	"\x04spec\x18\x04 \x01(\v2#.skiff.core.v1.PersistentVolumeSpecR\x04spec\x12=\n" +
+	"\x06status\x18\x05 \x01(\v2%.skiff.core.v1.PersistentVolumeStatusR\x06status\"\x9c\x05\n" +
+	"\x14PersistentVolumeSpec\x12S\n" +
+	"\bcapacity\x18\x01 \x03(\v21.skiff.core.v1.PersistentVolumeSpec.CapacityEntryB\x04\xc8\xf3\x18\x01R\bcapacity\x12!\n" +
+	"\faccess_modes\x18\x02 \x03(\tR\vaccessModes\x12;\n" +
+	"\tclaim_ref\x18\x03 \x01(\v2\x1e.skiff.core.v1.ObjectReferenceR\bclaimRef\x12G\n" +
+	" persistent_volume_reclaim_policy\x18\x04 \x01(\tR\x1dpersistentVolumeReclaimPolicy\x12,\n" +
+	"\x12storage_class_name\x18\x05 \x01(\tR\x10storageClassName\x12#\n" +
+	"\rmount_options\x18\x06 \x03(\tR\fmountOptions\x12$\n" +
+	"\vvolume_mode\x18\a \x01(\tH\x00R\n" +
+	"volumeMode\x88\x01\x01\x12F\n" +
+	"\rnode_affinity\x18\b \x01(\v2!.skiff.core.v1.VolumeNodeAffinityR\fnodeAffinity\x12@\n" +
+	"\thost_path\x18\t \x01(\v2#.skiff.core.v1.HostPathVolumeSourceR\bhostPath\x126\n" +
+	"\x05local\x18\n" +
+	" \x01(\v2 .skiff.core.v1.LocalVolumeSourceR\x05local\x1a;\n" +
+	"\rCapacityEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x0e\n" +
+	"\f_volume_mode\"M\n" +
+	"\x12VolumeNodeAffinity\x127\n" +
+	"\brequired\x18\x01 \x01(\v2\x1b.skiff.core.v1.NodeSelectorR\brequired\"Q\n" +
+	"\x11LocalVolumeSource\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x1c\n" +
+	"\afs_type\x18\x02 \x01(\tH\x00R\x06fsType\x88\x01\x01B\n" +
+	"\n" +
+	"\b_fs_type\"\xb9\x01\n" +
+	"\x16PersistentVolumeStatus\x12\x14\n" +
+	"\x05phase\x18\x01 \x01(\tR\x05phase\x12\x18\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\x12W\n" +
+	"\x1alast_phase_transition_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x17lastPhaseTransitionTime\"\x85\x02\n" +
+	"\x15PersistentVolumeClaim\x12\x1f\n" +
+	"\vapi_version\x18\x01 \x01(\tR\n" +
+	"apiVersion\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x125\n" +
+	"\bmetadata\x18\x03 \x01(\v2\x19.skiff.meta.v1.ObjectMetaR\bmetadata\x12<\n" +
+	"\x04spec\x18\x04 \x01(\v2(.skiff.core.v1.PersistentVolumeClaimSpecR\x04spec\x12B\n" +
+	"\x06status\x18\x05 \x01(\v2*.skiff.core.v1.PersistentVolumeClaimStatusR\x06status\"\xe2\x02\n" +
+	"\x19PersistentVolumeClaimSpec\x12!\n" +
+	"\faccess_modes\x18\x01 \x03(\tR\vaccessModes\x128\n" +
+	"\bselector\x18\x02 \x01(\v2\x1c.skiff.meta.v1.LabelSelectorR\bselector\x12G\n" +
+	"\tresources\x18\x03 \x01(\v2).skiff.core.v1.VolumeResourceRequirementsR\tresources\x12\x1f\n" +
+	"\vvolume_name\x18\x04 \x01(\tR\n" +
+	"volumeName\x121\n" +
+	"\x12storage_class_name\x18\x05 \x01(\tH\x00R\x10storageClassName\x88\x01\x01\x12$\n" +
+	"\vvolume_mode\x18\x06 \x01(\tH\x01R\n" +
+	"volumeMode\x88\x01\x01B\x15\n" +
+	"\x13_storage_class_nameB\x0e\n" +
+	"\f_volume_mode\"\xc4\x02\n" +
+	"\x1aVolumeResourceRequirements\x12S\n" +
+	"\x06limits\x18\x01 \x03(\v25.skiff.core.v1.VolumeResourceRequirements.LimitsEntryB\x04\xc8\xf3\x18\x01R\x06limits\x12Y\n" +
+	"\brequests\x18\x02 \x03(\v27.skiff.core.v1.VolumeResourceRequirements.RequestsEntryB\x04\xc8\xf3\x18\x01R\brequests\x1a9\n" +
+	"\vLimitsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a;\n" +
+	"\rRequestsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xbe\x02\n" +
+	"\x1bPersistentVolumeClaimStatus\x12\x14\n" +
+	"\x05phase\x18\x01 \x01(\tR\x05phase\x12!\n" +
+	"\faccess_modes\x18\x02 \x03(\tR\vaccessModes\x12Z\n" +
+	"\bcapacity\x18\x03 \x03(\v28.skiff.core.v1.PersistentVolumeClaimStatus.CapacityEntryB\x04\xc8\xf3\x18\x01R\bcapacity\x12M\n" +
+	"\n" +
+	"conditions\x18\x04 \x03(\v2-.skiff.core.v1.PersistentVolumeClaimConditionR\n" +
+	"conditions\x1a;\n" +
+	"\rCapacityEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x9c\x02\n" +
+	"\x1ePersistentVolumeClaimCondition\x12\x18\n" +
+	"\x04type\x18\x01 \x01(\tB\x04\xd8\xf3\x18\x01R\x04type\x12\x1c\n" +
+	"\x06status\x18\x02 \x01(\tB\x04\xd8\xf3\x18\x01R\x06status\x12B\n" +
+	"\x0flast_probe_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\rlastProbeTime\x12L\n" +
+	"\x14last_transition_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x12lastTransitionTime\x12\x16\n" +
+	"\x06reason\x18\x05 \x01(\tR\x06reason\x12\x18\n" +
+	"\amessage\x18\x06 \x01(\tR\amessage\"\x7f\n" +
+	"\x14TopologySelectorTerm\x12g\n" +
+	"\x17match_label_expressions\x18\x01 \x03(\v2/.skiff.core.v1.TopologySelectorLabelRequirementR\x15matchLabelExpressions\"L\n" +
+	" TopologySelectorLabelRequirement\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x16\n" +
+	"\x06values\x18\x02 \x03(\tR\x06valuesB Z\x1eskiff.dev/proto/core/v1;corev1b\x06proto3"
 
 var (
 	file_skiff_core_v1_types_proto_rawDescOnce sync.Once
@@ -8112,153 +9099,170 @@ func file_skiff_core_v1_types_proto_rawDescGZIP() []byte {
 	return file_skiff_core_v1_types_proto_rawDescData
 }
 
-var file_skiff_core_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 122)
+var file_skiff_core_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 139)
 var file_skiff_core_v1_types_proto_goTypes = []any{
-	(*Namespace)(nil),                     // 0: skiff.core.v1.Namespace
-	(*NamespaceSpec)(nil),                 // 1: skiff.core.v1.NamespaceSpec
-	(*NamespaceStatus)(nil),               // 2: skiff.core.v1.NamespaceStatus
-	(*Pod)(nil),                           // 3: skiff.core.v1.Pod
-	(*PodTemplateSpec)(nil),               // 4: skiff.core.v1.PodTemplateSpec
-	(*PodSpec)(nil),                       // 5: skiff.core.v1.PodSpec
-	(*PodDNSConfig)(nil),                  // 6: skiff.core.v1.PodDNSConfig
-	(*PodDNSConfigOption)(nil),            // 7: skiff.core.v1.PodDNSConfigOption
-	(*LocalObjectReference)(nil),          // 8: skiff.core.v1.LocalObjectReference
-	(*PodSecurityContext)(nil),            // 9: skiff.core.v1.PodSecurityContext
-	(*SecurityContext)(nil),               // 10: skiff.core.v1.SecurityContext
-	(*Container)(nil),                     // 11: skiff.core.v1.Container
-	(*ContainerPort)(nil),                 // 12: skiff.core.v1.ContainerPort
-	(*EnvVar)(nil),                        // 13: skiff.core.v1.EnvVar
-	(*EnvVarSource)(nil),                  // 14: skiff.core.v1.EnvVarSource
-	(*SecretKeySelector)(nil),             // 15: skiff.core.v1.SecretKeySelector
-	(*ObjectFieldSelector)(nil),           // 16: skiff.core.v1.ObjectFieldSelector
-	(*ResourceFieldSelector)(nil),         // 17: skiff.core.v1.ResourceFieldSelector
-	(*ConfigMapKeySelector)(nil),          // 18: skiff.core.v1.ConfigMapKeySelector
-	(*EnvFromSource)(nil),                 // 19: skiff.core.v1.EnvFromSource
-	(*SecretEnvSource)(nil),               // 20: skiff.core.v1.SecretEnvSource
-	(*ConfigMapEnvSource)(nil),            // 21: skiff.core.v1.ConfigMapEnvSource
-	(*ResourceRequirements)(nil),          // 22: skiff.core.v1.ResourceRequirements
-	(*VolumeMount)(nil),                   // 23: skiff.core.v1.VolumeMount
-	(*Volume)(nil),                        // 24: skiff.core.v1.Volume
-	(*SecretVolumeSource)(nil),            // 25: skiff.core.v1.SecretVolumeSource
-	(*DownwardAPIVolumeSource)(nil),       // 26: skiff.core.v1.DownwardAPIVolumeSource
-	(*DownwardAPIVolumeFile)(nil),         // 27: skiff.core.v1.DownwardAPIVolumeFile
-	(*ProjectedVolumeSource)(nil),         // 28: skiff.core.v1.ProjectedVolumeSource
-	(*VolumeProjection)(nil),              // 29: skiff.core.v1.VolumeProjection
-	(*SecretProjection)(nil),              // 30: skiff.core.v1.SecretProjection
-	(*ConfigMapProjection)(nil),           // 31: skiff.core.v1.ConfigMapProjection
-	(*DownwardAPIProjection)(nil),         // 32: skiff.core.v1.DownwardAPIProjection
-	(*ServiceAccountTokenProjection)(nil), // 33: skiff.core.v1.ServiceAccountTokenProjection
-	(*EmptyDirVolumeSource)(nil),          // 34: skiff.core.v1.EmptyDirVolumeSource
-	(*HostPathVolumeSource)(nil),          // 35: skiff.core.v1.HostPathVolumeSource
-	(*ConfigMapVolumeSource)(nil),         // 36: skiff.core.v1.ConfigMapVolumeSource
-	(*KeyToPath)(nil),                     // 37: skiff.core.v1.KeyToPath
-	(*Probe)(nil),                         // 38: skiff.core.v1.Probe
-	(*ExecAction)(nil),                    // 39: skiff.core.v1.ExecAction
-	(*HTTPGetAction)(nil),                 // 40: skiff.core.v1.HTTPGetAction
-	(*HTTPHeader)(nil),                    // 41: skiff.core.v1.HTTPHeader
-	(*TCPSocketAction)(nil),               // 42: skiff.core.v1.TCPSocketAction
-	(*Affinity)(nil),                      // 43: skiff.core.v1.Affinity
-	(*NodeAffinity)(nil),                  // 44: skiff.core.v1.NodeAffinity
-	(*NodeSelector)(nil),                  // 45: skiff.core.v1.NodeSelector
-	(*NodeSelectorTerm)(nil),              // 46: skiff.core.v1.NodeSelectorTerm
-	(*NodeSelectorRequirement)(nil),       // 47: skiff.core.v1.NodeSelectorRequirement
-	(*PreferredSchedulingTerm)(nil),       // 48: skiff.core.v1.PreferredSchedulingTerm
-	(*Toleration)(nil),                    // 49: skiff.core.v1.Toleration
-	(*TopologySpreadConstraint)(nil),      // 50: skiff.core.v1.TopologySpreadConstraint
-	(*PodStatus)(nil),                     // 51: skiff.core.v1.PodStatus
-	(*PodIP)(nil),                         // 52: skiff.core.v1.PodIP
-	(*PodCondition)(nil),                  // 53: skiff.core.v1.PodCondition
-	(*ContainerStatus)(nil),               // 54: skiff.core.v1.ContainerStatus
-	(*ContainerState)(nil),                // 55: skiff.core.v1.ContainerState
-	(*ContainerStateWaiting)(nil),         // 56: skiff.core.v1.ContainerStateWaiting
-	(*ContainerStateRunning)(nil),         // 57: skiff.core.v1.ContainerStateRunning
-	(*ContainerStateTerminated)(nil),      // 58: skiff.core.v1.ContainerStateTerminated
-	(*Binding)(nil),                       // 59: skiff.core.v1.Binding
-	(*ObjectReference)(nil),               // 60: skiff.core.v1.ObjectReference
-	(*Node)(nil),                          // 61: skiff.core.v1.Node
-	(*NodeSpec)(nil),                      // 62: skiff.core.v1.NodeSpec
-	(*Taint)(nil),                         // 63: skiff.core.v1.Taint
-	(*NodeStatus)(nil),                    // 64: skiff.core.v1.NodeStatus
-	(*NodeDaemonEndpoints)(nil),           // 65: skiff.core.v1.NodeDaemonEndpoints
-	(*DaemonEndpoint)(nil),                // 66: skiff.core.v1.DaemonEndpoint
-	(*PodLogOptions)(nil),                 // 67: skiff.core.v1.PodLogOptions
-	(*LogChunk)(nil),                      // 68: skiff.core.v1.LogChunk
-	(*PodExecOptions)(nil),                // 69: skiff.core.v1.PodExecOptions
-	(*ExecRequest)(nil),                   // 70: skiff.core.v1.ExecRequest
-	(*TerminalSize)(nil),                  // 71: skiff.core.v1.TerminalSize
-	(*ExecResponse)(nil),                  // 72: skiff.core.v1.ExecResponse
-	(*PodPortForwardOptions)(nil),         // 73: skiff.core.v1.PodPortForwardOptions
-	(*PortForwardRequest)(nil),            // 74: skiff.core.v1.PortForwardRequest
-	(*PortForwardResponse)(nil),           // 75: skiff.core.v1.PortForwardResponse
-	(*NodeCondition)(nil),                 // 76: skiff.core.v1.NodeCondition
-	(*NodeAddress)(nil),                   // 77: skiff.core.v1.NodeAddress
-	(*NodeSystemInfo)(nil),                // 78: skiff.core.v1.NodeSystemInfo
-	(*ContainerImage)(nil),                // 79: skiff.core.v1.ContainerImage
-	(*Event)(nil),                         // 80: skiff.core.v1.Event
-	(*EventSource)(nil),                   // 81: skiff.core.v1.EventSource
-	(*ConfigMap)(nil),                     // 82: skiff.core.v1.ConfigMap
-	(*Secret)(nil),                        // 83: skiff.core.v1.Secret
-	(*ServiceAccount)(nil),                // 84: skiff.core.v1.ServiceAccount
-	(*TokenRequest)(nil),                  // 85: skiff.core.v1.TokenRequest
-	(*TokenRequestSpec)(nil),              // 86: skiff.core.v1.TokenRequestSpec
-	(*BoundObjectReference)(nil),          // 87: skiff.core.v1.BoundObjectReference
-	(*TokenRequestStatus)(nil),            // 88: skiff.core.v1.TokenRequestStatus
-	(*LimitRange)(nil),                    // 89: skiff.core.v1.LimitRange
-	(*LimitRangeSpec)(nil),                // 90: skiff.core.v1.LimitRangeSpec
-	(*LimitRangeItem)(nil),                // 91: skiff.core.v1.LimitRangeItem
-	(*ResourceQuota)(nil),                 // 92: skiff.core.v1.ResourceQuota
-	(*ResourceQuotaSpec)(nil),             // 93: skiff.core.v1.ResourceQuotaSpec
-	(*ResourceQuotaStatus)(nil),           // 94: skiff.core.v1.ResourceQuotaStatus
-	(*Service)(nil),                       // 95: skiff.core.v1.Service
-	(*ServiceSpec)(nil),                   // 96: skiff.core.v1.ServiceSpec
-	(*ServicePort)(nil),                   // 97: skiff.core.v1.ServicePort
-	(*SessionAffinityConfig)(nil),         // 98: skiff.core.v1.SessionAffinityConfig
-	(*ClientIPConfig)(nil),                // 99: skiff.core.v1.ClientIPConfig
-	(*ServiceStatus)(nil),                 // 100: skiff.core.v1.ServiceStatus
-	(*LoadBalancerStatus)(nil),            // 101: skiff.core.v1.LoadBalancerStatus
-	(*LoadBalancerIngress)(nil),           // 102: skiff.core.v1.LoadBalancerIngress
-	(*PortStatus)(nil),                    // 103: skiff.core.v1.PortStatus
-	nil,                                   // 104: skiff.core.v1.PodSpec.NodeSelectorEntry
-	nil,                                   // 105: skiff.core.v1.ResourceRequirements.LimitsEntry
-	nil,                                   // 106: skiff.core.v1.ResourceRequirements.RequestsEntry
-	nil,                                   // 107: skiff.core.v1.NodeStatus.CapacityEntry
-	nil,                                   // 108: skiff.core.v1.NodeStatus.AllocatableEntry
-	nil,                                   // 109: skiff.core.v1.ConfigMap.DataEntry
-	nil,                                   // 110: skiff.core.v1.ConfigMap.BinaryDataEntry
-	nil,                                   // 111: skiff.core.v1.Secret.DataEntry
-	nil,                                   // 112: skiff.core.v1.Secret.StringDataEntry
-	nil,                                   // 113: skiff.core.v1.LimitRangeItem.MaxEntry
-	nil,                                   // 114: skiff.core.v1.LimitRangeItem.MinEntry
-	nil,                                   // 115: skiff.core.v1.LimitRangeItem.DefaultEntry
-	nil,                                   // 116: skiff.core.v1.LimitRangeItem.DefaultRequestEntry
-	nil,                                   // 117: skiff.core.v1.LimitRangeItem.MaxLimitRequestRatioEntry
-	nil,                                   // 118: skiff.core.v1.ResourceQuotaSpec.HardEntry
-	nil,                                   // 119: skiff.core.v1.ResourceQuotaStatus.HardEntry
-	nil,                                   // 120: skiff.core.v1.ResourceQuotaStatus.UsedEntry
-	nil,                                   // 121: skiff.core.v1.ServiceSpec.SelectorEntry
-	(*v1.ObjectMeta)(nil),                 // 122: skiff.meta.v1.ObjectMeta
-	(*v1.Condition)(nil),                  // 123: skiff.meta.v1.Condition
-	(*v1.IntOrString)(nil),                // 124: skiff.meta.v1.IntOrString
-	(*v1.LabelSelector)(nil),              // 125: skiff.meta.v1.LabelSelector
-	(*timestamppb.Timestamp)(nil),         // 126: google.protobuf.Timestamp
+	(*Namespace)(nil),                         // 0: skiff.core.v1.Namespace
+	(*NamespaceSpec)(nil),                     // 1: skiff.core.v1.NamespaceSpec
+	(*NamespaceStatus)(nil),                   // 2: skiff.core.v1.NamespaceStatus
+	(*Pod)(nil),                               // 3: skiff.core.v1.Pod
+	(*PodTemplateSpec)(nil),                   // 4: skiff.core.v1.PodTemplateSpec
+	(*PodSpec)(nil),                           // 5: skiff.core.v1.PodSpec
+	(*PodDNSConfig)(nil),                      // 6: skiff.core.v1.PodDNSConfig
+	(*PodDNSConfigOption)(nil),                // 7: skiff.core.v1.PodDNSConfigOption
+	(*LocalObjectReference)(nil),              // 8: skiff.core.v1.LocalObjectReference
+	(*PodSecurityContext)(nil),                // 9: skiff.core.v1.PodSecurityContext
+	(*SecurityContext)(nil),                   // 10: skiff.core.v1.SecurityContext
+	(*Container)(nil),                         // 11: skiff.core.v1.Container
+	(*ContainerPort)(nil),                     // 12: skiff.core.v1.ContainerPort
+	(*EnvVar)(nil),                            // 13: skiff.core.v1.EnvVar
+	(*EnvVarSource)(nil),                      // 14: skiff.core.v1.EnvVarSource
+	(*SecretKeySelector)(nil),                 // 15: skiff.core.v1.SecretKeySelector
+	(*ObjectFieldSelector)(nil),               // 16: skiff.core.v1.ObjectFieldSelector
+	(*ResourceFieldSelector)(nil),             // 17: skiff.core.v1.ResourceFieldSelector
+	(*ConfigMapKeySelector)(nil),              // 18: skiff.core.v1.ConfigMapKeySelector
+	(*EnvFromSource)(nil),                     // 19: skiff.core.v1.EnvFromSource
+	(*SecretEnvSource)(nil),                   // 20: skiff.core.v1.SecretEnvSource
+	(*ConfigMapEnvSource)(nil),                // 21: skiff.core.v1.ConfigMapEnvSource
+	(*ResourceRequirements)(nil),              // 22: skiff.core.v1.ResourceRequirements
+	(*VolumeMount)(nil),                       // 23: skiff.core.v1.VolumeMount
+	(*Volume)(nil),                            // 24: skiff.core.v1.Volume
+	(*PersistentVolumeClaimVolumeSource)(nil), // 25: skiff.core.v1.PersistentVolumeClaimVolumeSource
+	(*SecretVolumeSource)(nil),                // 26: skiff.core.v1.SecretVolumeSource
+	(*DownwardAPIVolumeSource)(nil),           // 27: skiff.core.v1.DownwardAPIVolumeSource
+	(*DownwardAPIVolumeFile)(nil),             // 28: skiff.core.v1.DownwardAPIVolumeFile
+	(*ProjectedVolumeSource)(nil),             // 29: skiff.core.v1.ProjectedVolumeSource
+	(*VolumeProjection)(nil),                  // 30: skiff.core.v1.VolumeProjection
+	(*SecretProjection)(nil),                  // 31: skiff.core.v1.SecretProjection
+	(*ConfigMapProjection)(nil),               // 32: skiff.core.v1.ConfigMapProjection
+	(*DownwardAPIProjection)(nil),             // 33: skiff.core.v1.DownwardAPIProjection
+	(*ServiceAccountTokenProjection)(nil),     // 34: skiff.core.v1.ServiceAccountTokenProjection
+	(*EmptyDirVolumeSource)(nil),              // 35: skiff.core.v1.EmptyDirVolumeSource
+	(*HostPathVolumeSource)(nil),              // 36: skiff.core.v1.HostPathVolumeSource
+	(*ConfigMapVolumeSource)(nil),             // 37: skiff.core.v1.ConfigMapVolumeSource
+	(*KeyToPath)(nil),                         // 38: skiff.core.v1.KeyToPath
+	(*Probe)(nil),                             // 39: skiff.core.v1.Probe
+	(*ExecAction)(nil),                        // 40: skiff.core.v1.ExecAction
+	(*HTTPGetAction)(nil),                     // 41: skiff.core.v1.HTTPGetAction
+	(*HTTPHeader)(nil),                        // 42: skiff.core.v1.HTTPHeader
+	(*TCPSocketAction)(nil),                   // 43: skiff.core.v1.TCPSocketAction
+	(*Affinity)(nil),                          // 44: skiff.core.v1.Affinity
+	(*NodeAffinity)(nil),                      // 45: skiff.core.v1.NodeAffinity
+	(*NodeSelector)(nil),                      // 46: skiff.core.v1.NodeSelector
+	(*NodeSelectorTerm)(nil),                  // 47: skiff.core.v1.NodeSelectorTerm
+	(*NodeSelectorRequirement)(nil),           // 48: skiff.core.v1.NodeSelectorRequirement
+	(*PreferredSchedulingTerm)(nil),           // 49: skiff.core.v1.PreferredSchedulingTerm
+	(*Toleration)(nil),                        // 50: skiff.core.v1.Toleration
+	(*TopologySpreadConstraint)(nil),          // 51: skiff.core.v1.TopologySpreadConstraint
+	(*PodStatus)(nil),                         // 52: skiff.core.v1.PodStatus
+	(*PodIP)(nil),                             // 53: skiff.core.v1.PodIP
+	(*PodCondition)(nil),                      // 54: skiff.core.v1.PodCondition
+	(*ContainerStatus)(nil),                   // 55: skiff.core.v1.ContainerStatus
+	(*ContainerState)(nil),                    // 56: skiff.core.v1.ContainerState
+	(*ContainerStateWaiting)(nil),             // 57: skiff.core.v1.ContainerStateWaiting
+	(*ContainerStateRunning)(nil),             // 58: skiff.core.v1.ContainerStateRunning
+	(*ContainerStateTerminated)(nil),          // 59: skiff.core.v1.ContainerStateTerminated
+	(*Binding)(nil),                           // 60: skiff.core.v1.Binding
+	(*ObjectReference)(nil),                   // 61: skiff.core.v1.ObjectReference
+	(*Node)(nil),                              // 62: skiff.core.v1.Node
+	(*NodeSpec)(nil),                          // 63: skiff.core.v1.NodeSpec
+	(*Taint)(nil),                             // 64: skiff.core.v1.Taint
+	(*NodeStatus)(nil),                        // 65: skiff.core.v1.NodeStatus
+	(*NodeDaemonEndpoints)(nil),               // 66: skiff.core.v1.NodeDaemonEndpoints
+	(*DaemonEndpoint)(nil),                    // 67: skiff.core.v1.DaemonEndpoint
+	(*PodLogOptions)(nil),                     // 68: skiff.core.v1.PodLogOptions
+	(*LogChunk)(nil),                          // 69: skiff.core.v1.LogChunk
+	(*PodExecOptions)(nil),                    // 70: skiff.core.v1.PodExecOptions
+	(*ExecRequest)(nil),                       // 71: skiff.core.v1.ExecRequest
+	(*TerminalSize)(nil),                      // 72: skiff.core.v1.TerminalSize
+	(*ExecResponse)(nil),                      // 73: skiff.core.v1.ExecResponse
+	(*PodPortForwardOptions)(nil),             // 74: skiff.core.v1.PodPortForwardOptions
+	(*PortForwardRequest)(nil),                // 75: skiff.core.v1.PortForwardRequest
+	(*PortForwardResponse)(nil),               // 76: skiff.core.v1.PortForwardResponse
+	(*NodeCondition)(nil),                     // 77: skiff.core.v1.NodeCondition
+	(*NodeAddress)(nil),                       // 78: skiff.core.v1.NodeAddress
+	(*NodeSystemInfo)(nil),                    // 79: skiff.core.v1.NodeSystemInfo
+	(*ContainerImage)(nil),                    // 80: skiff.core.v1.ContainerImage
+	(*Event)(nil),                             // 81: skiff.core.v1.Event
+	(*EventSource)(nil),                       // 82: skiff.core.v1.EventSource
+	(*ConfigMap)(nil),                         // 83: skiff.core.v1.ConfigMap
+	(*Secret)(nil),                            // 84: skiff.core.v1.Secret
+	(*ServiceAccount)(nil),                    // 85: skiff.core.v1.ServiceAccount
+	(*TokenRequest)(nil),                      // 86: skiff.core.v1.TokenRequest
+	(*TokenRequestSpec)(nil),                  // 87: skiff.core.v1.TokenRequestSpec
+	(*BoundObjectReference)(nil),              // 88: skiff.core.v1.BoundObjectReference
+	(*TokenRequestStatus)(nil),                // 89: skiff.core.v1.TokenRequestStatus
+	(*LimitRange)(nil),                        // 90: skiff.core.v1.LimitRange
+	(*LimitRangeSpec)(nil),                    // 91: skiff.core.v1.LimitRangeSpec
+	(*LimitRangeItem)(nil),                    // 92: skiff.core.v1.LimitRangeItem
+	(*ResourceQuota)(nil),                     // 93: skiff.core.v1.ResourceQuota
+	(*ResourceQuotaSpec)(nil),                 // 94: skiff.core.v1.ResourceQuotaSpec
+	(*ResourceQuotaStatus)(nil),               // 95: skiff.core.v1.ResourceQuotaStatus
+	(*Service)(nil),                           // 96: skiff.core.v1.Service
+	(*ServiceSpec)(nil),                       // 97: skiff.core.v1.ServiceSpec
+	(*ServicePort)(nil),                       // 98: skiff.core.v1.ServicePort
+	(*SessionAffinityConfig)(nil),             // 99: skiff.core.v1.SessionAffinityConfig
+	(*ClientIPConfig)(nil),                    // 100: skiff.core.v1.ClientIPConfig
+	(*ServiceStatus)(nil),                     // 101: skiff.core.v1.ServiceStatus
+	(*LoadBalancerStatus)(nil),                // 102: skiff.core.v1.LoadBalancerStatus
+	(*LoadBalancerIngress)(nil),               // 103: skiff.core.v1.LoadBalancerIngress
+	(*PortStatus)(nil),                        // 104: skiff.core.v1.PortStatus
+	(*PersistentVolume)(nil),                  // 105: skiff.core.v1.PersistentVolume
+	(*PersistentVolumeSpec)(nil),              // 106: skiff.core.v1.PersistentVolumeSpec
+	(*VolumeNodeAffinity)(nil),                // 107: skiff.core.v1.VolumeNodeAffinity
+	(*LocalVolumeSource)(nil),                 // 108: skiff.core.v1.LocalVolumeSource
+	(*PersistentVolumeStatus)(nil),            // 109: skiff.core.v1.PersistentVolumeStatus
+	(*PersistentVolumeClaim)(nil),             // 110: skiff.core.v1.PersistentVolumeClaim
+	(*PersistentVolumeClaimSpec)(nil),         // 111: skiff.core.v1.PersistentVolumeClaimSpec
+	(*VolumeResourceRequirements)(nil),        // 112: skiff.core.v1.VolumeResourceRequirements
+	(*PersistentVolumeClaimStatus)(nil),       // 113: skiff.core.v1.PersistentVolumeClaimStatus
+	(*PersistentVolumeClaimCondition)(nil),    // 114: skiff.core.v1.PersistentVolumeClaimCondition
+	(*TopologySelectorTerm)(nil),              // 115: skiff.core.v1.TopologySelectorTerm
+	(*TopologySelectorLabelRequirement)(nil),  // 116: skiff.core.v1.TopologySelectorLabelRequirement
+	nil,                                       // 117: skiff.core.v1.PodSpec.NodeSelectorEntry
+	nil,                                       // 118: skiff.core.v1.ResourceRequirements.LimitsEntry
+	nil,                                       // 119: skiff.core.v1.ResourceRequirements.RequestsEntry
+	nil,                                       // 120: skiff.core.v1.NodeStatus.CapacityEntry
+	nil,                                       // 121: skiff.core.v1.NodeStatus.AllocatableEntry
+	nil,                                       // 122: skiff.core.v1.ConfigMap.DataEntry
+	nil,                                       // 123: skiff.core.v1.ConfigMap.BinaryDataEntry
+	nil,                                       // 124: skiff.core.v1.Secret.DataEntry
+	nil,                                       // 125: skiff.core.v1.Secret.StringDataEntry
+	nil,                                       // 126: skiff.core.v1.LimitRangeItem.MaxEntry
+	nil,                                       // 127: skiff.core.v1.LimitRangeItem.MinEntry
+	nil,                                       // 128: skiff.core.v1.LimitRangeItem.DefaultEntry
+	nil,                                       // 129: skiff.core.v1.LimitRangeItem.DefaultRequestEntry
+	nil,                                       // 130: skiff.core.v1.LimitRangeItem.MaxLimitRequestRatioEntry
+	nil,                                       // 131: skiff.core.v1.ResourceQuotaSpec.HardEntry
+	nil,                                       // 132: skiff.core.v1.ResourceQuotaStatus.HardEntry
+	nil,                                       // 133: skiff.core.v1.ResourceQuotaStatus.UsedEntry
+	nil,                                       // 134: skiff.core.v1.ServiceSpec.SelectorEntry
+	nil,                                       // 135: skiff.core.v1.PersistentVolumeSpec.CapacityEntry
+	nil,                                       // 136: skiff.core.v1.VolumeResourceRequirements.LimitsEntry
+	nil,                                       // 137: skiff.core.v1.VolumeResourceRequirements.RequestsEntry
+	nil,                                       // 138: skiff.core.v1.PersistentVolumeClaimStatus.CapacityEntry
+	(*v1.ObjectMeta)(nil),                     // 139: skiff.meta.v1.ObjectMeta
+	(*v1.Condition)(nil),                      // 140: skiff.meta.v1.Condition
+	(*v1.IntOrString)(nil),                    // 141: skiff.meta.v1.IntOrString
+	(*v1.LabelSelector)(nil),                  // 142: skiff.meta.v1.LabelSelector
+	(*timestamppb.Timestamp)(nil),             // 143: google.protobuf.Timestamp
 }
 var file_skiff_core_v1_types_proto_depIdxs = []int32{
-	122, // 0: skiff.core.v1.Namespace.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	139, // 0: skiff.core.v1.Namespace.metadata:type_name -> skiff.meta.v1.ObjectMeta
 	1,   // 1: skiff.core.v1.Namespace.spec:type_name -> skiff.core.v1.NamespaceSpec
 	2,   // 2: skiff.core.v1.Namespace.status:type_name -> skiff.core.v1.NamespaceStatus
-	123, // 3: skiff.core.v1.NamespaceStatus.conditions:type_name -> skiff.meta.v1.Condition
-	122, // 4: skiff.core.v1.Pod.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	140, // 3: skiff.core.v1.NamespaceStatus.conditions:type_name -> skiff.meta.v1.Condition
+	139, // 4: skiff.core.v1.Pod.metadata:type_name -> skiff.meta.v1.ObjectMeta
 	5,   // 5: skiff.core.v1.Pod.spec:type_name -> skiff.core.v1.PodSpec
-	51,  // 6: skiff.core.v1.Pod.status:type_name -> skiff.core.v1.PodStatus
-	122, // 7: skiff.core.v1.PodTemplateSpec.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	52,  // 6: skiff.core.v1.Pod.status:type_name -> skiff.core.v1.PodStatus
+	139, // 7: skiff.core.v1.PodTemplateSpec.metadata:type_name -> skiff.meta.v1.ObjectMeta
 	5,   // 8: skiff.core.v1.PodTemplateSpec.spec:type_name -> skiff.core.v1.PodSpec
 	24,  // 9: skiff.core.v1.PodSpec.volumes:type_name -> skiff.core.v1.Volume
 	11,  // 10: skiff.core.v1.PodSpec.init_containers:type_name -> skiff.core.v1.Container
 	11,  // 11: skiff.core.v1.PodSpec.containers:type_name -> skiff.core.v1.Container
-	104, // 12: skiff.core.v1.PodSpec.node_selector:type_name -> skiff.core.v1.PodSpec.NodeSelectorEntry
-	43,  // 13: skiff.core.v1.PodSpec.affinity:type_name -> skiff.core.v1.Affinity
-	49,  // 14: skiff.core.v1.PodSpec.tolerations:type_name -> skiff.core.v1.Toleration
-	50,  // 15: skiff.core.v1.PodSpec.topology_spread_constraints:type_name -> skiff.core.v1.TopologySpreadConstraint
+	117, // 12: skiff.core.v1.PodSpec.node_selector:type_name -> skiff.core.v1.PodSpec.NodeSelectorEntry
+	44,  // 13: skiff.core.v1.PodSpec.affinity:type_name -> skiff.core.v1.Affinity
+	50,  // 14: skiff.core.v1.PodSpec.tolerations:type_name -> skiff.core.v1.Toleration
+	51,  // 15: skiff.core.v1.PodSpec.topology_spread_constraints:type_name -> skiff.core.v1.TopologySpreadConstraint
 	9,   // 16: skiff.core.v1.PodSpec.security_context:type_name -> skiff.core.v1.PodSecurityContext
 	8,   // 17: skiff.core.v1.PodSpec.image_pull_secrets:type_name -> skiff.core.v1.LocalObjectReference
 	6,   // 18: skiff.core.v1.PodSpec.dns_config:type_name -> skiff.core.v1.PodDNSConfig
@@ -8268,9 +9272,9 @@ var file_skiff_core_v1_types_proto_depIdxs = []int32{
 	13,  // 22: skiff.core.v1.Container.env:type_name -> skiff.core.v1.EnvVar
 	22,  // 23: skiff.core.v1.Container.resources:type_name -> skiff.core.v1.ResourceRequirements
 	23,  // 24: skiff.core.v1.Container.volume_mounts:type_name -> skiff.core.v1.VolumeMount
-	38,  // 25: skiff.core.v1.Container.liveness_probe:type_name -> skiff.core.v1.Probe
-	38,  // 26: skiff.core.v1.Container.readiness_probe:type_name -> skiff.core.v1.Probe
-	38,  // 27: skiff.core.v1.Container.startup_probe:type_name -> skiff.core.v1.Probe
+	39,  // 25: skiff.core.v1.Container.liveness_probe:type_name -> skiff.core.v1.Probe
+	39,  // 26: skiff.core.v1.Container.readiness_probe:type_name -> skiff.core.v1.Probe
+	39,  // 27: skiff.core.v1.Container.startup_probe:type_name -> skiff.core.v1.Probe
 	10,  // 28: skiff.core.v1.Container.security_context:type_name -> skiff.core.v1.SecurityContext
 	14,  // 29: skiff.core.v1.EnvVar.value_from:type_name -> skiff.core.v1.EnvVarSource
 	16,  // 30: skiff.core.v1.EnvVarSource.field_ref:type_name -> skiff.core.v1.ObjectFieldSelector
@@ -8279,127 +9283,150 @@ var file_skiff_core_v1_types_proto_depIdxs = []int32{
 	15,  // 33: skiff.core.v1.EnvVarSource.secret_key_ref:type_name -> skiff.core.v1.SecretKeySelector
 	21,  // 34: skiff.core.v1.EnvFromSource.config_map_ref:type_name -> skiff.core.v1.ConfigMapEnvSource
 	20,  // 35: skiff.core.v1.EnvFromSource.secret_ref:type_name -> skiff.core.v1.SecretEnvSource
-	105, // 36: skiff.core.v1.ResourceRequirements.limits:type_name -> skiff.core.v1.ResourceRequirements.LimitsEntry
-	106, // 37: skiff.core.v1.ResourceRequirements.requests:type_name -> skiff.core.v1.ResourceRequirements.RequestsEntry
-	34,  // 38: skiff.core.v1.Volume.empty_dir:type_name -> skiff.core.v1.EmptyDirVolumeSource
-	35,  // 39: skiff.core.v1.Volume.host_path:type_name -> skiff.core.v1.HostPathVolumeSource
-	36,  // 40: skiff.core.v1.Volume.config_map:type_name -> skiff.core.v1.ConfigMapVolumeSource
-	25,  // 41: skiff.core.v1.Volume.secret:type_name -> skiff.core.v1.SecretVolumeSource
-	26,  // 42: skiff.core.v1.Volume.downward_api:type_name -> skiff.core.v1.DownwardAPIVolumeSource
-	28,  // 43: skiff.core.v1.Volume.projected:type_name -> skiff.core.v1.ProjectedVolumeSource
-	37,  // 44: skiff.core.v1.SecretVolumeSource.items:type_name -> skiff.core.v1.KeyToPath
-	27,  // 45: skiff.core.v1.DownwardAPIVolumeSource.items:type_name -> skiff.core.v1.DownwardAPIVolumeFile
-	16,  // 46: skiff.core.v1.DownwardAPIVolumeFile.field_ref:type_name -> skiff.core.v1.ObjectFieldSelector
-	17,  // 47: skiff.core.v1.DownwardAPIVolumeFile.resource_field_ref:type_name -> skiff.core.v1.ResourceFieldSelector
-	29,  // 48: skiff.core.v1.ProjectedVolumeSource.sources:type_name -> skiff.core.v1.VolumeProjection
-	30,  // 49: skiff.core.v1.VolumeProjection.secret:type_name -> skiff.core.v1.SecretProjection
-	32,  // 50: skiff.core.v1.VolumeProjection.downward_api:type_name -> skiff.core.v1.DownwardAPIProjection
-	31,  // 51: skiff.core.v1.VolumeProjection.config_map:type_name -> skiff.core.v1.ConfigMapProjection
-	33,  // 52: skiff.core.v1.VolumeProjection.service_account_token:type_name -> skiff.core.v1.ServiceAccountTokenProjection
-	37,  // 53: skiff.core.v1.SecretProjection.items:type_name -> skiff.core.v1.KeyToPath
-	37,  // 54: skiff.core.v1.ConfigMapProjection.items:type_name -> skiff.core.v1.KeyToPath
-	27,  // 55: skiff.core.v1.DownwardAPIProjection.items:type_name -> skiff.core.v1.DownwardAPIVolumeFile
-	37,  // 56: skiff.core.v1.ConfigMapVolumeSource.items:type_name -> skiff.core.v1.KeyToPath
-	39,  // 57: skiff.core.v1.Probe.exec:type_name -> skiff.core.v1.ExecAction
-	40,  // 58: skiff.core.v1.Probe.http_get:type_name -> skiff.core.v1.HTTPGetAction
-	42,  // 59: skiff.core.v1.Probe.tcp_socket:type_name -> skiff.core.v1.TCPSocketAction
-	124, // 60: skiff.core.v1.HTTPGetAction.port:type_name -> skiff.meta.v1.IntOrString
-	41,  // 61: skiff.core.v1.HTTPGetAction.http_headers:type_name -> skiff.core.v1.HTTPHeader
-	124, // 62: skiff.core.v1.TCPSocketAction.port:type_name -> skiff.meta.v1.IntOrString
-	44,  // 63: skiff.core.v1.Affinity.node_affinity:type_name -> skiff.core.v1.NodeAffinity
-	45,  // 64: skiff.core.v1.NodeAffinity.required_during_scheduling_ignored_during_execution:type_name -> skiff.core.v1.NodeSelector
-	48,  // 65: skiff.core.v1.NodeAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> skiff.core.v1.PreferredSchedulingTerm
-	46,  // 66: skiff.core.v1.NodeSelector.node_selector_terms:type_name -> skiff.core.v1.NodeSelectorTerm
-	47,  // 67: skiff.core.v1.NodeSelectorTerm.match_expressions:type_name -> skiff.core.v1.NodeSelectorRequirement
-	47,  // 68: skiff.core.v1.NodeSelectorTerm.match_fields:type_name -> skiff.core.v1.NodeSelectorRequirement
-	46,  // 69: skiff.core.v1.PreferredSchedulingTerm.preference:type_name -> skiff.core.v1.NodeSelectorTerm
-	125, // 70: skiff.core.v1.TopologySpreadConstraint.label_selector:type_name -> skiff.meta.v1.LabelSelector
-	53,  // 71: skiff.core.v1.PodStatus.conditions:type_name -> skiff.core.v1.PodCondition
-	52,  // 72: skiff.core.v1.PodStatus.pod_ips:type_name -> skiff.core.v1.PodIP
-	126, // 73: skiff.core.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
-	54,  // 74: skiff.core.v1.PodStatus.init_container_statuses:type_name -> skiff.core.v1.ContainerStatus
-	54,  // 75: skiff.core.v1.PodStatus.container_statuses:type_name -> skiff.core.v1.ContainerStatus
-	126, // 76: skiff.core.v1.PodCondition.last_probe_time:type_name -> google.protobuf.Timestamp
-	126, // 77: skiff.core.v1.PodCondition.last_transition_time:type_name -> google.protobuf.Timestamp
-	55,  // 78: skiff.core.v1.ContainerStatus.state:type_name -> skiff.core.v1.ContainerState
-	55,  // 79: skiff.core.v1.ContainerStatus.last_state:type_name -> skiff.core.v1.ContainerState
-	56,  // 80: skiff.core.v1.ContainerState.waiting:type_name -> skiff.core.v1.ContainerStateWaiting
-	57,  // 81: skiff.core.v1.ContainerState.running:type_name -> skiff.core.v1.ContainerStateRunning
-	58,  // 82: skiff.core.v1.ContainerState.terminated:type_name -> skiff.core.v1.ContainerStateTerminated
-	126, // 83: skiff.core.v1.ContainerStateRunning.started_at:type_name -> google.protobuf.Timestamp
-	126, // 84: skiff.core.v1.ContainerStateTerminated.started_at:type_name -> google.protobuf.Timestamp
-	126, // 85: skiff.core.v1.ContainerStateTerminated.finished_at:type_name -> google.protobuf.Timestamp
-	122, // 86: skiff.core.v1.Binding.metadata:type_name -> skiff.meta.v1.ObjectMeta
-	60,  // 87: skiff.core.v1.Binding.target:type_name -> skiff.core.v1.ObjectReference
-	122, // 88: skiff.core.v1.Node.metadata:type_name -> skiff.meta.v1.ObjectMeta
-	62,  // 89: skiff.core.v1.Node.spec:type_name -> skiff.core.v1.NodeSpec
-	64,  // 90: skiff.core.v1.Node.status:type_name -> skiff.core.v1.NodeStatus
-	63,  // 91: skiff.core.v1.NodeSpec.taints:type_name -> skiff.core.v1.Taint
-	126, // 92: skiff.core.v1.Taint.time_added:type_name -> google.protobuf.Timestamp
-	107, // 93: skiff.core.v1.NodeStatus.capacity:type_name -> skiff.core.v1.NodeStatus.CapacityEntry
-	108, // 94: skiff.core.v1.NodeStatus.allocatable:type_name -> skiff.core.v1.NodeStatus.AllocatableEntry
-	76,  // 95: skiff.core.v1.NodeStatus.conditions:type_name -> skiff.core.v1.NodeCondition
-	77,  // 96: skiff.core.v1.NodeStatus.addresses:type_name -> skiff.core.v1.NodeAddress
-	78,  // 97: skiff.core.v1.NodeStatus.node_info:type_name -> skiff.core.v1.NodeSystemInfo
-	79,  // 98: skiff.core.v1.NodeStatus.images:type_name -> skiff.core.v1.ContainerImage
-	65,  // 99: skiff.core.v1.NodeStatus.daemon_endpoints:type_name -> skiff.core.v1.NodeDaemonEndpoints
-	66,  // 100: skiff.core.v1.NodeDaemonEndpoints.kubelet_endpoint:type_name -> skiff.core.v1.DaemonEndpoint
-	69,  // 101: skiff.core.v1.ExecRequest.options:type_name -> skiff.core.v1.PodExecOptions
-	71,  // 102: skiff.core.v1.ExecRequest.resize:type_name -> skiff.core.v1.TerminalSize
-	73,  // 103: skiff.core.v1.PortForwardRequest.options:type_name -> skiff.core.v1.PodPortForwardOptions
-	126, // 104: skiff.core.v1.NodeCondition.last_heartbeat_time:type_name -> google.protobuf.Timestamp
-	126, // 105: skiff.core.v1.NodeCondition.last_transition_time:type_name -> google.protobuf.Timestamp
-	122, // 106: skiff.core.v1.Event.metadata:type_name -> skiff.meta.v1.ObjectMeta
-	60,  // 107: skiff.core.v1.Event.involved_object:type_name -> skiff.core.v1.ObjectReference
-	81,  // 108: skiff.core.v1.Event.source:type_name -> skiff.core.v1.EventSource
-	126, // 109: skiff.core.v1.Event.first_timestamp:type_name -> google.protobuf.Timestamp
-	126, // 110: skiff.core.v1.Event.last_timestamp:type_name -> google.protobuf.Timestamp
-	126, // 111: skiff.core.v1.Event.event_time:type_name -> google.protobuf.Timestamp
-	122, // 112: skiff.core.v1.ConfigMap.metadata:type_name -> skiff.meta.v1.ObjectMeta
-	109, // 113: skiff.core.v1.ConfigMap.data:type_name -> skiff.core.v1.ConfigMap.DataEntry
-	110, // 114: skiff.core.v1.ConfigMap.binary_data:type_name -> skiff.core.v1.ConfigMap.BinaryDataEntry
-	122, // 115: skiff.core.v1.Secret.metadata:type_name -> skiff.meta.v1.ObjectMeta
-	111, // 116: skiff.core.v1.Secret.data:type_name -> skiff.core.v1.Secret.DataEntry
-	112, // 117: skiff.core.v1.Secret.string_data:type_name -> skiff.core.v1.Secret.StringDataEntry
-	122, // 118: skiff.core.v1.ServiceAccount.metadata:type_name -> skiff.meta.v1.ObjectMeta
-	60,  // 119: skiff.core.v1.ServiceAccount.secrets:type_name -> skiff.core.v1.ObjectReference
-	8,   // 120: skiff.core.v1.ServiceAccount.image_pull_secrets:type_name -> skiff.core.v1.LocalObjectReference
-	122, // 121: skiff.core.v1.TokenRequest.metadata:type_name -> skiff.meta.v1.ObjectMeta
-	86,  // 122: skiff.core.v1.TokenRequest.spec:type_name -> skiff.core.v1.TokenRequestSpec
-	88,  // 123: skiff.core.v1.TokenRequest.status:type_name -> skiff.core.v1.TokenRequestStatus
-	87,  // 124: skiff.core.v1.TokenRequestSpec.bound_object_ref:type_name -> skiff.core.v1.BoundObjectReference
-	126, // 125: skiff.core.v1.TokenRequestStatus.expiration_timestamp:type_name -> google.protobuf.Timestamp
-	122, // 126: skiff.core.v1.LimitRange.metadata:type_name -> skiff.meta.v1.ObjectMeta
-	90,  // 127: skiff.core.v1.LimitRange.spec:type_name -> skiff.core.v1.LimitRangeSpec
-	91,  // 128: skiff.core.v1.LimitRangeSpec.limits:type_name -> skiff.core.v1.LimitRangeItem
-	113, // 129: skiff.core.v1.LimitRangeItem.max:type_name -> skiff.core.v1.LimitRangeItem.MaxEntry
-	114, // 130: skiff.core.v1.LimitRangeItem.min:type_name -> skiff.core.v1.LimitRangeItem.MinEntry
-	115, // 131: skiff.core.v1.LimitRangeItem.default:type_name -> skiff.core.v1.LimitRangeItem.DefaultEntry
-	116, // 132: skiff.core.v1.LimitRangeItem.default_request:type_name -> skiff.core.v1.LimitRangeItem.DefaultRequestEntry
-	117, // 133: skiff.core.v1.LimitRangeItem.max_limit_request_ratio:type_name -> skiff.core.v1.LimitRangeItem.MaxLimitRequestRatioEntry
-	122, // 134: skiff.core.v1.ResourceQuota.metadata:type_name -> skiff.meta.v1.ObjectMeta
-	93,  // 135: skiff.core.v1.ResourceQuota.spec:type_name -> skiff.core.v1.ResourceQuotaSpec
-	94,  // 136: skiff.core.v1.ResourceQuota.status:type_name -> skiff.core.v1.ResourceQuotaStatus
-	118, // 137: skiff.core.v1.ResourceQuotaSpec.hard:type_name -> skiff.core.v1.ResourceQuotaSpec.HardEntry
-	119, // 138: skiff.core.v1.ResourceQuotaStatus.hard:type_name -> skiff.core.v1.ResourceQuotaStatus.HardEntry
-	120, // 139: skiff.core.v1.ResourceQuotaStatus.used:type_name -> skiff.core.v1.ResourceQuotaStatus.UsedEntry
-	122, // 140: skiff.core.v1.Service.metadata:type_name -> skiff.meta.v1.ObjectMeta
-	96,  // 141: skiff.core.v1.Service.spec:type_name -> skiff.core.v1.ServiceSpec
-	100, // 142: skiff.core.v1.Service.status:type_name -> skiff.core.v1.ServiceStatus
-	97,  // 143: skiff.core.v1.ServiceSpec.ports:type_name -> skiff.core.v1.ServicePort
-	121, // 144: skiff.core.v1.ServiceSpec.selector:type_name -> skiff.core.v1.ServiceSpec.SelectorEntry
-	98,  // 145: skiff.core.v1.ServiceSpec.session_affinity_config:type_name -> skiff.core.v1.SessionAffinityConfig
-	124, // 146: skiff.core.v1.ServicePort.target_port:type_name -> skiff.meta.v1.IntOrString
-	99,  // 147: skiff.core.v1.SessionAffinityConfig.client_ip:type_name -> skiff.core.v1.ClientIPConfig
-	101, // 148: skiff.core.v1.ServiceStatus.load_balancer:type_name -> skiff.core.v1.LoadBalancerStatus
-	123, // 149: skiff.core.v1.ServiceStatus.conditions:type_name -> skiff.meta.v1.Condition
-	102, // 150: skiff.core.v1.LoadBalancerStatus.ingress:type_name -> skiff.core.v1.LoadBalancerIngress
-	103, // 151: skiff.core.v1.LoadBalancerIngress.ports:type_name -> skiff.core.v1.PortStatus
-	152, // [152:152] is the sub-list for method output_type
-	152, // [152:152] is the sub-list for method input_type
-	152, // [152:152] is the sub-list for extension type_name
-	152, // [152:152] is the sub-list for extension extendee
-	0,   // [0:152] is the sub-list for field type_name
+	118, // 36: skiff.core.v1.ResourceRequirements.limits:type_name -> skiff.core.v1.ResourceRequirements.LimitsEntry
+	119, // 37: skiff.core.v1.ResourceRequirements.requests:type_name -> skiff.core.v1.ResourceRequirements.RequestsEntry
+	35,  // 38: skiff.core.v1.Volume.empty_dir:type_name -> skiff.core.v1.EmptyDirVolumeSource
+	36,  // 39: skiff.core.v1.Volume.host_path:type_name -> skiff.core.v1.HostPathVolumeSource
+	37,  // 40: skiff.core.v1.Volume.config_map:type_name -> skiff.core.v1.ConfigMapVolumeSource
+	26,  // 41: skiff.core.v1.Volume.secret:type_name -> skiff.core.v1.SecretVolumeSource
+	27,  // 42: skiff.core.v1.Volume.downward_api:type_name -> skiff.core.v1.DownwardAPIVolumeSource
+	29,  // 43: skiff.core.v1.Volume.projected:type_name -> skiff.core.v1.ProjectedVolumeSource
+	25,  // 44: skiff.core.v1.Volume.persistent_volume_claim:type_name -> skiff.core.v1.PersistentVolumeClaimVolumeSource
+	38,  // 45: skiff.core.v1.SecretVolumeSource.items:type_name -> skiff.core.v1.KeyToPath
+	28,  // 46: skiff.core.v1.DownwardAPIVolumeSource.items:type_name -> skiff.core.v1.DownwardAPIVolumeFile
+	16,  // 47: skiff.core.v1.DownwardAPIVolumeFile.field_ref:type_name -> skiff.core.v1.ObjectFieldSelector
+	17,  // 48: skiff.core.v1.DownwardAPIVolumeFile.resource_field_ref:type_name -> skiff.core.v1.ResourceFieldSelector
+	30,  // 49: skiff.core.v1.ProjectedVolumeSource.sources:type_name -> skiff.core.v1.VolumeProjection
+	31,  // 50: skiff.core.v1.VolumeProjection.secret:type_name -> skiff.core.v1.SecretProjection
+	33,  // 51: skiff.core.v1.VolumeProjection.downward_api:type_name -> skiff.core.v1.DownwardAPIProjection
+	32,  // 52: skiff.core.v1.VolumeProjection.config_map:type_name -> skiff.core.v1.ConfigMapProjection
+	34,  // 53: skiff.core.v1.VolumeProjection.service_account_token:type_name -> skiff.core.v1.ServiceAccountTokenProjection
+	38,  // 54: skiff.core.v1.SecretProjection.items:type_name -> skiff.core.v1.KeyToPath
+	38,  // 55: skiff.core.v1.ConfigMapProjection.items:type_name -> skiff.core.v1.KeyToPath
+	28,  // 56: skiff.core.v1.DownwardAPIProjection.items:type_name -> skiff.core.v1.DownwardAPIVolumeFile
+	38,  // 57: skiff.core.v1.ConfigMapVolumeSource.items:type_name -> skiff.core.v1.KeyToPath
+	40,  // 58: skiff.core.v1.Probe.exec:type_name -> skiff.core.v1.ExecAction
+	41,  // 59: skiff.core.v1.Probe.http_get:type_name -> skiff.core.v1.HTTPGetAction
+	43,  // 60: skiff.core.v1.Probe.tcp_socket:type_name -> skiff.core.v1.TCPSocketAction
+	141, // 61: skiff.core.v1.HTTPGetAction.port:type_name -> skiff.meta.v1.IntOrString
+	42,  // 62: skiff.core.v1.HTTPGetAction.http_headers:type_name -> skiff.core.v1.HTTPHeader
+	141, // 63: skiff.core.v1.TCPSocketAction.port:type_name -> skiff.meta.v1.IntOrString
+	45,  // 64: skiff.core.v1.Affinity.node_affinity:type_name -> skiff.core.v1.NodeAffinity
+	46,  // 65: skiff.core.v1.NodeAffinity.required_during_scheduling_ignored_during_execution:type_name -> skiff.core.v1.NodeSelector
+	49,  // 66: skiff.core.v1.NodeAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> skiff.core.v1.PreferredSchedulingTerm
+	47,  // 67: skiff.core.v1.NodeSelector.node_selector_terms:type_name -> skiff.core.v1.NodeSelectorTerm
+	48,  // 68: skiff.core.v1.NodeSelectorTerm.match_expressions:type_name -> skiff.core.v1.NodeSelectorRequirement
+	48,  // 69: skiff.core.v1.NodeSelectorTerm.match_fields:type_name -> skiff.core.v1.NodeSelectorRequirement
+	47,  // 70: skiff.core.v1.PreferredSchedulingTerm.preference:type_name -> skiff.core.v1.NodeSelectorTerm
+	142, // 71: skiff.core.v1.TopologySpreadConstraint.label_selector:type_name -> skiff.meta.v1.LabelSelector
+	54,  // 72: skiff.core.v1.PodStatus.conditions:type_name -> skiff.core.v1.PodCondition
+	53,  // 73: skiff.core.v1.PodStatus.pod_ips:type_name -> skiff.core.v1.PodIP
+	143, // 74: skiff.core.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
+	55,  // 75: skiff.core.v1.PodStatus.init_container_statuses:type_name -> skiff.core.v1.ContainerStatus
+	55,  // 76: skiff.core.v1.PodStatus.container_statuses:type_name -> skiff.core.v1.ContainerStatus
+	143, // 77: skiff.core.v1.PodCondition.last_probe_time:type_name -> google.protobuf.Timestamp
+	143, // 78: skiff.core.v1.PodCondition.last_transition_time:type_name -> google.protobuf.Timestamp
+	56,  // 79: skiff.core.v1.ContainerStatus.state:type_name -> skiff.core.v1.ContainerState
+	56,  // 80: skiff.core.v1.ContainerStatus.last_state:type_name -> skiff.core.v1.ContainerState
+	57,  // 81: skiff.core.v1.ContainerState.waiting:type_name -> skiff.core.v1.ContainerStateWaiting
+	58,  // 82: skiff.core.v1.ContainerState.running:type_name -> skiff.core.v1.ContainerStateRunning
+	59,  // 83: skiff.core.v1.ContainerState.terminated:type_name -> skiff.core.v1.ContainerStateTerminated
+	143, // 84: skiff.core.v1.ContainerStateRunning.started_at:type_name -> google.protobuf.Timestamp
+	143, // 85: skiff.core.v1.ContainerStateTerminated.started_at:type_name -> google.protobuf.Timestamp
+	143, // 86: skiff.core.v1.ContainerStateTerminated.finished_at:type_name -> google.protobuf.Timestamp
+	139, // 87: skiff.core.v1.Binding.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	61,  // 88: skiff.core.v1.Binding.target:type_name -> skiff.core.v1.ObjectReference
+	139, // 89: skiff.core.v1.Node.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	63,  // 90: skiff.core.v1.Node.spec:type_name -> skiff.core.v1.NodeSpec
+	65,  // 91: skiff.core.v1.Node.status:type_name -> skiff.core.v1.NodeStatus
+	64,  // 92: skiff.core.v1.NodeSpec.taints:type_name -> skiff.core.v1.Taint
+	143, // 93: skiff.core.v1.Taint.time_added:type_name -> google.protobuf.Timestamp
+	120, // 94: skiff.core.v1.NodeStatus.capacity:type_name -> skiff.core.v1.NodeStatus.CapacityEntry
+	121, // 95: skiff.core.v1.NodeStatus.allocatable:type_name -> skiff.core.v1.NodeStatus.AllocatableEntry
+	77,  // 96: skiff.core.v1.NodeStatus.conditions:type_name -> skiff.core.v1.NodeCondition
+	78,  // 97: skiff.core.v1.NodeStatus.addresses:type_name -> skiff.core.v1.NodeAddress
+	79,  // 98: skiff.core.v1.NodeStatus.node_info:type_name -> skiff.core.v1.NodeSystemInfo
+	80,  // 99: skiff.core.v1.NodeStatus.images:type_name -> skiff.core.v1.ContainerImage
+	66,  // 100: skiff.core.v1.NodeStatus.daemon_endpoints:type_name -> skiff.core.v1.NodeDaemonEndpoints
+	67,  // 101: skiff.core.v1.NodeDaemonEndpoints.kubelet_endpoint:type_name -> skiff.core.v1.DaemonEndpoint
+	70,  // 102: skiff.core.v1.ExecRequest.options:type_name -> skiff.core.v1.PodExecOptions
+	72,  // 103: skiff.core.v1.ExecRequest.resize:type_name -> skiff.core.v1.TerminalSize
+	74,  // 104: skiff.core.v1.PortForwardRequest.options:type_name -> skiff.core.v1.PodPortForwardOptions
+	143, // 105: skiff.core.v1.NodeCondition.last_heartbeat_time:type_name -> google.protobuf.Timestamp
+	143, // 106: skiff.core.v1.NodeCondition.last_transition_time:type_name -> google.protobuf.Timestamp
+	139, // 107: skiff.core.v1.Event.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	61,  // 108: skiff.core.v1.Event.involved_object:type_name -> skiff.core.v1.ObjectReference
+	82,  // 109: skiff.core.v1.Event.source:type_name -> skiff.core.v1.EventSource
+	143, // 110: skiff.core.v1.Event.first_timestamp:type_name -> google.protobuf.Timestamp
+	143, // 111: skiff.core.v1.Event.last_timestamp:type_name -> google.protobuf.Timestamp
+	143, // 112: skiff.core.v1.Event.event_time:type_name -> google.protobuf.Timestamp
+	139, // 113: skiff.core.v1.ConfigMap.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	122, // 114: skiff.core.v1.ConfigMap.data:type_name -> skiff.core.v1.ConfigMap.DataEntry
+	123, // 115: skiff.core.v1.ConfigMap.binary_data:type_name -> skiff.core.v1.ConfigMap.BinaryDataEntry
+	139, // 116: skiff.core.v1.Secret.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	124, // 117: skiff.core.v1.Secret.data:type_name -> skiff.core.v1.Secret.DataEntry
+	125, // 118: skiff.core.v1.Secret.string_data:type_name -> skiff.core.v1.Secret.StringDataEntry
+	139, // 119: skiff.core.v1.ServiceAccount.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	61,  // 120: skiff.core.v1.ServiceAccount.secrets:type_name -> skiff.core.v1.ObjectReference
+	8,   // 121: skiff.core.v1.ServiceAccount.image_pull_secrets:type_name -> skiff.core.v1.LocalObjectReference
+	139, // 122: skiff.core.v1.TokenRequest.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	87,  // 123: skiff.core.v1.TokenRequest.spec:type_name -> skiff.core.v1.TokenRequestSpec
+	89,  // 124: skiff.core.v1.TokenRequest.status:type_name -> skiff.core.v1.TokenRequestStatus
+	88,  // 125: skiff.core.v1.TokenRequestSpec.bound_object_ref:type_name -> skiff.core.v1.BoundObjectReference
+	143, // 126: skiff.core.v1.TokenRequestStatus.expiration_timestamp:type_name -> google.protobuf.Timestamp
+	139, // 127: skiff.core.v1.LimitRange.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	91,  // 128: skiff.core.v1.LimitRange.spec:type_name -> skiff.core.v1.LimitRangeSpec
+	92,  // 129: skiff.core.v1.LimitRangeSpec.limits:type_name -> skiff.core.v1.LimitRangeItem
+	126, // 130: skiff.core.v1.LimitRangeItem.max:type_name -> skiff.core.v1.LimitRangeItem.MaxEntry
+	127, // 131: skiff.core.v1.LimitRangeItem.min:type_name -> skiff.core.v1.LimitRangeItem.MinEntry
+	128, // 132: skiff.core.v1.LimitRangeItem.default:type_name -> skiff.core.v1.LimitRangeItem.DefaultEntry
+	129, // 133: skiff.core.v1.LimitRangeItem.default_request:type_name -> skiff.core.v1.LimitRangeItem.DefaultRequestEntry
+	130, // 134: skiff.core.v1.LimitRangeItem.max_limit_request_ratio:type_name -> skiff.core.v1.LimitRangeItem.MaxLimitRequestRatioEntry
+	139, // 135: skiff.core.v1.ResourceQuota.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	94,  // 136: skiff.core.v1.ResourceQuota.spec:type_name -> skiff.core.v1.ResourceQuotaSpec
+	95,  // 137: skiff.core.v1.ResourceQuota.status:type_name -> skiff.core.v1.ResourceQuotaStatus
+	131, // 138: skiff.core.v1.ResourceQuotaSpec.hard:type_name -> skiff.core.v1.ResourceQuotaSpec.HardEntry
+	132, // 139: skiff.core.v1.ResourceQuotaStatus.hard:type_name -> skiff.core.v1.ResourceQuotaStatus.HardEntry
+	133, // 140: skiff.core.v1.ResourceQuotaStatus.used:type_name -> skiff.core.v1.ResourceQuotaStatus.UsedEntry
+	139, // 141: skiff.core.v1.Service.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	97,  // 142: skiff.core.v1.Service.spec:type_name -> skiff.core.v1.ServiceSpec
+	101, // 143: skiff.core.v1.Service.status:type_name -> skiff.core.v1.ServiceStatus
+	98,  // 144: skiff.core.v1.ServiceSpec.ports:type_name -> skiff.core.v1.ServicePort
+	134, // 145: skiff.core.v1.ServiceSpec.selector:type_name -> skiff.core.v1.ServiceSpec.SelectorEntry
+	99,  // 146: skiff.core.v1.ServiceSpec.session_affinity_config:type_name -> skiff.core.v1.SessionAffinityConfig
+	141, // 147: skiff.core.v1.ServicePort.target_port:type_name -> skiff.meta.v1.IntOrString
+	100, // 148: skiff.core.v1.SessionAffinityConfig.client_ip:type_name -> skiff.core.v1.ClientIPConfig
+	102, // 149: skiff.core.v1.ServiceStatus.load_balancer:type_name -> skiff.core.v1.LoadBalancerStatus
+	140, // 150: skiff.core.v1.ServiceStatus.conditions:type_name -> skiff.meta.v1.Condition
+	103, // 151: skiff.core.v1.LoadBalancerStatus.ingress:type_name -> skiff.core.v1.LoadBalancerIngress
+	104, // 152: skiff.core.v1.LoadBalancerIngress.ports:type_name -> skiff.core.v1.PortStatus
+	139, // 153: skiff.core.v1.PersistentVolume.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	106, // 154: skiff.core.v1.PersistentVolume.spec:type_name -> skiff.core.v1.PersistentVolumeSpec
+	109, // 155: skiff.core.v1.PersistentVolume.status:type_name -> skiff.core.v1.PersistentVolumeStatus
+	135, // 156: skiff.core.v1.PersistentVolumeSpec.capacity:type_name -> skiff.core.v1.PersistentVolumeSpec.CapacityEntry
+	61,  // 157: skiff.core.v1.PersistentVolumeSpec.claim_ref:type_name -> skiff.core.v1.ObjectReference
+	107, // 158: skiff.core.v1.PersistentVolumeSpec.node_affinity:type_name -> skiff.core.v1.VolumeNodeAffinity
+	36,  // 159: skiff.core.v1.PersistentVolumeSpec.host_path:type_name -> skiff.core.v1.HostPathVolumeSource
+	108, // 160: skiff.core.v1.PersistentVolumeSpec.local:type_name -> skiff.core.v1.LocalVolumeSource
+	46,  // 161: skiff.core.v1.VolumeNodeAffinity.required:type_name -> skiff.core.v1.NodeSelector
+	143, // 162: skiff.core.v1.PersistentVolumeStatus.last_phase_transition_time:type_name -> google.protobuf.Timestamp
+	139, // 163: skiff.core.v1.PersistentVolumeClaim.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	111, // 164: skiff.core.v1.PersistentVolumeClaim.spec:type_name -> skiff.core.v1.PersistentVolumeClaimSpec
+	113, // 165: skiff.core.v1.PersistentVolumeClaim.status:type_name -> skiff.core.v1.PersistentVolumeClaimStatus
+	142, // 166: skiff.core.v1.PersistentVolumeClaimSpec.selector:type_name -> skiff.meta.v1.LabelSelector
+	112, // 167: skiff.core.v1.PersistentVolumeClaimSpec.resources:type_name -> skiff.core.v1.VolumeResourceRequirements
+	136, // 168: skiff.core.v1.VolumeResourceRequirements.limits:type_name -> skiff.core.v1.VolumeResourceRequirements.LimitsEntry
+	137, // 169: skiff.core.v1.VolumeResourceRequirements.requests:type_name -> skiff.core.v1.VolumeResourceRequirements.RequestsEntry
+	138, // 170: skiff.core.v1.PersistentVolumeClaimStatus.capacity:type_name -> skiff.core.v1.PersistentVolumeClaimStatus.CapacityEntry
+	114, // 171: skiff.core.v1.PersistentVolumeClaimStatus.conditions:type_name -> skiff.core.v1.PersistentVolumeClaimCondition
+	143, // 172: skiff.core.v1.PersistentVolumeClaimCondition.last_probe_time:type_name -> google.protobuf.Timestamp
+	143, // 173: skiff.core.v1.PersistentVolumeClaimCondition.last_transition_time:type_name -> google.protobuf.Timestamp
+	116, // 174: skiff.core.v1.TopologySelectorTerm.match_label_expressions:type_name -> skiff.core.v1.TopologySelectorLabelRequirement
+	175, // [175:175] is the sub-list for method output_type
+	175, // [175:175] is the sub-list for method input_type
+	175, // [175:175] is the sub-list for extension type_name
+	175, // [175:175] is the sub-list for extension extendee
+	0,   // [0:175] is the sub-list for field type_name
 }
 
 func init() { file_skiff_core_v1_types_proto_init() }
@@ -8415,37 +9442,40 @@ func file_skiff_core_v1_types_proto_init() {
 	file_skiff_core_v1_types_proto_msgTypes[18].OneofWrappers = []any{}
 	file_skiff_core_v1_types_proto_msgTypes[20].OneofWrappers = []any{}
 	file_skiff_core_v1_types_proto_msgTypes[21].OneofWrappers = []any{}
-	file_skiff_core_v1_types_proto_msgTypes[25].OneofWrappers = []any{}
 	file_skiff_core_v1_types_proto_msgTypes[26].OneofWrappers = []any{}
 	file_skiff_core_v1_types_proto_msgTypes[27].OneofWrappers = []any{}
 	file_skiff_core_v1_types_proto_msgTypes[28].OneofWrappers = []any{}
-	file_skiff_core_v1_types_proto_msgTypes[30].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[29].OneofWrappers = []any{}
 	file_skiff_core_v1_types_proto_msgTypes[31].OneofWrappers = []any{}
-	file_skiff_core_v1_types_proto_msgTypes[33].OneofWrappers = []any{}
-	file_skiff_core_v1_types_proto_msgTypes[36].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[32].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[34].OneofWrappers = []any{}
 	file_skiff_core_v1_types_proto_msgTypes[37].OneofWrappers = []any{}
 	file_skiff_core_v1_types_proto_msgTypes[38].OneofWrappers = []any{}
-	file_skiff_core_v1_types_proto_msgTypes[49].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[39].OneofWrappers = []any{}
 	file_skiff_core_v1_types_proto_msgTypes[50].OneofWrappers = []any{}
-	file_skiff_core_v1_types_proto_msgTypes[54].OneofWrappers = []any{}
-	file_skiff_core_v1_types_proto_msgTypes[67].OneofWrappers = []any{}
-	file_skiff_core_v1_types_proto_msgTypes[72].OneofWrappers = []any{}
-	file_skiff_core_v1_types_proto_msgTypes[82].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[51].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[55].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[68].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[73].OneofWrappers = []any{}
 	file_skiff_core_v1_types_proto_msgTypes[83].OneofWrappers = []any{}
 	file_skiff_core_v1_types_proto_msgTypes[84].OneofWrappers = []any{}
-	file_skiff_core_v1_types_proto_msgTypes[86].OneofWrappers = []any{}
-	file_skiff_core_v1_types_proto_msgTypes[96].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[85].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[87].OneofWrappers = []any{}
 	file_skiff_core_v1_types_proto_msgTypes[97].OneofWrappers = []any{}
-	file_skiff_core_v1_types_proto_msgTypes[99].OneofWrappers = []any{}
-	file_skiff_core_v1_types_proto_msgTypes[102].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[98].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[100].OneofWrappers = []any{}
 	file_skiff_core_v1_types_proto_msgTypes[103].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[104].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[106].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[108].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[111].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_skiff_core_v1_types_proto_rawDesc), len(file_skiff_core_v1_types_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   122,
+			NumMessages:   139,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

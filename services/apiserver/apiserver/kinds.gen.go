@@ -10,10 +10,12 @@ import (
 	admissionregistrationv1 "skiff.dev/proto/admissionregistration/v1"
 	appsv1 "skiff.dev/proto/apps/v1"
 	appsv1beta1 "skiff.dev/proto/apps/v1beta1"
+	batchv1 "skiff.dev/proto/batch/v1"
 	coordinationv1 "skiff.dev/proto/coordination/v1"
 	corev1 "skiff.dev/proto/core/v1"
 	discoveryv1 "skiff.dev/proto/discovery/v1"
 	rbacv1 "skiff.dev/proto/rbac/v1"
+	storagev1 "skiff.dev/proto/storage/v1"
 )
 
 // installKinds installs every declared kind and registers its service
@@ -38,6 +40,14 @@ func (s *Server) installKinds(g grpc.ServiceRegistrar) {
 	rbacv1.RegisterClusterRoleBindingsServer(g, serve[rbacv1.ClusterRoleBindingsServer](s, install[*rbacv1.ClusterRoleBinding, *rbacv1.ClusterRoleBindingList, rbacv1.ClusterRoleBindingWatchResponse](s, kinds.MustGet("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding"))))
 	corev1.RegisterServicesServer(g, serve[corev1.ServicesServer](s, install[*corev1.Service, *corev1.ServiceList, corev1.ServiceWatchResponse](s, kinds.MustGet("", "v1", "Service"))))
 	discoveryv1.RegisterEndpointSlicesServer(g, serve[discoveryv1.EndpointSlicesServer](s, install[*discoveryv1.EndpointSlice, *discoveryv1.EndpointSliceList, discoveryv1.EndpointSliceWatchResponse](s, kinds.MustGet("discovery.k8s.io", "v1", "EndpointSlice"))))
+	batchv1.RegisterJobsServer(g, serve[batchv1.JobsServer](s, install[*batchv1.Job, *batchv1.JobList, batchv1.JobWatchResponse](s, kinds.MustGet("batch", "v1", "Job"))))
+	batchv1.RegisterCronJobsServer(g, serve[batchv1.CronJobsServer](s, install[*batchv1.CronJob, *batchv1.CronJobList, batchv1.CronJobWatchResponse](s, kinds.MustGet("batch", "v1", "CronJob"))))
+	appsv1.RegisterDaemonSetsServer(g, serve[appsv1.DaemonSetsServer](s, install[*appsv1.DaemonSet, *appsv1.DaemonSetList, appsv1.DaemonSetWatchResponse](s, kinds.MustGet("apps", "v1", "DaemonSet"))))
+	appsv1.RegisterStatefulSetsServer(g, serve[appsv1.StatefulSetsServer](s, install[*appsv1.StatefulSet, *appsv1.StatefulSetList, appsv1.StatefulSetWatchResponse](s, kinds.MustGet("apps", "v1", "StatefulSet"))))
+	appsv1.RegisterControllerRevisionsServer(g, serve[appsv1.ControllerRevisionsServer](s, install[*appsv1.ControllerRevision, *appsv1.ControllerRevisionList, appsv1.ControllerRevisionWatchResponse](s, kinds.MustGet("apps", "v1", "ControllerRevision"))))
+	corev1.RegisterPersistentVolumesServer(g, serve[corev1.PersistentVolumesServer](s, install[*corev1.PersistentVolume, *corev1.PersistentVolumeList, corev1.PersistentVolumeWatchResponse](s, kinds.MustGet("", "v1", "PersistentVolume"))))
+	corev1.RegisterPersistentVolumeClaimsServer(g, serve[corev1.PersistentVolumeClaimsServer](s, install[*corev1.PersistentVolumeClaim, *corev1.PersistentVolumeClaimList, corev1.PersistentVolumeClaimWatchResponse](s, kinds.MustGet("", "v1", "PersistentVolumeClaim"))))
+	storagev1.RegisterStorageClassesServer(g, serve[storagev1.StorageClassesServer](s, install[*storagev1.StorageClass, *storagev1.StorageClassList, storagev1.StorageClassWatchResponse](s, kinds.MustGet("storage.k8s.io", "v1", "StorageClass"))))
 	admissionregistrationv1.RegisterMutatingWebhookConfigurationsServer(g, serve[admissionregistrationv1.MutatingWebhookConfigurationsServer](s, install[*admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.MutatingWebhookConfigurationList, admissionregistrationv1.MutatingWebhookConfigurationWatchResponse](s, kinds.MustGet("admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration"))))
 	admissionregistrationv1.RegisterValidatingWebhookConfigurationsServer(g, serve[admissionregistrationv1.ValidatingWebhookConfigurationsServer](s, install[*admissionregistrationv1.ValidatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfigurationList, admissionregistrationv1.ValidatingWebhookConfigurationWatchResponse](s, kinds.MustGet("admissionregistration.k8s.io", "v1", "ValidatingWebhookConfiguration"))))
 }

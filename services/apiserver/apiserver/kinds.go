@@ -147,6 +147,8 @@ func (s *Server) serverFor(ep any) any {
 		return &deploymentsServer{Endpoint: ep, scaleSubresource: deploymentScale(ep.Registry())}
 	case *server.Endpoint[*appsv1.ReplicaSet, *appsv1.ReplicaSet, *appsv1.ReplicaSetList, appsv1.ReplicaSetWatchResponse]:
 		return &replicaSetsServer{Endpoint: ep, scaleSubresource: replicaSetScale(ep.Registry())}
+	case *server.Endpoint[*appsv1.StatefulSet, *appsv1.StatefulSet, *appsv1.StatefulSetList, appsv1.StatefulSetWatchResponse]:
+		return &statefulSetsServer{Endpoint: ep, scaleSubresource: statefulSetScale(ep.Registry())}
 	case *server.Endpoint[*corev1.ServiceAccount, *corev1.ServiceAccount, *corev1.ServiceAccountList, corev1.ServiceAccountWatchResponse]:
 		return &serviceAccountsServer{Endpoint: ep, tokens: s.newTokenIssuer()}
 	}

@@ -208,6 +208,26 @@ func replicaSetScale(reg *registry.Registry[*appsv1.ReplicaSet]) *scaleSubresour
 	}
 }
 
+type statefulSetsServer struct {
+	*server.Endpoint[*appsv1.StatefulSet, *appsv1.StatefulSet, *appsv1.StatefulSetList, appsv1.StatefulSetWatchResponse]
+	*scaleSubresource[*appsv1.StatefulSet]
+}
+
+func statefulSetScale(reg *registry.Registry[*appsv1.StatefulSet]) *scaleSubresource[*appsv1.StatefulSet] {
+	return &scaleSubresource[*appsv1.StatefulSet]{
+		reg:      reg,
+		replicas: func(s *appsv1.StatefulSet) int32 { return s.GetSpec().GetReplicas() },
+		setReplicas: func(s *appsv1.StatefulSet, n int32) {
+			if s.Spec == nil {
+				s.Spec = &appsv1.StatefulSetSpec{}
+			}
+			s.Spec.Replicas = proto.Int32(n)
+		},
+		status:   func(s *appsv1.StatefulSet) int32 { return s.GetStatus().GetReplicas() },
+		selector: func(s *appsv1.StatefulSet) *metav1.LabelSelector { return s.GetSpec().GetSelector() },
+	}
+}
+
 // unimplementedPods and unimplementedServiceAccounts embed a generated
 // Unimplemented server one level down: a server that does not (yet)
 // define an rpc of its service answers codes.Unimplemented for it instead

@@ -102,7 +102,7 @@ func ownColumns(obj object.Object) (columns, bool) {
 	case *corev1.LimitRange, *rbacv1.Role, *rbacv1.ClusterRole:
 		return columns{[]string{"NAME", "CREATED AT"}, nil, createdAtRow}, true
 	}
-	return columns{}, false
+	return workloadColumns(obj)
 }
 
 // Header returns the header of a table of objects like obj.
