@@ -59,8 +59,10 @@ var bootstrapPolicy = []bootstrapRole{
 	// leader Lease (kube-system/skiff-scheduler by default).
 	{name: "system:kube-scheduler", users: user.Scheduler,
 		rules: []r{
-			{read, "core", "pods nodes"},
+			{read, "core", "pods nodes persistentvolumeclaims persistentvolumes"},
+			{read, "storage.k8s.io", "storageclasses"},
 			{"create", "core", "pods/binding"},
+			{"update patch", "core", "persistentvolumeclaims"},
 			{"update patch", "core", "pods/status"},
 			{"create update patch get", "core", "events"},
 			{"create get update", "coordination.k8s.io", "leases"},
@@ -74,14 +76,18 @@ var bootstrapPolicy = []bootstrapRole{
 	// everything in them, RBAC included, when a namespace goes; quota
 	// status); creates ReplicaSets, Pods, Events, ServiceAccounts (the
 	// default ones), ConfigMaps (kube-root-ca.crt), EndpointSlices and
-	// its leader Lease.
+	// its leader Lease; and the workload and storage controllers' objects
+	// (Jobs of CronJobs, ControllerRevisions, the claims of StatefulSets,
+	// provisioned PersistentVolumes, the default StorageClass).
 	{name: "system:kube-controller-manager", users: user.ControllerManager,
 		rules: append([]r{
 			{read, "*", "*"},
-			{"update patch delete deletecollection", "core apps coordination.k8s.io discovery.k8s.io", "*"},
-			{"create", "core", "pods events serviceaccounts configmaps"},
+			{"update patch delete deletecollection", "core apps batch coordination.k8s.io discovery.k8s.io storage.k8s.io", "*"},
+			{"create", "core", "pods events serviceaccounts configmaps persistentvolumeclaims persistentvolumes"},
 			{"create", "discovery.k8s.io", "endpointslices"},
-			{"create", "apps", "replicasets"},
+			{"create", "apps", "replicasets controllerrevisions"},
+			{"create", "batch", "jobs"},
+			{"create", "storage.k8s.io", "storageclasses"},
 			{"create", "coordination.k8s.io", "leases"},
 		}, namespacedRules("delete deletecollection")...)},
 }
