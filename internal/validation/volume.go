@@ -82,6 +82,9 @@ func volumeSource(v *corev1.Volume, p *field.Path) field.ErrorList {
 	if pr := v.Projected; pr != nil && more("projected") {
 		errs = append(errs, projectedVolumeSource(pr, p.Child("projected"))...)
 	}
+	if pvc := v.PersistentVolumeClaim; pvc != nil && more("persistentVolumeClaim") && pvc.ClaimName == "" {
+		errs = append(errs, field.Required(p.Child("persistentVolumeClaim", "claimName"), ""))
+	}
 	if n == 0 {
 		errs = append(errs, field.Required(p, "must specify a volume type"))
 	}
