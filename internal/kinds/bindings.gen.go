@@ -29,7 +29,7 @@ var bindings = []binding{
 	bind(client.ClusterRoleBindings, def(defaults.ClusterRoleBinding), val(validation.ClusterRoleBinding), valUpdate(validation.ClusterRoleBindingUpdate)),
 	bind(client.Services, def(defaults.Service), val(validation.Service), valUpdate(validation.ServiceUpdate)),
 	bind(client.EndpointSlices, def(defaults.EndpointSlice), val(validation.EndpointSlice), valUpdate(validation.EndpointSliceUpdate)),
-	bind(client.Jobs, nil, nil, nil),
+	bind(client.Jobs, def(defaults.Job), val(validation.Job), valUpdate(validation.JobUpdate)),
 	bind(client.CronJobs, nil, nil, nil),
 	bind(client.DaemonSets, nil, nil, nil),
 	bind(client.StatefulSets, nil, nil, nil),
