@@ -32,7 +32,7 @@ var bindings = []binding{
 	bind(client.Jobs, def(defaults.Job), val(validation.Job), valUpdate(validation.JobUpdate)),
 	bind(client.CronJobs, nil, nil, nil),
 	bind(client.DaemonSets, nil, nil, nil),
-	bind(client.StatefulSets, nil, nil, nil),
+	bind(client.StatefulSets, def(defaults.StatefulSet), val(validation.StatefulSet), valUpdate(validation.StatefulSetUpdate)),
 	bind(client.ControllerRevisions, nil, nil, nil),
 	bind(client.PersistentVolumes, nil, nil, nil),
 	bind(client.PersistentVolumeClaims, nil, nil, nil),
