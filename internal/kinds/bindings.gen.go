@@ -31,7 +31,7 @@ var bindings = []binding{
 	bind(client.EndpointSlices, def(defaults.EndpointSlice), val(validation.EndpointSlice), valUpdate(validation.EndpointSliceUpdate)),
 	bind(client.Jobs, def(defaults.Job), val(validation.Job), valUpdate(validation.JobUpdate)),
 	bind(client.CronJobs, def(defaults.CronJob), val(validation.CronJob), valUpdate(validation.CronJobUpdate)),
-	bind(client.DaemonSets, nil, nil, nil),
+	bind(client.DaemonSets, def(defaults.DaemonSet), val(validation.DaemonSet), valUpdate(validation.DaemonSetUpdate)),
 	bind(client.StatefulSets, def(defaults.StatefulSet), val(validation.StatefulSet), valUpdate(validation.StatefulSetUpdate)),
 	bind(client.ControllerRevisions, nil, nil, nil),
 	bind(client.PersistentVolumes, nil, nil, nil),
