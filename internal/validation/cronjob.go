@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/robfig/cron/v3"
+	"google.golang.org/protobuf/proto"
 
 	"skiff.dev/internal/field"
 	batchv1 "skiff.dev/proto/batch/v1"
@@ -165,20 +166,14 @@ func sameOptional[T comparable](a, b *T) bool {
 	return *a == *b
 }
 
-// jobSpecOfTemplate validates the Job spec of a CronJob's job template.
-//
-// TODO(issue 21, Job helper): call the Job spec validation of
-// internal/validation/batch.go here once it is in the tree; until then
-// this checks the pod template and its restartPolicy (OnFailure or Never)
-// as Kubernetes' validateJobSpec does, and nothing else of the Job spec.
+// jobSpecOfTemplate validates the Job spec of a CronJob's job template as a
+// Job's (JobSpec, with the selector left for the Job's creation). A
+// selector set in the template is reported once, by jobTemplateSpec, as
+// Kubernetes does, not checked against the template's labels as well.
 func jobSpecOfTemplate(s *batchv1.JobSpec, p *field.Path) field.ErrorList {
-	tp := p.Child("template")
-	if s.Template == nil {
-		return field.ErrorList{field.Required(tp, "")}
+	if s.Selector != nil {
+		s = proto.Clone(s).(*batchv1.JobSpec)
+		s.Selector = nil
 	}
-	errs := podTemplateSpec(s.Template, tp)
-	if rp := s.Template.GetSpec().GetRestartPolicy(); rp != "OnFailure" && rp != "Never" {
-		errs = append(errs, field.NotSupported(tp.Child("spec", "restartPolicy"), rp, []string{"OnFailure", "Never"}))
-	}
-	return errs
+	return JobSpec(s, p, false)
 }

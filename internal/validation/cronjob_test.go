@@ -94,6 +94,12 @@ func TestCronJobRules(t *testing.T) {
 			[]string{"spec.jobTemplate.spec.template: Required value"}},
 		{"jobTemplate container without image", func(cj *batchv1.CronJob) { cj.Spec.JobTemplate.Spec.Template.Spec.Containers[0].Image = "" },
 			[]string{"spec.jobTemplate.spec.template.spec.containers[0].image: Required value"}},
+		{"jobTemplate parallelism negative", func(cj *batchv1.CronJob) { cj.Spec.JobTemplate.Spec.Parallelism = ptr[int32](-1) },
+			[]string{"spec.jobTemplate.spec.parallelism: Invalid value"}},
+		{"jobTemplate completionMode unknown", func(cj *batchv1.CronJob) { cj.Spec.JobTemplate.Spec.CompletionMode = "Sometimes" },
+			[]string{"spec.jobTemplate.spec.completionMode: Unsupported value"}},
+		{"jobTemplate Indexed without completions", func(cj *batchv1.CronJob) { cj.Spec.JobTemplate.Spec.CompletionMode = "Indexed" },
+			[]string{"spec.jobTemplate.spec.completions: Required value"}},
 		{"jobTemplate label invalid", func(cj *batchv1.CronJob) { cj.Spec.JobTemplate.Metadata.Labels["-x"] = "y" },
 			[]string{"spec.jobTemplate.metadata.labels[-x]: Invalid value"}},
 	}
