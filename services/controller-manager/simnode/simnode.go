@@ -33,6 +33,12 @@ type Options struct {
 	// Workers is the number of concurrent status writers (default 4).
 	Workers int
 	Logger  *zap.Logger
+	// Finish, when set, ends pods as their containers would exit: for a
+	// pod not finished yet it returns the containers' exit code and
+	// whether they exit now (0: the pod Succeeds, else it Fails); a pod
+	// that does not exit now becomes Running and Ready as usual. Recheck
+	// looks at every pod again after Finish's answer may have changed.
+	Finish func(*corev1.Pod) (exitCode int32, exits bool)
 }
 
 // Node marks pods Running and Ready through the API.
@@ -123,6 +129,14 @@ func (n *Node) sync(ctx context.Context, key string) error {
 		}
 		return err
 	}
+	if ph := p.GetStatus().GetPhase(); ph == "Succeeded" || ph == "Failed" {
+		return nil
+	}
+	if n.opts.Finish != nil {
+		if code, exits := n.opts.Finish(p); exits {
+			return MarkFinished(ctx, n.conn, p, code)
+		}
+	}
 	if IsReady(p) {
 		return nil
 	}
@@ -171,6 +185,43 @@ func MarkReady(ctx context.Context, conn grpc.ClientConnInterface, p *corev1.Pod
 	_, err := client.Pods(conn).UpdateStatus(ctx, next)
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 		return nil // gone, or changed: the informer brings the new version back
+	}
+	return err
+}
+
+// MarkFinished writes p's status as a kubelet would once every container
+// exited with exitCode: phase Succeeded (exit code 0) or Failed, each
+// container terminated, Ready False.
+func MarkFinished(ctx context.Context, conn grpc.ClientConnInterface, p *corev1.Pod, exitCode int32) error {
+	next := proto.Clone(p).(*corev1.Pod)
+	now := timestamppb.New(time.Now())
+	st := next.GetStatus()
+	if st == nil {
+		st = &corev1.PodStatus{}
+		next.Status = st
+	}
+	reason := "Completed"
+	st.Phase = "Succeeded"
+	if exitCode != 0 {
+		st.Phase, reason = "Failed", "Error"
+	}
+	if st.StartTime == nil {
+		st.StartTime = now
+	}
+	st.ContainerStatuses = nil
+	for _, c := range next.GetSpec().GetContainers() {
+		st.ContainerStatuses = append(st.ContainerStatuses, &corev1.ContainerStatus{
+			Name: c.GetName(), Image: c.GetImage(),
+			State: &corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+				ExitCode: exitCode, Reason: reason, StartedAt: st.StartTime, FinishedAt: now}},
+		})
+	}
+	for _, typ := range []string{"ContainersReady", "Ready"} {
+		setCondition(st, &corev1.PodCondition{Type: typ, Status: "False", Reason: "PodCompleted", LastTransitionTime: now})
+	}
+	_, err := client.Pods(conn).UpdateStatus(ctx, next)
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil
 	}
 	return err
 }

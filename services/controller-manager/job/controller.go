@@ -1,0 +1,189 @@
+package job
+
+import (
+	"context"
+	"time"
+
+	"go.uber.org/zap"
+
+	"skiff.dev/internal/client"
+	"skiff.dev/internal/controller"
+	"skiff.dev/internal/events"
+	"skiff.dev/internal/informer"
+	"skiff.dev/internal/workqueue"
+	batchv1 "skiff.dev/proto/batch/v1"
+	corev1 "skiff.dev/proto/core/v1"
+	"skiff.dev/services/controller-manager/controllerutil"
+	"skiff.dev/services/controller-manager/manager"
+)
+
+// Name is the controller's name in --controllers.
+const Name = "job"
+
+// DefaultWorkers is the default of Options.Workers (Kubernetes'
+// --concurrent-job-syncs).
+const DefaultWorkers = 5
+
+// Options configure the controller. Zero values pick the defaults.
+type Options struct {
+	// Workers is the number of Jobs synced in parallel
+	// (--concurrent-job-syncs, default 5).
+	Workers int
+	// BackoffBase and BackoffMax bound the delay before a failed pod is
+	// replaced (default 10 s and 6 min); tests shorten them.
+	BackoffBase, BackoffMax time.Duration
+}
+
+// Controller runs Jobs' pods to completion.
+type Controller struct {
+	opts  Options
+	log   *zap.Logger
+	rec   events.Recorder
+	clock workqueue.Clock
+
+	pods      *informer.Informer[*corev1.Pod]
+	jobs      *informer.Informer[*batchv1.Job]
+	podClient *client.Resource[*corev1.Pod, *corev1.PodList]
+	jobClient *client.Resource[*batchv1.Job, *batchv1.JobList]
+
+	expectations *expectations
+	backoffs     *backoffStore
+	queue        *controller.Controller
+	metrics      *metrics
+}
+
+// New builds the controller on the shared pods and Jobs informers and
+// registers its handlers; the manager starts the informers.
+func New(mc *manager.Context, o Options) *Controller {
+	if o.Workers <= 0 {
+		o.Workers = DefaultWorkers
+	}
+	if o.BackoffBase <= 0 {
+		o.BackoffBase = DefaultPodFailureBackoff
+	}
+	if o.BackoffMax <= 0 {
+		o.BackoffMax = MaxPodFailureBackoff
+	}
+	parts := mc.For(Name)
+	c := &Controller{
+		opts:         o,
+		log:          parts.Logger,
+		rec:          parts.Recorder,
+		clock:        parts.Clock,
+		pods:         informer.For(mc.Informers, client.Pods(mc.Conn)),
+		jobs:         informer.For(mc.Informers, client.Jobs(mc.Conn)),
+		podClient:    client.Pods(mc.Conn),
+		jobClient:    client.Jobs(mc.Conn),
+		expectations: newExpectations(parts.Clock.Now),
+		backoffs:     newBackoffStore(),
+		metrics:      newMetrics(mc.Registerer),
+	}
+	c.queue = parts.Runner(Name, o.Workers, controller.ReconcileFunc(c.Reconcile))
+	c.jobs.AddHandler(informer.Handler[*batchv1.Job]{
+		OnAdd:    func(j *batchv1.Job) { c.queue.Enqueue(informer.Key(j)) },
+		OnUpdate: c.updateJob,
+		OnDelete: c.deleteJob,
+	})
+	c.pods.AddHandler(informer.Handler[*corev1.Pod]{
+		OnAdd:    c.addPod,
+		OnUpdate: c.updatePod,
+		OnDelete: c.deletePod,
+	})
+	return c
+}
+
+// Run waits for the informers to sync, then syncs Jobs until ctx ends.
+func (c *Controller) Run(ctx context.Context) error {
+	if !informer.WaitForSync(ctx, c.pods, c.jobs) {
+		return nil
+	}
+	return c.queue.Run(ctx)
+}
+
+// The handlers run on the informers' goroutines: they map an event to the
+// Job it concerns, lower expectations, and enqueue.
+
+func (c *Controller) updateJob(old, cur *batchv1.Job) {
+	if old.GetMetadata().GetUid() != cur.GetMetadata().GetUid() {
+		c.forget(informer.Key(old))
+	}
+	c.queue.Enqueue(informer.Key(cur))
+}
+
+func (c *Controller) deleteJob(j *batchv1.Job) {
+	c.forget(informer.Key(j))
+	c.queue.Enqueue(informer.Key(j))
+}
+
+func (c *Controller) forget(key string) {
+	c.expectations.forget(key)
+	c.backoffs.forget(key)
+}
+
+func (c *Controller) addPod(p *corev1.Pod) {
+	key, ok := c.jobOf(p)
+	if !ok {
+		return
+	}
+	if p.GetMetadata().GetDeletionTimestamp() != nil {
+		c.expectations.deletionObserved(key, informer.Key(p))
+	} else {
+		c.expectations.creationObserved(key)
+	}
+	c.queue.Enqueue(key)
+}
+
+func (c *Controller) updatePod(old, cur *corev1.Pod) {
+	if old.GetMetadata().GetResourceVersion() == cur.GetMetadata().GetResourceVersion() {
+		return
+	}
+	key, ok := c.jobOf(cur)
+	if !ok {
+		if key, ok = c.jobOf(old); ok {
+			c.queue.Enqueue(key)
+		}
+		return
+	}
+	if cur.GetMetadata().GetDeletionTimestamp() != nil {
+		c.expectations.deletionObserved(key, informer.Key(cur))
+	}
+	if !hasTrackingFinalizer(cur) {
+		c.expectations.finalizerRemovalObserved(key, cur.GetMetadata().GetUid())
+	}
+	c.queue.Enqueue(key)
+}
+
+func (c *Controller) deletePod(p *corev1.Pod) {
+	key, ok := c.jobOf(p)
+	if !ok {
+		return
+	}
+	c.expectations.deletionObserved(key, informer.Key(p))
+	c.expectations.finalizerRemovalObserved(key, p.GetMetadata().GetUid())
+	c.queue.Enqueue(key)
+}
+
+// jobOf returns the key of the Job controlling p, if the cache holds it.
+func (c *Controller) jobOf(p *corev1.Pod) (string, bool) {
+	ref := controllerutil.ControllerOf(p.GetMetadata())
+	if ref == nil || ref.GetKind() != "Job" || ref.GetApiVersion() != "batch/v1" {
+		return "", false
+	}
+	j, ok := c.jobs.Store().GetByName(p.GetMetadata().GetNamespace(), ref.GetName())
+	if !ok || j.GetMetadata().GetUid() != ref.GetUid() {
+		return "", false
+	}
+	return informer.Key(j), true
+}
+
+// podsOf returns the pods j controls, from the owner index.
+func (c *Controller) podsOf(j *batchv1.Job) []*corev1.Pod {
+	m := j.GetMetadata()
+	var out []*corev1.Pod
+	c.pods.Store().EachByIndex(informer.IndexOwnerUID, m.GetUid(), func(p *corev1.Pod) {
+		if ref := controllerutil.ControllerOf(p.GetMetadata()); ref.GetUid() == m.GetUid() && p.GetMetadata().GetNamespace() == m.GetNamespace() {
+			out = append(out, p)
+		}
+	})
+	return out
+}
