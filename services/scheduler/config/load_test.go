@@ -47,12 +47,13 @@ func TestDefault(t *testing.T) {
 	}
 	p := c.Profiles[0]
 	want := map[config.ExtensionPoint]string{
-		config.PreFilter:  "NodeName,NodeAffinity,PodTopologySpread",
-		config.Filter:     "NodeUnschedulable,NodeName,TaintToleration,NodeAffinity,NodeResourcesFit,PodTopologySpread",
+		config.PreFilter:  "NodeName,NodeAffinity,VolumeBinding,PodTopologySpread",
+		config.Filter:     "NodeUnschedulable,NodeName,TaintToleration,NodeAffinity,NodeResourcesFit,VolumeBinding,PodTopologySpread",
 		config.PostFilter: "",
 		config.PreScore:   "TaintToleration,NodeAffinity,PodTopologySpread,NodeResourcesBalancedAllocation",
 		config.Score:      "TaintToleration*3,NodeAffinity*2,NodeResourcesFit*1,PodTopologySpread*2,NodeResourcesBalancedAllocation*1",
 		config.Reserve:    "",
+		config.PreBind:    "VolumeBinding",
 		config.Bind:       "DefaultBinder",
 	}
 	for point, w := range want {

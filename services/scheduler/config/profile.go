@@ -12,7 +12,7 @@ import (
 // may disable them (nothing to do) but not enable them.
 var kubernetesPlugins = []string{
 	"PrioritySort", "SchedulingGates", "NodePorts", "VolumeRestrictions", "EBSLimits", "GCEPDLimits",
-	"NodeVolumeLimits", "AzureDiskLimits", "VolumeBinding", "VolumeZone", "InterPodAffinity",
+	"NodeVolumeLimits", "AzureDiskLimits", "VolumeZone", "InterPodAffinity",
 	"DefaultPreemption", "ImageLocality", "DynamicResources",
 }
 
@@ -22,7 +22,7 @@ const multiPoint = "multiPoint"
 // otherPoints are kube-scheduler extension points where Skiff runs no
 // plugin: a file may disable plugins there but enable none (except the
 // queue's PrioritySort, which is what Skiff's queue does anyway).
-var otherPoints = []string{"queueSort", "preEnqueue", "permit", "preBind", "postBind"}
+var otherPoints = []string{"queueSort", "preEnqueue", "permit", "postBind"}
 
 type enabledRef struct {
 	PluginRef

@@ -15,11 +15,12 @@ const (
 	PreScore   ExtensionPoint = "preScore"
 	Score      ExtensionPoint = "score"
 	Reserve    ExtensionPoint = "reserve"
+	PreBind    ExtensionPoint = "preBind"
 	Bind       ExtensionPoint = "bind"
 )
 
 // ExtensionPoints lists them in cycle order.
-var ExtensionPoints = []ExtensionPoint{PreFilter, Filter, PostFilter, PreScore, Score, Reserve, Bind}
+var ExtensionPoints = []ExtensionPoint{PreFilter, Filter, PostFilter, PreScore, Score, Reserve, PreBind, Bind}
 
 // Configuration is a loaded, defaulted and validated policy.
 type Configuration struct {
@@ -92,6 +93,7 @@ const (
 	NodeAffinity                    = "NodeAffinity"
 	TaintToleration                 = "TaintToleration"
 	PodTopologySpread               = "PodTopologySpread"
+	VolumeBinding                   = "VolumeBinding"
 	DefaultBinder                   = "DefaultBinder"
 )
 
@@ -147,6 +149,7 @@ func DefaultPlugins() []PluginRef {
 		{Name: TaintToleration, Weight: 3},
 		{Name: NodeAffinity, Weight: 2},
 		{Name: NodeResourcesFit, Weight: 1},
+		{Name: VolumeBinding},
 		{Name: PodTopologySpread, Weight: 2},
 		{Name: NodeResourcesBalancedAllocation, Weight: 1},
 		{Name: DefaultBinder},

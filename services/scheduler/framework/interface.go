@@ -84,6 +84,15 @@ type ReservePlugin interface {
 	Unreserve(ctx context.Context, state *CycleState, pod *PodInfo, nodeName string)
 }
 
+// PreBindPlugin prepares what the pod needs on its node before it is
+// bound (VolumeBinding annotates claims with the chosen node). PreBind
+// runs off the scheduling goroutine, in the binding cycle; a failure
+// undoes the assumption and retries the pod, as a failed Bind does.
+type PreBindPlugin interface {
+	Plugin
+	PreBind(ctx context.Context, state *CycleState, pod *PodInfo, nodeName string) *Status
+}
+
 // BindPlugin writes the decision. Skip hands the pod to the next bind
 // plugin. Bind runs off the scheduling goroutine.
 type BindPlugin interface {
@@ -100,6 +109,9 @@ type Handle interface {
 	Conn() grpc.ClientConnInterface
 	// Parallelizer runs work over nodes in parallel.
 	Parallelizer() Parallelizer
+	// Volumes reads claims, persistent volumes and storage classes from
+	// the scheduler's informers (nil when the scheduler has none).
+	Volumes() VolumeLister
 }
 
 // PluginFactory builds a plugin from its args (the typed args of
@@ -129,6 +141,9 @@ func ExtensionPointsOf(p Plugin) []config.ExtensionPoint {
 	}
 	if _, ok := p.(ReservePlugin); ok {
 		out = append(out, config.Reserve)
+	}
+	if _, ok := p.(PreBindPlugin); ok {
+		out = append(out, config.PreBind)
 	}
 	if _, ok := p.(BindPlugin); ok {
 		out = append(out, config.Bind)

@@ -31,6 +31,8 @@ type Options struct {
 	// profile's, when set, wins.
 	PercentageOfNodesToScore int32
 	Metrics                  Metrics
+	// Volumes reads claims, volumes and classes (nil: none).
+	Volumes VolumeLister
 }
 
 // Framework runs one profile's plugins. Its cycle methods (RunPreFilter
@@ -48,9 +50,11 @@ type Framework struct {
 	score        []ScorePlugin
 	scoreWeights []int64
 	reserve      []ReservePlugin
+	preBind      []PreBindPlugin
 	bind         []BindPlugin
 
 	snapshot     *Snapshot
+	volumes      VolumeLister
 	conn         grpc.ClientConnInterface
 	parallelizer Parallelizer
 	metrics      Metrics
@@ -74,6 +78,7 @@ func NewFramework(r Registry, p *config.Profile, o Options) (*Framework, error) 
 		conn:         o.Conn,
 		parallelizer: NewParallelizer(o.Parallelism),
 		metrics:      o.Metrics,
+		volumes:      o.Volumes,
 	}
 	if p.PercentageOfNodesToScore != nil {
 		f.percentage = *p.PercentageOfNodesToScore
@@ -130,6 +135,8 @@ func (f *Framework) add(point config.ExtensionPoint, pl Plugin, weight int32) er
 		}
 	case config.Reserve:
 		ok = appendAs(&f.reserve, pl)
+	case config.PreBind:
+		ok = appendAs(&f.preBind, pl)
 	case config.Bind:
 		ok = appendAs(&f.bind, pl)
 	default:
@@ -166,6 +173,9 @@ func (f *Framework) Conn() grpc.ClientConnInterface { return f.conn }
 // Parallelizer implements Handle.
 func (f *Framework) Parallelizer() Parallelizer { return f.parallelizer }
 
+// Volumes implements Handle.
+func (f *Framework) Volumes() VolumeLister { return f.volumes }
+
 // HasFilterPlugins reports whether any Filter plugin is enabled.
 func (f *Framework) HasFilterPlugins() bool { return len(f.filter) > 0 }
 
@@ -187,6 +197,8 @@ func (f *Framework) PluginNames(point config.ExtensionPoint) []string {
 		return names(f.score)
 	case config.Reserve:
 		return names(f.reserve)
+	case config.PreBind:
+		return names(f.preBind)
 	case config.Bind:
 		return names(f.bind)
 	}
@@ -394,6 +406,25 @@ func (f *Framework) RunUnreserve(ctx context.Context, state *CycleState, pod *Po
 	for i := len(f.reserve) - 1; i >= 0; i-- {
 		f.reserve[i].Unreserve(ctx, state, pod, node)
 	}
+}
+
+// RunPreBind runs the PreBind plugins in order and stops at the first
+// failure, naming its plugin. It runs in the binding cycle.
+func (f *Framework) RunPreBind(ctx context.Context, state *CycleState, pod *PodInfo, node string) (status *Status) {
+	if len(f.preBind) == 0 {
+		return nil
+	}
+	start := time.Now()
+	defer func() { f.observePoint(config.PreBind, status, start) }()
+	for _, pl := range f.preBind {
+		t := f.pluginStart(state)
+		s := pl.PreBind(ctx, state, pod, node)
+		f.observePlugin(config.PreBind, pl.Name(), s, t)
+		if !s.IsSuccess() && !s.IsSkip() {
+			return s.WithPlugin(pl.Name())
+		}
+	}
+	return nil
 }
 
 // RunBind runs the bind plugins until one does not Skip.

@@ -17,11 +17,17 @@
 //	                      (Filter), PreferNoSchedule taints (Score)
 //	podtopologyspread.go  PodTopologySpread: maxSkew over a topology key,
 //	                      DoNotSchedule (Filter) and ScheduleAnyway (Score)
+//	volumebinding.go      VolumeBinding: a pod's claims exist and are bound
+//	                      (or of a WaitForFirstConsumer class), their volumes'
+//	                      nodeAffinity admits the node (Filter); PreBind
+//	                      writes volume.kubernetes.io/selected-node on the
+//	                      unbound WaitForFirstConsumer claims
 //	defaultbinder.go      DefaultBinder: Pods.Bind
 //	registry.go           the name -> factory registry
 //
 // Every decision is a pure function of a PodInfo and a NodeInfo (plus what
-// the plugin's PreFilter/PreScore put in the CycleState); only DefaultBinder
-// talks to the apiserver. The package does not own the framework that
+// the plugin's PreFilter/PreScore put in the CycleState, and VolumeBinding's
+// claims, volumes and classes from the Handle's informers); only
+// DefaultBinder and VolumeBinding's PreBind talk to the apiserver. The package does not own the framework that
 // calls them (package framework) nor their configuration (package config).
 package plugins

@@ -13,7 +13,7 @@ import (
 	"skiff.dev/services/scheduler/queue"
 )
 
-// bind runs the bind plugins for a pod assumed on host, off the scheduling
+// bind runs the PreBind then the bind plugins for a pod assumed on host, off the scheduling
 // goroutine. On success the assumption waits for the watch to confirm it;
 // on failure it is forgotten (freeing the node's allocation, which may let
 // waiting pods fit) and the pod is retried after its backoff, unless it
@@ -24,7 +24,10 @@ func (s *Scheduler) bind(ctx context.Context, fwk *framework.Framework, state *f
 		s.metrics.binding.Dec()
 		s.wg.Done()
 	}()
-	st := fwk.RunBind(ctx, state, qp.PodInfo, host)
+	st := fwk.RunPreBind(ctx, state, qp.PodInfo, host)
+	if st.IsSuccess() {
+		st = fwk.RunBind(ctx, state, qp.PodInfo, host)
+	}
 	if st.IsSuccess() {
 		s.cache.FinishBinding(qp.PodInfo)
 		s.queue.Done(qp.UID())

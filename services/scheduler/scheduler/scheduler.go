@@ -17,7 +17,9 @@
 //
 // and explains a pod that fits nowhere (explain.go): PodScheduled=False
 // and a FailedScheduling event counting, per reason, the nodes rejected.
-// Informer handlers (handlers.go) only update the cache and the queue.
+// Informer handlers (handlers.go) only update the cache and the queue; the
+// claims', volumes' and classes' (volumes.go, when a profile runs
+// VolumeBinding) retry the pods VolumeBinding rejected.
 //
 // The package owns that loop and its metrics (metrics.go). It does not own
 // leader election, flags or the metrics server (package app), nor the
@@ -99,7 +101,9 @@ type Scheduler struct {
 
 	pods  *informer.Informer[*corev1.Pod]
 	nodes *informer.Informer[*corev1.Node]
-	podsc *client.Resource[*corev1.Pod, *corev1.PodList]
+	// volumes is nil unless a profile enables VolumeBinding.
+	volumes *volumeInformers
+	podsc   *client.Resource[*corev1.Pod, *corev1.PodList]
 
 	queue     *queue.Queue
 	cache     *cache.Cache
@@ -172,11 +176,18 @@ func New(conn grpc.ClientConnInterface, cfg Config) (*Scheduler, error) {
 	if len(p.Profiles) == 0 {
 		return nil, errors.New("the scheduler config has no profile")
 	}
+	ilog := cfg.Logger.Named("informer")
+	var volumes framework.VolumeLister
+	if usesVolumeBinding(p) {
+		s.volumes = newVolumeInformers(s, informer.Options{Logger: ilog, PageSize: 1000})
+		volumes = s.volumes
+	}
 	for i := range p.Profiles {
 		prof := &p.Profiles[i]
 		fw, err := framework.NewFramework(cfg.Registry, prof, framework.Options{
 			Snapshot: s.snapshot, Conn: conn, Parallelism: p.Parallelism,
 			PercentageOfNodesToScore: p.PercentageOfNodesToScore, Metrics: frameworkMetrics{m},
+			Volumes: volumes,
 		})
 		if err != nil {
 			return nil, err
@@ -184,7 +195,6 @@ func New(conn grpc.ClientConnInterface, cfg Config) (*Scheduler, error) {
 		s.profiles[prof.SchedulerName] = fw
 	}
 
-	ilog := cfg.Logger.Named("informer")
 	s.pods = informer.New(informer.FromClient(s.podsc), informer.Options{Logger: ilog, PageSize: 1000})
 	s.nodes = informer.New(informer.FromClient(client.Nodes(conn)), informer.Options{Logger: ilog, PageSize: 1000})
 	s.pods.AddHandler(informer.Handler[*corev1.Pod]{OnAdd: s.onPodAdd, OnUpdate: s.onPodUpdate, OnDelete: s.onPodDelete})
@@ -204,7 +214,8 @@ func (s *Scheduler) Profiles() []string {
 // Synced is closed once the informers have synced and scheduling began.
 func (s *Scheduler) Synced() <-chan struct{} { return s.synced }
 
-// StartInformers starts watching pods and nodes in the background until
+// StartInformers starts watching pods and nodes (and claims, volumes and
+// classes when a profile runs VolumeBinding) in the background until
 // ctx ends (once; later calls do nothing). A standby waiting for
 // leadership calls it so that its cache and queue are warm when it takes
 // over; Run calls it otherwise. WaitInformers waits for them to stop.
@@ -213,16 +224,53 @@ func (s *Scheduler) StartInformers(ctx context.Context) {
 }
 
 func (s *Scheduler) runInformers(ctx context.Context) {
-	s.informersWG.Add(2)
-	go func() { defer s.informersWG.Done(); s.pods.Run(ctx) }()
-	go func() { defer s.informersWG.Done(); s.nodes.Run(ctx) }()
+	for _, inf := range s.informers() {
+		s.informersWG.Add(1)
+		go func() { defer s.informersWG.Done(); inf.Run(ctx) }()
+	}
+}
+
+// usesVolumeBinding reports whether a profile runs VolumeBinding, which
+// needs the claim, volume and class informers.
+func usesVolumeBinding(p *config.Configuration) bool {
+	for i := range p.Profiles {
+		for _, point := range config.ExtensionPoints {
+			if p.Profiles[i].Enabled(point, config.VolumeBinding) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+type runnableInformer interface {
+	Run(ctx context.Context)
+	Synced() <-chan struct{}
+	HasSynced() bool
+}
+
+// informers are the scheduler's informers: pods, nodes, and the volume
+// binding ones when a profile needs them.
+func (s *Scheduler) informers() []runnableInformer {
+	out := []runnableInformer{s.pods, s.nodes}
+	if s.volumes != nil {
+		out = append(out, s.volumes.claims, s.volumes.volumes, s.volumes.classes)
+	}
+	return out
 }
 
 // WaitInformers waits until the informers stopped (their ctx ended).
 func (s *Scheduler) WaitInformers() { s.informersWG.Wait() }
 
 // HasSynced reports whether the informers have synced.
-func (s *Scheduler) HasSynced() bool { return s.pods.HasSynced() && s.nodes.HasSynced() }
+func (s *Scheduler) HasSynced() bool {
+	for _, inf := range s.informers() {
+		if !inf.HasSynced() {
+			return false
+		}
+	}
+	return true
+}
 
 // Run starts the informers (unless StartInformers did), waits for them to
 // sync, and schedules until ctx ends; then it waits for the binds in
@@ -256,7 +304,11 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	if own {
 		defer func() { cancel(); s.informersWG.Wait() }()
 	}
-	if !informer.WaitForSync(ctx, s.pods, s.nodes) {
+	var synced []interface{ Synced() <-chan struct{} }
+	for _, inf := range s.informers() {
+		synced = append(synced, inf)
+	}
+	if !informer.WaitForSync(ctx, synced...) {
 		return nil
 	}
 	s.log.Info("informers synced; scheduling", zap.Strings("profiles", s.Profiles()),
