@@ -37,7 +37,7 @@ func TestFlags(t *testing.T) {
 		t.Fatalf("empty list: %v %v", err, o.Enabled())
 	}
 	_, err = parse("--enable-admission-plugins", "NamespaceLifecycle,PodSecurity,AlwaysPullImages")
-	if err == nil || !strings.Contains(err.Error(), "unknown admission plugin(s) PodSecurity, AlwaysPullImages (known: DefaultTolerationSeconds, LimitRanger, ") {
+	if err == nil || !strings.Contains(err.Error(), "unknown admission plugin(s) PodSecurity, AlwaysPullImages (known: DefaultStorageClass, DefaultTolerationSeconds, LimitRanger, ") {
 		t.Fatalf("unknown plugins: %v", err)
 	}
 	if _, err := parse("--disable-admission-plugins", "Nope"); err == nil || !strings.Contains(err.Error(), "Nope") {

@@ -34,6 +34,7 @@ type Options struct {
 // DefaultPlugins are the command's --enable-admission-plugins.
 var DefaultPlugins = []string{
 	NamespaceLifecycleName, LimitRangerName, ServiceAccountName, DefaultTolerationSecondsName,
+	DefaultStorageClassName, StorageObjectInUseProtectionName,
 	MutatingWebhookName, ValidatingWebhookName, ResourceQuotaName,
 }
 

@@ -33,13 +33,15 @@ type Factory func(d *Deps) (any, error)
 // catalogue is every plugin by its --enable-admission-plugins name. Adding a
 // plugin is a file with its type and one line here.
 var catalogue = map[string]Factory{
-	NamespaceLifecycleName:       newNamespaceLifecycle,
-	LimitRangerName:              newLimitRanger,
-	ServiceAccountName:           newServiceAccount,
-	DefaultTolerationSecondsName: newDefaultTolerationSeconds,
-	ResourceQuotaName:            newResourceQuota,
-	MutatingWebhookName:          newMutatingWebhook,
-	ValidatingWebhookName:        newValidatingWebhook,
+	NamespaceLifecycleName:           newNamespaceLifecycle,
+	LimitRangerName:                  newLimitRanger,
+	ServiceAccountName:               newServiceAccount,
+	DefaultTolerationSecondsName:     newDefaultTolerationSeconds,
+	ResourceQuotaName:                newResourceQuota,
+	MutatingWebhookName:              newMutatingWebhook,
+	ValidatingWebhookName:            newValidatingWebhook,
+	DefaultStorageClassName:          newDefaultStorageClass,
+	StorageObjectInUseProtectionName: newStorageObjectInUseProtection,
 }
 
 // Known lists the plugin names, sorted.
