@@ -129,7 +129,9 @@ func (c *cluster) jobsOf(name string) []*batchv1.Job {
 			out = append(out, j)
 		}
 	}
-	slices.SortFunc(out, func(a, b *batchv1.Job) int { return strings.Compare(a.GetMetadata().GetName(), b.GetMetadata().GetName()) })
+	slices.SortFunc(out, func(a, b *batchv1.Job) int {
+		return strings.Compare(a.GetMetadata().GetName(), b.GetMetadata().GetName())
+	})
 	return out
 }
 
