@@ -111,7 +111,7 @@ func New(cfg Config) (*Authorizer, error) {
 			if pods == nil {
 				pods = PodsFromClient(cfg.Loopback)
 			}
-			a.node = newNodeAuthorizer(informer.FromClient(client.Pods(cfg.Loopback)), pods, a.m, cfg.Logger.Named("node"))
+			a.node = newNodeAuthorizer(informer.FromClient(client.Pods(cfg.Loopback)), pods, VolumesFromClient(cfg.Loopback), a.m, cfg.Logger.Named("node"))
 			d = a.node
 		case ModeRBAC:
 			a.rbac = newRBAC(cfg.Loopback, a.m, cfg.Logger.Named("rbac"))

@@ -42,6 +42,17 @@ const NodeLeaseNamespace = "kube-node-lease"
 //	serviceaccounts/token
 //	               create: only for the service account of a pod bound
 //	               to it
+//	persistentvolumeclaims
+//	               get: only those a pod bound to it mounts
+//	persistentvolumes
+//	               get, list, watch: all (the agent watches them to clean
+//	               up the local volumes of its node as they are deleted:
+//	               no selector picks volumes by their nodeAffinity, and a
+//	               volume holds no secret, only a path, a size and its
+//	               claim's name); update: only of a volume whose
+//	               nodeAffinity requires kubernetes.io/hostname (or
+//	               metadata.name) In a list naming the node (the agent
+//	               removes its finalizer once the directory is gone)
 //	events         create, update, patch, get (the event sink re-reads an
 //	               event after a conflict): anywhere
 //	services,      get, list, watch: all (the agent's service proxy and
@@ -62,6 +73,7 @@ const NodeLeaseNamespace = "kube-node-lease"
 type nodeAuthorizer struct {
 	pods      *informer.Informer[*corev1.Pod]
 	read      PodReader
+	volumes   VolumeReader
 	fallbacks prometheus.Counter
 	uses      podUses
 }
@@ -72,6 +84,25 @@ type nodeAuthorizer struct {
 type PodReader interface {
 	GetPod(ctx context.Context, namespace, name string) (*corev1.Pod, error)
 	ListPods(ctx context.Context, o *metav1.ListOptions) ([]*corev1.Pod, error)
+}
+
+// VolumeReader reads a persistent volume: the node authorizer reads the
+// volume a node asks to update, to check its nodeAffinity.
+type VolumeReader interface {
+	GetVolume(ctx context.Context, name string) (*corev1.PersistentVolume, error)
+}
+
+// VolumesFromClient reads persistent volumes through a connection.
+func VolumesFromClient(conn grpc.ClientConnInterface) VolumeReader {
+	return clientVolumes{client.PersistentVolumes(conn)}
+}
+
+type clientVolumes struct {
+	r *client.Resource[*corev1.PersistentVolume, *corev1.PersistentVolumeList]
+}
+
+func (c clientVolumes) GetVolume(ctx context.Context, name string) (*corev1.PersistentVolume, error) {
+	return c.r.Get(ctx, "", name)
 }
 
 // PodsFromClient reads pods through a connection (tests; the apiserver
@@ -98,10 +129,11 @@ func (c clientPods) ListPods(ctx context.Context, o *metav1.ListOptions) ([]*cor
 const boundPods = "spec.nodeName!="
 
 // newNodeAuthorizer reads pods from src (the loopback's Pods).
-func newNodeAuthorizer(src informer.Source[*corev1.Pod], read PodReader, m *metrics, log *zap.Logger) *nodeAuthorizer {
+func newNodeAuthorizer(src informer.Source[*corev1.Pod], read PodReader, volumes VolumeReader, m *metrics, log *zap.Logger) *nodeAuthorizer {
 	n := &nodeAuthorizer{
 		pods:      informer.New[*corev1.Pod](slimPods{src}, informer.Options{Logger: log, ListOptions: &metav1.ListOptions{FieldSelector: boundPods}}),
 		read:      read,
+		volumes:   volumes,
 		fallbacks: m.nodeFallbacks,
 		uses:      podUses{byPod: map[string][]objectUse{}, count: map[objectUse]int{}},
 	}
@@ -118,6 +150,7 @@ const (
 	kindConfigMap      = "configmap"
 	kindSecret         = "secret"
 	kindServiceAccount = "serviceaccount"
+	kindClaim          = "persistentvolumeclaim"
 )
 
 // podUses counts, for each kind, node, namespace and name, the pods bound
@@ -205,6 +238,13 @@ func (n *nodeAuthorizer) decide(ctx context.Context, ri *server.RequestInfo) (De
 			return NoOpinion, fmt.Sprintf("node '%s' can only create tokens of the service accounts of pods bound to it", node), nil
 		}
 		return n.decideUsed(ctx, node, ri, kindServiceAccount)
+	case core && ri.Resource == "persistentvolumeclaims":
+		if ri.Verb != "get" || ri.Subresource != "" {
+			return NoOpinion, fmt.Sprintf("node '%s' can only get the persistentvolumeclaims of pods bound to it", node), nil
+		}
+		return n.decideUsed(ctx, node, ri, kindClaim)
+	case core && ri.Resource == "persistentvolumes":
+		return n.decideVolume(ctx, node, ri)
 	case core && ri.Resource == "services", ri.APIGroup == "discovery.k8s.io" && ri.Resource == "endpointslices",
 		core && ri.Resource == "namespaces" && ri.Subresource == "":
 		switch ri.Verb {
@@ -337,10 +377,58 @@ func (n *nodeAuthorizer) decideUsed(ctx context.Context, node string, ri *server
 	return refused()
 }
 
+// decideVolume lets a node read every persistent volume, and update one
+// whose nodeAffinity names it (to remove the finalizer of a local volume
+// it cleaned up). The volume is read from the store: what it is, not what
+// the update would make it.
+func (n *nodeAuthorizer) decideVolume(ctx context.Context, node string, ri *server.RequestInfo) (Decision, string, error) {
+	switch {
+	case ri.Subresource == "" && (ri.Verb == "get" || ri.Verb == "list" || ri.Verb == "watch"):
+		return Allow, "", nil
+	case ri.Subresource == "" && ri.Verb == "update" && ri.Name != "" && n.volumes != nil:
+		v, err := n.volumes.GetVolume(ctx, ri.Name)
+		switch {
+		case apierrors.IsNotFound(err):
+			return Deny, "", apierrors.NewNotFound("persistentvolumes", ri.Name)
+		case err != nil:
+			return Deny, "", err
+		case VolumeOnNode(v, node):
+			return Allow, "", nil
+		}
+		return NoOpinion, fmt.Sprintf("node '%s' cannot update persistentvolume %s: its nodeAffinity does not name node '%s'", node, ri.Name, node), nil
+	}
+	return NoOpinion, fmt.Sprintf("node '%s' can only read persistentvolumes and update those whose nodeAffinity names it", node), nil
+}
+
+// VolumeOnNode reports whether v's required nodeAffinity pins it to node:
+// every term requires kubernetes.io/hostname (or the field metadata.name)
+// In values that include node. (The node agent labels its Node
+// kubernetes.io/hostname=<node name>, and the local-path provisioner pins
+// its volumes with that label.)
+func VolumeOnNode(v *corev1.PersistentVolume, node string) bool {
+	terms := v.GetSpec().GetNodeAffinity().GetRequired().GetNodeSelectorTerms()
+	if len(terms) == 0 {
+		return false
+	}
+	for _, t := range terms {
+		named := false
+		reqs := append(slices.Clone(t.GetMatchExpressions()), t.GetMatchFields()...)
+		for _, r := range reqs {
+			if (r.GetKey() == "kubernetes.io/hostname" || r.GetKey() == "metadata.name") && r.GetOperator() == "In" && slices.Contains(r.GetValues(), node) {
+				named = true
+			}
+		}
+		if !named {
+			return false
+		}
+	}
+	return true
+}
+
 // podRefs lists the objects a pod uses, each once: ConfigMaps and Secrets
 // of volumes, projected volumes' sources, env valueFrom and envFrom of
-// its containers and init containers; Secrets of imagePullSecrets; its
-// service account.
+// its containers and init containers; Secrets of imagePullSecrets;
+// persistentVolumeClaims of volumes; its service account.
 func podRefs(p *corev1.Pod) []objectRef {
 	var out []objectRef
 	add := func(kind, name string) {
@@ -353,6 +441,7 @@ func podRefs(p *corev1.Pod) []objectRef {
 	for _, v := range spec.GetVolumes() {
 		add(kindConfigMap, v.GetConfigMap().GetName())
 		add(kindSecret, v.GetSecret().GetSecretName())
+		add(kindClaim, v.GetPersistentVolumeClaim().GetClaimName())
 		for _, src := range v.GetProjected().GetSources() {
 			add(kindConfigMap, src.GetConfigMap().GetName())
 			add(kindSecret, src.GetSecret().GetName())
@@ -421,6 +510,8 @@ func slimPod(p *corev1.Pod) *corev1.Pod {
 			s.Spec.Volumes = append(s.Spec.Volumes, &corev1.Volume{ConfigMap: &corev1.ConfigMapVolumeSource{Name: r.name}})
 		case kindSecret:
 			s.Spec.Volumes = append(s.Spec.Volumes, &corev1.Volume{Secret: &corev1.SecretVolumeSource{SecretName: r.name}})
+		case kindClaim:
+			s.Spec.Volumes = append(s.Spec.Volumes, &corev1.Volume{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: r.name}})
 		case kindServiceAccount:
 			s.Spec.ServiceAccountName = r.name
 		}

@@ -109,6 +109,47 @@ func withSecrets(p *corev1.Pod, sa string, secrets ...string) *corev1.Pod {
 	return p
 }
 
+// storedVolumes is the volumes in etcd.
+type storedVolumes map[string]*corev1.PersistentVolume
+
+func (s storedVolumes) GetVolume(_ context.Context, name string) (*corev1.PersistentVolume, error) {
+	if v, ok := s[name]; ok {
+		return v, nil
+	}
+	return nil, apierrors.NewNotFound("persistentvolumes", name)
+}
+
+// volumeOn is a volume whose nodeAffinity requires key In values (no
+// nodeAffinity without values).
+func volumeOn(name, key string, values ...string) *corev1.PersistentVolume {
+	v := &corev1.PersistentVolume{Metadata: &metav1.ObjectMeta{Name: name}, Spec: &corev1.PersistentVolumeSpec{}}
+	if len(values) > 0 {
+		req := &corev1.NodeSelectorRequirement{Key: key, Operator: "In", Values: values}
+		term := &corev1.NodeSelectorTerm{MatchExpressions: []*corev1.NodeSelectorRequirement{req}}
+		if key == "metadata.name" {
+			term = &corev1.NodeSelectorTerm{MatchFields: []*corev1.NodeSelectorRequirement{req}}
+		}
+		v.Spec.NodeAffinity = &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []*corev1.NodeSelectorTerm{term}}}
+	}
+	return v
+}
+
+var testVolumes = storedVolumes{
+	"pvc-a":       volumeOn("pvc-a", "kubernetes.io/hostname", "node-a"),
+	"pvc-ab":      volumeOn("pvc-ab", "kubernetes.io/hostname", "node-b", "node-a"),
+	"pvc-field":   volumeOn("pvc-field", "metadata.name", "node-a"),
+	"pvc-b":       volumeOn("pvc-b", "kubernetes.io/hostname", "node-b"),
+	"pvc-zone":    volumeOn("pvc-zone", "zone", "node-a"),
+	"pvc-nowhere": volumeOn("pvc-nowhere", ""),
+}
+
+func withClaims(p *corev1.Pod, claims ...string) *corev1.Pod {
+	for _, c := range claims {
+		p.Spec.Volumes = append(p.Spec.Volumes, &corev1.Volume{Name: c, PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: c}})
+	}
+	return p
+}
+
 func startNodeAuthorizer(t testing.TB, listed []*corev1.Pod, stored ...*corev1.Pod) (*nodeAuthorizer, *metrics) {
 	t.Helper()
 	m := newMetrics(nil)
@@ -116,7 +157,7 @@ func startNodeAuthorizer(t testing.TB, listed []*corev1.Pod, stored ...*corev1.P
 	for _, p := range append(listed, stored...) {
 		all[p.GetMetadata().GetNamespace()+"/"+p.GetMetadata().GetName()] = p
 	}
-	n := newNodeAuthorizer(listedPods(listed), all, m, zap.NewNop())
+	n := newNodeAuthorizer(listedPods(listed), all, testVolumes, m, zap.NewNop())
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); n.pods.Run(ctx) }()
@@ -132,12 +173,12 @@ var nodeA = &user.Info{Name: "system:node:node-a", Groups: []string{user.NodesGr
 func TestNodeAuthorizer(t *testing.T) {
 	n, m := startNodeAuthorizer(t,
 		[]*corev1.Pod{
-			withSecrets(pod("team-a", "web-a", "node-a", "cfg-a", "env-a", "envfrom-a"), "runner", "sec-vol", "sec-proj", "sec-env", "sec-envfrom", "sec-pull"),
-			withSecrets(pod("team-a", "web-b", "node-b", "cfg-b"), "b-sa", "sec-b"),
+			withClaims(withSecrets(pod("team-a", "web-a", "node-a", "cfg-a", "env-a", "envfrom-a"), "runner", "sec-vol", "sec-proj", "sec-env", "sec-envfrom", "sec-pull"), "data-a"),
+			withClaims(withSecrets(pod("team-a", "web-b", "node-b", "cfg-b"), "b-sa", "sec-b"), "data-b"),
 			withSecrets(pod("team-a", "pending", ""), "pending-sa", "sec-pending"),
 		},
 		// Bound to node-a a moment ago: the informer has not seen it.
-		withSecrets(pod("team-a", "late", "node-a", "cfg-late"), "late-sa", "sec-late"),
+		withClaims(withSecrets(pod("team-a", "late", "node-a", "cfg-late"), "late-sa", "sec-late"), "data-late"),
 	)
 	listWith := func(verb, ns, selector string) *server.RequestInfo {
 		return &server.RequestInfo{Verb: verb, Resource: "pods", Namespaced: true, Namespace: ns, FieldSelector: selector}
@@ -213,6 +254,27 @@ func TestNodeAuthorizer(t *testing.T) {
 		{"a token of another node's pod's service account", ri("create", "", "serviceaccounts", "token", "team-a", "b-sa"), NoOpinion, `node 'node-a' cannot create serviceaccount token team-a/b-sa: no relationship found`},
 		{"get a service account", ri("get", "", "serviceaccounts", "", "team-a", "runner"), NoOpinion, ""},
 
+		{"the claim its pod mounts", ri("get", "", "persistentvolumeclaims", "", "team-a", "data-a"), Allow, ""},
+		{"the claim its new pod mounts", ri("get", "", "persistentvolumeclaims", "", "team-a", "data-late"), Allow, ""},
+		{"another node's pod's claim", ri("get", "", "persistentvolumeclaims", "", "team-a", "data-b"), NoOpinion, `node 'node-a' cannot get persistentvolumeclaim team-a/data-b: no relationship found between node 'node-a' and this object`},
+		{"a claim named as a Secret it uses", ri("get", "", "persistentvolumeclaims", "", "team-a", "sec-vol"), NoOpinion, "no relationship found"},
+		{"list claims", &server.RequestInfo{Verb: "list", Resource: "persistentvolumeclaims", Namespaced: true, Namespace: "team-a"}, NoOpinion, "can only get the persistentvolumeclaims of pods bound to it"},
+		{"update its pod's claim", ri("update", "", "persistentvolumeclaims", "", "team-a", "data-a"), NoOpinion, "can only get"},
+		{"update its pod's claim's status", ri("update", "", "persistentvolumeclaims", "status", "team-a", "data-a"), NoOpinion, "can only get"},
+
+		{"get any volume", ri("get", "", "persistentvolumes", "", "", "pvc-b"), Allow, ""},
+		{"list volumes", &server.RequestInfo{Verb: "list", Resource: "persistentvolumes"}, Allow, ""},
+		{"watch volumes", &server.RequestInfo{Verb: "watch", Resource: "persistentvolumes"}, Allow, ""},
+		{"update a volume pinned to it", ri("update", "", "persistentvolumes", "", "", "pvc-a"), Allow, ""},
+		{"update a volume on it and another node", ri("update", "", "persistentvolumes", "", "", "pvc-ab"), Allow, ""},
+		{"update a volume pinned by metadata.name", ri("update", "", "persistentvolumes", "", "", "pvc-field"), Allow, ""},
+		{"update another node's volume", ri("update", "", "persistentvolumes", "", "", "pvc-b"), NoOpinion, `node 'node-a' cannot update persistentvolume pvc-b: its nodeAffinity does not name node 'node-a'`},
+		{"update a volume pinned by another label", ri("update", "", "persistentvolumes", "", "", "pvc-zone"), NoOpinion, "does not name"},
+		{"update a volume without nodeAffinity", ri("update", "", "persistentvolumes", "", "", "pvc-nowhere"), NoOpinion, "does not name"},
+		{"update the status of its volume", ri("update", "", "persistentvolumes", "status", "", "pvc-a"), NoOpinion, "can only read persistentvolumes and update those whose nodeAffinity names it"},
+		{"delete its volume", ri("delete", "", "persistentvolumes", "", "", "pvc-a"), NoOpinion, "can only read"},
+		{"create a volume", ri("create", "", "persistentvolumes", "", "", "pvc-new"), NoOpinion, "can only read"},
+
 		{"create an event anywhere", ri("create", "", "events", "", "team-b", "e"), Allow, ""},
 		{"update an event", ri("update", "", "events", "", "team-b", "e"), Allow, ""},
 		{"list events", &server.RequestInfo{Verb: "list", Resource: "events", Namespaced: true}, NoOpinion, ""},
@@ -249,6 +311,12 @@ func TestNodeAuthorizer(t *testing.T) {
 			t.Errorf("got %v, want NotFound", err)
 		}
 	})
+	t.Run("updating a volume that does not exist is NotFound", func(t *testing.T) {
+		_, _, err := n.decide(context.Background(), as(nodeA, ri("update", "", "persistentvolumes", "", "", "gone")))
+		if !apierrors.IsNotFound(err) {
+			t.Errorf("got %v, want NotFound", err)
+		}
+	})
 	t.Run("users that are not nodes: no opinion", func(t *testing.T) {
 		for _, u := range []*user.Info{
 			{Name: "bob", Groups: []string{user.AllAuthenticated}},
@@ -263,7 +331,7 @@ func TestNodeAuthorizer(t *testing.T) {
 }
 
 func TestSlimPodKeepsWhatTheNodeAuthorizerNeeds(t *testing.T) {
-	full := withSecrets(pod("ns", "p", "node-a", "v", "e", "f", "v"), "sa", "s1", "s2", "s3", "s4", "s5")
+	full := withClaims(withSecrets(pod("ns", "p", "node-a", "v", "e", "f", "v"), "sa", "s1", "s2", "s3", "s4", "s5"), "data")
 	full.Metadata.Uid, full.Metadata.ResourceVersion = "u1", "42"
 	full.Metadata.Labels = map[string]string{"app": "web"}
 	full.Spec.Containers = append(full.Spec.Containers, &corev1.Container{Name: "main", Image: "web:1"})
@@ -272,7 +340,7 @@ func TestSlimPodKeepsWhatTheNodeAuthorizerNeeds(t *testing.T) {
 	if m.GetName() != "p" || m.GetNamespace() != "ns" || m.GetUid() != "u1" || m.GetResourceVersion() != "42" || s.GetSpec().GetNodeName() != "node-a" {
 		t.Errorf("slim pod lost its identity: %v", s)
 	}
-	if got, want := podRefs(s), podRefs(full); !slices.Equal(sortedRefs(got), sortedRefs(want)) || len(want) != 10 {
+	if got, want := podRefs(s), podRefs(full); !slices.Equal(sortedRefs(got), sortedRefs(want)) || len(want) != 11 {
 		t.Errorf("slim pod's objects %v, want %v", got, want)
 	}
 	if len(m.GetLabels()) != 0 || len(s.GetSpec().GetContainers()) != 0 || len(s.GetSpec().GetImagePullSecrets()) != 0 {
