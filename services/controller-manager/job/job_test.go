@@ -294,3 +294,46 @@ func TestJobSurvivesControllerRestart(t *testing.T) {
 		t.Errorf("%d pods succeeded, want 20", succeeded)
 	}
 }
+
+func TestJobSuspendAndResume(t *testing.T) {
+	var mu sync.Mutex
+	exits := false
+	finish := func(*corev1.Pod) (int32, bool) { mu.Lock(); defer mu.Unlock(); return 0, exits }
+	c := start(t, finish, Options{})
+	j := newJob("later", 2, 2)
+	c.create(j)
+	c.Await(patience, "two pods running", func() (bool, string) {
+		return c.job("later").GetStatus().GetActive() == 2, managertest.Explain("%v", c.job("later").GetStatus())
+	})
+	setSuspend := func(v bool) {
+		err := client.RetryOnConflict(c.Ctx, client.DefaultRetry, func() error {
+			cur, err := client.Jobs(c.Conn).Get(c.Ctx, "default", "later")
+			if err != nil {
+				return err
+			}
+			cur.Spec.Suspend = proto.Bool(v)
+			_, err = client.Jobs(c.Conn).Update(c.Ctx, cur)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	setSuspend(true)
+	j = c.awaitCondition("later", "Suspended")
+	c.Await(patience, "pods deleted, not counted as failures", func() (bool, string) {
+		j = c.job("later")
+		return j.GetStatus().GetActive() == 0 && len(c.podsOf(j)) == 0, managertest.Explain("%v, %d pods", j.GetStatus(), len(c.podsOf(j)))
+	})
+	if j.GetStatus().GetFailed() != 0 {
+		t.Errorf("suspension counted failures: %v", j.GetStatus())
+	}
+	mu.Lock()
+	exits = true
+	mu.Unlock()
+	setSuspend(false)
+	j = c.awaitCondition("later", "Complete")
+	if cond := findCondition(j.GetStatus(), "Suspended"); cond.GetStatus() != "False" || cond.GetReason() != "JobResumed" {
+		t.Errorf("Suspended condition %v", cond)
+	}
+}
