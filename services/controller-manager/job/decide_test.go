@@ -178,7 +178,9 @@ func TestAssessFinishes(t *testing.T) {
 // at, the next sync counts each finished pod exactly once.
 func TestTrackAcrossRestarts(t *testing.T) {
 	unc := func(s ...string) jobOpt {
-		return func(j *batchv1.Job) { j.Status.UncountedTerminatedPods = &batchv1.UncountedTerminatedPods{Succeeded: s} }
+		return func(j *batchv1.Job) {
+			j.Status.UncountedTerminatedPods = &batchv1.UncountedTerminatedPods{Succeeded: s}
+		}
 	}
 	cases := []struct {
 		name          string
