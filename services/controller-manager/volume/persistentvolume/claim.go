@@ -238,4 +238,3 @@ func (c *Controller) setVolumePhase(ctx context.Context, v *corev1.PersistentVol
 	}
 	return out, nil
 }
-

@@ -31,7 +31,10 @@ func pvcOf(size string, class *string, modes ...string) *corev1.PersistentVolume
 func str(s string) *string { return &s }
 
 func TestFindMatchingVolume(t *testing.T) {
-	with := func(v *corev1.PersistentVolume, f func(*corev1.PersistentVolume)) *corev1.PersistentVolume { f(v); return v }
+	with := func(v *corev1.PersistentVolume, f func(*corev1.PersistentVolume)) *corev1.PersistentVolume {
+		f(v)
+		return v
+	}
 	preBound := func(uid string) func(*corev1.PersistentVolume) {
 		return func(v *corev1.PersistentVolume) {
 			v.Spec.ClaimRef = &corev1.ObjectReference{Namespace: "default", Name: "data", Uid: uid}
