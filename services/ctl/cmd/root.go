@@ -154,7 +154,7 @@ kubectl merges them, else $SKIFFCONFIG, else ~/.skiff/config. --server,
 	add("deploy", r.rolloutCmd(), r.scaleCmd())
 	add("cluster", r.cordonCmd(true), r.cordonCmd(false), r.topCmd())
 	add("debug", r.describeCmd(), r.logsCmd(), r.execCmd(), r.attachCmd(), r.portForwardCmd(), r.cpCmd())
-	add("advanced", r.applyCmd())
+	add("advanced", r.applyCmd(), r.waitCmd())
 	add("settings", r.labelCmd("label"), r.labelCmd("annotate"))
 	add("other", r.apiResourcesCmd(), r.apiVersionsCmd(), r.configCmd(), r.versionCmd())
 	c.SetHelpCommandGroupID("other")
