@@ -110,6 +110,6 @@ as created if one is invalid.`,
 	c.Flags().Lookup("dry-run").NoOptDefVal = "client"
 	c.Flags().BoolVar(&saveConfig, "save-config", false, "record the configuration in the last-applied annotation, for later applies")
 	pf.add(c, "yaml|json|name")
-	c.AddCommand(r.createSecretCmd(), r.createTokenCmd())
+	c.AddCommand(r.createSecretCmd(), r.createTokenCmd(), r.createJobCmd())
 	return c
 }
