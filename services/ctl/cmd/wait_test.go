@@ -64,8 +64,11 @@ func TestWaitForJob(t *testing.T) {
 	if got := c.fails("wait", "--for=condition=complete", "job/pi", "--timeout=300ms"); got != "error: timed out waiting for the condition on jobs/pi\n" {
 		t.Errorf("timeout: %q", got)
 	}
+	// The waits in the background run on a copy of the CLI (run is not
+	// safe for concurrent use).
+	bg := *c
 	done := make(chan result, 1)
-	go func() { done <- c.run("wait", "--for=condition=complete", "job/pi", "--timeout=30s") }()
+	go func() { done <- bg.run("wait", "--for=condition=complete", "job/pi", "--timeout=30s") }()
 	// Finish the Job as its controller would.
 	ctx := context.Background()
 	jobs := client.Jobs(shared.Conn)
@@ -88,7 +91,7 @@ func TestWaitForJob(t *testing.T) {
 	if got := c.fails("wait", "--for=condition=Failed", "job/pi", "--timeout=0"); !strings.Contains(got, "timed out waiting for the condition on jobs/pi") {
 		t.Errorf("check once: %q", got)
 	}
-	go func() { done <- c.run("wait", "--for=delete", "job/pi") }()
+	go func() { done <- bg.run("wait", "--for=delete", "job/pi") }()
 	c.ok("delete", "job", "pi", "--wait=false")
 	if r := <-done; r.code != 0 || r.out != "job.batch/pi condition met\n" {
 		t.Errorf("wait for delete: exit %d, out %q, err %q", r.code, r.out, r.err)
