@@ -4,15 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"google.golang.org/protobuf/proto"
 
-	"skiff.dev/internal/apierrors"
 	"skiff.dev/internal/client"
 	deployment "skiff.dev/internal/deployutil"
 	appsv1 "skiff.dev/proto/apps/v1"
@@ -30,10 +29,13 @@ const (
 func (r *root) rolloutCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "rollout SUBCOMMAND",
-		Short: "Manage the rollout of a deployment",
-		Long: `Manage the rollout of a deployment: watch its status, list its history,
-roll it back, restart its pods, pause and resume it.`,
+		Short: "Manage the rollout of a deployment, daemonset or statefulset",
+		Long: `Manage the rollout of a deployment, daemonset or statefulset: watch its
+status, list its history, roll it back; restart a deployment's pods, pause
+and resume it.`,
 		Example: `  skiffctl rollout status deployment/web
+  skiffctl rollout status daemonset/node-agent
+  skiffctl rollout history statefulset/db
   skiffctl rollout undo deployment/web --to-revision=2
   skiffctl rollout restart deployment/web`,
 	}
@@ -44,21 +46,36 @@ roll it back, restart its pods, pause and resume it.`,
 
 // deploymentArgs resolves "deployment/web" or "deployment web" to its name.
 func (r *root) deploymentArgs(ctx context.Context, args []string) (ns string, names []string, err error) {
+	ns, kind, names, err := r.rolloutArgs(ctx, args)
+	if err == nil && kind != "Deployment" {
+		err = fmt.Errorf("no support for %s here: only deployments", kind)
+	}
+	return ns, names, err
+}
+
+// rolloutArgs resolves "daemonset/agent" or "statefulset web" to the kind
+// (Deployment, DaemonSet or StatefulSet: one kind at a time) and names.
+func (r *root) rolloutArgs(ctx context.Context, args []string) (ns, kind string, names []string, err error) {
 	refs, err := r.parseResources(ctx, args)
 	if err != nil {
-		return "", nil, err
+		return "", "", nil, err
 	}
 	for _, ref := range refs {
-		if ref.kind.Kind != "Deployment" {
-			return "", nil, fmt.Errorf("no rollout support for %s: only deployments have rollouts", ref.kind.GroupResource())
+		switch k := ref.kind.Kind; {
+		case k != "Deployment" && k != "DaemonSet" && k != "StatefulSet":
+			return "", "", nil, fmt.Errorf("no rollout support for %s: only deployments, daemonsets and statefulsets have rollouts", ref.kind.GroupResource())
+		case kind != "" && k != kind:
+			return "", "", nil, errors.New("rollout takes resources of one kind at a time")
+		default:
+			kind = k
 		}
 		if len(ref.names) == 0 {
-			return "", nil, errors.New("required resource not specified")
+			return "", "", nil, errors.New("required resource not specified")
 		}
 		names = append(names, ref.names...)
 	}
 	ns, err = r.namespace()
-	return ns, names, err
+	return ns, kind, names, err
 }
 
 // RolloutStatus is kubectl's status of a deployment's rollout: a message,
@@ -97,16 +114,19 @@ func (r *root) rolloutStatusCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "status (TYPE NAME | TYPE/NAME)",
 		Short: "Show the status of the rollout",
-		Long: `Show the status of a deployment's rollout and, with --watch (the default),
-follow it until it is done (exit 0) or its progress deadline passes (exit 1).`,
+		Long: `Show the status of a rollout and, with --watch (the default), follow it
+until it is done (exit 0) or, for a deployment, its progress deadline passes
+(exit 1). A daemonset is done when every node that should run its pod runs
+an updated, available one; a statefulset when its partition is updated and
+ready (kubectl's status viewers).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			ns, names, err := r.deploymentArgs(ctx, args)
+			ns, kind, names, err := r.rolloutArgs(ctx, args)
 			if err != nil {
 				return err
 			}
 			if len(names) != 1 {
-				return errors.New("rollout status takes one deployment")
+				return errors.New("rollout status takes one resource")
 			}
 			if timeout > 0 {
 				var cancel context.CancelFunc
@@ -117,57 +137,13 @@ follow it until it is done (exit 0) or its progress deadline passes (exit 1).`,
 			if err != nil {
 				return err
 			}
-			deps := client.Deployments(conn)
-			last := ""
-			report := func(d *appsv1.Deployment) (bool, error) {
-				msg, done, err := RolloutStatus(d)
-				if err != nil {
-					return false, &exitError{code: 1, msg: err.Error()}
-				}
-				if msg != last {
-					fmt.Fprintln(r.env.Out, msg)
-					last = msg
-				}
-				return done, nil
+			switch kind {
+			case "DaemonSet":
+				return followStatus(ctx, r, client.DaemonSets(conn), "daemon set", ns, names[0], watch, DaemonSetRolloutStatus)
+			case "StatefulSet":
+				return followStatus(ctx, r, client.StatefulSets(conn), "statefulset", ns, names[0], watch, StatefulSetRolloutStatus)
 			}
-			for {
-				d, err := deps.Get(ctx, ns, names[0])
-				if err != nil {
-					return r.timedOut(ctx, err)
-				}
-				done, err := report(d)
-				if err != nil || done || !watch {
-					return err
-				}
-				w, err := deps.Watch(ctx, &metav1.ListOptions{Namespace: ns, FieldSelector: "metadata.name=" + names[0], ResourceVersion: d.GetMetadata().GetResourceVersion()})
-				if err != nil {
-					return r.timedOut(ctx, err)
-				}
-				for {
-					ev, err := w.Next()
-					if err != nil {
-						w.Stop()
-						if ctx.Err() != nil {
-							return r.timedOut(ctx, err)
-						}
-						if errors.Is(err, io.EOF) || apierrors.IsServiceUnavailable(err) || apierrors.IsExpired(err) {
-							break // read it again, watch again
-						}
-						return err
-					}
-					switch ev.Type {
-					case "DELETED":
-						w.Stop()
-						return fmt.Errorf("deployment %q was deleted", names[0])
-					case "ADDED", "MODIFIED":
-						done, err := report(ev.Object)
-						if err != nil || done {
-							w.Stop()
-							return err
-						}
-					}
-				}
-			}
+			return followStatus(ctx, r, client.Deployments(conn), "deployment", ns, names[0], watch, RolloutStatus)
 		},
 	}
 	c.Flags().BoolVarP(&watch, "watch", "w", true, "follow the rollout until it ends")
@@ -214,12 +190,13 @@ func (r *root) rolloutHistoryCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "history (TYPE NAME | TYPE/NAME) [--revision=N]",
 		Short: "View rollout history",
-		Long: `List a deployment's revisions (one per ReplicaSet it keeps) with their
-change causes (the kubernetes.io/change-cause annotation); --revision shows
-the pod template of one.`,
+		Long: `List the revisions of a deployment (one per ReplicaSet it keeps) or of a
+daemonset or statefulset (one per ControllerRevision) with their change
+causes (the kubernetes.io/change-cause annotation); --revision shows the pod
+template of one.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			ns, names, err := r.deploymentArgs(ctx, args)
+			ns, kind, names, err := r.rolloutArgs(ctx, args)
 			if err != nil {
 				return err
 			}
@@ -228,6 +205,12 @@ the pod template of one.`,
 				return err
 			}
 			for _, name := range names {
+				if kind != "Deployment" {
+					if err := r.printRevisionHistory(ctx, conn, kind, ns, name, revision); err != nil {
+						return err
+					}
+					continue
+				}
 				_, rses, err := history(ctx, conn, ns, name)
 				if err != nil {
 					return err
@@ -276,16 +259,16 @@ func (r *root) rolloutUndoCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "undo (TYPE NAME | TYPE/NAME) [--to-revision=N]",
 		Short: "Undo a previous rollout",
-		Long: `Roll a deployment back to its previous revision (or --to-revision): its
-pod template becomes that revision's again, and the controller rolls it out
-as a new revision.`,
+		Long: `Roll a deployment, daemonset or statefulset back to its previous revision
+(or --to-revision): its pod template becomes that revision's again, and the
+controller rolls it out as a new revision.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			mode, err := dryRunMode(dryRun)
 			if err != nil {
 				return err
 			}
-			ns, names, err := r.deploymentArgs(ctx, args)
+			ns, kind, names, err := r.rolloutArgs(ctx, args)
 			if err != nil {
 				return err
 			}
@@ -293,7 +276,24 @@ as a new revision.`,
 			if err != nil {
 				return err
 			}
+			suffix := ""
+			if mode != "" {
+				suffix = " (dry run)"
+			}
 			for _, name := range names {
+				if kind != "Deployment" {
+					var result string
+					err := client.RetryOnConflict(ctx, client.DefaultRetry, func() error {
+						var err error
+						result, err = undoToRevision(ctx, conn, kind, ns, name, toRevision, mode != "")
+						return err
+					})
+					if err != nil {
+						return err
+					}
+					fmt.Fprintf(r.env.Out, "%s.apps/%s %s%s\n", strings.ToLower(kind), name, result, suffix)
+					continue
+				}
 				result := ""
 				err := client.RetryOnConflict(ctx, client.DefaultRetry, func() error {
 					d, rses, err := history(ctx, conn, ns, name)
@@ -332,10 +332,6 @@ as a new revision.`,
 				})
 				if err != nil {
 					return err
-				}
-				suffix := ""
-				if mode != "" {
-					suffix = " (dry run)"
 				}
 				fmt.Fprintf(r.env.Out, "deployment.apps/%s %s%s\n", name, result, suffix)
 			}
