@@ -2,8 +2,10 @@ package statefulset
 
 import (
 	"context"
+	"slices"
 
 	"go.uber.org/zap"
+	"google.golang.org/protobuf/proto"
 
 	"skiff.dev/internal/client"
 	"skiff.dev/internal/controller"
@@ -12,6 +14,7 @@ import (
 	"skiff.dev/internal/workqueue"
 	appsv1 "skiff.dev/proto/apps/v1"
 	corev1 "skiff.dev/proto/core/v1"
+	metav1 "skiff.dev/proto/meta/v1"
 	"skiff.dev/services/controller-manager/controllerutil"
 	"skiff.dev/services/controller-manager/history"
 	"skiff.dev/services/controller-manager/manager"
@@ -89,6 +92,14 @@ func New(mc *manager.Context, o Options) *Controller {
 		OnAdd:    c.addSet,
 		OnUpdate: c.updateSet,
 		OnDelete: c.deleteSet,
+	})
+	c.claims.AddHandler(informer.Handler[*corev1.PersistentVolumeClaim]{
+		OnUpdate: func(old, cur *corev1.PersistentVolumeClaim) {
+			if !slices.EqualFunc(old.GetMetadata().GetOwnerReferences(), cur.GetMetadata().GetOwnerReferences(), func(a, b *metav1.OwnerReference) bool { return proto.Equal(a, b) }) {
+				c.claimChanged(cur)
+			}
+		},
+		OnDelete: c.claimChanged,
 	})
 	c.pods.AddHandler(informer.Handler[*corev1.Pod]{
 		OnAdd:    c.addPod,

@@ -2,6 +2,7 @@ package statefulset
 
 import (
 	"maps"
+	"strings"
 
 	"skiff.dev/internal/informer"
 	appsv1 "skiff.dev/proto/apps/v1"
@@ -101,5 +102,23 @@ func (c *Controller) enqueueMatching(p *corev1.Pod) {
 			continue
 		}
 		c.queue.Enqueue(informer.Key(set))
+	}
+}
+
+// claimChanged wakes the sets whose claims the claim could be
+// (<template>-<set>-<ordinal>): a sync waiting for a stale claim to go
+// (whenScaled Delete, scaled up again before the garbage collector
+// deleted it) goes on once it is gone, and a claim whose owners someone
+// changed gets them fixed.
+func (c *Controller) claimChanged(claim *corev1.PersistentVolumeClaim) {
+	name := claim.GetMetadata().GetName()
+	for _, set := range c.sets.Store().ByNamespace(claim.GetMetadata().GetNamespace()) {
+		for _, t := range set.GetSpec().GetVolumeClaimTemplates() {
+			prefix := t.GetMetadata().GetName() + "-" + set.GetMetadata().GetName() + "-"
+			if rest, ok := strings.CutPrefix(name, prefix); ok && rest != "" && strings.Trim(rest, "0123456789") == "" {
+				c.queue.Enqueue(keyOf(set))
+				break
+			}
+		}
 	}
 }

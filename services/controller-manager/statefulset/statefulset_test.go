@@ -15,6 +15,7 @@ import (
 	corev1 "skiff.dev/proto/core/v1"
 	metav1 "skiff.dev/proto/meta/v1"
 	"skiff.dev/services/controller-manager/controllerutil"
+	"skiff.dev/services/controller-manager/garbagecollector"
 	"skiff.dev/services/controller-manager/manager/managertest"
 	"skiff.dev/services/controller-manager/simnode"
 )
@@ -37,7 +38,9 @@ type cluster struct {
 	violation string   // an OrderedReady creation seen while a lower ordinal was not ready
 }
 
-func start(t *testing.T) *cluster {
+// start starts the cluster with the controller and, by name, the other
+// controllers asked for (garbagecollector).
+func start(t *testing.T, others ...string) *cluster {
 	t.Helper()
 	env := managertest.Start(t)
 	c := &cluster{
@@ -48,6 +51,9 @@ func start(t *testing.T) *cluster {
 	managertest.Watch(env, c.sets)
 	managertest.Watch(env, c.claims)
 	ctrl := New(env.Manager, Options{})
+	if slices.Contains(others, garbagecollector.Name) {
+		env.GoErr(garbagecollector.New(env.Manager, garbagecollector.Options{}).Run)
+	}
 	pods := env.Pods()
 	pods.AddHandler(informer.Handler[*corev1.Pod]{
 		OnAdd: func(p *corev1.Pod) { c.sawCreate(pods, p) },
