@@ -8,7 +8,9 @@
 //	handlers.go      informer events -> StatefulSet keys: a pod to its
 //	                 controller; an orphan to the sets whose selector
 //	                 matches it and whose name its name carries;
-//	                 creations and deletions seen lower the expectations
+//	                 creations and deletions seen lower the expectations;
+//	                 a claim deleted or given other owners to the sets
+//	                 whose claim it could be
 //	expectations.go  the pod creations and deletions in flight, by name
 //	sync.go          Reconcile: claim pods and revisions, the current and
 //	                 update revisions (services/controller-manager/history),
