@@ -37,6 +37,9 @@ func (c *Controller) reconcile(ctx context.Context, key string) (controller.Resu
 		// sync whose status write the cache does not show yet, or someone
 		// else's. Read the CronJob to tell.
 		if cj, err = c.cjClient.Get(ctx, ns, name); err != nil {
+			if apierrors.IsNotFound(err) {
+				return controller.Result{}, nil // deleted since the cache saw it
+			}
 			return controller.Result{}, fmt.Errorf("cronjob %q: %w", key, err)
 		}
 	}
