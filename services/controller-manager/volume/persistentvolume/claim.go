@@ -28,9 +28,20 @@ func (c *Controller) syncClaim(ctx context.Context, key string) (controller.Resu
 		return controller.Result{}, nil // its volume's sync releases the volume
 	}
 	if pvc.GetMetadata().GetAnnotations()[AnnBindCompleted] == "" {
-		return controller.Result{}, c.syncUnboundClaim(ctx, pvc)
+		err = c.syncUnboundClaim(ctx, pvc)
+	} else {
+		err = c.syncBoundClaim(ctx, pvc)
 	}
-	return controller.Result{}, c.syncBoundClaim(ctx, pvc)
+	return retryConflict(err)
+}
+
+// retryConflict turns a conflict (the cache was behind a write, often our
+// own) into a quiet retry: the next sync sees the newer object.
+func retryConflict(err error) (controller.Result, error) {
+	if apierrors.IsConflict(err) {
+		return controller.Result{Requeue: true}, nil
+	}
+	return controller.Result{}, err
 }
 
 func (c *Controller) syncUnboundClaim(ctx context.Context, pvc *corev1.PersistentVolumeClaim) error {

@@ -16,37 +16,41 @@ import (
 // syncVolume brings the volume named key one step on: Available, Bound,
 // Released and reclaimed.
 func (c *Controller) syncVolume(ctx context.Context, key string) (controller.Result, error) {
+	return retryConflict(c.syncVolumeErr(ctx, key))
+}
+
+func (c *Controller) syncVolumeErr(ctx context.Context, key string) error {
 	v, ok := c.volumes.Store().Get(key)
 	if !ok {
-		return controller.Result{}, nil // its claim's sync marks the claim Lost
+		return nil // its claim's sync marks the claim Lost
 	}
 	ref := v.GetSpec().GetClaimRef()
 	if ref == nil {
 		_, err := c.setVolumePhase(ctx, v, VolumeAvailable, "")
-		return controller.Result{}, err
+		return err
 	}
 	if ref.GetUid() == "" {
 		// Pre-bound by a user to a claim that is not bound yet: the claim's
 		// sync binds it.
 		_, err := c.setVolumePhase(ctx, v, VolumeAvailable, "")
 		c.claimRunner.Enqueue(ref.GetNamespace() + "/" + ref.GetName())
-		return controller.Result{}, err
+		return err
 	}
 	pvc, err := c.claimOf(ctx, ref)
 	if err != nil {
-		return controller.Result{}, err
+		return err
 	}
 	switch {
 	case pvc == nil:
-		return controller.Result{}, c.release(ctx, v)
+		return c.release(ctx, v)
 	case pvc.GetSpec().GetVolumeName() == "":
 		// Binding in progress (or a provisioned volume waiting for its
 		// claim's sync): the claim's sync finishes it.
 		c.claimRunner.Enqueue(ref.GetNamespace() + "/" + ref.GetName())
-		return controller.Result{}, nil
+		return nil
 	case pvc.GetSpec().GetVolumeName() == v.GetMetadata().GetName():
 		_, err := c.setVolumePhase(ctx, v, VolumeBound, "")
-		return controller.Result{}, err
+		return err
 	default:
 		// The claim is bound to another volume: undo our binding, or keep
 		// a user's pre-binding without its uid.
@@ -58,9 +62,9 @@ func (c *Controller) syncVolume(ctx context.Context, key string) (controller.Res
 			next.Spec.ClaimRef.Uid, next.Spec.ClaimRef.ResourceVersion = "", ""
 		}
 		if _, err := c.volumeClient.Update(ctx, next); err != nil {
-			return controller.Result{}, fmt.Errorf("unbinding volume %s: %w", key, err)
+			return fmt.Errorf("unbinding volume %s: %w", key, err)
 		}
-		return controller.Result{}, nil
+		return nil
 	}
 }
 
