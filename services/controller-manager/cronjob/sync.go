@@ -214,7 +214,10 @@ func (c *Controller) syncCronJob(ctx context.Context, cj *batchv1.CronJob, jobs 
 		}
 		ref := controllerutil.ControllerOf(existing.GetMetadata())
 		if ref == nil || ref.GetUid() != cj.GetMetadata().GetUid() || inActive(st, existing.GetMetadata().GetUid()) {
-			return nil, nil
+			// Someone else's, or listed already: leave it, and wake at the
+			// next time (Kubernetes waits for an event here, which may
+			// never come for someone else's Job).
+			return next(), nil
 		}
 		created = existing
 		c.log.Info("job already exists", zap.String("cronjob", ns+"/"+cj.GetMetadata().GetName()), zap.String("job", existing.GetMetadata().GetName()))
