@@ -147,8 +147,8 @@ func controllerRevisionRow(obj object.Object, now time.Time) ([]string, []string
 	return []string{cr.GetMetadata().GetName(), controller, strconv.FormatInt(cr.GetRevision(), 10), Age(cr.GetMetadata().GetCreationTimestamp(), now)}, nil
 }
 
-// accessModes is kubectl's short form of access modes ("RWO,ROX").
-func accessModes(modes []string) string {
+// AccessModes is kubectl's short form of access modes ("RWO,ROX").
+func AccessModes(modes []string) string {
 	short := map[string]string{"ReadWriteOnce": "RWO", "ReadOnlyMany": "ROX", "ReadWriteMany": "RWX", "ReadWriteOncePod": "RWOP"}
 	var out []string
 	for _, m := range modes {
@@ -173,7 +173,7 @@ func persistentVolumeRow(obj object.Object, now time.Time) ([]string, []string) 
 	if ref := sp.GetClaimRef(); ref != nil {
 		claim = ref.GetNamespace() + "/" + ref.GetName()
 	}
-	return []string{pv.GetMetadata().GetName(), sp.GetCapacity()["storage"], accessModes(sp.GetAccessModes()),
+	return []string{pv.GetMetadata().GetName(), sp.GetCapacity()["storage"], AccessModes(sp.GetAccessModes()),
 			sp.GetPersistentVolumeReclaimPolicy(), pv.GetStatus().GetPhase(), claim, sp.GetStorageClassName(), "<unset>",
 			pv.GetStatus().GetReason(), Age(pv.GetMetadata().GetCreationTimestamp(), now)},
 		[]string{volumeMode(sp.VolumeMode)}
@@ -188,7 +188,7 @@ func persistentVolumeClaimRow(obj object.Object, now time.Time) ([]string, []str
 	}
 	capacity, modes := "", ""
 	if sp.GetVolumeName() != "" {
-		capacity, modes = st.GetCapacity()["storage"], accessModes(st.GetAccessModes())
+		capacity, modes = st.GetCapacity()["storage"], AccessModes(st.GetAccessModes())
 	}
 	return []string{pvc.GetMetadata().GetName(), phase, sp.GetVolumeName(), capacity, modes, sp.GetStorageClassName(), "<unset>",
 		Age(pvc.GetMetadata().GetCreationTimestamp(), now)}, []string{volumeMode(sp.VolumeMode)}
