@@ -346,3 +346,37 @@ func TestRollingUpdateWithPartition(t *testing.T) {
 		t.Fatalf("second step deleted %v, want [web-1 web-0]", deleted)
 	}
 }
+
+func TestParallelAndFailedPodRecreated(t *testing.T) {
+	c := start(t)
+	// No pod becomes ready: Parallel creates them all anyway.
+	c.node.SetAccept(func(*corev1.Pod) bool { return false })
+	set := webSet(3)
+	set.Spec.PodManagementPolicy = "Parallel"
+	set = c.create(set)
+	c.Await(patience, "3 pods, none ready", func() (bool, string) {
+		pods := c.podsOf(set)
+		return len(pods) == 3, managertest.Explain("pods %v", podNames(pods))
+	})
+	c.node.SetAccept(nil)
+	c.awaitReady(set, "web-0", "web-1", "web-2")
+
+	old, _ := c.Pods().Store().GetByName("default", "web-1")
+	failed := proto.Clone(old).(*corev1.Pod)
+	failed.Status.Phase = "Failed"
+	if _, err := client.Pods(c.Conn).UpdateStatus(c.Ctx, failed); err != nil {
+		t.Fatal(err)
+	}
+	c.Await(patience, "web-1 made again", func() (bool, string) {
+		p, ok := c.Pods().Store().GetByName("default", "web-1")
+		return ok && p.GetMetadata().GetUid() != old.GetMetadata().GetUid() && isRunningAndReady(p), "waiting"
+	})
+	c.awaitReady(set, "web-0", "web-1", "web-2")
+	c.Await(patience, "event RecreatingFailedPod", func() (bool, string) {
+		l, err := client.Events(c.Conn).List(c.Ctx, &metav1.ListOptions{Namespace: "default", FieldSelector: "involvedObject.uid=" + set.GetMetadata().GetUid() + ",reason=RecreatingFailedPod"})
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(l.GetItems()) > 0, "none yet"
+	})
+}
