@@ -49,6 +49,7 @@ type Agent struct {
 	prober     *prober
 	pleg       *pleg
 	net        *network.Manager // nil unless Config.ManagePodNetwork
+	local      *localVolumes    // deleted local-path volumes' cleanup
 	statusKick chan struct{}    // a node status sync now
 	recorder   events.Recorder
 	bcast      *events.Broadcaster // nil when Config.Recorder was given
@@ -110,9 +111,16 @@ func New(cfg Config) (*Agent, error) {
 		a.starts = make(chan struct{}, cfg.MaxParallelStarts)
 	}
 	cms, secrets := client.ConfigMaps(cfg.API), client.Secrets(cfg.API)
+	claims, pvs := client.PersistentVolumeClaims(cfg.API), client.PersistentVolumes(cfg.API)
 	a.sources = sources{
 		configMap: func(ctx context.Context, ns, name string) (*corev1.ConfigMap, error) { return cms.Get(ctx, ns, name) },
 		secret:    func(ctx context.Context, ns, name string) (*corev1.Secret, error) { return secrets.Get(ctx, ns, name) },
+		claim: func(ctx context.Context, ns, name string) (*corev1.PersistentVolumeClaim, error) {
+			return claims.Get(ctx, ns, name)
+		},
+		volume: func(ctx context.Context, _, name string) (*corev1.PersistentVolume, error) {
+			return pvs.Get(ctx, "", name)
+		},
 	}
 	a.tokens = &tokenCache{source: cfg.TokenSource, now: cfg.Clock.Now}
 	a.serviceEnv = newServiceEnvCache(client.Services(cfg.API), cfg.Clock.Now)
@@ -138,6 +146,7 @@ func New(cfg Config) (*Agent, error) {
 		Name: "node-agent", Workers: cfg.Workers, Logger: a.log, Registerer: cfg.Registerer,
 		RateLimiter: workqueue.NewItemExponentialFailureRateLimiter[string](10*time.Millisecond, 30*time.Second),
 	})
+	a.local = newLocalVolumes(a)
 	a.delay = newDelayer(cfg.Clock, a.ctrl.Enqueue)
 	a.prober = newProber(newProbeRunner(a.rt, cfg.ProbeDial), a.ctrl.Enqueue, a.recorder, a.log.Named("prober"))
 	a.pleg = newPLEG(a)
@@ -222,6 +231,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	run, cancel := context.WithCancel(ctx)
 	defer cancel()
 	bg.Go(func() { a.pods.Run(run) })
+	bg.Go(func() { a.local.run(run) })
 	if a.net != nil {
 		bg.Go(func() { a.net.Run(run) })
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"path/filepath"
 	"runtime"
 	"time"
 
@@ -37,6 +38,9 @@ const (
 	DefaultStatsTimeout           = 5 * time.Second
 	DefaultUsageWindow            = time.Second
 	DefaultVolumeSyncPeriod       = 30 * time.Second
+	// DefaultLocalVolumeRoot holds the directories of the local-path
+	// provisioner's volumes on the node (<root>/pvc-<uid>_<ns>_<claim>).
+	DefaultLocalVolumeRoot = "/var/lib/skiff/volumes"
 )
 
 // NodeLeaseNamespace holds the Leases node agents renew, one per node.
@@ -55,6 +59,11 @@ type Config struct {
 
 	// RootDir holds the pods' volumes (<RootDir>/pods/<uid>/volumes).
 	RootDir string
+	// LocalVolumeRoot holds the local-path provisioner's volumes on this
+	// node; the agent announces it in the Node's annotation
+	// skiff.dev/local-volume-root, creates a volume's directory when first
+	// mounted and removes it when the volume is deleted.
+	LocalVolumeRoot string
 	// PodLogDir holds the container logs (<PodLogDir>/<ns>_<name>_<uid>).
 	PodLogDir string
 	// CgroupRoot, when set, is the parent of a cgroup per pod
@@ -176,6 +185,8 @@ func (c *Config) defaults() error {
 		return errors.New("agent: Config.API and Config.Runtime are required")
 	}
 	setDefault(&c.RootDir, DefaultRootDir)
+	setDefault(&c.LocalVolumeRoot, DefaultLocalVolumeRoot)
+	c.LocalVolumeRoot = filepath.Clean(c.LocalVolumeRoot)
 	setDefault(&c.PodLogDir, DefaultPodLogDir)
 	setDefault(&c.MaxPods, DefaultMaxPods)
 	setDefault(&c.LeaseDuration, DefaultLeaseDuration)

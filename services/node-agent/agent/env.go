@@ -25,12 +25,17 @@ type secretGetter func(ctx context.Context, namespace, name string) (*corev1.Sec
 type sources struct {
 	configMap configMapGetter
 	secret    secretGetter
+	// claim and volume read persistentVolumeClaim volumes' claims and
+	// their bound PersistentVolumes (the volume's namespace is "").
+	claim  func(ctx context.Context, namespace, name string) (*corev1.PersistentVolumeClaim, error)
+	volume func(ctx context.Context, namespace, name string) (*corev1.PersistentVolume, error)
 }
 
 // cached remembers the objects read during one sync, so that a pod
 // reading the same one for several containers and volumes asks once.
 func (s sources) cached() sources {
-	return sources{configMap: cachedGetter(s.configMap), secret: cachedGetter(s.secret)}
+	return sources{configMap: cachedGetter(s.configMap), secret: cachedGetter(s.secret),
+		claim: cachedGetter(s.claim), volume: cachedGetter(s.volume)}
 }
 
 // cachedGetter remembers what get returned, by namespace and name.

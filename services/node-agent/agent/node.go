@@ -238,8 +238,9 @@ func (a *Agent) desiredNode(ready *corev1.NodeCondition) *corev1.Node {
 		taints = append(taints, proto.Clone(t).(*corev1.Taint))
 	}
 	return &corev1.Node{
-		Metadata: &metav1.ObjectMeta{Name: a.cfg.NodeName, Labels: labels},
-		Spec:     &corev1.NodeSpec{Taints: taints},
+		Metadata: &metav1.ObjectMeta{Name: a.cfg.NodeName, Labels: labels,
+			Annotations: map[string]string{AnnLocalVolumeRoot: a.cfg.LocalVolumeRoot}},
+		Spec: &corev1.NodeSpec{Taints: taints},
 		Status: &corev1.NodeStatus{
 			Capacity:    capacity,
 			Allocatable: maps.Clone(capacity),
@@ -257,7 +258,7 @@ func (a *Agent) desiredNode(ready *corev1.NodeCondition) *corev1.Node {
 }
 
 // register creates the Node or, when it exists (the agent restarted),
-// adds the agent's labels and writes its status.
+// adds the agent's labels and annotations and writes its status.
 func (a *Agent) register(ctx context.Context) error {
 	st, err := a.rt.Status(ctx)
 	ready := a.nodeReady(readyCondition(st, err))
@@ -281,6 +282,10 @@ func (a *Agent) register(ctx context.Context) error {
 			next.Metadata.Labels = map[string]string{}
 		}
 		maps.Copy(next.Metadata.Labels, want.Metadata.Labels)
+		if next.Metadata.Annotations == nil {
+			next.Metadata.Annotations = map[string]string{}
+		}
+		maps.Copy(next.Metadata.Annotations, want.Metadata.Annotations)
 		if !proto.Equal(next.Metadata, cur.Metadata) {
 			if next, err = a.nodes.Update(ctx, next); err != nil {
 				return err

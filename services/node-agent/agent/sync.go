@@ -152,6 +152,11 @@ func (a *Agent) syncActive(ctx context.Context, pod *corev1.Pod, rt *podRuntime)
 		if err != nil {
 			a.recorder.Event(pod, events.EventTypeWarning, "FailedMount", err.Error())
 			res.errs = append(res.errs, err)
+			if errors.Is(err, errClaimPending) {
+				// A claim being bound: look again soon, whatever the
+				// error backoff has grown to.
+				res.requeueAfter(claimPendingRetry)
+			}
 		} else {
 			if act.NextInit >= 0 {
 				c := pod.GetSpec().GetInitContainers()[act.NextInit]

@@ -47,6 +47,9 @@ type volumeEnv struct {
 	// tokens gives serviceAccountToken projections their tokens (nil:
 	// such a volume fails).
 	tokens *tokenCache
+	// localRoot is Config.LocalVolumeRoot: local-path volumes' directories
+	// are created under it (claimvolumes.go).
+	localRoot string
 	// tmpfs: secret and projected volumes live on a tmpfs of their own,
 	// as the kubelet keeps secrets off the disk (false where the agent
 	// cannot mount, see mountTmpfs).
@@ -57,7 +60,8 @@ type volumeEnv struct {
 // path of each by name: emptyDirs are created, configMap, secret,
 // downwardAPI and projected volumes written (again at each call, so that
 // a change of their sources shows; atomicwriter.go), hostPaths checked or
-// created according to their type.
+// created according to their type, persistentVolumeClaims resolved to
+// their bound volume's directory (claimvolumes.go).
 func prepareVolumes(ctx context.Context, ve volumeEnv, p *corev1.Pod) (map[string]string, error) {
 	uid := p.GetMetadata().GetUid()
 	paths := map[string]string{}
@@ -99,6 +103,12 @@ func prepareVolumes(ctx context.Context, ve volumeEnv, p *corev1.Pod) (map[strin
 				return nil, fmt.Errorf("MountVolume.SetUp failed for volume %q : %w", v.GetName(), err)
 			}
 			paths[v.GetName()] = v.GetHostPath().GetPath()
+		case v.GetPersistentVolumeClaim() != nil:
+			path, err := claimVolumePath(ctx, ve, p.GetMetadata().GetNamespace(), v)
+			if err != nil {
+				return nil, err
+			}
+			paths[v.GetName()] = path
 		case v.GetConfigMap() != nil:
 			err = setUp(pluginConfigMap, false, func() (map[string]volumeFile, error) {
 				return configMapVolumeFiles(ctx, ve.get, p.GetMetadata().GetNamespace(), v.GetConfigMap())
@@ -379,7 +389,8 @@ func projectedKind(v *corev1.Volume) bool {
 
 // containerMounts turns c's volumeMounts into CRI mounts of the host paths
 // of the pod's volumes (configMap, secret, downwardAPI and projected
-// volumes are always read-only).
+// volumes are always read-only; a persistentVolumeClaim's readOnly holds
+// for every mount of it).
 func containerMounts(p *corev1.Pod, c *corev1.Container, paths map[string]string) ([]*runtimeapi.Mount, error) {
 	kind := map[string]*corev1.Volume{}
 	for _, v := range p.GetSpec().GetVolumes() {
@@ -405,7 +416,7 @@ func containerMounts(p *corev1.Pod, c *corev1.Container, paths map[string]string
 		}
 		out = append(out, &runtimeapi.Mount{
 			ContainerPath: vm.GetMountPath(), HostPath: host,
-			Readonly: vm.GetReadOnly() || projectedKind(kind[vm.GetName()]),
+			Readonly: vm.GetReadOnly() || projectedKind(kind[vm.GetName()]) || claimReadOnly(kind[vm.GetName()]),
 		})
 	}
 	return out, nil

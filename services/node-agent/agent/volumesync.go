@@ -28,5 +28,5 @@ func (a *Agent) refreshVolumes(context.Context) error {
 // through get.
 func (a *Agent) volumeEnv(get sources) volumeEnv {
 	return volumeEnv{root: a.cfg.RootDir, get: get, allocatable: a.machine.capacity(a.cfg.MaxPods, a.cfg.Capacity),
-		tokens: a.tokens, tmpfs: !a.cfg.SecretVolumesOnDisk}
+		tokens: a.tokens, tmpfs: !a.cfg.SecretVolumesOnDisk, localRoot: a.cfg.LocalVolumeRoot}
 }

@@ -44,14 +44,16 @@ type Options struct {
 	MetricsListen         string // "" disables /metrics, /healthz, /readyz
 	LogLevel              string
 
-	NodeIP     string
-	RootDir    string
-	PodLogDir  string
-	CgroupRoot string
-	Labels     map[string]string
-	Taints     []*corev1.Taint
-	Capacity   map[string]string
-	MaxPods    int
+	NodeIP  string
+	RootDir string
+	// LocalVolumeRoot holds the local-path provisioner's volumes.
+	LocalVolumeRoot string
+	PodLogDir       string
+	CgroupRoot      string
+	Labels          map[string]string
+	Taints          []*corev1.Taint
+	Capacity        map[string]string
+	MaxPods         int
 
 	ManagePodNetwork bool
 	CNIConfDir       string
@@ -126,6 +128,7 @@ Flags:
 	fs.StringVar(&o.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&o.NodeIP, "node-ip", "", "the Node's InternalIP (default: the first non-loopback address)")
 	fs.StringVar(&o.RootDir, "root-dir", agent.DefaultRootDir, "directory of the pods' volumes")
+	fs.StringVar(&o.LocalVolumeRoot, "local-volume-root", agent.DefaultLocalVolumeRoot, "directory of the node's local-path persistent volumes (announced in the Node's annotation skiff.dev/local-volume-root; the provisioner makes each volume <dir>/pvc-<uid>_<namespace>_<claim>)")
 	fs.StringVar(&o.PodLogDir, "pod-log-dir", agent.DefaultPodLogDir, "directory of the containers' logs")
 	fs.StringVar(&o.CgroupRoot, "cgroup-root", "", "parent cgroup of a cgroup per pod (empty: the runtime's default)")
 	fs.Func("labels", "labels added to the Node: k=v,k2=v2", func(s string) error {
@@ -263,7 +266,7 @@ func Run(ctx context.Context, o *Options, log *zap.Logger, ready func(Addrs)) er
 	clusterDNS, domain, resolvConf := o.Services.agentDNS()
 	a, err := agent.New(agent.Config{
 		NodeName: o.NodeName, API: conn, Runtime: rconn, RuntimeTimeout: o.RuntimeRequestTimeout,
-		RootDir: o.RootDir, PodLogDir: o.PodLogDir, CgroupRoot: o.CgroupRoot,
+		RootDir: o.RootDir, LocalVolumeRoot: o.LocalVolumeRoot, PodLogDir: o.PodLogDir, CgroupRoot: o.CgroupRoot,
 		NodeIP: o.NodeIP, Port: int32(l.Addr().(*net.TCPAddr).Port),
 		Labels: o.Labels, Taints: o.Taints, Capacity: o.Capacity, MaxPods: o.MaxPods,
 		ManagePodNetwork: o.ManagePodNetwork, CNIConfDir: o.CNIConfDir, ClusterCIDR: o.ClusterCIDR,
