@@ -37,6 +37,12 @@
 //	                 by a rename); volumemount.go their tmpfs;
 //	                 volumetoken.go serviceAccountToken projections'
 //	                 tokens; volumesync.go the periodic rewrite
+//	claimvolumes.go  persistentVolumeClaim volumes: the bound volume's
+//	                 local.path or hostPath.path (waiting, FailedMount,
+//	                 until the claim is Bound); a local-path volume's
+//	                 directory made under Config.LocalVolumeRoot
+//	localvolumes.go  deleted local-path volumes of the node: directory
+//	                 removed, then the finalizer skiff.dev/local-path-volume
 //	pullsecrets.go   imagePullSecrets as the kubelet's keyring: the CRI
 //	                 AuthConfig of a pull
 //	status.go        computeStatus, pure: phase, conditions, container states
