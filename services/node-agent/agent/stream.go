@@ -1,10 +1,14 @@
 package agent
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -15,9 +19,10 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/tools/remotecommand"
-	"k8s.io/client-go/transport/spdy"
 	utilexec "k8s.io/client-go/util/exec"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/streaming/pkg/httpstream"
+	"k8s.io/streaming/pkg/httpstream/spdy"
 
 	"skiff.dev/internal/apierrors"
 	corev1 "skiff.dev/proto/core/v1"
@@ -311,11 +316,7 @@ func (s *nodeAgentServer) PortForward(stream grpc.BidiStreamingServer[corev1.Por
 	if err != nil {
 		return apierrors.NewInternal(fmt.Errorf("runtime streaming URL: %w", err))
 	}
-	tr, up, err := spdy.RoundTripperFor(&rest.Config{})
-	if err != nil {
-		return apierrors.NewInternal(err)
-	}
-	conn, _, err := spdy.NewDialer(up, &http.Client{Transport: tr}, http.MethodPost, target).Dial(portforward.PortForwardProtocolV1Name)
+	conn, err := dialSPDY(ctx, target, portforward.PortForwardProtocolV1Name)
 	if err != nil {
 		return apierrors.NewServiceUnavailable(fmt.Sprintf("container runtime port-forward: %v", err))
 	}
@@ -390,3 +391,77 @@ func (s *nodeAgentServer) PortForward(stream grpc.BidiStreamingServer[corev1.Por
 	}
 	return nil
 }
+
+// spdyReadBuffer is how much of the runtime's SPDY stream one read of
+// the connection may take. spdystream reads a frame's 8-byte header and
+// its payload with a read each: unbuffered, two system calls a frame,
+// the largest cost of reading the runtime's port-forward.
+const spdyReadBuffer = 256 << 10
+
+// dialSPDY opens the runtime's streaming URL target as an SPDY connection
+// speaking protocol, as client-go's spdy dialer does (an upgrade request
+// answered 101 Switching Protocols, no proxy: the runtime is local), with
+// the connection's reads buffered. Cancelling ctx abandons the upgrade.
+func dialSPDY(ctx context.Context, target *url.URL, protocol string) (httpstream.Connection, error) {
+	port := map[string]string{"http": "80", "https": "443"}[target.Scheme]
+	if port == "" {
+		return nil, fmt.Errorf("runtime streaming URL %s: scheme not http or https", target.Redacted())
+	}
+	if target.Port() != "" {
+		port = target.Port()
+	}
+	d := &net.Dialer{}
+	var conn net.Conn
+	var err error
+	if addr := net.JoinHostPort(target.Hostname(), port); target.Scheme == "https" {
+		conn, err = (&tls.Dialer{NetDialer: d}).DialContext(ctx, "tcp", addr)
+	} else {
+		conn, err = d.DialContext(ctx, "tcp", addr)
+	}
+	if err != nil {
+		return nil, err
+	}
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	c, err := upgradeSPDY(conn, target, protocol)
+	if !stop() || err != nil {
+		conn.Close()
+		return nil, errors.Join(err, ctx.Err())
+	}
+	return c, nil
+}
+
+// upgradeSPDY asks the server at the other end of conn to switch to SPDY
+// and protocol.
+func upgradeSPDY(conn net.Conn, target *url.URL, protocol string) (httpstream.Connection, error) {
+	req, err := http.NewRequest(http.MethodPost, target.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set(httpstream.HeaderConnection, httpstream.HeaderUpgrade)
+	req.Header.Set(httpstream.HeaderUpgrade, spdy.HeaderSpdy31)
+	req.Header.Set(httpstream.HeaderProtocolVersion, protocol)
+	if err := req.Write(conn); err != nil {
+		return nil, err
+	}
+	r := bufio.NewReaderSize(conn, spdyReadBuffer)
+	resp, err := http.ReadResponse(r, req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusSwitchingProtocols {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+		return nil, fmt.Errorf("unable to upgrade connection: %s: %s", resp.Status, bytes.TrimSpace(body))
+	}
+	if got := resp.Header.Get(httpstream.HeaderProtocolVersion); got != protocol {
+		return nil, fmt.Errorf("unable to negotiate protocol: client supports %q, server returned %q", protocol, got)
+	}
+	return spdy.NewClientConnection(bufferedConn{conn, r})
+}
+
+// bufferedConn reads a connection through its buffer.
+type bufferedConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (c bufferedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
