@@ -12,6 +12,7 @@ import (
 
 	"skiff.dev/internal/apierrors"
 	corev1 "skiff.dev/proto/core/v1"
+	"skiff.dev/services/apiserver/server"
 )
 
 // Pods.Exec, Pods.Attach and Pods.PortForward: the chain has authorized
@@ -21,7 +22,8 @@ import (
 // the same stream on the pod's node agent (the connection Pods.Logs
 // uses), answers the client's header (which frees the request's fairness
 // seat: the stream is long-running), then relays both ways until either
-// side ends. Stream data is never logged or audited.
+// side ends, passing the later messages on as they arrived, undecoded.
+// Stream data is never logged or audited.
 
 // Exec implements corev1.PodsServer.Exec.
 func (p *podsServer) Exec(stream grpc.BidiStreamingServer[corev1.ExecRequest, corev1.ExecResponse]) error {
@@ -76,9 +78,9 @@ func (l *logProxy) execLike(stream grpc.BidiStreamingServer[corev1.ExecRequest, 
 	}
 	var dst grpc.BidiStreamingClient[corev1.ExecRequest, corev1.ExecResponse]
 	if op == "attach" {
-		dst, err = agent.Attach(ctx)
+		dst, err = agent.Attach(ctx, relayCodec)
 	} else {
-		dst, err = agent.Exec(ctx)
+		dst, err = agent.Exec(ctx, relayCodec)
 	}
 	if err != nil {
 		return agentError(node, err)
@@ -123,7 +125,7 @@ func (p *podsServer) PortForward(stream grpc.BidiStreamingServer[corev1.PortForw
 	if err != nil {
 		return err
 	}
-	dst, err := agent.PortForward(ctx)
+	dst, err := agent.PortForward(ctx, relayCodec)
 	if err != nil {
 		return agentError(node, err)
 	}
@@ -159,18 +161,23 @@ func streamContainer(pod *corev1.Pod, name string) (string, error) {
 	return "", apierrors.NewBadRequest(fmt.Sprintf("container %s is not valid for pod %s", name, podName))
 }
 
-// relay copies the client's requests to the agent and the agent's
-// responses to the client, until the agent's side ends (its status is
-// the call's) or the client goes away. The client's header is sent first:
-// the stream is established, and long-running.
-func relay[Req, Resp any](ctx context.Context, client grpc.BidiStreamingServer[Req, Resp], agent grpc.BidiStreamingClient[Req, Resp], node string) error {
+// relayCodec is the agent streams' codec: the first request is encoded,
+// the rest passes through as the client sent it (server.Relayed).
+var relayCodec = grpc.ForceCodecV2(server.NewCodec())
+
+// relay passes the client's requests to the agent and the agent's
+// responses to the client, undecoded (both sides' messages are the same
+// types), until the agent's side ends (its status is the call's) or the
+// client goes away. The client's header is sent first: the stream is
+// established, and long-running.
+func relay(ctx context.Context, client grpc.ServerStream, agent grpc.ClientStream, node string) error {
 	if err := client.SendHeader(metadata.MD{}); err != nil {
 		return err
 	}
 	go func() {
 		for {
-			m, err := client.Recv()
-			if err != nil {
+			var m server.Relayed
+			if err := client.RecvMsg(&m); err != nil {
 				// The client's end of sending (io.EOF) is the agent's;
 				// a broken client cancels ctx, which ends the agent call.
 				if errors.Is(err, io.EOF) {
@@ -178,13 +185,15 @@ func relay[Req, Resp any](ctx context.Context, client grpc.BidiStreamingServer[R
 				}
 				return
 			}
-			if err := agent.Send(m); err != nil {
-				return // the agent's Recv below reports why
+			if err := agent.SendMsg(&m); err != nil {
+				m.Free()
+				return // the agent's RecvMsg below reports why
 			}
 		}
 	}()
 	for {
-		m, err := agent.Recv()
+		var m server.Relayed
+		err := agent.RecvMsg(&m)
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
@@ -194,7 +203,8 @@ func relay[Req, Resp any](ctx context.Context, client grpc.BidiStreamingServer[R
 			}
 			return agentError(node, err)
 		}
-		if err := client.Send(m); err != nil {
+		if err := client.SendMsg(&m); err != nil {
+			m.Free()
 			return err
 		}
 	}

@@ -80,11 +80,25 @@ type releasePool struct{ release func() }
 func (p releasePool) Get(int) *[]byte { panic("releasePool only takes its buffer back") }
 func (p releasePool) Put(*[]byte)     { p.release() }
 
-// codec is the standard protobuf codec plus rawBatch and encodedList
-// pass-through, and decodeTarget's kept errors.
+// Relayed is a message passed on as it arrived, never decoded: a stream
+// the apiserver relays between a client and a node agent (exec,
+// port-forward). Receiving into it keeps the received buffers; sending
+// it hands them to the transport, which frees them once written. It is
+// sent at most once.
+type Relayed struct{ data mem.BufferSlice }
+
+// Free gives back the buffers of a message received and not sent.
+func (r *Relayed) Free() {
+	r.data.Free()
+	r.data = nil
+}
+
+// codec is the standard protobuf codec plus rawBatch, encodedList and
+// Relayed pass-through, and decodeTarget's kept errors.
 type codec struct{ proto encoding.CodecV2 }
 
-// NewCodec returns the codec the apiserver forces on its gRPC server.
+// NewCodec returns the codec the apiserver forces on its gRPC server, and
+// on the streams it relays to node agents.
 func NewCodec() encoding.CodecV2 { return codec{proto: encoding.GetCodecV2(protocodec.Name)} }
 
 func (c codec) Marshal(v any) (mem.BufferSlice, error) {
@@ -93,6 +107,10 @@ func (c codec) Marshal(v any) (mem.BufferSlice, error) {
 		return buffers(v), nil
 	case *encodedList:
 		return v.wire(), nil
+	case *Relayed:
+		data := v.data
+		v.data = nil
+		return data, nil
 	}
 	return c.proto.Marshal(v)
 }
@@ -115,8 +133,15 @@ func buffers(pieces [][]byte) mem.BufferSlice {
 // mistake (decode.go): grpc-go sends INTERNAL for any error it returns, at
 // once, before a handler could answer otherwise.
 func (c codec) Unmarshal(data mem.BufferSlice, v any) error {
-	if t, ok := v.(*decodeTarget); ok {
-		t.err = c.proto.Unmarshal(data, t.msg)
+	switch v := v.(type) {
+	case *decodeTarget:
+		v.err = c.proto.Unmarshal(data, v.msg)
+		return nil
+	case *Relayed:
+		// grpc frees data when Unmarshal returns: the reference taken
+		// here is the transport's once v is sent.
+		data.Ref()
+		v.data = data
 		return nil
 	}
 	return c.proto.Unmarshal(data, v)
