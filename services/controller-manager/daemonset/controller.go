@@ -173,6 +173,10 @@ func (c *Controller) addPod(p *corev1.Pod) {
 		c.deletePod(p)
 		return
 	}
+	if controllerutil.ControllerOf(p.GetMetadata()) == nil {
+		c.enqueueMatching(p)
+		return
+	}
 	if ds := c.ownerOf(p.GetMetadata()); ds != nil {
 		key := informer.Key(ds)
 		c.expectations.CreationObserved(key)
@@ -180,7 +184,16 @@ func (c *Controller) addPod(p *corev1.Pod) {
 	}
 }
 
-func (c *Controller) updatePod(_, cur *corev1.Pod) {
+func (c *Controller) updatePod(old, cur *corev1.Pod) {
+	if oldRef := controllerutil.ControllerOf(old.GetMetadata()); oldRef != nil && oldRef.GetUid() != controllerutil.ControllerOf(cur.GetMetadata()).GetUid() {
+		if ds := c.ownerOf(old.GetMetadata()); ds != nil {
+			c.enqueue(ds)
+		}
+	}
+	if controllerutil.ControllerOf(cur.GetMetadata()) == nil {
+		c.enqueueMatching(cur)
+		return
+	}
 	if ds := c.ownerOf(cur.GetMetadata()); ds != nil {
 		key := informer.Key(ds)
 		if cur.GetMetadata().GetDeletionTimestamp() != nil {

@@ -329,3 +329,50 @@ func TestDaemonSetSurge(t *testing.T) {
 }
 
 var _ = proto.Bool
+
+// TestDaemonSetAdoptsOrphans: a pod the selector matches, with no
+// controller, is adopted and counts for its node; one that stops matching
+// is released.
+func TestDaemonSetAdoptsOrphans(t *testing.T) {
+	c := start(t, "n1", "n2")
+	orphan := &corev1.Pod{
+		Metadata: &metav1.ObjectMeta{Name: "orphan", Namespace: "default", Labels: map[string]string{"app": "agent"}},
+		Spec:     &corev1.PodSpec{NodeName: "n1", Containers: []*corev1.Container{{Name: "agent", Image: "agent:1"}}},
+	}
+	if _, err := client.Pods(c.Conn).Create(c.Ctx, orphan); err != nil {
+		t.Fatal(err)
+	}
+	// OnDelete: the adopted pod has no revision label, so a rolling update
+	// would replace it (as Kubernetes' does).
+	ds := agentDS("agent", "agent:1", nil)
+	ds.Spec.UpdateStrategy = &appsv1.DaemonSetUpdateStrategy{Type: "OnDelete"}
+	c.create(ds)
+	c.Await(patience, "the orphan adopted on n1, a new pod on n2", func() (bool, string) {
+		if ok, why := c.settled("agent", "agent:1", "n1", "n2"); !ok {
+			return false, why
+		}
+		p := c.podsByNode("agent")["n1"][0]
+		ref := p.GetMetadata().GetOwnerReferences()
+		return p.GetMetadata().GetName() == "orphan" && len(ref) == 1 && ref[0].GetKind() == "DaemonSet", fmt.Sprintf("n1 runs %s owned by %v", p.GetMetadata().GetName(), ref)
+	})
+
+	err := client.RetryOnConflict(c.Ctx, client.DefaultRetry, func() error {
+		p, err := client.Pods(c.Conn).Get(c.Ctx, "default", "orphan")
+		if err != nil {
+			return err
+		}
+		p.Metadata.Labels["app"] = "debug"
+		_, err = client.Pods(c.Conn).Update(c.Ctx, p)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Await(patience, "the relabelled pod released, a new pod on n1", func() (bool, string) {
+		p, ok := c.Pods().Store().GetByName("default", "orphan")
+		if !ok || len(p.GetMetadata().GetOwnerReferences()) != 0 {
+			return false, "orphan still owned"
+		}
+		return c.settled("agent", "agent:1", "n1", "n2")
+	})
+}

@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"skiff.dev/internal/labels"
 	appsv1 "skiff.dev/proto/apps/v1"
 	corev1 "skiff.dev/proto/core/v1"
 	metav1 "skiff.dev/proto/meta/v1"
@@ -300,4 +301,39 @@ func TestBackoff(t *testing.T) {
 	if in, _ := b.inBackoff("k"); in {
 		t.Fatal("forgotten key in backoff")
 	}
+}
+
+func TestClaimPods(t *testing.T) {
+	ds := dsWith(nil)
+	sel, _ := labelsFor(map[string]string{"app": "ds"})
+	mine := pod("mine", "a", "h", 0, true, true)
+	mineUnmatched := pod("mine-unmatched", "a", "h", 0, true, true)
+	mineUnmatched.Metadata.Labels = map[string]string{"app": "other"}
+	orphan := pod("orphan", "a", "h", 0, true, true)
+	orphan.Metadata.OwnerReferences = nil
+	orphanDeleting := deleting(pod("orphan-deleting", "a", "h", 0, true, true))
+	orphanDeleting.Metadata.OwnerReferences = nil
+	others := pod("others", "a", "h", 0, true, true)
+	others.Metadata.OwnerReferences[0].Uid = "someone-else"
+	all := []*corev1.Pod{mine, mineUnmatched, orphan, orphanDeleting, others}
+
+	c := claimPods(ds, sel, all)
+	if got := podNames(c.owned); !slices.Equal(got, []string{"mine"}) {
+		t.Errorf("owned %v", got)
+	}
+	if got := podNames(c.adopt); !slices.Equal(got, []string{"orphan"}) {
+		t.Errorf("adopt %v", got)
+	}
+	if got := podNames(c.release); !slices.Equal(got, []string{"mine-unmatched"}) {
+		t.Errorf("release %v", got)
+	}
+	ds.Metadata.DeletionTimestamp = timestamppb.New(t0)
+	c = claimPods(ds, sel, all)
+	if len(c.adopt) != 0 || len(c.release) != 0 {
+		t.Errorf("a DaemonSet being deleted adopts %v and releases %v", podNames(c.adopt), podNames(c.release))
+	}
+}
+
+func labelsFor(m map[string]string) (labels.Selector, error) {
+	return labels.FromProto(&metav1.LabelSelector{MatchLabels: m})
 }

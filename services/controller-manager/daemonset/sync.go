@@ -70,7 +70,10 @@ func (c *Controller) reconcile(ctx context.Context, key string) (controller.Resu
 		return controller.Result{}, err
 	}
 	hash := cur.GetMetadata().GetLabels()[RevisionLabel]
-	pods := c.daemonPods(ds)
+	pods, err := c.claim(ctx, ds, sel)
+	if err != nil {
+		return controller.Result{}, err
+	}
 	s := c.state(ds, hash, pods)
 
 	var syncErr error
@@ -112,18 +115,6 @@ func (c *Controller) reconcile(ctx context.Context, key string) (controller.Resu
 
 func backoffKey(ds *appsv1.DaemonSet, node string) string {
 	return ds.GetMetadata().GetUid() + "/" + node
-}
-
-// daemonPods are the pods ds controls.
-func (c *Controller) daemonPods(ds *appsv1.DaemonSet) []*corev1.Pod {
-	uid := ds.GetMetadata().GetUid()
-	var out []*corev1.Pod
-	for _, p := range c.pods.Store().ByOwner(uid) {
-		if controllerutil.ControllerOf(p.GetMetadata()).GetUid() == uid {
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 // state gathers a sync's input from the caches.
