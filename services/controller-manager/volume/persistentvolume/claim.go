@@ -51,7 +51,14 @@ func (c *Controller) syncUnboundClaim(ctx context.Context, pvc *corev1.Persisten
 	className := ClaimClass(pvc)
 	class, classFound := c.classes.Store().GetByName("", className)
 	delayBinding := classFound && class.GetVolumeBindingMode() == BindingWaitForFirstConsumer
-	if v := FindMatchingVolume(pvc, c.volumes.Store().List(), delayBinding); v != nil {
+	// A placed claim of a WaitForFirstConsumer class may take a static
+	// volume reachable from the scheduler's node before anything is
+	// provisioned for it.
+	var node *corev1.Node
+	if n := pvc.GetMetadata().GetAnnotations()[AnnSelectedNode]; delayBinding && n != "" {
+		node, _ = c.nodes.Store().Get(n) // not cached yet: only pre-bound volumes
+	}
+	if v := FindMatchingVolume(pvc, c.volumes.Store().List(), delayBinding, node); v != nil {
 		return c.bind(ctx, v, pvc)
 	}
 	switch {

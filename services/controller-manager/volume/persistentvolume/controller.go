@@ -34,6 +34,7 @@ type Controller struct {
 	claims  *informer.Informer[*corev1.PersistentVolumeClaim]
 	volumes *informer.Informer[*corev1.PersistentVolume]
 	classes *informer.Informer[*storagev1.StorageClass]
+	nodes   *informer.Informer[*corev1.Node]
 
 	claimClient  *client.Resource[*corev1.PersistentVolumeClaim, *corev1.PersistentVolumeClaimList]
 	volumeClient *client.Resource[*corev1.PersistentVolume, *corev1.PersistentVolumeList]
@@ -52,6 +53,7 @@ func New(mc *manager.Context, o Options) *Controller {
 		claims:       informer.For(mc.Informers, client.PersistentVolumeClaims(mc.Conn)),
 		volumes:      informer.For(mc.Informers, client.PersistentVolumes(mc.Conn)),
 		classes:      informer.For(mc.Informers, client.StorageClasses(mc.Conn)),
+		nodes:        informer.For(mc.Informers, client.Nodes(mc.Conn)),
 		claimClient:  client.PersistentVolumeClaims(mc.Conn),
 		volumeClient: client.PersistentVolumes(mc.Conn),
 		log:          parts.Logger,
@@ -110,7 +112,7 @@ func (c *Controller) enqueuePendingClaims() {
 // Run waits for the informers, then syncs claims and volumes until ctx
 // ends.
 func (c *Controller) Run(ctx context.Context) error {
-	if !informer.WaitForSync(ctx, c.claims, c.volumes, c.classes) {
+	if !informer.WaitForSync(ctx, c.claims, c.volumes, c.classes, c.nodes) {
 		return nil
 	}
 	done := make(chan error, 1)

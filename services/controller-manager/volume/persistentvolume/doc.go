@@ -6,8 +6,10 @@
 //   - Pending, no spec.volumeName: the smallest Available volume that fits
 //     (FindMatchingVolume: class, access modes, size, selector, volume mode)
 //     is bound; for a class whose volumeBindingMode is WaitForFirstConsumer
-//     only a volume pre-bound to the claim is (the scheduler picks the node,
-//     a provisioner makes the volume pre-bound). Without a match, a claim
+//     only a volume pre-bound to the claim is until the scheduler has placed
+//     the claim (volume.kubernetes.io/selected-node), and then also a static
+//     volume reachable from that node (a provisioner's volume comes
+//     pre-bound). Without a match, a claim
 //     of a class with a provisioner is handed to it: annotation
 //     volume.kubernetes.io/storage-provisioner (and the beta one), event
 //     ExternalProvisioning; else event FailedBinding.
@@ -30,5 +32,5 @@
 // It does not provision (package localpath does, for skiff.dev/local-path),
 // choose nodes (the scheduler sets volume.kubernetes.io/selected-node) or
 // mount anything (the node agent). Matching is a pure function with table
-// tests (match.go); the syncs are in claim.go and volume.go.
+// tests (match.go, nodeaffinity.go); the syncs are in claim.go and volume.go.
 package persistentvolume

@@ -89,12 +89,14 @@ func storageOf(m map[string]string) quantity.Quantity {
 // FindMatchingVolume returns the volume c should be bound to, or nil:
 //   - a volume pre-bound to c (claimRef naming it) that is large enough and
 //     of c's volume mode, at once;
-//   - else, unless delayBinding (a WaitForFirstConsumer class: the
-//     scheduler and provisioner decide), the smallest Available volume with
-//     no claimRef, not being deleted, of c's class and volume mode, whose
-//     labels match c's selector and whose access modes include all of c's,
-//     with at least the requested storage (ties: the first by name).
-func FindMatchingVolume(c *corev1.PersistentVolumeClaim, volumes []*corev1.PersistentVolume, delayBinding bool) *corev1.PersistentVolume {
+//   - else, unless delayBinding without a node (a WaitForFirstConsumer
+//     class whose claim the scheduler has not placed yet), the smallest
+//     Available volume with no claimRef, not being deleted, of c's class and
+//     volume mode, whose labels match c's selector, whose access modes
+//     include all of c's and, when node is given, whose node affinity the
+//     node satisfies, with at least the requested storage (ties: the first
+//     by name).
+func FindMatchingVolume(c *corev1.PersistentVolumeClaim, volumes []*corev1.PersistentVolume, delayBinding bool, node *corev1.Node) *corev1.PersistentVolume {
 	requested := storageOf(c.GetSpec().GetResources().GetRequests())
 	class := ClaimClass(c)
 	var selector *labels.Selector
@@ -123,9 +125,13 @@ func FindMatchingVolume(c *corev1.PersistentVolumeClaim, volumes []*corev1.Persi
 			continue
 		}
 		if IsVolumeBoundToClaim(v, c) {
+			// Whoever pre-bound it (a user, a provisioner) chose it.
 			return v
 		}
-		if delayBinding {
+		if delayBinding && node == nil {
+			continue
+		}
+		if node != nil && !VolumeReachableFrom(v, node) {
 			continue
 		}
 		if v.GetStatus().GetPhase() != VolumeAvailable || v.GetSpec().GetClaimRef() != nil {

@@ -12,6 +12,7 @@ import (
 	"skiff.dev/internal/informer"
 	corev1 "skiff.dev/proto/core/v1"
 	metav1 "skiff.dev/proto/meta/v1"
+	storagev1 "skiff.dev/proto/storage/v1"
 	"skiff.dev/services/apiserver/admission"
 	"skiff.dev/services/apiserver/apiserver"
 	"skiff.dev/services/apiserver/apiservertest"
@@ -331,4 +332,39 @@ func TestProvisioningFailsWithoutRoot(t *testing.T) {
 	}
 	pvc, _ := c.claim("data")
 	c.awaitBound("data", "pvc-"+pvc.Metadata.Uid)
+}
+
+// TestStaticWaitForFirstConsumer: Kubernetes' static local volumes (a
+// WaitForFirstConsumer class without a provisioner): a claim waits for its
+// first consumer and, once the scheduler placed it, takes a volume
+// reachable from that node, never one of another node.
+func TestStaticWaitForFirstConsumer(t *testing.T) {
+	c := start(t, "")
+	if _, err := client.StorageClasses(c.Conn).Create(c.Ctx, &storagev1.StorageClass{Metadata: &metav1.ObjectMeta{Name: "local-storage"},
+		Provisioner: "kubernetes.io/no-provisioner", VolumeBindingMode: proto.String("WaitForFirstConsumer")}); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"node-1", "node-2"} {
+		c.create(&corev1.Node{Metadata: &metav1.ObjectMeta{Name: n, Labels: map[string]string{"kubernetes.io/hostname": n}}})
+		pv := &corev1.PersistentVolume{Metadata: &metav1.ObjectMeta{Name: "disk-" + n},
+			Spec: &corev1.PersistentVolumeSpec{Capacity: map[string]string{"storage": "10Gi"}, AccessModes: []string{"ReadWriteOnce"},
+				StorageClassName: "local-storage", Local: &corev1.LocalVolumeSource{Path: "/mnt/disk"},
+				NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []*corev1.NodeSelectorTerm{{
+					MatchExpressions: []*corev1.NodeSelectorRequirement{{Key: "kubernetes.io/hostname", Operator: "In", Values: []string{n}}}}}}}}}
+		c.create(pv)
+		c.awaitVolume(pv.Metadata.Name, "Available", func(pv *corev1.PersistentVolume, ok bool) bool { return ok && pv.Status.GetPhase() == "Available" })
+	}
+	c.create(newClaim("data", "1Gi", proto.String("local-storage")))
+	c.Await(timeout, "WaitForFirstConsumer", func() (bool, string) {
+		r := c.EventReasons("PersistentVolumeClaim", "default", "data")
+		_, ok := r["WaitForFirstConsumer"]
+		return ok, managertest.Explain("%v", r)
+	})
+	pvc, _ := c.claim("data")
+	pvc = proto.Clone(pvc).(*corev1.PersistentVolumeClaim)
+	pvc.Metadata.Annotations = map[string]string{pvctrl.AnnSelectedNode: "node-2"}
+	if _, err := c.pvcAPI.Update(c.Ctx, pvc); err != nil {
+		t.Fatal(err)
+	}
+	c.awaitBound("data", "disk-node-2")
 }
