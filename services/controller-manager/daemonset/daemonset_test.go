@@ -214,7 +214,7 @@ func TestDaemonSetFollowsNodes(t *testing.T) {
 	})
 	c.updateNode("other", func(n *corev1.Node) { n.Metadata.Labels["role"] = "worker" })
 	c.Await(patience, "pods on n1, n2 and other", func() (bool, string) { return c.settled("agent", "agent:1", "n1", "n2", "other") })
-	c.Await(patience, "n2 counted misscheduled-free but not desired", func() (bool, string) {
+	c.Await(patience, "n2 (tainted NoSchedule) not desired, its pod counted misscheduled", func() (bool, string) {
 		st := c.status("agent")
 		return st.GetDesiredNumberScheduled() == 2 && st.GetNumberMisscheduled() == 1, fmt.Sprint(st)
 	})

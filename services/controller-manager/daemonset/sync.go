@@ -35,7 +35,7 @@ const (
 	ReasonFailedDelete      = "FailedDelete"
 	ReasonSelectingAll      = "SelectingAll"
 	maxParallelPodWrites    = 64
-	maxDaemonPodsPerSyncCap = 500
+	slowStartMaxBatch = 500
 	// burstReplicas caps the creations and the deletions of one sync
 	// (Kubernetes' BurstReplicas); the rest follow in the next syncs.
 	burstReplicas = 250
@@ -217,7 +217,7 @@ func (c *Controller) apply(ctx context.Context, ds *appsv1.DaemonSet, key string
 // returns how many calls were made.
 func slowStart(n int, fn func(i int) error) (int, error) {
 	done := 0
-	for batch := 1; done < n; batch = min(2*batch, maxDaemonPodsPerSyncCap) {
+	for batch := 1; done < n; batch = min(2*batch, slowStartMaxBatch) {
 		size := min(batch, n-done)
 		var mu sync.Mutex
 		var errs []error
