@@ -28,14 +28,14 @@ const templateGenerationAnnotation = "deprecated.daemonset.template.generation"
 
 // Event reasons, as Kubernetes'.
 const (
-	ReasonFailedDaemonPod   = "FailedDaemonPod"
-	ReasonSuccessfulCreate  = "SuccessfulCreate"
-	ReasonFailedCreate      = "FailedCreate"
-	ReasonSuccessfulDelete  = "SuccessfulDelete"
-	ReasonFailedDelete      = "FailedDelete"
-	ReasonSelectingAll      = "SelectingAll"
-	maxParallelPodWrites    = 64
-	slowStartMaxBatch = 500
+	ReasonFailedDaemonPod  = "FailedDaemonPod"
+	ReasonSuccessfulCreate = "SuccessfulCreate"
+	ReasonFailedCreate     = "FailedCreate"
+	ReasonSuccessfulDelete = "SuccessfulDelete"
+	ReasonFailedDelete     = "FailedDelete"
+	ReasonSelectingAll     = "SelectingAll"
+	maxParallelPodWrites   = 64
+	slowStartMaxBatch      = 500
 	// burstReplicas caps the creations and the deletions of one sync
 	// (Kubernetes' BurstReplicas); the rest follow in the next syncs.
 	burstReplicas = 250
