@@ -2,6 +2,8 @@ package job
 
 import (
 	"context"
+	"strconv"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -32,7 +34,14 @@ type Options struct {
 	// BackoffBase and BackoffMax bound the delay before a failed pod is
 	// replaced (default 10 s and 6 min); tests shorten them.
 	BackoffBase, BackoffMax time.Duration
+	// SyncBatchPeriod gathers a Job's pod events into one sync at most
+	// this long after the first (Kubernetes' syncJobBatchPeriod, 1 s); a
+	// change of the Job itself syncs it at once.
+	SyncBatchPeriod time.Duration
 }
+
+// DefaultSyncBatchPeriod is the default of Options.SyncBatchPeriod.
+const DefaultSyncBatchPeriod = time.Second
 
 // Controller runs Jobs' pods to completion.
 type Controller struct {
@@ -48,6 +57,11 @@ type Controller struct {
 
 	expectations *expectations
 	backoffs     *backoffStore
+	// written holds, by key, the Job as this controller's last status
+	// write returned it: newer than the cache until the informer catches
+	// up, and a sync must not count from an older status (the pods it
+	// counted have lost their finalizers already).
+	written sync.Map
 	queue        *controller.Controller
 	metrics      *metrics
 }
@@ -57,6 +71,9 @@ type Controller struct {
 func New(mc *manager.Context, o Options) *Controller {
 	if o.Workers <= 0 {
 		o.Workers = DefaultWorkers
+	}
+	if o.SyncBatchPeriod <= 0 {
+		o.SyncBatchPeriod = DefaultSyncBatchPeriod
 	}
 	if o.BackoffBase <= 0 {
 		o.BackoffBase = DefaultPodFailureBackoff
@@ -107,21 +124,55 @@ func (c *Controller) updateJob(old, cur *batchv1.Job) {
 	if old.GetMetadata().GetUid() != cur.GetMetadata().GetUid() {
 		c.forget(informer.Key(old))
 	}
+	if cur.GetMetadata().GetGeneration() == old.GetMetadata().GetGeneration() && old.GetMetadata().GetUid() == cur.GetMetadata().GetUid() {
+		// A status write (often this controller's own): batched with
+		// the pod events, as Kubernetes does.
+		c.enqueueBatched(informer.Key(cur))
+		return
+	}
 	c.queue.Enqueue(informer.Key(cur))
 }
 
 func (c *Controller) deleteJob(j *batchv1.Job) {
 	c.forget(informer.Key(j))
 	c.queue.Enqueue(informer.Key(j))
+	// Its pods that still hold the finalizer are orphans now (Kubernetes'
+	// cleanupPodFinalizers).
+	for _, p := range c.podsOf(j) {
+		if hasTrackingFinalizer(p) {
+			c.queue.Enqueue(orphanPrefix + informer.Key(p))
+		}
+	}
 }
 
 func (c *Controller) forget(key string) {
+	c.written.Delete(key)
 	c.expectations.forget(key)
 	c.backoffs.forget(key)
 }
 
+// orphanPrefix marks a queue key naming a pod (not a Job) whose tracking
+// finalizer may have to go: its Job is gone or finished.
+const orphanPrefix = "pod:"
+
+// orphaned enqueues p for syncOrphanPod if it holds the tracking finalizer
+// and no running Job in the cache controls it; it reports whether it did.
+func (c *Controller) orphaned(p *corev1.Pod, key string, found bool) bool {
+	if !hasTrackingFinalizer(p) {
+		return false
+	}
+	if found {
+		if j, ok := c.jobs.Store().Get(key); ok && !IsFinished(j) {
+			return false
+		}
+	}
+	c.queue.Enqueue(orphanPrefix + informer.Key(p))
+	return true
+}
+
 func (c *Controller) addPod(p *corev1.Pod) {
 	key, ok := c.jobOf(p)
+	c.orphaned(p, key, ok)
 	if !ok {
 		return
 	}
@@ -130,7 +181,7 @@ func (c *Controller) addPod(p *corev1.Pod) {
 	} else {
 		c.expectations.creationObserved(key)
 	}
-	c.queue.Enqueue(key)
+	c.enqueueBatched(key)
 }
 
 func (c *Controller) updatePod(old, cur *corev1.Pod) {
@@ -138,9 +189,10 @@ func (c *Controller) updatePod(old, cur *corev1.Pod) {
 		return
 	}
 	key, ok := c.jobOf(cur)
+	c.orphaned(cur, key, ok)
 	if !ok {
 		if key, ok = c.jobOf(old); ok {
-			c.queue.Enqueue(key)
+			c.enqueueBatched(key)
 		}
 		return
 	}
@@ -150,7 +202,7 @@ func (c *Controller) updatePod(old, cur *corev1.Pod) {
 	if !hasTrackingFinalizer(cur) {
 		c.expectations.finalizerRemovalObserved(key, cur.GetMetadata().GetUid())
 	}
-	c.queue.Enqueue(key)
+	c.enqueueBatched(key)
 }
 
 func (c *Controller) deletePod(p *corev1.Pod) {
@@ -160,8 +212,33 @@ func (c *Controller) deletePod(p *corev1.Pod) {
 	}
 	c.expectations.deletionObserved(key, informer.Key(p))
 	c.expectations.finalizerRemovalObserved(key, p.GetMetadata().GetUid())
-	c.queue.Enqueue(key)
+	c.enqueueBatched(key)
 }
+
+// latest returns the newer of the cached Job and the one this
+// controller's last status write returned (same uid).
+func (c *Controller) latest(key string, cached *batchv1.Job) *batchv1.Job {
+	v, ok := c.written.Load(key)
+	if !ok {
+		return cached
+	}
+	w := v.(*batchv1.Job)
+	if w.GetMetadata().GetUid() != cached.GetMetadata().GetUid() {
+		c.written.Delete(key)
+		return cached
+	}
+	wrv, err1 := strconv.ParseInt(w.GetMetadata().GetResourceVersion(), 10, 64)
+	crv, err2 := strconv.ParseInt(cached.GetMetadata().GetResourceVersion(), 10, 64)
+	if err1 != nil || err2 != nil || crv >= wrv {
+		c.written.CompareAndDelete(key, v) // the cache caught up
+		return cached
+	}
+	return w
+}
+
+// enqueueBatched syncs key after the batch period (sooner if it is
+// already due sooner).
+func (c *Controller) enqueueBatched(key string) { c.queue.EnqueueAfter(key, c.opts.SyncBatchPeriod) }
 
 // jobOf returns the key of the Job controlling p, if the cache holds it.
 func (c *Controller) jobOf(p *corev1.Pod) (string, bool) {

@@ -33,6 +33,9 @@ func start(t *testing.T, finish func(*corev1.Pod) (int32, bool), o Options) *clu
 	env := managertest.Start(t)
 	c := &cluster{Env: env, jobs: informer.For(env.Manager.Informers, client.Jobs(env.Conn))}
 	managertest.Watch(env, c.jobs)
+	if o.SyncBatchPeriod == 0 {
+		o.SyncBatchPeriod = 10 * time.Millisecond
+	}
 	ctrl := New(env.Manager, o)
 	env.SimNode(simnode.Options{Finish: finish})
 	env.StartInformers()
@@ -241,7 +244,7 @@ func TestJobSurvivesControllerRestart(t *testing.T) {
 	node := env.SimNode(simnode.Options{Finish: finish})
 	jobs := informer.For(env.Manager.Informers, client.Jobs(env.Conn))
 	managertest.Watch(env, jobs)
-	first := New(env.Manager, Options{})
+	first := New(env.Manager, Options{SyncBatchPeriod: 10 * time.Millisecond})
 	env.StartInformers()
 	ctx1, kill := context.WithCancel(env.Ctx)
 	done1 := make(chan error, 1)
@@ -274,7 +277,7 @@ func TestJobSurvivesControllerRestart(t *testing.T) {
 
 	// A new process: its own informers and controller.
 	env2 := managertest.NewEnv(t, env.Server, env.Conn, env.Logger)
-	second := New(env2.Manager, Options{})
+	second := New(env2.Manager, Options{SyncBatchPeriod: 10 * time.Millisecond})
 	env2.Manager.Informers.Start(env2.Ctx)
 	env2.GoErr(second.Run)
 	setAllowed(1000)
@@ -336,4 +339,27 @@ func TestJobSuspendAndResume(t *testing.T) {
 	if cond := findCondition(j.GetStatus(), "Suspended"); cond.GetStatus() != "False" || cond.GetReason() != "JobResumed" {
 		t.Errorf("Suspended condition %v", cond)
 	}
+}
+
+// TestJobDeletedReleasesPods: once a Job is gone, its pods lose the
+// tracking finalizer (else the garbage collector's deletion of them would
+// wait forever). No garbage collector runs here: the pods stay, orphans.
+func TestJobDeletedReleasesPods(t *testing.T) {
+	c := start(t, func(*corev1.Pod) (int32, bool) { return 0, false }, Options{})
+	j := c.create(newJob("gone", 3, 2))
+	c.Await(patience, "two pods running", func() (bool, string) {
+		return c.job("gone").GetStatus().GetActive() == 2, managertest.Explain("%v", c.job("gone").GetStatus())
+	})
+	if _, err := client.Jobs(c.Conn).Delete(c.Ctx, &metav1.DeleteRequest{Namespace: "default", Name: "gone", PropagationPolicy: "Background"}); err != nil {
+		t.Fatal(err)
+	}
+	c.Await(patience, "pods released", func() (bool, string) {
+		pods := c.podsOf(j)
+		for _, p := range pods {
+			if hasTrackingFinalizer(p) {
+				return false, p.GetMetadata().GetName() + " keeps the finalizer"
+			}
+		}
+		return len(pods) == 2, managertest.Explain("%d pods", len(pods))
+	})
 }

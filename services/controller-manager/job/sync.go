@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -30,6 +31,9 @@ const controllerName = "kubernetes.io/job-controller"
 // Reconcile syncs one Job, named by its key (see the package comment for
 // the steps).
 func (c *Controller) Reconcile(ctx context.Context, key string) (res controller.Result, rerr error) {
+	if podKey, ok := strings.CutPrefix(key, orphanPrefix); ok {
+		return res, c.syncOrphanPod(ctx, podKey)
+	}
 	start := c.clock.Now()
 	ns, name, err := controller.SplitKey(key)
 	if err != nil {
@@ -40,6 +44,7 @@ func (c *Controller) Reconcile(ctx context.Context, key string) (res controller.
 		c.forget(key)
 		return res, nil
 	}
+	cached = c.latest(key, cached)
 	if mb := cached.GetSpec().ManagedBy; mb != nil && *mb != controllerName {
 		return res, nil // another controller's
 	}
@@ -154,6 +159,33 @@ func (c *Controller) Reconcile(ctx context.Context, key string) (res controller.
 	return res, nil
 }
 
+// syncOrphanPod removes the tracking finalizer of a pod whose Job is gone
+// (or finished, or not a batch/v1 Job), as Kubernetes' syncOrphanPod: no
+// Job will count it, and the finalizer would keep it forever.
+func (c *Controller) syncOrphanPod(ctx context.Context, podKey string) error {
+	p, ok := c.pods.Store().Get(podKey)
+	if !ok || !hasTrackingFinalizer(p) {
+		return nil
+	}
+	if ref := controllerutil.ControllerOf(p.GetMetadata()); ref != nil {
+		if ref.GetKind() != "Job" || ref.GetApiVersion() != "batch/v1" {
+			return nil // someone else's: not ours to change
+		}
+		if j, ok := c.jobs.Store().GetByName(p.GetMetadata().GetNamespace(), ref.GetName()); ok && j.GetMetadata().GetUid() == ref.GetUid() {
+			if mb := j.GetSpec().ManagedBy; mb != nil && *mb != controllerName {
+				return nil
+			}
+			if !IsFinished(j) {
+				return nil // its Job counts it
+			}
+		}
+	}
+	if err := c.removeFinalizer(ctx, p); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("orphan pod %s: removing the tracking finalizer: %w", podKey, err)
+	}
+	return nil
+}
+
 // trackAndRemoveFinalizers writes the status with the newly finished pods
 // in the uncounted lists (and the interim condition), removes their
 // finalizers, counts them, and writes the final condition once nothing is
@@ -170,6 +202,7 @@ func (c *Controller) trackAndRemoveFinalizers(ctx context.Context, key string, v
 			return fmt.Errorf("adding uncounted pods to status: %w", err)
 		}
 		c.backoffs.set(key, a.backoff)
+		c.written.Store(key, got)
 		j = got
 		if j.Status == nil {
 			j.Status = &batchv1.JobStatus{}
@@ -185,9 +218,11 @@ func (c *Controller) trackAndRemoveFinalizers(ctx context.Context, key string, v
 	}
 	if rmErr != nil {
 		if flush {
-			if _, err := c.jobClient.UpdateStatus(ctx, j); err != nil {
+			got, err := c.jobClient.UpdateStatus(ctx, j)
+			if err != nil {
 				return errors.Join(rmErr, fmt.Errorf("removing uncounted pods from status: %w", err))
 			}
+			c.written.Store(key, got)
 		}
 		return rmErr
 	}
@@ -200,6 +235,7 @@ func (c *Controller) trackAndRemoveFinalizers(ctx context.Context, key string, v
 		if err != nil {
 			return fmt.Errorf("removing uncounted pods from status: %w", err)
 		}
+		c.written.Store(key, got)
 		j = got
 	}
 	c.metrics.podsFinished.WithLabelValues(mode, "succeeded").Add(float64(max(j.GetStatus().GetSucceeded()-old.GetSucceeded(), 0)))
