@@ -62,8 +62,8 @@ type Controller struct {
 	// up, and a sync must not count from an older status (the pods it
 	// counted have lost their finalizers already).
 	written sync.Map
-	queue        *controller.Controller
-	metrics      *metrics
+	queue   *controller.Controller
+	metrics *metrics
 }
 
 // New builds the controller on the shared pods and Jobs informers and
