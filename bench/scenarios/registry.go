@@ -79,6 +79,8 @@ func All() []*Scenario {
 		streamsScenario(),
 		leaderScenario(),
 		controllersScenario(),
+		jobsScenario(),
+		daemonSetScenario(),
 		fairnessScenario(),
 		fairnessFloodScenario(),
 		memoryScenario(),

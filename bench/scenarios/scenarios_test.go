@@ -198,6 +198,7 @@ func TestScenarios(t *testing.T) {
 		"fairness.flood_victim_p99_ratio", "fairness.flood_victim_p99_alone_ms", "fairness.flood_victim_p99_flood_ms", "fairness.flood_lists_per_s", "fairness.flood_cpu_floor_ratio",
 		"memory.apiserver_rss_vs_db_ratio",
 		"leader.failover_ms", "leader.standby_failover_ms", "leader.release_failover_ms",
+		"jobs.pods_per_s", "jobs.cpu_us_per_pod", "jobs.vs_rs_ratio", "daemonset.rollout_1000_nodes_s", "daemonset.rollout_cpu_us_per_pod",
 	}
 	for _, name := range positive {
 		if bench[name] <= 0 {

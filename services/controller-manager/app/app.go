@@ -21,9 +21,12 @@ import (
 	"skiff.dev/internal/leaderelection"
 	"skiff.dev/internal/serving"
 	"skiff.dev/internal/tracing"
+	"skiff.dev/services/controller-manager/cronjob"
+	"skiff.dev/services/controller-manager/daemonset"
 	"skiff.dev/services/controller-manager/deployment"
 	"skiff.dev/services/controller-manager/endpointslice"
 	"skiff.dev/services/controller-manager/garbagecollector"
+	"skiff.dev/services/controller-manager/job"
 	"skiff.dev/services/controller-manager/manager"
 	"skiff.dev/services/controller-manager/namespace"
 	"skiff.dev/services/controller-manager/nodeipam"
@@ -33,6 +36,11 @@ import (
 	"skiff.dev/services/controller-manager/resourcequota"
 	"skiff.dev/services/controller-manager/rootcacertpublisher"
 	"skiff.dev/services/controller-manager/serviceaccount"
+	"skiff.dev/services/controller-manager/statefulset"
+	"skiff.dev/services/controller-manager/ttlafterfinished"
+	"skiff.dev/services/controller-manager/volume/localpath"
+	"skiff.dev/services/controller-manager/volume/persistentvolume"
+	"skiff.dev/services/controller-manager/volume/protection"
 )
 
 // Builders is the catalogue of controllers, by --controllers name.
@@ -86,6 +94,33 @@ func Builders() map[string]manager.Builder {
 			}
 			return p
 		},
+		job.Name: func(mc *manager.Context, cfg *manager.Config) manager.Controller {
+			return job.New(mc, job.Options{Workers: cfg.Workers[job.Name]})
+		},
+		ttlafterfinished.Name: func(mc *manager.Context, cfg *manager.Config) manager.Controller {
+			return ttlafterfinished.New(mc, ttlafterfinished.Options{Workers: cfg.Workers[ttlafterfinished.Name]})
+		},
+		cronjob.Name: func(mc *manager.Context, cfg *manager.Config) manager.Controller {
+			return cronjob.New(mc, cronjob.Options{Workers: cfg.Workers[cronjob.Name]})
+		},
+		daemonset.Name: func(mc *manager.Context, cfg *manager.Config) manager.Controller {
+			return daemonset.New(mc, daemonset.Options{Workers: cfg.Workers[daemonset.Name]})
+		},
+		statefulset.Name: func(mc *manager.Context, cfg *manager.Config) manager.Controller {
+			return statefulset.New(mc, statefulset.Options{Workers: cfg.Workers[statefulset.Name]})
+		},
+		persistentvolume.Name: func(mc *manager.Context, cfg *manager.Config) manager.Controller {
+			return persistentvolume.New(mc, persistentvolume.Options{Workers: cfg.Workers[persistentvolume.Name]})
+		},
+		protection.PVCName: func(mc *manager.Context, cfg *manager.Config) manager.Controller {
+			return protection.NewPVCProtection(mc, protection.Options{Workers: cfg.Workers[protection.PVCName]})
+		},
+		protection.PVName: func(mc *manager.Context, cfg *manager.Config) manager.Controller {
+			return protection.NewPVProtection(mc, protection.Options{Workers: cfg.Workers[protection.PVName]})
+		},
+		localpath.Name: func(mc *manager.Context, cfg *manager.Config) manager.Controller {
+			return localpath.New(mc, localpath.Options{DefaultStorageClass: cfg.DefaultStorageClass})
+		},
 		podgc.Name: func(mc *manager.Context, cfg *manager.Config) manager.Controller {
 			threshold := cfg.TerminatedPodGCThreshold
 			if threshold == 0 {
@@ -99,7 +134,8 @@ func Builders() map[string]manager.Builder {
 // Defaults are the controllers "*" stands for: all of them.
 func Defaults() []string {
 	return []string{replicaset.Name, deployment.Name, garbagecollector.Name, nodelifecycle.Name, nodeipam.Name, namespace.Name, resourcequota.Name, podgc.Name, endpointslice.Name,
-		serviceaccount.Name, rootcacertpublisher.Name}
+		serviceaccount.Name, rootcacertpublisher.Name, job.Name, ttlafterfinished.Name, cronjob.Name, daemonset.Name, statefulset.Name,
+		persistentvolume.Name, protection.PVCName, protection.PVName, localpath.Name}
 }
 
 // idle is a controller that cannot work (root-ca-cert-publisher without a
@@ -138,6 +174,11 @@ var workersFlags = []struct{ flag, controller string }{
 	{"concurrent-namespace-syncs", namespace.Name},
 	{"concurrent-resource-quota-syncs", resourcequota.Name},
 	{"concurrent-service-endpoint-syncs", endpointslice.Name},
+	{"concurrent-job-syncs", job.Name},
+	{"concurrent-ttl-after-finished-syncs", ttlafterfinished.Name},
+	{"concurrent-cron-job-syncs", cronjob.Name},
+	{"concurrent-daemonset-syncs", daemonset.Name},
+	{"concurrent-statefulset-syncs", statefulset.Name},
 }
 
 // ParseFlags reads args into Options. It returns flag.ErrHelp after printing
@@ -198,6 +239,7 @@ Flags:
 	fs.StringVar(&m.ClusterCIDR, "cluster-cidr", nodeipam.DefaultClusterCIDR, "the pods' address range, cut by the nodeipam controller into one subnet per Node (spec.podCIDR); the node agents' --cluster-cidr must match")
 	fs.IntVar(&m.NodeCIDRMaskSize, "node-cidr-mask-size", nodeipam.DefaultNodeCIDRMaskSize, "prefix length of each Node's pod subnet (24: 254 pod addresses per node, 256 nodes in a /16)")
 	fs.DurationVar(&m.ResourceQuotaSyncPeriod, "resource-quota-sync-period", resourcequota.DefaultSyncPeriod, "recompute every ResourceQuota's status.used this often (also after deletes of pods, configmaps, replicasets and deployments)")
+	fs.StringVar(&m.DefaultStorageClass, "default-storage-class", localpath.DefaultClassName, "the StorageClass the local-path provisioner makes at start when missing, the cluster's default (provisioner skiff.dev/local-path, WaitForFirstConsumer, reclaimPolicy Delete); \"\" makes none")
 	fs.IntVar(&m.MaxEndpointsPerSlice, "max-endpoints-per-slice", endpointslice.DefaultMaxEndpointsPerSlice, "the most endpoints an EndpointSlice the endpointslice controller writes holds (1 to 1000)")
 	fs.DurationVar(&m.EndpointUpdatesBatchPeriod, "endpoint-updates-batch-period", 0, "how long the endpointslice controller delays a Service's sync after a pod change, so that more changes share one write (0: none; the queue coalesces what arrives meanwhile)")
 	fs.IntVar(&m.TerminatedPodGCThreshold, "terminated-pod-gc-threshold", podgc.DefaultTerminatedPodThreshold, "terminated pods (Succeeded or Failed) that may exist before the pod garbage collector deletes the oldest (0: no limit)")

@@ -48,13 +48,16 @@ type Config struct {
 	LeaderElection leaderelection.Config
 
 	// Controller-specific settings.
-	NodeMonitorGracePeriod     time.Duration
-	DefaultTolerationSeconds   int64
-	ClusterCIDR                string        // "": nodeipam's default
-	NodeCIDRMaskSize           int           // 0: nodeipam's default
-	ResourceQuotaSyncPeriod    time.Duration // 0: resourcequota's default
-	TerminatedPodGCThreshold   int           // 0: podgc never deletes terminated pods
-	MaxEndpointsPerSlice       int           // 0: endpointslice's default
+	NodeMonitorGracePeriod   time.Duration
+	DefaultTolerationSeconds int64
+	ClusterCIDR              string        // "": nodeipam's default
+	NodeCIDRMaskSize         int           // 0: nodeipam's default
+	ResourceQuotaSyncPeriod  time.Duration // 0: resourcequota's default
+	TerminatedPodGCThreshold int           // 0: podgc never deletes terminated pods
+	MaxEndpointsPerSlice     int           // 0: endpointslice's default
+	// DefaultStorageClass is the StorageClass the local-path provisioner
+	// makes at start when it is missing ("": none).
+	DefaultStorageClass        string
 	EndpointUpdatesBatchPeriod time.Duration // 0: no delay
 	// RootCA is the CA bundle root-ca-cert-publisher publishes as
 	// kube-root-ca.crt (nil: it publishes nothing and says so).

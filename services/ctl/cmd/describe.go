@@ -166,16 +166,23 @@ func (r *root) related(ctx context.Context, obj object.Object, events bool) (des
 				rel.ReplicaSets = append(rel.ReplicaSets, rs)
 			}
 		}
-	case *appsv1.ReplicaSet:
+	case *appsv1.ReplicaSet, *appsv1.DaemonSet, *appsv1.StatefulSet:
 		items, err := listAll(ctx, client.Pods(conn), listOptions(m.GetNamespace(), "", ""))
 		if err != nil {
 			return rel, err
 		}
 		for _, p := range items {
-			if controlledByUID(p.GetMetadata().GetOwnerReferences(), o.GetMetadata().GetUid()) {
+			if controlledByUID(p.GetMetadata().GetOwnerReferences(), m.GetUid()) {
 				rel.Pods = append(rel.Pods, p)
 			}
 		}
+	case *corev1.PersistentVolumeClaim:
+		// The describer keeps the pods that use the claim (Used By).
+		items, err := listAll(ctx, client.Pods(conn), listOptions(m.GetNamespace(), "", ""))
+		if err != nil {
+			return rel, err
+		}
+		rel.Pods = items
 	case *corev1.Service:
 		items, err := listAll(ctx, client.EndpointSlices(conn), listOptions(m.GetNamespace(), "kubernetes.io/service-name="+m.GetName(), ""))
 		if err != nil {

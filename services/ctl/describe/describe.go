@@ -21,6 +21,7 @@ import (
 
 	"skiff.dev/internal/object"
 	appsv1 "skiff.dev/proto/apps/v1"
+	batchv1 "skiff.dev/proto/batch/v1"
 	corev1 "skiff.dev/proto/core/v1"
 	discoveryv1 "skiff.dev/proto/discovery/v1"
 	metav1 "skiff.dev/proto/meta/v1"
@@ -65,6 +66,18 @@ func Describe(w io.Writer, obj object.Object, rel Related, now time.Time) error 
 		return tw.Flush() // kubectl shows no events of a secret
 	case *corev1.Service:
 		p.service(o, rel)
+	case *batchv1.Job:
+		p.job(o)
+	case *batchv1.CronJob:
+		p.cronJob(o)
+	case *appsv1.DaemonSet:
+		p.daemonSet(o, rel)
+	case *appsv1.StatefulSet:
+		p.statefulSet(o, rel)
+	case *corev1.PersistentVolume:
+		p.persistentVolume(o)
+	case *corev1.PersistentVolumeClaim:
+		p.persistentVolumeClaim(o, rel.Pods)
 	default:
 		p.generic(obj)
 	}
