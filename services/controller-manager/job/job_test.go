@@ -3,6 +3,7 @@ package job
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -362,4 +363,36 @@ func TestJobDeletedReleasesPods(t *testing.T) {
 		}
 		return len(pods) == 2, managertest.Explain("%d pods", len(pods))
 	})
+}
+
+// TestJobBackoffLimitPerIndex: index 1 always fails; with one retry per
+// index it fails twice, the other indexes succeed, and the Job fails with
+// FailedIndexes.
+func TestJobBackoffLimitPerIndex(t *testing.T) {
+	finish := func(p *corev1.Pod) (int32, bool) {
+		if p.GetMetadata().GetAnnotations()[CompletionIndexAnnotation] == "1" {
+			return 1, true
+		}
+		return 0, true
+	}
+	c := start(t, finish, Options{BackoffBase: time.Millisecond, BackoffMax: 10 * time.Millisecond})
+	j := newJob("perindex", 3, 3)
+	j.Spec.CompletionMode = "Indexed"
+	j.Spec.BackoffLimitPerIndex = proto.Int32(1)
+	c.create(j)
+	j = c.awaitCondition("perindex", "Failed")
+	st := j.GetStatus()
+	if findCondition(st, "Failed").GetReason() != ReasonFailedIndexes || st.GetCompletedIndexes() != "0,2" || st.GetFailedIndexes() != "1" || st.GetFailed() != 2 || st.GetSucceeded() != 2 {
+		t.Errorf("status %v", st)
+	}
+	var counts []string
+	for _, p := range c.podsOf(j) {
+		if p.GetMetadata().GetAnnotations()[CompletionIndexAnnotation] == "1" {
+			counts = append(counts, p.GetMetadata().GetAnnotations()[IndexFailureCountAnnotation])
+		}
+	}
+	slices.Sort(counts)
+	if fmt.Sprint(counts) != "[0 1]" {
+		t.Errorf("index 1's pods' failure counts %v, want [0 1]", counts)
+	}
 }
