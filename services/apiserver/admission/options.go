@@ -33,7 +33,7 @@ type Options struct {
 
 // DefaultPlugins are the command's --enable-admission-plugins.
 var DefaultPlugins = []string{
-	NamespaceLifecycleName, LimitRangerName, ServiceAccountName, DefaultTolerationSecondsName,
+	NamespaceLifecycleName, LimitRangerName, ServiceAccountName, NodeRestrictionName, DefaultTolerationSecondsName,
 	DefaultStorageClassName, StorageObjectInUseProtectionName,
 	MutatingWebhookName, ValidatingWebhookName, ResourceQuotaName,
 }

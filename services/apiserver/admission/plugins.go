@@ -42,6 +42,7 @@ var catalogue = map[string]Factory{
 	ValidatingWebhookName:            newValidatingWebhook,
 	DefaultStorageClassName:          newDefaultStorageClass,
 	StorageObjectInUseProtectionName: newStorageObjectInUseProtection,
+	NodeRestrictionName:              newNodeRestriction,
 }
 
 // Known lists the plugin names, sorted.
