@@ -62,6 +62,7 @@ type object struct {
 		ReadyReplicas      int32  `json:"readyReplicas"`
 		AvailableReplicas  int32  `json:"availableReplicas"`
 		ObservedGeneration int64  `json:"observedGeneration"`
+		Succeeded          int32  `json:"succeeded"`
 		Conditions         []struct {
 			Type   string `json:"type"`
 			Status string `json:"status"`

@@ -47,5 +47,5 @@ echo "== up (project $COMPOSE_PROJECT_NAME, apiserver 127.0.0.1:$SKIFF_API_PORT)
 "$ROOT/scripts/compose.sh" up
 echo "== the story (deploy/compose/e2e)"
 SKIFF_E2E_SKIFFCTL=$ROOT/bin/skiffctl GOWORK=off CGO_ENABLED=0 \
-  go -C "$ROOT/deploy/compose/e2e" test -count=1 -v -timeout 16m -run '^(TestCluster|TestServices|TestSecretsAndExec|TestInCluster)$' . "$@"
+  go -C "$ROOT/deploy/compose/e2e" test -count=1 -v -timeout 16m -run '^(TestCluster|TestServices|TestSecretsAndExec|TestInCluster|TestWorkloads)$' . "$@"
 echo "== e2e passed in $((SECONDS - start)) s (before the teardown)"
