@@ -4,6 +4,7 @@ import (
 	"math"
 
 	batchv1 "skiff.dev/proto/batch/v1"
+	corev1 "skiff.dev/proto/core/v1"
 	metav1 "skiff.dev/proto/meta/v1"
 )
 
@@ -16,15 +17,10 @@ const (
 	LegacyJobNameLabel          = "job-name"
 )
 
-// Job defaults a batch/v1 Job: its spec (see JobSpec) and, unless
-// spec.manualSelector is true, the selector and template labels Kubernetes'
-// apiserver generates on create (batch.kubernetes.io/controller-uid and
-// job-name, and the legacy controller-uid and job-name): Skiff's apiserver
-// sets metadata.uid before it calls defaults, so they are generated here;
-// an object without a uid (skiffctl's client-side check) gets none. Last,
-// metadata.labels from the template's labels when it has none (Kubernetes'
-// defaulting, which also runs on reads from storage, so that a Job's labels
-// show the generated ones too).
+// Job defaults a batch/v1 Job: its spec (see JobSpec), then what
+// GenerateJobSelector adds. A Job to be named from metadata.generateName
+// (a uid, no name yet) gets the selector and labels later: the apiserver
+// calls GenerateJobSelector again once it has chosen the name.
 func Job(j *batchv1.Job) {
 	if j == nil {
 		return
@@ -33,7 +29,29 @@ func Job(j *batchv1.Job) {
 		j.Spec = &batchv1.JobSpec{}
 	}
 	JobSpec(j.Spec)
-	if !j.Spec.GetManualSelector() && j.Metadata.GetUid() != "" {
+	GenerateJobSelector(j)
+}
+
+// GenerateJobSelector is the part of a Job's defaults that needs its name
+// and uid, Kubernetes' job strategy's generateSelector (its
+// PrepareForCreate, which runs after the store generated the name): unless
+// spec.manualSelector is true, the selector and template labels
+// (batch.kubernetes.io/controller-uid and job-name, and the legacy
+// controller-uid and job-name). Skiff's apiserver sets metadata.uid before
+// it calls defaults; an object without a uid (skiffctl's client-side
+// check) gets none. Then metadata.labels from the template's labels when
+// it has none (Kubernetes' defaulting, which shares the template's labels,
+// so that a Job's labels show the generated ones too). A Job without a
+// name yet (its name will be generated) is left as it is.
+func GenerateJobSelector(j *batchv1.Job) {
+	if j == nil || j.Spec == nil {
+		return
+	}
+	generate := !j.Spec.GetManualSelector() && j.Metadata.GetUid() != ""
+	if generate && j.Metadata.GetName() == "" {
+		return // until the name is chosen
+	}
+	if generate {
 		generateJobSelector(j.Metadata, j.Spec)
 	}
 	j.Metadata = labelsFromTemplate(j.Metadata, j.Spec.Template)
@@ -96,6 +114,9 @@ func JobSpec(s *batchv1.JobSpec) {
 // to refuse) and selects batch.kubernetes.io/controller-uid, as
 // Kubernetes' job strategy's generateSelector.
 func generateJobSelector(m *metav1.ObjectMeta, s *batchv1.JobSpec) {
+	if s.Template == nil {
+		s.Template = &corev1.PodTemplateSpec{}
+	}
 	t := s.Template
 	if t.Metadata == nil {
 		t.Metadata = &metav1.ObjectMeta{}

@@ -4,10 +4,12 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 
+	"skiff.dev/internal/defaults"
 	"skiff.dev/internal/field"
 	"skiff.dev/internal/kinds"
 	"skiff.dev/internal/object"
 	appsv1 "skiff.dev/proto/apps/v1"
+	batchv1 "skiff.dev/proto/batch/v1"
 	corev1 "skiff.dev/proto/core/v1"
 	"skiff.dev/services/apiserver/registry"
 	"skiff.dev/services/apiserver/scheme"
@@ -125,6 +127,9 @@ func (s *Server) customize(strategy any) {
 		st.GracefulDelete = podGracefulDelete
 	case *registry.Strategy[*corev1.Node]:
 		st.KeepStatusOnCreate = true
+	case *registry.Strategy[*batchv1.Job]:
+		// The selector and labels name the Job: after a generated name.
+		st.PrepareForCreate = defaults.GenerateJobSelector
 	}
 }
 

@@ -112,9 +112,20 @@ func (r *Registry[T]) Create(ctx context.Context, obj T) (T, error) {
 	}
 	normalizeTimes(obj.ProtoReflect())
 	generated := meta.Name == "" && meta.GenerateName != ""
+	var admitted T // obj before PrepareForCreate, for another generated name
+	if generated && r.strategy.PrepareForCreate != nil {
+		admitted = proto.Clone(obj).(T)
+	}
 	for attempt := 0; ; attempt++ {
 		if generated {
+			if attempt > 0 && r.strategy.PrepareForCreate != nil {
+				obj = proto.Clone(admitted).(T)
+				meta = object.Meta(obj)
+			}
 			meta.Name = meta.GenerateName + randomSuffix()
+		}
+		if r.strategy.PrepareForCreate != nil {
+			r.strategy.PrepareForCreate(obj)
 		}
 		if r.strategy.Validate != nil {
 			if errs := r.strategy.Validate(obj); len(errs) > 0 {

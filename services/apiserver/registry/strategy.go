@@ -45,6 +45,13 @@ type Strategy[T object.Object] struct {
 	// whether it stored obj: false undoes what Allocate reserved, true
 	// frees what old held and obj no longer does. nil: nothing to allocate.
 	Allocate func(ctx context.Context, obj, old T) (done func(stored bool), err error)
+	// PrepareForCreate adjusts a new object once its name is chosen (by
+	// the client, or generated from metadata.generateName), before
+	// validation: Kubernetes' strategy PrepareForCreate, which its store
+	// calls after generating the name (a Job's generated selector and
+	// labels name the Job). Each try of another generated name starts
+	// again from the object as admission left it. nil: nothing.
+	PrepareForCreate func(T)
 	// PrepareForUpdate adjusts an update before validation: obj is the
 	// request (defaulted), old the stored object (a Service keeps the
 	// cluster IP and node ports it was given when the update omits them).
