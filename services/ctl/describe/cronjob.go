@@ -38,6 +38,9 @@ func (p *out) cronJob(cj *batchv1.CronJob) {
 // jobTemplate is kubectl's describeJobTemplate.
 func (p *out) jobTemplate(t *batchv1.JobTemplateSpec) {
 	s := t.GetSpec()
+	if s == nil {
+		s = &batchv1.JobSpec{}
+	}
 	if s.GetSelector() != nil {
 		p.kv(0, "Selector", printers.FormatSelector(s.GetSelector()))
 	} else {

@@ -24,6 +24,12 @@ func Job(w io.Writer, j *batchv1.Job, events []*corev1.Event, now time.Time) err
 
 func (p *out) job(j *batchv1.Job) {
 	m, spec, st := j.GetMetadata(), j.GetSpec(), j.GetStatus()
+	if spec == nil { // a Job not yet defaulted or synced: read its optional fields from empty messages
+		spec = &batchv1.JobSpec{}
+	}
+	if st == nil {
+		st = &batchv1.JobStatus{}
+	}
 	p.meta(m, true)
 	p.kv(0, "Selector", printers.FormatSelector(spec.GetSelector()))
 	p.multi(0, "Labels", m.GetLabels(), "=")

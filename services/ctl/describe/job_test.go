@@ -60,3 +60,20 @@ func TestDescribeJob(t *testing.T) {
 		t.Errorf("capIndexes: %q", capIndexes("1,3,5,7,9,11,13,15,17,19,21,23,25,27,29,31,33,35,37,39", 20))
 	}
 }
+
+// A Job without a status (just created, or not yet synced) describes
+// without a panic (the conformance test found a nil dereference).
+func TestDescribeJobWithoutStatus(t *testing.T) {
+	for _, j := range []*batchv1.Job{
+		{Metadata: &metav1.ObjectMeta{Name: "fresh", Namespace: "default"}},
+		{Metadata: &metav1.ObjectMeta{Name: "fresh", Namespace: "default"}, Spec: &batchv1.JobSpec{CompletionMode: "Indexed"}},
+	} {
+		var b strings.Builder
+		if err := Describe(&b, j, Related{}, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(b.String(), "Pods Statuses:") {
+			t.Errorf("no Pods Statuses in:\n%s", b.String())
+		}
+	}
+}
