@@ -12,6 +12,7 @@ import (
 	coordinationv1 "skiff.dev/proto/coordination/v1"
 	corev1 "skiff.dev/proto/core/v1"
 	discoveryv1 "skiff.dev/proto/discovery/v1"
+	policyv1 "skiff.dev/proto/policy/v1"
 	rbacv1 "skiff.dev/proto/rbac/v1"
 	storagev1 "skiff.dev/proto/storage/v1"
 )
@@ -146,6 +147,11 @@ func PersistentVolumes(c grpc.ClientConnInterface) *Resource[*corev1.PersistentV
 // PersistentVolumeClaims is the client of skiff.core.v1.PersistentVolumeClaims.
 func PersistentVolumeClaims(c grpc.ClientConnInterface) *Resource[*corev1.PersistentVolumeClaim, *corev1.PersistentVolumeClaimList] {
 	return NewResource[*corev1.PersistentVolumeClaim, *corev1.PersistentVolumeClaimList](c, "skiff.core.v1.PersistentVolumeClaims")
+}
+
+// PodDisruptionBudgets is the client of skiff.policy.v1.PodDisruptionBudgets.
+func PodDisruptionBudgets(c grpc.ClientConnInterface) *Resource[*policyv1.PodDisruptionBudget, *policyv1.PodDisruptionBudgetList] {
+	return NewResource[*policyv1.PodDisruptionBudget, *policyv1.PodDisruptionBudgetList](c, "skiff.policy.v1.PodDisruptionBudgets")
 }
 
 // StorageClasses is the client of skiff.storage.v1.StorageClasses.

@@ -87,11 +87,13 @@ func TestRoleResources(t *testing.T) {
 			"apps": "deployments deployments/status deployments/scale replicasets replicasets/status replicasets/scale" +
 				" daemonsets daemonsets/status statefulsets statefulsets/status statefulsets/scale controllerrevisions",
 			"batch":            "jobs jobs/status cronjobs cronjobs/status",
+			"policy":           "poddisruptionbudgets poddisruptionbudgets/status",
 			"discovery.k8s.io": "endpointslices"}},
 		{decl.Edit, map[string]string{
-			"":      "pods pods/exec pods/attach pods/portforward events configmaps secrets serviceaccounts serviceaccounts/token services persistentvolumeclaims",
-			"apps":  "deployments deployments/scale replicasets replicasets/scale daemonsets statefulsets statefulsets/scale",
-			"batch": "jobs cronjobs"}},
+			"":       "pods pods/exec pods/attach pods/portforward pods/eviction events configmaps secrets serviceaccounts serviceaccounts/token services persistentvolumeclaims",
+			"apps":   "deployments deployments/scale replicasets replicasets/scale daemonsets statefulsets statefulsets/scale",
+			"batch":  "jobs cronjobs",
+			"policy": "poddisruptionbudgets"}},
 		{decl.Admin, map[string]string{"rbac.authorization.k8s.io": "roles rolebindings"}},
 	} {
 		_, got := RoleResources(tc.role)

@@ -7,9 +7,9 @@ import (
 )
 
 // actingSubresources act on the object rather than read it (a command
-// in a container, a connection to a pod, a token of an account): edit
-// grants them, view does not, as in Kubernetes.
-var actingSubresources = map[string]bool{"exec": true, "attach": true, "portforward": true, "token": true}
+// in a container, a connection to a pod, a token of an account, an
+// eviction): edit grants them, view does not, as in Kubernetes.
+var actingSubresources = map[string]bool{"exec": true, "attach": true, "portforward": true, "token": true, "eviction": true}
 
 // RoleResources are the resources (with their subresources, "pods/log")
 // of each API group a user-facing role grants, for its verbs: view reads

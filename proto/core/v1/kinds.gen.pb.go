@@ -2166,7 +2166,7 @@ const file_skiff_core_v1_kinds_gen_proto_rawDesc = "" +
 	"\x06Update\x12\x18.skiff.core.v1.Namespace\x1a\x18.skiff.core.v1.Namespace\x12B\n" +
 	"\fUpdateStatus\x12\x18.skiff.core.v1.Namespace\x1a\x18.skiff.core.v1.Namespace\x12@\n" +
 	"\x06Delete\x12\x1c.skiff.meta.v1.DeleteRequest\x1a\x18.skiff.core.v1.Namespace\x12L\n" +
-	"\x05Watch\x12\x1a.skiff.meta.v1.ListOptions\x1a%.skiff.core.v1.NamespaceWatchResponse0\x012\xf3\x05\n" +
+	"\x05Watch\x12\x1a.skiff.meta.v1.ListOptions\x1a%.skiff.core.v1.NamespaceWatchResponse0\x012\xac\x06\n" +
 	"\x04Pods\x120\n" +
 	"\x06Create\x12\x12.skiff.core.v1.Pod\x1a\x12.skiff.core.v1.Pod\x124\n" +
 	"\x03Get\x12\x19.skiff.meta.v1.GetRequest\x1a\x12.skiff.core.v1.Pod\x12:\n" +
@@ -2179,7 +2179,8 @@ const file_skiff_core_v1_kinds_gen_proto_rawDesc = "" +
 	"\x04Logs\x12\x1c.skiff.core.v1.PodLogOptions\x1a\x17.skiff.core.v1.LogChunk0\x01\x12C\n" +
 	"\x04Exec\x12\x1a.skiff.core.v1.ExecRequest\x1a\x1b.skiff.core.v1.ExecResponse(\x010\x01\x12E\n" +
 	"\x06Attach\x12\x1a.skiff.core.v1.ExecRequest\x1a\x1b.skiff.core.v1.ExecResponse(\x010\x01\x12X\n" +
-	"\vPortForward\x12!.skiff.core.v1.PortForwardRequest\x1a\".skiff.core.v1.PortForwardResponse(\x010\x012\xa3\x03\n" +
+	"\vPortForward\x12!.skiff.core.v1.PortForwardRequest\x1a\".skiff.core.v1.PortForwardResponse(\x010\x01\x127\n" +
+	"\x05Evict\x12\x17.skiff.core.v1.Eviction\x1a\x15.skiff.meta.v1.Status2\xa3\x03\n" +
 	"\x05Nodes\x122\n" +
 	"\x06Create\x12\x13.skiff.core.v1.Node\x1a\x13.skiff.core.v1.Node\x125\n" +
 	"\x03Get\x12\x19.skiff.meta.v1.GetRequest\x1a\x13.skiff.core.v1.Node\x12;\n" +
@@ -2333,10 +2334,12 @@ var file_skiff_core_v1_kinds_gen_proto_goTypes = []any{
 	(*PodLogOptions)(nil),                      // 53: skiff.core.v1.PodLogOptions
 	(*ExecRequest)(nil),                        // 54: skiff.core.v1.ExecRequest
 	(*PortForwardRequest)(nil),                 // 55: skiff.core.v1.PortForwardRequest
-	(*TokenRequest)(nil),                       // 56: skiff.core.v1.TokenRequest
-	(*LogChunk)(nil),                           // 57: skiff.core.v1.LogChunk
-	(*ExecResponse)(nil),                       // 58: skiff.core.v1.ExecResponse
-	(*PortForwardResponse)(nil),                // 59: skiff.core.v1.PortForwardResponse
+	(*Eviction)(nil),                           // 56: skiff.core.v1.Eviction
+	(*TokenRequest)(nil),                       // 57: skiff.core.v1.TokenRequest
+	(*LogChunk)(nil),                           // 58: skiff.core.v1.LogChunk
+	(*ExecResponse)(nil),                       // 59: skiff.core.v1.ExecResponse
+	(*PortForwardResponse)(nil),                // 60: skiff.core.v1.PortForwardResponse
+	(*v1.Status)(nil),                          // 61: skiff.meta.v1.Status
 }
 var file_skiff_core_v1_kinds_gen_proto_depIdxs = []int32{
 	36,  // 0: skiff.core.v1.NamespaceList.metadata:type_name -> skiff.meta.v1.ListMeta
@@ -2406,169 +2409,171 @@ var file_skiff_core_v1_kinds_gen_proto_depIdxs = []int32{
 	54,  // 64: skiff.core.v1.Pods.Exec:input_type -> skiff.core.v1.ExecRequest
 	54,  // 65: skiff.core.v1.Pods.Attach:input_type -> skiff.core.v1.ExecRequest
 	55,  // 66: skiff.core.v1.Pods.PortForward:input_type -> skiff.core.v1.PortForwardRequest
-	39,  // 67: skiff.core.v1.Nodes.Create:input_type -> skiff.core.v1.Node
-	49,  // 68: skiff.core.v1.Nodes.Get:input_type -> skiff.meta.v1.GetRequest
-	50,  // 69: skiff.core.v1.Nodes.List:input_type -> skiff.meta.v1.ListOptions
-	39,  // 70: skiff.core.v1.Nodes.Update:input_type -> skiff.core.v1.Node
-	39,  // 71: skiff.core.v1.Nodes.UpdateStatus:input_type -> skiff.core.v1.Node
-	51,  // 72: skiff.core.v1.Nodes.Delete:input_type -> skiff.meta.v1.DeleteRequest
-	50,  // 73: skiff.core.v1.Nodes.Watch:input_type -> skiff.meta.v1.ListOptions
-	40,  // 74: skiff.core.v1.Events.Create:input_type -> skiff.core.v1.Event
-	49,  // 75: skiff.core.v1.Events.Get:input_type -> skiff.meta.v1.GetRequest
-	50,  // 76: skiff.core.v1.Events.List:input_type -> skiff.meta.v1.ListOptions
-	40,  // 77: skiff.core.v1.Events.Update:input_type -> skiff.core.v1.Event
-	40,  // 78: skiff.core.v1.Events.UpdateStatus:input_type -> skiff.core.v1.Event
-	51,  // 79: skiff.core.v1.Events.Delete:input_type -> skiff.meta.v1.DeleteRequest
-	50,  // 80: skiff.core.v1.Events.Watch:input_type -> skiff.meta.v1.ListOptions
-	41,  // 81: skiff.core.v1.ConfigMaps.Create:input_type -> skiff.core.v1.ConfigMap
-	49,  // 82: skiff.core.v1.ConfigMaps.Get:input_type -> skiff.meta.v1.GetRequest
-	50,  // 83: skiff.core.v1.ConfigMaps.List:input_type -> skiff.meta.v1.ListOptions
-	41,  // 84: skiff.core.v1.ConfigMaps.Update:input_type -> skiff.core.v1.ConfigMap
-	41,  // 85: skiff.core.v1.ConfigMaps.UpdateStatus:input_type -> skiff.core.v1.ConfigMap
-	51,  // 86: skiff.core.v1.ConfigMaps.Delete:input_type -> skiff.meta.v1.DeleteRequest
-	50,  // 87: skiff.core.v1.ConfigMaps.Watch:input_type -> skiff.meta.v1.ListOptions
-	42,  // 88: skiff.core.v1.Secrets.Create:input_type -> skiff.core.v1.Secret
-	49,  // 89: skiff.core.v1.Secrets.Get:input_type -> skiff.meta.v1.GetRequest
-	50,  // 90: skiff.core.v1.Secrets.List:input_type -> skiff.meta.v1.ListOptions
-	42,  // 91: skiff.core.v1.Secrets.Update:input_type -> skiff.core.v1.Secret
-	42,  // 92: skiff.core.v1.Secrets.UpdateStatus:input_type -> skiff.core.v1.Secret
-	51,  // 93: skiff.core.v1.Secrets.Delete:input_type -> skiff.meta.v1.DeleteRequest
-	50,  // 94: skiff.core.v1.Secrets.Watch:input_type -> skiff.meta.v1.ListOptions
-	43,  // 95: skiff.core.v1.ServiceAccounts.Create:input_type -> skiff.core.v1.ServiceAccount
-	49,  // 96: skiff.core.v1.ServiceAccounts.Get:input_type -> skiff.meta.v1.GetRequest
-	50,  // 97: skiff.core.v1.ServiceAccounts.List:input_type -> skiff.meta.v1.ListOptions
-	43,  // 98: skiff.core.v1.ServiceAccounts.Update:input_type -> skiff.core.v1.ServiceAccount
-	43,  // 99: skiff.core.v1.ServiceAccounts.UpdateStatus:input_type -> skiff.core.v1.ServiceAccount
-	51,  // 100: skiff.core.v1.ServiceAccounts.Delete:input_type -> skiff.meta.v1.DeleteRequest
-	50,  // 101: skiff.core.v1.ServiceAccounts.Watch:input_type -> skiff.meta.v1.ListOptions
-	56,  // 102: skiff.core.v1.ServiceAccounts.CreateToken:input_type -> skiff.core.v1.TokenRequest
-	44,  // 103: skiff.core.v1.LimitRanges.Create:input_type -> skiff.core.v1.LimitRange
-	49,  // 104: skiff.core.v1.LimitRanges.Get:input_type -> skiff.meta.v1.GetRequest
-	50,  // 105: skiff.core.v1.LimitRanges.List:input_type -> skiff.meta.v1.ListOptions
-	44,  // 106: skiff.core.v1.LimitRanges.Update:input_type -> skiff.core.v1.LimitRange
-	44,  // 107: skiff.core.v1.LimitRanges.UpdateStatus:input_type -> skiff.core.v1.LimitRange
-	51,  // 108: skiff.core.v1.LimitRanges.Delete:input_type -> skiff.meta.v1.DeleteRequest
-	50,  // 109: skiff.core.v1.LimitRanges.Watch:input_type -> skiff.meta.v1.ListOptions
-	45,  // 110: skiff.core.v1.ResourceQuotas.Create:input_type -> skiff.core.v1.ResourceQuota
-	49,  // 111: skiff.core.v1.ResourceQuotas.Get:input_type -> skiff.meta.v1.GetRequest
-	50,  // 112: skiff.core.v1.ResourceQuotas.List:input_type -> skiff.meta.v1.ListOptions
-	45,  // 113: skiff.core.v1.ResourceQuotas.Update:input_type -> skiff.core.v1.ResourceQuota
-	45,  // 114: skiff.core.v1.ResourceQuotas.UpdateStatus:input_type -> skiff.core.v1.ResourceQuota
-	51,  // 115: skiff.core.v1.ResourceQuotas.Delete:input_type -> skiff.meta.v1.DeleteRequest
-	50,  // 116: skiff.core.v1.ResourceQuotas.Watch:input_type -> skiff.meta.v1.ListOptions
-	46,  // 117: skiff.core.v1.Services.Create:input_type -> skiff.core.v1.Service
-	49,  // 118: skiff.core.v1.Services.Get:input_type -> skiff.meta.v1.GetRequest
-	50,  // 119: skiff.core.v1.Services.List:input_type -> skiff.meta.v1.ListOptions
-	46,  // 120: skiff.core.v1.Services.Update:input_type -> skiff.core.v1.Service
-	46,  // 121: skiff.core.v1.Services.UpdateStatus:input_type -> skiff.core.v1.Service
-	51,  // 122: skiff.core.v1.Services.Delete:input_type -> skiff.meta.v1.DeleteRequest
-	50,  // 123: skiff.core.v1.Services.Watch:input_type -> skiff.meta.v1.ListOptions
-	47,  // 124: skiff.core.v1.PersistentVolumes.Create:input_type -> skiff.core.v1.PersistentVolume
-	49,  // 125: skiff.core.v1.PersistentVolumes.Get:input_type -> skiff.meta.v1.GetRequest
-	50,  // 126: skiff.core.v1.PersistentVolumes.List:input_type -> skiff.meta.v1.ListOptions
-	47,  // 127: skiff.core.v1.PersistentVolumes.Update:input_type -> skiff.core.v1.PersistentVolume
-	47,  // 128: skiff.core.v1.PersistentVolumes.UpdateStatus:input_type -> skiff.core.v1.PersistentVolume
-	51,  // 129: skiff.core.v1.PersistentVolumes.Delete:input_type -> skiff.meta.v1.DeleteRequest
-	50,  // 130: skiff.core.v1.PersistentVolumes.Watch:input_type -> skiff.meta.v1.ListOptions
-	48,  // 131: skiff.core.v1.PersistentVolumeClaims.Create:input_type -> skiff.core.v1.PersistentVolumeClaim
-	49,  // 132: skiff.core.v1.PersistentVolumeClaims.Get:input_type -> skiff.meta.v1.GetRequest
-	50,  // 133: skiff.core.v1.PersistentVolumeClaims.List:input_type -> skiff.meta.v1.ListOptions
-	48,  // 134: skiff.core.v1.PersistentVolumeClaims.Update:input_type -> skiff.core.v1.PersistentVolumeClaim
-	48,  // 135: skiff.core.v1.PersistentVolumeClaims.UpdateStatus:input_type -> skiff.core.v1.PersistentVolumeClaim
-	51,  // 136: skiff.core.v1.PersistentVolumeClaims.Delete:input_type -> skiff.meta.v1.DeleteRequest
-	50,  // 137: skiff.core.v1.PersistentVolumeClaims.Watch:input_type -> skiff.meta.v1.ListOptions
-	37,  // 138: skiff.core.v1.Namespaces.Create:output_type -> skiff.core.v1.Namespace
-	37,  // 139: skiff.core.v1.Namespaces.Get:output_type -> skiff.core.v1.Namespace
-	0,   // 140: skiff.core.v1.Namespaces.List:output_type -> skiff.core.v1.NamespaceList
-	37,  // 141: skiff.core.v1.Namespaces.Update:output_type -> skiff.core.v1.Namespace
-	37,  // 142: skiff.core.v1.Namespaces.UpdateStatus:output_type -> skiff.core.v1.Namespace
-	37,  // 143: skiff.core.v1.Namespaces.Delete:output_type -> skiff.core.v1.Namespace
-	2,   // 144: skiff.core.v1.Namespaces.Watch:output_type -> skiff.core.v1.NamespaceWatchResponse
-	38,  // 145: skiff.core.v1.Pods.Create:output_type -> skiff.core.v1.Pod
-	38,  // 146: skiff.core.v1.Pods.Get:output_type -> skiff.core.v1.Pod
-	3,   // 147: skiff.core.v1.Pods.List:output_type -> skiff.core.v1.PodList
-	38,  // 148: skiff.core.v1.Pods.Update:output_type -> skiff.core.v1.Pod
-	38,  // 149: skiff.core.v1.Pods.UpdateStatus:output_type -> skiff.core.v1.Pod
-	38,  // 150: skiff.core.v1.Pods.Delete:output_type -> skiff.core.v1.Pod
-	5,   // 151: skiff.core.v1.Pods.Watch:output_type -> skiff.core.v1.PodWatchResponse
-	38,  // 152: skiff.core.v1.Pods.Bind:output_type -> skiff.core.v1.Pod
-	57,  // 153: skiff.core.v1.Pods.Logs:output_type -> skiff.core.v1.LogChunk
-	58,  // 154: skiff.core.v1.Pods.Exec:output_type -> skiff.core.v1.ExecResponse
-	58,  // 155: skiff.core.v1.Pods.Attach:output_type -> skiff.core.v1.ExecResponse
-	59,  // 156: skiff.core.v1.Pods.PortForward:output_type -> skiff.core.v1.PortForwardResponse
-	39,  // 157: skiff.core.v1.Nodes.Create:output_type -> skiff.core.v1.Node
-	39,  // 158: skiff.core.v1.Nodes.Get:output_type -> skiff.core.v1.Node
-	6,   // 159: skiff.core.v1.Nodes.List:output_type -> skiff.core.v1.NodeList
-	39,  // 160: skiff.core.v1.Nodes.Update:output_type -> skiff.core.v1.Node
-	39,  // 161: skiff.core.v1.Nodes.UpdateStatus:output_type -> skiff.core.v1.Node
-	39,  // 162: skiff.core.v1.Nodes.Delete:output_type -> skiff.core.v1.Node
-	8,   // 163: skiff.core.v1.Nodes.Watch:output_type -> skiff.core.v1.NodeWatchResponse
-	40,  // 164: skiff.core.v1.Events.Create:output_type -> skiff.core.v1.Event
-	40,  // 165: skiff.core.v1.Events.Get:output_type -> skiff.core.v1.Event
-	9,   // 166: skiff.core.v1.Events.List:output_type -> skiff.core.v1.EventList
-	40,  // 167: skiff.core.v1.Events.Update:output_type -> skiff.core.v1.Event
-	40,  // 168: skiff.core.v1.Events.UpdateStatus:output_type -> skiff.core.v1.Event
-	40,  // 169: skiff.core.v1.Events.Delete:output_type -> skiff.core.v1.Event
-	11,  // 170: skiff.core.v1.Events.Watch:output_type -> skiff.core.v1.EventWatchResponse
-	41,  // 171: skiff.core.v1.ConfigMaps.Create:output_type -> skiff.core.v1.ConfigMap
-	41,  // 172: skiff.core.v1.ConfigMaps.Get:output_type -> skiff.core.v1.ConfigMap
-	12,  // 173: skiff.core.v1.ConfigMaps.List:output_type -> skiff.core.v1.ConfigMapList
-	41,  // 174: skiff.core.v1.ConfigMaps.Update:output_type -> skiff.core.v1.ConfigMap
-	41,  // 175: skiff.core.v1.ConfigMaps.UpdateStatus:output_type -> skiff.core.v1.ConfigMap
-	41,  // 176: skiff.core.v1.ConfigMaps.Delete:output_type -> skiff.core.v1.ConfigMap
-	14,  // 177: skiff.core.v1.ConfigMaps.Watch:output_type -> skiff.core.v1.ConfigMapWatchResponse
-	42,  // 178: skiff.core.v1.Secrets.Create:output_type -> skiff.core.v1.Secret
-	42,  // 179: skiff.core.v1.Secrets.Get:output_type -> skiff.core.v1.Secret
-	15,  // 180: skiff.core.v1.Secrets.List:output_type -> skiff.core.v1.SecretList
-	42,  // 181: skiff.core.v1.Secrets.Update:output_type -> skiff.core.v1.Secret
-	42,  // 182: skiff.core.v1.Secrets.UpdateStatus:output_type -> skiff.core.v1.Secret
-	42,  // 183: skiff.core.v1.Secrets.Delete:output_type -> skiff.core.v1.Secret
-	17,  // 184: skiff.core.v1.Secrets.Watch:output_type -> skiff.core.v1.SecretWatchResponse
-	43,  // 185: skiff.core.v1.ServiceAccounts.Create:output_type -> skiff.core.v1.ServiceAccount
-	43,  // 186: skiff.core.v1.ServiceAccounts.Get:output_type -> skiff.core.v1.ServiceAccount
-	18,  // 187: skiff.core.v1.ServiceAccounts.List:output_type -> skiff.core.v1.ServiceAccountList
-	43,  // 188: skiff.core.v1.ServiceAccounts.Update:output_type -> skiff.core.v1.ServiceAccount
-	43,  // 189: skiff.core.v1.ServiceAccounts.UpdateStatus:output_type -> skiff.core.v1.ServiceAccount
-	43,  // 190: skiff.core.v1.ServiceAccounts.Delete:output_type -> skiff.core.v1.ServiceAccount
-	20,  // 191: skiff.core.v1.ServiceAccounts.Watch:output_type -> skiff.core.v1.ServiceAccountWatchResponse
-	56,  // 192: skiff.core.v1.ServiceAccounts.CreateToken:output_type -> skiff.core.v1.TokenRequest
-	44,  // 193: skiff.core.v1.LimitRanges.Create:output_type -> skiff.core.v1.LimitRange
-	44,  // 194: skiff.core.v1.LimitRanges.Get:output_type -> skiff.core.v1.LimitRange
-	21,  // 195: skiff.core.v1.LimitRanges.List:output_type -> skiff.core.v1.LimitRangeList
-	44,  // 196: skiff.core.v1.LimitRanges.Update:output_type -> skiff.core.v1.LimitRange
-	44,  // 197: skiff.core.v1.LimitRanges.UpdateStatus:output_type -> skiff.core.v1.LimitRange
-	44,  // 198: skiff.core.v1.LimitRanges.Delete:output_type -> skiff.core.v1.LimitRange
-	23,  // 199: skiff.core.v1.LimitRanges.Watch:output_type -> skiff.core.v1.LimitRangeWatchResponse
-	45,  // 200: skiff.core.v1.ResourceQuotas.Create:output_type -> skiff.core.v1.ResourceQuota
-	45,  // 201: skiff.core.v1.ResourceQuotas.Get:output_type -> skiff.core.v1.ResourceQuota
-	24,  // 202: skiff.core.v1.ResourceQuotas.List:output_type -> skiff.core.v1.ResourceQuotaList
-	45,  // 203: skiff.core.v1.ResourceQuotas.Update:output_type -> skiff.core.v1.ResourceQuota
-	45,  // 204: skiff.core.v1.ResourceQuotas.UpdateStatus:output_type -> skiff.core.v1.ResourceQuota
-	45,  // 205: skiff.core.v1.ResourceQuotas.Delete:output_type -> skiff.core.v1.ResourceQuota
-	26,  // 206: skiff.core.v1.ResourceQuotas.Watch:output_type -> skiff.core.v1.ResourceQuotaWatchResponse
-	46,  // 207: skiff.core.v1.Services.Create:output_type -> skiff.core.v1.Service
-	46,  // 208: skiff.core.v1.Services.Get:output_type -> skiff.core.v1.Service
-	27,  // 209: skiff.core.v1.Services.List:output_type -> skiff.core.v1.ServiceList
-	46,  // 210: skiff.core.v1.Services.Update:output_type -> skiff.core.v1.Service
-	46,  // 211: skiff.core.v1.Services.UpdateStatus:output_type -> skiff.core.v1.Service
-	46,  // 212: skiff.core.v1.Services.Delete:output_type -> skiff.core.v1.Service
-	29,  // 213: skiff.core.v1.Services.Watch:output_type -> skiff.core.v1.ServiceWatchResponse
-	47,  // 214: skiff.core.v1.PersistentVolumes.Create:output_type -> skiff.core.v1.PersistentVolume
-	47,  // 215: skiff.core.v1.PersistentVolumes.Get:output_type -> skiff.core.v1.PersistentVolume
-	30,  // 216: skiff.core.v1.PersistentVolumes.List:output_type -> skiff.core.v1.PersistentVolumeList
-	47,  // 217: skiff.core.v1.PersistentVolumes.Update:output_type -> skiff.core.v1.PersistentVolume
-	47,  // 218: skiff.core.v1.PersistentVolumes.UpdateStatus:output_type -> skiff.core.v1.PersistentVolume
-	47,  // 219: skiff.core.v1.PersistentVolumes.Delete:output_type -> skiff.core.v1.PersistentVolume
-	32,  // 220: skiff.core.v1.PersistentVolumes.Watch:output_type -> skiff.core.v1.PersistentVolumeWatchResponse
-	48,  // 221: skiff.core.v1.PersistentVolumeClaims.Create:output_type -> skiff.core.v1.PersistentVolumeClaim
-	48,  // 222: skiff.core.v1.PersistentVolumeClaims.Get:output_type -> skiff.core.v1.PersistentVolumeClaim
-	33,  // 223: skiff.core.v1.PersistentVolumeClaims.List:output_type -> skiff.core.v1.PersistentVolumeClaimList
-	48,  // 224: skiff.core.v1.PersistentVolumeClaims.Update:output_type -> skiff.core.v1.PersistentVolumeClaim
-	48,  // 225: skiff.core.v1.PersistentVolumeClaims.UpdateStatus:output_type -> skiff.core.v1.PersistentVolumeClaim
-	48,  // 226: skiff.core.v1.PersistentVolumeClaims.Delete:output_type -> skiff.core.v1.PersistentVolumeClaim
-	35,  // 227: skiff.core.v1.PersistentVolumeClaims.Watch:output_type -> skiff.core.v1.PersistentVolumeClaimWatchResponse
-	138, // [138:228] is the sub-list for method output_type
-	48,  // [48:138] is the sub-list for method input_type
+	56,  // 67: skiff.core.v1.Pods.Evict:input_type -> skiff.core.v1.Eviction
+	39,  // 68: skiff.core.v1.Nodes.Create:input_type -> skiff.core.v1.Node
+	49,  // 69: skiff.core.v1.Nodes.Get:input_type -> skiff.meta.v1.GetRequest
+	50,  // 70: skiff.core.v1.Nodes.List:input_type -> skiff.meta.v1.ListOptions
+	39,  // 71: skiff.core.v1.Nodes.Update:input_type -> skiff.core.v1.Node
+	39,  // 72: skiff.core.v1.Nodes.UpdateStatus:input_type -> skiff.core.v1.Node
+	51,  // 73: skiff.core.v1.Nodes.Delete:input_type -> skiff.meta.v1.DeleteRequest
+	50,  // 74: skiff.core.v1.Nodes.Watch:input_type -> skiff.meta.v1.ListOptions
+	40,  // 75: skiff.core.v1.Events.Create:input_type -> skiff.core.v1.Event
+	49,  // 76: skiff.core.v1.Events.Get:input_type -> skiff.meta.v1.GetRequest
+	50,  // 77: skiff.core.v1.Events.List:input_type -> skiff.meta.v1.ListOptions
+	40,  // 78: skiff.core.v1.Events.Update:input_type -> skiff.core.v1.Event
+	40,  // 79: skiff.core.v1.Events.UpdateStatus:input_type -> skiff.core.v1.Event
+	51,  // 80: skiff.core.v1.Events.Delete:input_type -> skiff.meta.v1.DeleteRequest
+	50,  // 81: skiff.core.v1.Events.Watch:input_type -> skiff.meta.v1.ListOptions
+	41,  // 82: skiff.core.v1.ConfigMaps.Create:input_type -> skiff.core.v1.ConfigMap
+	49,  // 83: skiff.core.v1.ConfigMaps.Get:input_type -> skiff.meta.v1.GetRequest
+	50,  // 84: skiff.core.v1.ConfigMaps.List:input_type -> skiff.meta.v1.ListOptions
+	41,  // 85: skiff.core.v1.ConfigMaps.Update:input_type -> skiff.core.v1.ConfigMap
+	41,  // 86: skiff.core.v1.ConfigMaps.UpdateStatus:input_type -> skiff.core.v1.ConfigMap
+	51,  // 87: skiff.core.v1.ConfigMaps.Delete:input_type -> skiff.meta.v1.DeleteRequest
+	50,  // 88: skiff.core.v1.ConfigMaps.Watch:input_type -> skiff.meta.v1.ListOptions
+	42,  // 89: skiff.core.v1.Secrets.Create:input_type -> skiff.core.v1.Secret
+	49,  // 90: skiff.core.v1.Secrets.Get:input_type -> skiff.meta.v1.GetRequest
+	50,  // 91: skiff.core.v1.Secrets.List:input_type -> skiff.meta.v1.ListOptions
+	42,  // 92: skiff.core.v1.Secrets.Update:input_type -> skiff.core.v1.Secret
+	42,  // 93: skiff.core.v1.Secrets.UpdateStatus:input_type -> skiff.core.v1.Secret
+	51,  // 94: skiff.core.v1.Secrets.Delete:input_type -> skiff.meta.v1.DeleteRequest
+	50,  // 95: skiff.core.v1.Secrets.Watch:input_type -> skiff.meta.v1.ListOptions
+	43,  // 96: skiff.core.v1.ServiceAccounts.Create:input_type -> skiff.core.v1.ServiceAccount
+	49,  // 97: skiff.core.v1.ServiceAccounts.Get:input_type -> skiff.meta.v1.GetRequest
+	50,  // 98: skiff.core.v1.ServiceAccounts.List:input_type -> skiff.meta.v1.ListOptions
+	43,  // 99: skiff.core.v1.ServiceAccounts.Update:input_type -> skiff.core.v1.ServiceAccount
+	43,  // 100: skiff.core.v1.ServiceAccounts.UpdateStatus:input_type -> skiff.core.v1.ServiceAccount
+	51,  // 101: skiff.core.v1.ServiceAccounts.Delete:input_type -> skiff.meta.v1.DeleteRequest
+	50,  // 102: skiff.core.v1.ServiceAccounts.Watch:input_type -> skiff.meta.v1.ListOptions
+	57,  // 103: skiff.core.v1.ServiceAccounts.CreateToken:input_type -> skiff.core.v1.TokenRequest
+	44,  // 104: skiff.core.v1.LimitRanges.Create:input_type -> skiff.core.v1.LimitRange
+	49,  // 105: skiff.core.v1.LimitRanges.Get:input_type -> skiff.meta.v1.GetRequest
+	50,  // 106: skiff.core.v1.LimitRanges.List:input_type -> skiff.meta.v1.ListOptions
+	44,  // 107: skiff.core.v1.LimitRanges.Update:input_type -> skiff.core.v1.LimitRange
+	44,  // 108: skiff.core.v1.LimitRanges.UpdateStatus:input_type -> skiff.core.v1.LimitRange
+	51,  // 109: skiff.core.v1.LimitRanges.Delete:input_type -> skiff.meta.v1.DeleteRequest
+	50,  // 110: skiff.core.v1.LimitRanges.Watch:input_type -> skiff.meta.v1.ListOptions
+	45,  // 111: skiff.core.v1.ResourceQuotas.Create:input_type -> skiff.core.v1.ResourceQuota
+	49,  // 112: skiff.core.v1.ResourceQuotas.Get:input_type -> skiff.meta.v1.GetRequest
+	50,  // 113: skiff.core.v1.ResourceQuotas.List:input_type -> skiff.meta.v1.ListOptions
+	45,  // 114: skiff.core.v1.ResourceQuotas.Update:input_type -> skiff.core.v1.ResourceQuota
+	45,  // 115: skiff.core.v1.ResourceQuotas.UpdateStatus:input_type -> skiff.core.v1.ResourceQuota
+	51,  // 116: skiff.core.v1.ResourceQuotas.Delete:input_type -> skiff.meta.v1.DeleteRequest
+	50,  // 117: skiff.core.v1.ResourceQuotas.Watch:input_type -> skiff.meta.v1.ListOptions
+	46,  // 118: skiff.core.v1.Services.Create:input_type -> skiff.core.v1.Service
+	49,  // 119: skiff.core.v1.Services.Get:input_type -> skiff.meta.v1.GetRequest
+	50,  // 120: skiff.core.v1.Services.List:input_type -> skiff.meta.v1.ListOptions
+	46,  // 121: skiff.core.v1.Services.Update:input_type -> skiff.core.v1.Service
+	46,  // 122: skiff.core.v1.Services.UpdateStatus:input_type -> skiff.core.v1.Service
+	51,  // 123: skiff.core.v1.Services.Delete:input_type -> skiff.meta.v1.DeleteRequest
+	50,  // 124: skiff.core.v1.Services.Watch:input_type -> skiff.meta.v1.ListOptions
+	47,  // 125: skiff.core.v1.PersistentVolumes.Create:input_type -> skiff.core.v1.PersistentVolume
+	49,  // 126: skiff.core.v1.PersistentVolumes.Get:input_type -> skiff.meta.v1.GetRequest
+	50,  // 127: skiff.core.v1.PersistentVolumes.List:input_type -> skiff.meta.v1.ListOptions
+	47,  // 128: skiff.core.v1.PersistentVolumes.Update:input_type -> skiff.core.v1.PersistentVolume
+	47,  // 129: skiff.core.v1.PersistentVolumes.UpdateStatus:input_type -> skiff.core.v1.PersistentVolume
+	51,  // 130: skiff.core.v1.PersistentVolumes.Delete:input_type -> skiff.meta.v1.DeleteRequest
+	50,  // 131: skiff.core.v1.PersistentVolumes.Watch:input_type -> skiff.meta.v1.ListOptions
+	48,  // 132: skiff.core.v1.PersistentVolumeClaims.Create:input_type -> skiff.core.v1.PersistentVolumeClaim
+	49,  // 133: skiff.core.v1.PersistentVolumeClaims.Get:input_type -> skiff.meta.v1.GetRequest
+	50,  // 134: skiff.core.v1.PersistentVolumeClaims.List:input_type -> skiff.meta.v1.ListOptions
+	48,  // 135: skiff.core.v1.PersistentVolumeClaims.Update:input_type -> skiff.core.v1.PersistentVolumeClaim
+	48,  // 136: skiff.core.v1.PersistentVolumeClaims.UpdateStatus:input_type -> skiff.core.v1.PersistentVolumeClaim
+	51,  // 137: skiff.core.v1.PersistentVolumeClaims.Delete:input_type -> skiff.meta.v1.DeleteRequest
+	50,  // 138: skiff.core.v1.PersistentVolumeClaims.Watch:input_type -> skiff.meta.v1.ListOptions
+	37,  // 139: skiff.core.v1.Namespaces.Create:output_type -> skiff.core.v1.Namespace
+	37,  // 140: skiff.core.v1.Namespaces.Get:output_type -> skiff.core.v1.Namespace
+	0,   // 141: skiff.core.v1.Namespaces.List:output_type -> skiff.core.v1.NamespaceList
+	37,  // 142: skiff.core.v1.Namespaces.Update:output_type -> skiff.core.v1.Namespace
+	37,  // 143: skiff.core.v1.Namespaces.UpdateStatus:output_type -> skiff.core.v1.Namespace
+	37,  // 144: skiff.core.v1.Namespaces.Delete:output_type -> skiff.core.v1.Namespace
+	2,   // 145: skiff.core.v1.Namespaces.Watch:output_type -> skiff.core.v1.NamespaceWatchResponse
+	38,  // 146: skiff.core.v1.Pods.Create:output_type -> skiff.core.v1.Pod
+	38,  // 147: skiff.core.v1.Pods.Get:output_type -> skiff.core.v1.Pod
+	3,   // 148: skiff.core.v1.Pods.List:output_type -> skiff.core.v1.PodList
+	38,  // 149: skiff.core.v1.Pods.Update:output_type -> skiff.core.v1.Pod
+	38,  // 150: skiff.core.v1.Pods.UpdateStatus:output_type -> skiff.core.v1.Pod
+	38,  // 151: skiff.core.v1.Pods.Delete:output_type -> skiff.core.v1.Pod
+	5,   // 152: skiff.core.v1.Pods.Watch:output_type -> skiff.core.v1.PodWatchResponse
+	38,  // 153: skiff.core.v1.Pods.Bind:output_type -> skiff.core.v1.Pod
+	58,  // 154: skiff.core.v1.Pods.Logs:output_type -> skiff.core.v1.LogChunk
+	59,  // 155: skiff.core.v1.Pods.Exec:output_type -> skiff.core.v1.ExecResponse
+	59,  // 156: skiff.core.v1.Pods.Attach:output_type -> skiff.core.v1.ExecResponse
+	60,  // 157: skiff.core.v1.Pods.PortForward:output_type -> skiff.core.v1.PortForwardResponse
+	61,  // 158: skiff.core.v1.Pods.Evict:output_type -> skiff.meta.v1.Status
+	39,  // 159: skiff.core.v1.Nodes.Create:output_type -> skiff.core.v1.Node
+	39,  // 160: skiff.core.v1.Nodes.Get:output_type -> skiff.core.v1.Node
+	6,   // 161: skiff.core.v1.Nodes.List:output_type -> skiff.core.v1.NodeList
+	39,  // 162: skiff.core.v1.Nodes.Update:output_type -> skiff.core.v1.Node
+	39,  // 163: skiff.core.v1.Nodes.UpdateStatus:output_type -> skiff.core.v1.Node
+	39,  // 164: skiff.core.v1.Nodes.Delete:output_type -> skiff.core.v1.Node
+	8,   // 165: skiff.core.v1.Nodes.Watch:output_type -> skiff.core.v1.NodeWatchResponse
+	40,  // 166: skiff.core.v1.Events.Create:output_type -> skiff.core.v1.Event
+	40,  // 167: skiff.core.v1.Events.Get:output_type -> skiff.core.v1.Event
+	9,   // 168: skiff.core.v1.Events.List:output_type -> skiff.core.v1.EventList
+	40,  // 169: skiff.core.v1.Events.Update:output_type -> skiff.core.v1.Event
+	40,  // 170: skiff.core.v1.Events.UpdateStatus:output_type -> skiff.core.v1.Event
+	40,  // 171: skiff.core.v1.Events.Delete:output_type -> skiff.core.v1.Event
+	11,  // 172: skiff.core.v1.Events.Watch:output_type -> skiff.core.v1.EventWatchResponse
+	41,  // 173: skiff.core.v1.ConfigMaps.Create:output_type -> skiff.core.v1.ConfigMap
+	41,  // 174: skiff.core.v1.ConfigMaps.Get:output_type -> skiff.core.v1.ConfigMap
+	12,  // 175: skiff.core.v1.ConfigMaps.List:output_type -> skiff.core.v1.ConfigMapList
+	41,  // 176: skiff.core.v1.ConfigMaps.Update:output_type -> skiff.core.v1.ConfigMap
+	41,  // 177: skiff.core.v1.ConfigMaps.UpdateStatus:output_type -> skiff.core.v1.ConfigMap
+	41,  // 178: skiff.core.v1.ConfigMaps.Delete:output_type -> skiff.core.v1.ConfigMap
+	14,  // 179: skiff.core.v1.ConfigMaps.Watch:output_type -> skiff.core.v1.ConfigMapWatchResponse
+	42,  // 180: skiff.core.v1.Secrets.Create:output_type -> skiff.core.v1.Secret
+	42,  // 181: skiff.core.v1.Secrets.Get:output_type -> skiff.core.v1.Secret
+	15,  // 182: skiff.core.v1.Secrets.List:output_type -> skiff.core.v1.SecretList
+	42,  // 183: skiff.core.v1.Secrets.Update:output_type -> skiff.core.v1.Secret
+	42,  // 184: skiff.core.v1.Secrets.UpdateStatus:output_type -> skiff.core.v1.Secret
+	42,  // 185: skiff.core.v1.Secrets.Delete:output_type -> skiff.core.v1.Secret
+	17,  // 186: skiff.core.v1.Secrets.Watch:output_type -> skiff.core.v1.SecretWatchResponse
+	43,  // 187: skiff.core.v1.ServiceAccounts.Create:output_type -> skiff.core.v1.ServiceAccount
+	43,  // 188: skiff.core.v1.ServiceAccounts.Get:output_type -> skiff.core.v1.ServiceAccount
+	18,  // 189: skiff.core.v1.ServiceAccounts.List:output_type -> skiff.core.v1.ServiceAccountList
+	43,  // 190: skiff.core.v1.ServiceAccounts.Update:output_type -> skiff.core.v1.ServiceAccount
+	43,  // 191: skiff.core.v1.ServiceAccounts.UpdateStatus:output_type -> skiff.core.v1.ServiceAccount
+	43,  // 192: skiff.core.v1.ServiceAccounts.Delete:output_type -> skiff.core.v1.ServiceAccount
+	20,  // 193: skiff.core.v1.ServiceAccounts.Watch:output_type -> skiff.core.v1.ServiceAccountWatchResponse
+	57,  // 194: skiff.core.v1.ServiceAccounts.CreateToken:output_type -> skiff.core.v1.TokenRequest
+	44,  // 195: skiff.core.v1.LimitRanges.Create:output_type -> skiff.core.v1.LimitRange
+	44,  // 196: skiff.core.v1.LimitRanges.Get:output_type -> skiff.core.v1.LimitRange
+	21,  // 197: skiff.core.v1.LimitRanges.List:output_type -> skiff.core.v1.LimitRangeList
+	44,  // 198: skiff.core.v1.LimitRanges.Update:output_type -> skiff.core.v1.LimitRange
+	44,  // 199: skiff.core.v1.LimitRanges.UpdateStatus:output_type -> skiff.core.v1.LimitRange
+	44,  // 200: skiff.core.v1.LimitRanges.Delete:output_type -> skiff.core.v1.LimitRange
+	23,  // 201: skiff.core.v1.LimitRanges.Watch:output_type -> skiff.core.v1.LimitRangeWatchResponse
+	45,  // 202: skiff.core.v1.ResourceQuotas.Create:output_type -> skiff.core.v1.ResourceQuota
+	45,  // 203: skiff.core.v1.ResourceQuotas.Get:output_type -> skiff.core.v1.ResourceQuota
+	24,  // 204: skiff.core.v1.ResourceQuotas.List:output_type -> skiff.core.v1.ResourceQuotaList
+	45,  // 205: skiff.core.v1.ResourceQuotas.Update:output_type -> skiff.core.v1.ResourceQuota
+	45,  // 206: skiff.core.v1.ResourceQuotas.UpdateStatus:output_type -> skiff.core.v1.ResourceQuota
+	45,  // 207: skiff.core.v1.ResourceQuotas.Delete:output_type -> skiff.core.v1.ResourceQuota
+	26,  // 208: skiff.core.v1.ResourceQuotas.Watch:output_type -> skiff.core.v1.ResourceQuotaWatchResponse
+	46,  // 209: skiff.core.v1.Services.Create:output_type -> skiff.core.v1.Service
+	46,  // 210: skiff.core.v1.Services.Get:output_type -> skiff.core.v1.Service
+	27,  // 211: skiff.core.v1.Services.List:output_type -> skiff.core.v1.ServiceList
+	46,  // 212: skiff.core.v1.Services.Update:output_type -> skiff.core.v1.Service
+	46,  // 213: skiff.core.v1.Services.UpdateStatus:output_type -> skiff.core.v1.Service
+	46,  // 214: skiff.core.v1.Services.Delete:output_type -> skiff.core.v1.Service
+	29,  // 215: skiff.core.v1.Services.Watch:output_type -> skiff.core.v1.ServiceWatchResponse
+	47,  // 216: skiff.core.v1.PersistentVolumes.Create:output_type -> skiff.core.v1.PersistentVolume
+	47,  // 217: skiff.core.v1.PersistentVolumes.Get:output_type -> skiff.core.v1.PersistentVolume
+	30,  // 218: skiff.core.v1.PersistentVolumes.List:output_type -> skiff.core.v1.PersistentVolumeList
+	47,  // 219: skiff.core.v1.PersistentVolumes.Update:output_type -> skiff.core.v1.PersistentVolume
+	47,  // 220: skiff.core.v1.PersistentVolumes.UpdateStatus:output_type -> skiff.core.v1.PersistentVolume
+	47,  // 221: skiff.core.v1.PersistentVolumes.Delete:output_type -> skiff.core.v1.PersistentVolume
+	32,  // 222: skiff.core.v1.PersistentVolumes.Watch:output_type -> skiff.core.v1.PersistentVolumeWatchResponse
+	48,  // 223: skiff.core.v1.PersistentVolumeClaims.Create:output_type -> skiff.core.v1.PersistentVolumeClaim
+	48,  // 224: skiff.core.v1.PersistentVolumeClaims.Get:output_type -> skiff.core.v1.PersistentVolumeClaim
+	33,  // 225: skiff.core.v1.PersistentVolumeClaims.List:output_type -> skiff.core.v1.PersistentVolumeClaimList
+	48,  // 226: skiff.core.v1.PersistentVolumeClaims.Update:output_type -> skiff.core.v1.PersistentVolumeClaim
+	48,  // 227: skiff.core.v1.PersistentVolumeClaims.UpdateStatus:output_type -> skiff.core.v1.PersistentVolumeClaim
+	48,  // 228: skiff.core.v1.PersistentVolumeClaims.Delete:output_type -> skiff.core.v1.PersistentVolumeClaim
+	35,  // 229: skiff.core.v1.PersistentVolumeClaims.Watch:output_type -> skiff.core.v1.PersistentVolumeClaimWatchResponse
+	139, // [139:230] is the sub-list for method output_type
+	48,  // [48:139] is the sub-list for method input_type
 	48,  // [48:48] is the sub-list for extension type_name
 	48,  // [48:48] is the sub-list for extension extendee
 	0,   // [0:48] is the sub-list for field type_name

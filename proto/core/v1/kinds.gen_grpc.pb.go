@@ -374,6 +374,7 @@ const (
 	Pods_Exec_FullMethodName         = "/skiff.core.v1.Pods/Exec"
 	Pods_Attach_FullMethodName       = "/skiff.core.v1.Pods/Attach"
 	Pods_PortForward_FullMethodName  = "/skiff.core.v1.Pods/PortForward"
+	Pods_Evict_FullMethodName        = "/skiff.core.v1.Pods/Evict"
 )
 
 // PodsClient is the client API for Pods service.
@@ -399,6 +400,8 @@ type PodsClient interface {
 	Attach(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ExecRequest, ExecResponse], error)
 	// PortForward carries one TCP connection to a port of the pod.
 	PortForward(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[PortForwardRequest, PortForwardResponse], error)
+	// Evict deletes the pod (metadata names it) if its PodDisruptionBudgets allow.
+	Evict(ctx context.Context, in *Eviction, opts ...grpc.CallOption) (*v1.Status, error)
 }
 
 type podsClient struct {
@@ -556,6 +559,16 @@ func (c *podsClient) PortForward(ctx context.Context, opts ...grpc.CallOption) (
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Pods_PortForwardClient = grpc.BidiStreamingClient[PortForwardRequest, PortForwardResponse]
 
+func (c *podsClient) Evict(ctx context.Context, in *Eviction, opts ...grpc.CallOption) (*v1.Status, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(v1.Status)
+	err := c.cc.Invoke(ctx, Pods_Evict_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // PodsServer is the server API for Pods service.
 // All implementations should embed UnimplementedPodsServer
 // for forward compatibility.
@@ -579,6 +592,8 @@ type PodsServer interface {
 	Attach(grpc.BidiStreamingServer[ExecRequest, ExecResponse]) error
 	// PortForward carries one TCP connection to a port of the pod.
 	PortForward(grpc.BidiStreamingServer[PortForwardRequest, PortForwardResponse]) error
+	// Evict deletes the pod (metadata names it) if its PodDisruptionBudgets allow.
+	Evict(context.Context, *Eviction) (*v1.Status, error)
 }
 
 // UnimplementedPodsServer should be embedded to have
@@ -623,6 +638,9 @@ func (UnimplementedPodsServer) Attach(grpc.BidiStreamingServer[ExecRequest, Exec
 }
 func (UnimplementedPodsServer) PortForward(grpc.BidiStreamingServer[PortForwardRequest, PortForwardResponse]) error {
 	return status.Error(codes.Unimplemented, "method PortForward not implemented")
+}
+func (UnimplementedPodsServer) Evict(context.Context, *Eviction) (*v1.Status, error) {
+	return nil, status.Error(codes.Unimplemented, "method Evict not implemented")
 }
 func (UnimplementedPodsServer) testEmbeddedByValue() {}
 
@@ -813,6 +831,24 @@ func _Pods_PortForward_Handler(srv interface{}, stream grpc.ServerStream) error 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Pods_PortForwardServer = grpc.BidiStreamingServer[PortForwardRequest, PortForwardResponse]
 
+func _Pods_Evict_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(Eviction)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PodsServer).Evict(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Pods_Evict_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PodsServer).Evict(ctx, req.(*Eviction))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Pods_ServiceDesc is the grpc.ServiceDesc for Pods service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -847,6 +883,10 @@ var Pods_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Bind",
 			Handler:    _Pods_Bind_Handler,
+		},
+		{
+			MethodName: "Evict",
+			Handler:    _Pods_Evict_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -8261,6 +8261,147 @@ func (x *TopologySelectorLabelRequirement) GetValues() []string {
 	return nil
 }
 
+// Eviction is the body of a pod's eviction subresource (Kubernetes'
+// policy/v1 Eviction): delete the pod metadata names if the
+// PodDisruptionBudgets that select it allow.
+type Eviction struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ApiVersion    string                 `protobuf:"bytes,1,opt,name=api_version,json=apiVersion,proto3" json:"api_version,omitempty"`
+	Kind          string                 `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	Metadata      *v1.ObjectMeta         `protobuf:"bytes,3,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	DeleteOptions *DeleteOptions         `protobuf:"bytes,4,opt,name=delete_options,json=deleteOptions,proto3" json:"delete_options,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Eviction) Reset() {
+	*x = Eviction{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[117]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Eviction) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Eviction) ProtoMessage() {}
+
+func (x *Eviction) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[117]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Eviction.ProtoReflect.Descriptor instead.
+func (*Eviction) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{117}
+}
+
+func (x *Eviction) GetApiVersion() string {
+	if x != nil {
+		return x.ApiVersion
+	}
+	return ""
+}
+
+func (x *Eviction) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *Eviction) GetMetadata() *v1.ObjectMeta {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+func (x *Eviction) GetDeleteOptions() *DeleteOptions {
+	if x != nil {
+		return x.DeleteOptions
+	}
+	return nil
+}
+
+// DeleteOptions are Kubernetes' options of a deletion.
+type DeleteOptions struct {
+	state              protoimpl.MessageState `protogen:"open.v1"`
+	GracePeriodSeconds *int64                 `protobuf:"varint,1,opt,name=grace_period_seconds,json=gracePeriodSeconds,proto3,oneof" json:"grace_period_seconds,omitempty"`
+	Preconditions      *v1.Preconditions      `protobuf:"bytes,2,opt,name=preconditions,proto3" json:"preconditions,omitempty"`
+	// PropagationPolicy is Orphan, Background or Foreground.
+	PropagationPolicy *string  `protobuf:"bytes,3,opt,name=propagation_policy,json=propagationPolicy,proto3,oneof" json:"propagation_policy,omitempty"`
+	DryRun            []string `protobuf:"bytes,4,rep,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *DeleteOptions) Reset() {
+	*x = DeleteOptions{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[118]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteOptions) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteOptions) ProtoMessage() {}
+
+func (x *DeleteOptions) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[118]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteOptions.ProtoReflect.Descriptor instead.
+func (*DeleteOptions) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{118}
+}
+
+func (x *DeleteOptions) GetGracePeriodSeconds() int64 {
+	if x != nil && x.GracePeriodSeconds != nil {
+		return *x.GracePeriodSeconds
+	}
+	return 0
+}
+
+func (x *DeleteOptions) GetPreconditions() *v1.Preconditions {
+	if x != nil {
+		return x.Preconditions
+	}
+	return nil
+}
+
+func (x *DeleteOptions) GetPropagationPolicy() string {
+	if x != nil && x.PropagationPolicy != nil {
+		return *x.PropagationPolicy
+	}
+	return ""
+}
+
+func (x *DeleteOptions) GetDryRun() []string {
+	if x != nil {
+		return x.DryRun
+	}
+	return nil
+}
+
 var File_skiff_core_v1_types_proto protoreflect.FileDescriptor
 
 const file_skiff_core_v1_types_proto_rawDesc = "" +
@@ -9085,7 +9226,20 @@ const file_skiff_core_v1_types_proto_rawDesc = "" +
 	"\x17match_label_expressions\x18\x01 \x03(\v2/.skiff.core.v1.TopologySelectorLabelRequirementR\x15matchLabelExpressions\"L\n" +
 	" TopologySelectorLabelRequirement\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x16\n" +
-	"\x06values\x18\x02 \x03(\tR\x06valuesB Z\x1eskiff.dev/proto/core/v1;corev1b\x06proto3"
+	"\x06values\x18\x02 \x03(\tR\x06values\"\xbb\x01\n" +
+	"\bEviction\x12\x1f\n" +
+	"\vapi_version\x18\x01 \x01(\tR\n" +
+	"apiVersion\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x125\n" +
+	"\bmetadata\x18\x03 \x01(\v2\x19.skiff.meta.v1.ObjectMetaR\bmetadata\x12C\n" +
+	"\x0edelete_options\x18\x04 \x01(\v2\x1c.skiff.core.v1.DeleteOptionsR\rdeleteOptions\"\x87\x02\n" +
+	"\rDeleteOptions\x125\n" +
+	"\x14grace_period_seconds\x18\x01 \x01(\x03H\x00R\x12gracePeriodSeconds\x88\x01\x01\x12B\n" +
+	"\rpreconditions\x18\x02 \x01(\v2\x1c.skiff.meta.v1.PreconditionsR\rpreconditions\x122\n" +
+	"\x12propagation_policy\x18\x03 \x01(\tH\x01R\x11propagationPolicy\x88\x01\x01\x12\x17\n" +
+	"\adry_run\x18\x04 \x03(\tR\x06dryRunB\x17\n" +
+	"\x15_grace_period_secondsB\x15\n" +
+	"\x13_propagation_policyB Z\x1eskiff.dev/proto/core/v1;corev1b\x06proto3"
 
 var (
 	file_skiff_core_v1_types_proto_rawDescOnce sync.Once
@@ -9099,7 +9253,7 @@ func file_skiff_core_v1_types_proto_rawDescGZIP() []byte {
 	return file_skiff_core_v1_types_proto_rawDescData
 }
 
-var file_skiff_core_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 139)
+var file_skiff_core_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 141)
 var file_skiff_core_v1_types_proto_goTypes = []any{
 	(*Namespace)(nil),                         // 0: skiff.core.v1.Namespace
 	(*NamespaceSpec)(nil),                     // 1: skiff.core.v1.NamespaceSpec
@@ -9218,48 +9372,51 @@ var file_skiff_core_v1_types_proto_goTypes = []any{
 	(*PersistentVolumeClaimCondition)(nil),    // 114: skiff.core.v1.PersistentVolumeClaimCondition
 	(*TopologySelectorTerm)(nil),              // 115: skiff.core.v1.TopologySelectorTerm
 	(*TopologySelectorLabelRequirement)(nil),  // 116: skiff.core.v1.TopologySelectorLabelRequirement
-	nil,                                       // 117: skiff.core.v1.PodSpec.NodeSelectorEntry
-	nil,                                       // 118: skiff.core.v1.ResourceRequirements.LimitsEntry
-	nil,                                       // 119: skiff.core.v1.ResourceRequirements.RequestsEntry
-	nil,                                       // 120: skiff.core.v1.NodeStatus.CapacityEntry
-	nil,                                       // 121: skiff.core.v1.NodeStatus.AllocatableEntry
-	nil,                                       // 122: skiff.core.v1.ConfigMap.DataEntry
-	nil,                                       // 123: skiff.core.v1.ConfigMap.BinaryDataEntry
-	nil,                                       // 124: skiff.core.v1.Secret.DataEntry
-	nil,                                       // 125: skiff.core.v1.Secret.StringDataEntry
-	nil,                                       // 126: skiff.core.v1.LimitRangeItem.MaxEntry
-	nil,                                       // 127: skiff.core.v1.LimitRangeItem.MinEntry
-	nil,                                       // 128: skiff.core.v1.LimitRangeItem.DefaultEntry
-	nil,                                       // 129: skiff.core.v1.LimitRangeItem.DefaultRequestEntry
-	nil,                                       // 130: skiff.core.v1.LimitRangeItem.MaxLimitRequestRatioEntry
-	nil,                                       // 131: skiff.core.v1.ResourceQuotaSpec.HardEntry
-	nil,                                       // 132: skiff.core.v1.ResourceQuotaStatus.HardEntry
-	nil,                                       // 133: skiff.core.v1.ResourceQuotaStatus.UsedEntry
-	nil,                                       // 134: skiff.core.v1.ServiceSpec.SelectorEntry
-	nil,                                       // 135: skiff.core.v1.PersistentVolumeSpec.CapacityEntry
-	nil,                                       // 136: skiff.core.v1.VolumeResourceRequirements.LimitsEntry
-	nil,                                       // 137: skiff.core.v1.VolumeResourceRequirements.RequestsEntry
-	nil,                                       // 138: skiff.core.v1.PersistentVolumeClaimStatus.CapacityEntry
-	(*v1.ObjectMeta)(nil),                     // 139: skiff.meta.v1.ObjectMeta
-	(*v1.Condition)(nil),                      // 140: skiff.meta.v1.Condition
-	(*v1.IntOrString)(nil),                    // 141: skiff.meta.v1.IntOrString
-	(*v1.LabelSelector)(nil),                  // 142: skiff.meta.v1.LabelSelector
-	(*timestamppb.Timestamp)(nil),             // 143: google.protobuf.Timestamp
+	(*Eviction)(nil),                          // 117: skiff.core.v1.Eviction
+	(*DeleteOptions)(nil),                     // 118: skiff.core.v1.DeleteOptions
+	nil,                                       // 119: skiff.core.v1.PodSpec.NodeSelectorEntry
+	nil,                                       // 120: skiff.core.v1.ResourceRequirements.LimitsEntry
+	nil,                                       // 121: skiff.core.v1.ResourceRequirements.RequestsEntry
+	nil,                                       // 122: skiff.core.v1.NodeStatus.CapacityEntry
+	nil,                                       // 123: skiff.core.v1.NodeStatus.AllocatableEntry
+	nil,                                       // 124: skiff.core.v1.ConfigMap.DataEntry
+	nil,                                       // 125: skiff.core.v1.ConfigMap.BinaryDataEntry
+	nil,                                       // 126: skiff.core.v1.Secret.DataEntry
+	nil,                                       // 127: skiff.core.v1.Secret.StringDataEntry
+	nil,                                       // 128: skiff.core.v1.LimitRangeItem.MaxEntry
+	nil,                                       // 129: skiff.core.v1.LimitRangeItem.MinEntry
+	nil,                                       // 130: skiff.core.v1.LimitRangeItem.DefaultEntry
+	nil,                                       // 131: skiff.core.v1.LimitRangeItem.DefaultRequestEntry
+	nil,                                       // 132: skiff.core.v1.LimitRangeItem.MaxLimitRequestRatioEntry
+	nil,                                       // 133: skiff.core.v1.ResourceQuotaSpec.HardEntry
+	nil,                                       // 134: skiff.core.v1.ResourceQuotaStatus.HardEntry
+	nil,                                       // 135: skiff.core.v1.ResourceQuotaStatus.UsedEntry
+	nil,                                       // 136: skiff.core.v1.ServiceSpec.SelectorEntry
+	nil,                                       // 137: skiff.core.v1.PersistentVolumeSpec.CapacityEntry
+	nil,                                       // 138: skiff.core.v1.VolumeResourceRequirements.LimitsEntry
+	nil,                                       // 139: skiff.core.v1.VolumeResourceRequirements.RequestsEntry
+	nil,                                       // 140: skiff.core.v1.PersistentVolumeClaimStatus.CapacityEntry
+	(*v1.ObjectMeta)(nil),                     // 141: skiff.meta.v1.ObjectMeta
+	(*v1.Condition)(nil),                      // 142: skiff.meta.v1.Condition
+	(*v1.IntOrString)(nil),                    // 143: skiff.meta.v1.IntOrString
+	(*v1.LabelSelector)(nil),                  // 144: skiff.meta.v1.LabelSelector
+	(*timestamppb.Timestamp)(nil),             // 145: google.protobuf.Timestamp
+	(*v1.Preconditions)(nil),                  // 146: skiff.meta.v1.Preconditions
 }
 var file_skiff_core_v1_types_proto_depIdxs = []int32{
-	139, // 0: skiff.core.v1.Namespace.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	141, // 0: skiff.core.v1.Namespace.metadata:type_name -> skiff.meta.v1.ObjectMeta
 	1,   // 1: skiff.core.v1.Namespace.spec:type_name -> skiff.core.v1.NamespaceSpec
 	2,   // 2: skiff.core.v1.Namespace.status:type_name -> skiff.core.v1.NamespaceStatus
-	140, // 3: skiff.core.v1.NamespaceStatus.conditions:type_name -> skiff.meta.v1.Condition
-	139, // 4: skiff.core.v1.Pod.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	142, // 3: skiff.core.v1.NamespaceStatus.conditions:type_name -> skiff.meta.v1.Condition
+	141, // 4: skiff.core.v1.Pod.metadata:type_name -> skiff.meta.v1.ObjectMeta
 	5,   // 5: skiff.core.v1.Pod.spec:type_name -> skiff.core.v1.PodSpec
 	52,  // 6: skiff.core.v1.Pod.status:type_name -> skiff.core.v1.PodStatus
-	139, // 7: skiff.core.v1.PodTemplateSpec.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	141, // 7: skiff.core.v1.PodTemplateSpec.metadata:type_name -> skiff.meta.v1.ObjectMeta
 	5,   // 8: skiff.core.v1.PodTemplateSpec.spec:type_name -> skiff.core.v1.PodSpec
 	24,  // 9: skiff.core.v1.PodSpec.volumes:type_name -> skiff.core.v1.Volume
 	11,  // 10: skiff.core.v1.PodSpec.init_containers:type_name -> skiff.core.v1.Container
 	11,  // 11: skiff.core.v1.PodSpec.containers:type_name -> skiff.core.v1.Container
-	117, // 12: skiff.core.v1.PodSpec.node_selector:type_name -> skiff.core.v1.PodSpec.NodeSelectorEntry
+	119, // 12: skiff.core.v1.PodSpec.node_selector:type_name -> skiff.core.v1.PodSpec.NodeSelectorEntry
 	44,  // 13: skiff.core.v1.PodSpec.affinity:type_name -> skiff.core.v1.Affinity
 	50,  // 14: skiff.core.v1.PodSpec.tolerations:type_name -> skiff.core.v1.Toleration
 	51,  // 15: skiff.core.v1.PodSpec.topology_spread_constraints:type_name -> skiff.core.v1.TopologySpreadConstraint
@@ -9283,8 +9440,8 @@ var file_skiff_core_v1_types_proto_depIdxs = []int32{
 	15,  // 33: skiff.core.v1.EnvVarSource.secret_key_ref:type_name -> skiff.core.v1.SecretKeySelector
 	21,  // 34: skiff.core.v1.EnvFromSource.config_map_ref:type_name -> skiff.core.v1.ConfigMapEnvSource
 	20,  // 35: skiff.core.v1.EnvFromSource.secret_ref:type_name -> skiff.core.v1.SecretEnvSource
-	118, // 36: skiff.core.v1.ResourceRequirements.limits:type_name -> skiff.core.v1.ResourceRequirements.LimitsEntry
-	119, // 37: skiff.core.v1.ResourceRequirements.requests:type_name -> skiff.core.v1.ResourceRequirements.RequestsEntry
+	120, // 36: skiff.core.v1.ResourceRequirements.limits:type_name -> skiff.core.v1.ResourceRequirements.LimitsEntry
+	121, // 37: skiff.core.v1.ResourceRequirements.requests:type_name -> skiff.core.v1.ResourceRequirements.RequestsEntry
 	35,  // 38: skiff.core.v1.Volume.empty_dir:type_name -> skiff.core.v1.EmptyDirVolumeSource
 	36,  // 39: skiff.core.v1.Volume.host_path:type_name -> skiff.core.v1.HostPathVolumeSource
 	37,  // 40: skiff.core.v1.Volume.config_map:type_name -> skiff.core.v1.ConfigMapVolumeSource
@@ -9308,9 +9465,9 @@ var file_skiff_core_v1_types_proto_depIdxs = []int32{
 	40,  // 58: skiff.core.v1.Probe.exec:type_name -> skiff.core.v1.ExecAction
 	41,  // 59: skiff.core.v1.Probe.http_get:type_name -> skiff.core.v1.HTTPGetAction
 	43,  // 60: skiff.core.v1.Probe.tcp_socket:type_name -> skiff.core.v1.TCPSocketAction
-	141, // 61: skiff.core.v1.HTTPGetAction.port:type_name -> skiff.meta.v1.IntOrString
+	143, // 61: skiff.core.v1.HTTPGetAction.port:type_name -> skiff.meta.v1.IntOrString
 	42,  // 62: skiff.core.v1.HTTPGetAction.http_headers:type_name -> skiff.core.v1.HTTPHeader
-	141, // 63: skiff.core.v1.TCPSocketAction.port:type_name -> skiff.meta.v1.IntOrString
+	143, // 63: skiff.core.v1.TCPSocketAction.port:type_name -> skiff.meta.v1.IntOrString
 	45,  // 64: skiff.core.v1.Affinity.node_affinity:type_name -> skiff.core.v1.NodeAffinity
 	46,  // 65: skiff.core.v1.NodeAffinity.required_during_scheduling_ignored_during_execution:type_name -> skiff.core.v1.NodeSelector
 	49,  // 66: skiff.core.v1.NodeAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> skiff.core.v1.PreferredSchedulingTerm
@@ -9318,31 +9475,31 @@ var file_skiff_core_v1_types_proto_depIdxs = []int32{
 	48,  // 68: skiff.core.v1.NodeSelectorTerm.match_expressions:type_name -> skiff.core.v1.NodeSelectorRequirement
 	48,  // 69: skiff.core.v1.NodeSelectorTerm.match_fields:type_name -> skiff.core.v1.NodeSelectorRequirement
 	47,  // 70: skiff.core.v1.PreferredSchedulingTerm.preference:type_name -> skiff.core.v1.NodeSelectorTerm
-	142, // 71: skiff.core.v1.TopologySpreadConstraint.label_selector:type_name -> skiff.meta.v1.LabelSelector
+	144, // 71: skiff.core.v1.TopologySpreadConstraint.label_selector:type_name -> skiff.meta.v1.LabelSelector
 	54,  // 72: skiff.core.v1.PodStatus.conditions:type_name -> skiff.core.v1.PodCondition
 	53,  // 73: skiff.core.v1.PodStatus.pod_ips:type_name -> skiff.core.v1.PodIP
-	143, // 74: skiff.core.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
+	145, // 74: skiff.core.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
 	55,  // 75: skiff.core.v1.PodStatus.init_container_statuses:type_name -> skiff.core.v1.ContainerStatus
 	55,  // 76: skiff.core.v1.PodStatus.container_statuses:type_name -> skiff.core.v1.ContainerStatus
-	143, // 77: skiff.core.v1.PodCondition.last_probe_time:type_name -> google.protobuf.Timestamp
-	143, // 78: skiff.core.v1.PodCondition.last_transition_time:type_name -> google.protobuf.Timestamp
+	145, // 77: skiff.core.v1.PodCondition.last_probe_time:type_name -> google.protobuf.Timestamp
+	145, // 78: skiff.core.v1.PodCondition.last_transition_time:type_name -> google.protobuf.Timestamp
 	56,  // 79: skiff.core.v1.ContainerStatus.state:type_name -> skiff.core.v1.ContainerState
 	56,  // 80: skiff.core.v1.ContainerStatus.last_state:type_name -> skiff.core.v1.ContainerState
 	57,  // 81: skiff.core.v1.ContainerState.waiting:type_name -> skiff.core.v1.ContainerStateWaiting
 	58,  // 82: skiff.core.v1.ContainerState.running:type_name -> skiff.core.v1.ContainerStateRunning
 	59,  // 83: skiff.core.v1.ContainerState.terminated:type_name -> skiff.core.v1.ContainerStateTerminated
-	143, // 84: skiff.core.v1.ContainerStateRunning.started_at:type_name -> google.protobuf.Timestamp
-	143, // 85: skiff.core.v1.ContainerStateTerminated.started_at:type_name -> google.protobuf.Timestamp
-	143, // 86: skiff.core.v1.ContainerStateTerminated.finished_at:type_name -> google.protobuf.Timestamp
-	139, // 87: skiff.core.v1.Binding.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	145, // 84: skiff.core.v1.ContainerStateRunning.started_at:type_name -> google.protobuf.Timestamp
+	145, // 85: skiff.core.v1.ContainerStateTerminated.started_at:type_name -> google.protobuf.Timestamp
+	145, // 86: skiff.core.v1.ContainerStateTerminated.finished_at:type_name -> google.protobuf.Timestamp
+	141, // 87: skiff.core.v1.Binding.metadata:type_name -> skiff.meta.v1.ObjectMeta
 	61,  // 88: skiff.core.v1.Binding.target:type_name -> skiff.core.v1.ObjectReference
-	139, // 89: skiff.core.v1.Node.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	141, // 89: skiff.core.v1.Node.metadata:type_name -> skiff.meta.v1.ObjectMeta
 	63,  // 90: skiff.core.v1.Node.spec:type_name -> skiff.core.v1.NodeSpec
 	65,  // 91: skiff.core.v1.Node.status:type_name -> skiff.core.v1.NodeStatus
 	64,  // 92: skiff.core.v1.NodeSpec.taints:type_name -> skiff.core.v1.Taint
-	143, // 93: skiff.core.v1.Taint.time_added:type_name -> google.protobuf.Timestamp
-	120, // 94: skiff.core.v1.NodeStatus.capacity:type_name -> skiff.core.v1.NodeStatus.CapacityEntry
-	121, // 95: skiff.core.v1.NodeStatus.allocatable:type_name -> skiff.core.v1.NodeStatus.AllocatableEntry
+	145, // 93: skiff.core.v1.Taint.time_added:type_name -> google.protobuf.Timestamp
+	122, // 94: skiff.core.v1.NodeStatus.capacity:type_name -> skiff.core.v1.NodeStatus.CapacityEntry
+	123, // 95: skiff.core.v1.NodeStatus.allocatable:type_name -> skiff.core.v1.NodeStatus.AllocatableEntry
 	77,  // 96: skiff.core.v1.NodeStatus.conditions:type_name -> skiff.core.v1.NodeCondition
 	78,  // 97: skiff.core.v1.NodeStatus.addresses:type_name -> skiff.core.v1.NodeAddress
 	79,  // 98: skiff.core.v1.NodeStatus.node_info:type_name -> skiff.core.v1.NodeSystemInfo
@@ -9352,81 +9509,84 @@ var file_skiff_core_v1_types_proto_depIdxs = []int32{
 	70,  // 102: skiff.core.v1.ExecRequest.options:type_name -> skiff.core.v1.PodExecOptions
 	72,  // 103: skiff.core.v1.ExecRequest.resize:type_name -> skiff.core.v1.TerminalSize
 	74,  // 104: skiff.core.v1.PortForwardRequest.options:type_name -> skiff.core.v1.PodPortForwardOptions
-	143, // 105: skiff.core.v1.NodeCondition.last_heartbeat_time:type_name -> google.protobuf.Timestamp
-	143, // 106: skiff.core.v1.NodeCondition.last_transition_time:type_name -> google.protobuf.Timestamp
-	139, // 107: skiff.core.v1.Event.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	145, // 105: skiff.core.v1.NodeCondition.last_heartbeat_time:type_name -> google.protobuf.Timestamp
+	145, // 106: skiff.core.v1.NodeCondition.last_transition_time:type_name -> google.protobuf.Timestamp
+	141, // 107: skiff.core.v1.Event.metadata:type_name -> skiff.meta.v1.ObjectMeta
 	61,  // 108: skiff.core.v1.Event.involved_object:type_name -> skiff.core.v1.ObjectReference
 	82,  // 109: skiff.core.v1.Event.source:type_name -> skiff.core.v1.EventSource
-	143, // 110: skiff.core.v1.Event.first_timestamp:type_name -> google.protobuf.Timestamp
-	143, // 111: skiff.core.v1.Event.last_timestamp:type_name -> google.protobuf.Timestamp
-	143, // 112: skiff.core.v1.Event.event_time:type_name -> google.protobuf.Timestamp
-	139, // 113: skiff.core.v1.ConfigMap.metadata:type_name -> skiff.meta.v1.ObjectMeta
-	122, // 114: skiff.core.v1.ConfigMap.data:type_name -> skiff.core.v1.ConfigMap.DataEntry
-	123, // 115: skiff.core.v1.ConfigMap.binary_data:type_name -> skiff.core.v1.ConfigMap.BinaryDataEntry
-	139, // 116: skiff.core.v1.Secret.metadata:type_name -> skiff.meta.v1.ObjectMeta
-	124, // 117: skiff.core.v1.Secret.data:type_name -> skiff.core.v1.Secret.DataEntry
-	125, // 118: skiff.core.v1.Secret.string_data:type_name -> skiff.core.v1.Secret.StringDataEntry
-	139, // 119: skiff.core.v1.ServiceAccount.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	145, // 110: skiff.core.v1.Event.first_timestamp:type_name -> google.protobuf.Timestamp
+	145, // 111: skiff.core.v1.Event.last_timestamp:type_name -> google.protobuf.Timestamp
+	145, // 112: skiff.core.v1.Event.event_time:type_name -> google.protobuf.Timestamp
+	141, // 113: skiff.core.v1.ConfigMap.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	124, // 114: skiff.core.v1.ConfigMap.data:type_name -> skiff.core.v1.ConfigMap.DataEntry
+	125, // 115: skiff.core.v1.ConfigMap.binary_data:type_name -> skiff.core.v1.ConfigMap.BinaryDataEntry
+	141, // 116: skiff.core.v1.Secret.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	126, // 117: skiff.core.v1.Secret.data:type_name -> skiff.core.v1.Secret.DataEntry
+	127, // 118: skiff.core.v1.Secret.string_data:type_name -> skiff.core.v1.Secret.StringDataEntry
+	141, // 119: skiff.core.v1.ServiceAccount.metadata:type_name -> skiff.meta.v1.ObjectMeta
 	61,  // 120: skiff.core.v1.ServiceAccount.secrets:type_name -> skiff.core.v1.ObjectReference
 	8,   // 121: skiff.core.v1.ServiceAccount.image_pull_secrets:type_name -> skiff.core.v1.LocalObjectReference
-	139, // 122: skiff.core.v1.TokenRequest.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	141, // 122: skiff.core.v1.TokenRequest.metadata:type_name -> skiff.meta.v1.ObjectMeta
 	87,  // 123: skiff.core.v1.TokenRequest.spec:type_name -> skiff.core.v1.TokenRequestSpec
 	89,  // 124: skiff.core.v1.TokenRequest.status:type_name -> skiff.core.v1.TokenRequestStatus
 	88,  // 125: skiff.core.v1.TokenRequestSpec.bound_object_ref:type_name -> skiff.core.v1.BoundObjectReference
-	143, // 126: skiff.core.v1.TokenRequestStatus.expiration_timestamp:type_name -> google.protobuf.Timestamp
-	139, // 127: skiff.core.v1.LimitRange.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	145, // 126: skiff.core.v1.TokenRequestStatus.expiration_timestamp:type_name -> google.protobuf.Timestamp
+	141, // 127: skiff.core.v1.LimitRange.metadata:type_name -> skiff.meta.v1.ObjectMeta
 	91,  // 128: skiff.core.v1.LimitRange.spec:type_name -> skiff.core.v1.LimitRangeSpec
 	92,  // 129: skiff.core.v1.LimitRangeSpec.limits:type_name -> skiff.core.v1.LimitRangeItem
-	126, // 130: skiff.core.v1.LimitRangeItem.max:type_name -> skiff.core.v1.LimitRangeItem.MaxEntry
-	127, // 131: skiff.core.v1.LimitRangeItem.min:type_name -> skiff.core.v1.LimitRangeItem.MinEntry
-	128, // 132: skiff.core.v1.LimitRangeItem.default:type_name -> skiff.core.v1.LimitRangeItem.DefaultEntry
-	129, // 133: skiff.core.v1.LimitRangeItem.default_request:type_name -> skiff.core.v1.LimitRangeItem.DefaultRequestEntry
-	130, // 134: skiff.core.v1.LimitRangeItem.max_limit_request_ratio:type_name -> skiff.core.v1.LimitRangeItem.MaxLimitRequestRatioEntry
-	139, // 135: skiff.core.v1.ResourceQuota.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	128, // 130: skiff.core.v1.LimitRangeItem.max:type_name -> skiff.core.v1.LimitRangeItem.MaxEntry
+	129, // 131: skiff.core.v1.LimitRangeItem.min:type_name -> skiff.core.v1.LimitRangeItem.MinEntry
+	130, // 132: skiff.core.v1.LimitRangeItem.default:type_name -> skiff.core.v1.LimitRangeItem.DefaultEntry
+	131, // 133: skiff.core.v1.LimitRangeItem.default_request:type_name -> skiff.core.v1.LimitRangeItem.DefaultRequestEntry
+	132, // 134: skiff.core.v1.LimitRangeItem.max_limit_request_ratio:type_name -> skiff.core.v1.LimitRangeItem.MaxLimitRequestRatioEntry
+	141, // 135: skiff.core.v1.ResourceQuota.metadata:type_name -> skiff.meta.v1.ObjectMeta
 	94,  // 136: skiff.core.v1.ResourceQuota.spec:type_name -> skiff.core.v1.ResourceQuotaSpec
 	95,  // 137: skiff.core.v1.ResourceQuota.status:type_name -> skiff.core.v1.ResourceQuotaStatus
-	131, // 138: skiff.core.v1.ResourceQuotaSpec.hard:type_name -> skiff.core.v1.ResourceQuotaSpec.HardEntry
-	132, // 139: skiff.core.v1.ResourceQuotaStatus.hard:type_name -> skiff.core.v1.ResourceQuotaStatus.HardEntry
-	133, // 140: skiff.core.v1.ResourceQuotaStatus.used:type_name -> skiff.core.v1.ResourceQuotaStatus.UsedEntry
-	139, // 141: skiff.core.v1.Service.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	133, // 138: skiff.core.v1.ResourceQuotaSpec.hard:type_name -> skiff.core.v1.ResourceQuotaSpec.HardEntry
+	134, // 139: skiff.core.v1.ResourceQuotaStatus.hard:type_name -> skiff.core.v1.ResourceQuotaStatus.HardEntry
+	135, // 140: skiff.core.v1.ResourceQuotaStatus.used:type_name -> skiff.core.v1.ResourceQuotaStatus.UsedEntry
+	141, // 141: skiff.core.v1.Service.metadata:type_name -> skiff.meta.v1.ObjectMeta
 	97,  // 142: skiff.core.v1.Service.spec:type_name -> skiff.core.v1.ServiceSpec
 	101, // 143: skiff.core.v1.Service.status:type_name -> skiff.core.v1.ServiceStatus
 	98,  // 144: skiff.core.v1.ServiceSpec.ports:type_name -> skiff.core.v1.ServicePort
-	134, // 145: skiff.core.v1.ServiceSpec.selector:type_name -> skiff.core.v1.ServiceSpec.SelectorEntry
+	136, // 145: skiff.core.v1.ServiceSpec.selector:type_name -> skiff.core.v1.ServiceSpec.SelectorEntry
 	99,  // 146: skiff.core.v1.ServiceSpec.session_affinity_config:type_name -> skiff.core.v1.SessionAffinityConfig
-	141, // 147: skiff.core.v1.ServicePort.target_port:type_name -> skiff.meta.v1.IntOrString
+	143, // 147: skiff.core.v1.ServicePort.target_port:type_name -> skiff.meta.v1.IntOrString
 	100, // 148: skiff.core.v1.SessionAffinityConfig.client_ip:type_name -> skiff.core.v1.ClientIPConfig
 	102, // 149: skiff.core.v1.ServiceStatus.load_balancer:type_name -> skiff.core.v1.LoadBalancerStatus
-	140, // 150: skiff.core.v1.ServiceStatus.conditions:type_name -> skiff.meta.v1.Condition
+	142, // 150: skiff.core.v1.ServiceStatus.conditions:type_name -> skiff.meta.v1.Condition
 	103, // 151: skiff.core.v1.LoadBalancerStatus.ingress:type_name -> skiff.core.v1.LoadBalancerIngress
 	104, // 152: skiff.core.v1.LoadBalancerIngress.ports:type_name -> skiff.core.v1.PortStatus
-	139, // 153: skiff.core.v1.PersistentVolume.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	141, // 153: skiff.core.v1.PersistentVolume.metadata:type_name -> skiff.meta.v1.ObjectMeta
 	106, // 154: skiff.core.v1.PersistentVolume.spec:type_name -> skiff.core.v1.PersistentVolumeSpec
 	109, // 155: skiff.core.v1.PersistentVolume.status:type_name -> skiff.core.v1.PersistentVolumeStatus
-	135, // 156: skiff.core.v1.PersistentVolumeSpec.capacity:type_name -> skiff.core.v1.PersistentVolumeSpec.CapacityEntry
+	137, // 156: skiff.core.v1.PersistentVolumeSpec.capacity:type_name -> skiff.core.v1.PersistentVolumeSpec.CapacityEntry
 	61,  // 157: skiff.core.v1.PersistentVolumeSpec.claim_ref:type_name -> skiff.core.v1.ObjectReference
 	107, // 158: skiff.core.v1.PersistentVolumeSpec.node_affinity:type_name -> skiff.core.v1.VolumeNodeAffinity
 	36,  // 159: skiff.core.v1.PersistentVolumeSpec.host_path:type_name -> skiff.core.v1.HostPathVolumeSource
 	108, // 160: skiff.core.v1.PersistentVolumeSpec.local:type_name -> skiff.core.v1.LocalVolumeSource
 	46,  // 161: skiff.core.v1.VolumeNodeAffinity.required:type_name -> skiff.core.v1.NodeSelector
-	143, // 162: skiff.core.v1.PersistentVolumeStatus.last_phase_transition_time:type_name -> google.protobuf.Timestamp
-	139, // 163: skiff.core.v1.PersistentVolumeClaim.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	145, // 162: skiff.core.v1.PersistentVolumeStatus.last_phase_transition_time:type_name -> google.protobuf.Timestamp
+	141, // 163: skiff.core.v1.PersistentVolumeClaim.metadata:type_name -> skiff.meta.v1.ObjectMeta
 	111, // 164: skiff.core.v1.PersistentVolumeClaim.spec:type_name -> skiff.core.v1.PersistentVolumeClaimSpec
 	113, // 165: skiff.core.v1.PersistentVolumeClaim.status:type_name -> skiff.core.v1.PersistentVolumeClaimStatus
-	142, // 166: skiff.core.v1.PersistentVolumeClaimSpec.selector:type_name -> skiff.meta.v1.LabelSelector
+	144, // 166: skiff.core.v1.PersistentVolumeClaimSpec.selector:type_name -> skiff.meta.v1.LabelSelector
 	112, // 167: skiff.core.v1.PersistentVolumeClaimSpec.resources:type_name -> skiff.core.v1.VolumeResourceRequirements
-	136, // 168: skiff.core.v1.VolumeResourceRequirements.limits:type_name -> skiff.core.v1.VolumeResourceRequirements.LimitsEntry
-	137, // 169: skiff.core.v1.VolumeResourceRequirements.requests:type_name -> skiff.core.v1.VolumeResourceRequirements.RequestsEntry
-	138, // 170: skiff.core.v1.PersistentVolumeClaimStatus.capacity:type_name -> skiff.core.v1.PersistentVolumeClaimStatus.CapacityEntry
+	138, // 168: skiff.core.v1.VolumeResourceRequirements.limits:type_name -> skiff.core.v1.VolumeResourceRequirements.LimitsEntry
+	139, // 169: skiff.core.v1.VolumeResourceRequirements.requests:type_name -> skiff.core.v1.VolumeResourceRequirements.RequestsEntry
+	140, // 170: skiff.core.v1.PersistentVolumeClaimStatus.capacity:type_name -> skiff.core.v1.PersistentVolumeClaimStatus.CapacityEntry
 	114, // 171: skiff.core.v1.PersistentVolumeClaimStatus.conditions:type_name -> skiff.core.v1.PersistentVolumeClaimCondition
-	143, // 172: skiff.core.v1.PersistentVolumeClaimCondition.last_probe_time:type_name -> google.protobuf.Timestamp
-	143, // 173: skiff.core.v1.PersistentVolumeClaimCondition.last_transition_time:type_name -> google.protobuf.Timestamp
+	145, // 172: skiff.core.v1.PersistentVolumeClaimCondition.last_probe_time:type_name -> google.protobuf.Timestamp
+	145, // 173: skiff.core.v1.PersistentVolumeClaimCondition.last_transition_time:type_name -> google.protobuf.Timestamp
 	116, // 174: skiff.core.v1.TopologySelectorTerm.match_label_expressions:type_name -> skiff.core.v1.TopologySelectorLabelRequirement
-	175, // [175:175] is the sub-list for method output_type
-	175, // [175:175] is the sub-list for method input_type
-	175, // [175:175] is the sub-list for extension type_name
-	175, // [175:175] is the sub-list for extension extendee
-	0,   // [0:175] is the sub-list for field type_name
+	141, // 175: skiff.core.v1.Eviction.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	118, // 176: skiff.core.v1.Eviction.delete_options:type_name -> skiff.core.v1.DeleteOptions
+	146, // 177: skiff.core.v1.DeleteOptions.preconditions:type_name -> skiff.meta.v1.Preconditions
+	178, // [178:178] is the sub-list for method output_type
+	178, // [178:178] is the sub-list for method input_type
+	178, // [178:178] is the sub-list for extension type_name
+	178, // [178:178] is the sub-list for extension extendee
+	0,   // [0:178] is the sub-list for field type_name
 }
 
 func init() { file_skiff_core_v1_types_proto_init() }
@@ -9469,13 +9629,14 @@ func file_skiff_core_v1_types_proto_init() {
 	file_skiff_core_v1_types_proto_msgTypes[106].OneofWrappers = []any{}
 	file_skiff_core_v1_types_proto_msgTypes[108].OneofWrappers = []any{}
 	file_skiff_core_v1_types_proto_msgTypes[111].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[118].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_skiff_core_v1_types_proto_rawDesc), len(file_skiff_core_v1_types_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   139,
+			NumMessages:   141,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -36,6 +36,7 @@ func watchKinds(c *Controller, f *informer.Factory, conn grpc.ClientConnInterfac
 	watchKind(c, f, client.ControllerRevisions(conn), "apps/v1", "ControllerRevision", true)
 	watchKind(c, f, client.PersistentVolumes(conn), "v1", "PersistentVolume", false)
 	watchKind(c, f, client.PersistentVolumeClaims(conn), "v1", "PersistentVolumeClaim", true)
+	watchKind(c, f, client.PodDisruptionBudgets(conn), "policy/v1", "PodDisruptionBudget", true)
 	watchKind(c, f, client.StorageClasses(conn), "storage.k8s.io/v1", "StorageClass", false)
 	watchKind(c, f, client.MutatingWebhookConfigurations(conn), "admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration", false)
 	watchKind(c, f, client.ValidatingWebhookConfigurations(conn), "admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration", false)

@@ -11,6 +11,8 @@ import (
 	appsv1 "skiff.dev/proto/apps/v1"
 	batchv1 "skiff.dev/proto/batch/v1"
 	corev1 "skiff.dev/proto/core/v1"
+	metav1 "skiff.dev/proto/meta/v1"
+	policyv1 "skiff.dev/proto/policy/v1"
 	storagev1 "skiff.dev/proto/storage/v1"
 )
 
@@ -35,6 +37,8 @@ func workloadColumns(obj object.Object) (columns, bool) {
 	case *corev1.PersistentVolumeClaim:
 		return columns{[]string{"NAME", "STATUS", "VOLUME", "CAPACITY", "ACCESS MODES", "STORAGECLASS", "VOLUMEATTRIBUTESCLASS", "AGE"},
 			[]string{"VOLUMEMODE"}, persistentVolumeClaimRow}, true
+	case *policyv1.PodDisruptionBudget:
+		return columns{[]string{"NAME", "MIN AVAILABLE", "MAX UNAVAILABLE", "ALLOWED DISRUPTIONS", "AGE"}, nil, podDisruptionBudgetRow}, true
 	case *storagev1.StorageClass:
 		return columns{[]string{"NAME", "PROVISIONER", "RECLAIMPOLICY", "VOLUMEBINDINGMODE", "ALLOWVOLUMEEXPANSION", "AGE"}, nil, storageClassRow}, true
 	}
@@ -216,4 +220,19 @@ func storageClassRow(obj object.Object, now time.Time) ([]string, []string) {
 	}
 	return []string{name, sc.GetProvisioner(), reclaim, binding, strconv.FormatBool(sc.GetAllowVolumeExpansion()),
 		Age(sc.GetMetadata().GetCreationTimestamp(), now)}, nil
+}
+
+func podDisruptionBudgetRow(obj object.Object, now time.Time) ([]string, []string) {
+	pdb := obj.(*policyv1.PodDisruptionBudget)
+	ios := func(v *metav1.IntOrString) string {
+		switch x := v.GetValue().(type) {
+		case *metav1.IntOrString_StrVal:
+			return x.StrVal
+		case *metav1.IntOrString_IntVal:
+			return strconv.Itoa(int(x.IntVal))
+		}
+		return "N/A"
+	}
+	return []string{pdb.GetMetadata().GetName(), ios(pdb.GetSpec().GetMinAvailable()), ios(pdb.GetSpec().GetMaxUnavailable()),
+		strconv.Itoa(int(pdb.GetStatus().GetDisruptionsAllowed())), Age(pdb.GetMetadata().GetCreationTimestamp(), now)}, nil
 }
