@@ -35,7 +35,8 @@ func TestJobsScenario(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Log("\n" + out.String())
-	for _, name := range []string{figJobsPodsPerS.Name, figJobsPodCPU.Name, figJobsVsRS.Name} {
+	for _, f := range jobsScenario().Figures {
+		name := f.Name
 		if v, ok := rs.Get(name); !ok || v <= 0 {
 			t.Errorf("%s = %v, %v", name, v, ok)
 		}

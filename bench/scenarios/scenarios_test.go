@@ -199,6 +199,7 @@ func TestScenarios(t *testing.T) {
 		"memory.apiserver_rss_vs_db_ratio",
 		"leader.failover_ms", "leader.standby_failover_ms", "leader.release_failover_ms",
 		"jobs.pods_per_s", "jobs.cpu_us_per_pod", "jobs.vs_rs_ratio", "daemonset.rollout_1000_nodes_s", "daemonset.rollout_cpu_us_per_pod",
+		"jobs.api_floor_pods_per_s", "jobs.api_floor_cpu_us_per_pod", "jobs.floor_vs_rs_ratio", "jobs.vs_floor_ratio",
 	}
 	for _, name := range positive {
 		if bench[name] <= 0 {
