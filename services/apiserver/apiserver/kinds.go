@@ -146,7 +146,7 @@ func converting(s *Server, served, stored *scheme.Kind) {
 func (s *Server) serverFor(ep any) any {
 	switch ep := ep.(type) {
 	case *server.Endpoint[*corev1.Pod, *corev1.Pod, *corev1.PodList, corev1.PodWatchResponse]:
-		s.pods = &podsServer{Endpoint: ep, reg: ep.Registry(), now: s.now}
+		s.pods = &podsServer{Endpoint: ep, reg: ep.Registry(), now: s.now, server: s}
 		return s.pods
 	case *server.Endpoint[*appsv1.Deployment, *appsv1.Deployment, *appsv1.DeploymentList, appsv1.DeploymentWatchResponse]:
 		return &deploymentsServer{Endpoint: ep, scaleSubresource: deploymentScale(ep.Registry())}

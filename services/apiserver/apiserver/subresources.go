@@ -31,6 +31,8 @@ type podsServer struct {
 	reg  *registry.Registry[*corev1.Pod]
 	now  func() time.Time
 	logs *logProxy
+	// server finds the PodDisruptionBudgets' registry for Evict (eviction.go).
+	server *Server
 }
 
 // Bind sets spec.nodeName of an unbound pod and marks it PodScheduled.

@@ -150,6 +150,7 @@ func (rs Routes) Add(service, group, resource string, namespaced bool) {
 		"UpdateScale":  {resource: resource, subresource: "scale", verb: "update", metricVerb: "PUT"},
 		"Logs":         {resource: resource, subresource: "log", verb: "get", metricVerb: "CONNECT"},
 		"CreateToken":  {resource: resource, subresource: "token", verb: "create", metricVerb: "POST"},
+		"Evict":        {resource: resource, subresource: "eviction", verb: "create", metricVerb: "POST"},
 		// The acting subresources, create on each as Kubernetes' POST.
 		"Exec":        {resource: resource, subresource: "exec", verb: "create", metricVerb: "CONNECT"},
 		"Attach":      {resource: resource, subresource: "attach", verb: "create", metricVerb: "CONNECT"},
