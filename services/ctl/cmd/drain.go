@@ -254,10 +254,19 @@ type drainFlags struct {
 	dryRun                                                       string
 }
 
-func (r *root) drainCmd() *cobra.Command { return r.drainCmdClock(workqueue.RealClock()) }
+// drainDeps is what drain takes from outside besides the API: its clock
+// (the retry delay and --timeout) and, in tests, an eviction stand-in.
+type drainDeps struct {
+	clock workqueue.Clock
+	evict func(context.Context, *corev1.Eviction) error // nil: Pods.Evict
+}
 
-// drainCmdClock is drain with its clock (retry delays and --timeout).
-func (r *root) drainCmdClock(clock workqueue.Clock) *cobra.Command {
+func (r *root) drainCmd() *cobra.Command {
+	return r.drainCmdWith(drainDeps{clock: workqueue.RealClock()})
+}
+
+// drainCmdWith is drain with its dependencies.
+func (r *root) drainCmdWith(deps drainDeps) *cobra.Command {
 	d := drainFlags{gracePeriod: -1}
 	c := &cobra.Command{
 		Use:   "drain NODE",
@@ -293,7 +302,7 @@ gone. Use uncordon to put the node back into service.`,
 			if err != nil {
 				return err
 			}
-			return r.drain(cmd.Context(), args, &d, mode, clock)
+			return r.drain(cmd.Context(), args, &d, mode, deps)
 		},
 	}
 	f := c.Flags()
@@ -335,22 +344,26 @@ type drainer struct {
 	filters     podFilters
 }
 
-func (r *root) drain(ctx context.Context, args []string, f *drainFlags, mode string, clock workqueue.Clock) error {
+func (r *root) drain(ctx context.Context, args []string, f *drainFlags, mode string, deps drainDeps) error {
 	conn, err := r.connect()
 	if err != nil {
 		return err
 	}
 	mu := &sync.Mutex{}
 	d := &drainer{
-		flags: f, dryRun: mode, clock: clock, retryDelay: evictRetryDelay,
+		flags: f, dryRun: mode, clock: deps.clock, retryDelay: evictRetryDelay,
 		out: lockedWriter{mu, r.env.Out}, errOut: lockedWriter{mu, r.env.Err},
 		nodes: client.Nodes(conn), pods: client.Pods(conn),
 		filters: podFilters{force: f.force, ignoreDaemonSets: f.ignoreDaemonSets, deleteEmptyDirData: f.deleteEmptyDirData},
 	}
-	podsAPI := corev1.NewPodsClient(conn)
-	d.evict = func(ctx context.Context, e *corev1.Eviction) error {
-		_, err := podsAPI.Evict(ctx, e)
-		return apierrors.FromError(err)
+	if d.evict = deps.evict; d.evict == nil {
+		podsAPI := corev1.NewPodsClient(conn)
+		d.evict = func(ctx context.Context, e *corev1.Eviction) error {
+			if _, err := podsAPI.Evict(ctx, e); err != nil {
+				return apierrors.FromError(err)
+			}
+			return nil
+		}
 	}
 	daemonSets := client.DaemonSets(conn)
 	d.filters.daemonSet = func(ns, name string) error {
