@@ -36,7 +36,7 @@ var bindings = []binding{
 	bind(client.ControllerRevisions, nil, nil, nil),
 	bind(client.PersistentVolumes, def(defaults.PersistentVolume), val(validation.PersistentVolume), valUpdate(validation.PersistentVolumeUpdate)),
 	bind(client.PersistentVolumeClaims, def(defaults.PersistentVolumeClaim), val(validation.PersistentVolumeClaim), valUpdate(validation.PersistentVolumeClaimUpdate)),
-	bind(client.PodDisruptionBudgets, nil, nil, nil),
+	bind(client.PodDisruptionBudgets, def(defaults.PodDisruptionBudget), val(validation.PodDisruptionBudget), valUpdate(validation.PodDisruptionBudgetUpdate)),
 	bind(client.StorageClasses, def(defaults.StorageClass), val(validation.StorageClass), valUpdate(validation.StorageClassUpdate)),
 	bind(client.MutatingWebhookConfigurations, def(defaults.MutatingWebhookConfiguration), val(validation.MutatingWebhookConfiguration), valUpdate(validation.MutatingWebhookConfigurationUpdate)),
 	bind(client.ValidatingWebhookConfigurations, def(defaults.ValidatingWebhookConfiguration), val(validation.ValidatingWebhookConfiguration), valUpdate(validation.ValidatingWebhookConfigurationUpdate)),
