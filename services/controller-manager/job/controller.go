@@ -34,14 +34,19 @@ type Options struct {
 	// BackoffBase and BackoffMax bound the delay before a failed pod is
 	// replaced (default 10 s and 6 min); tests shorten them.
 	BackoffBase, BackoffMax time.Duration
-	// SyncBatchPeriod gathers a Job's pod events into one sync at most
-	// this long after the first (Kubernetes' syncJobBatchPeriod, 1 s); a
-	// change of the Job itself syncs it at once.
+	// SyncBatchPeriod is the least time between the starts of two syncs
+	// of one Job that its pods' events (and its own status writes) ask
+	// for: an event finds the Job idle (its last sync started this long
+	// ago or more) and syncs it at once, or it waits for the rest of the
+	// period, gathered with the others into one sync. A change of the
+	// Job's spec syncs it at once. Kubernetes waits a fixed 1 s
+	// (syncJobBatchPeriod) after every pod event, which bounds a Job to
+	// parallelism pods per second.
 	SyncBatchPeriod time.Duration
 }
 
 // DefaultSyncBatchPeriod is the default of Options.SyncBatchPeriod.
-const DefaultSyncBatchPeriod = time.Second
+const DefaultSyncBatchPeriod = 100 * time.Millisecond
 
 // Controller runs Jobs' pods to completion.
 type Controller struct {
@@ -62,8 +67,11 @@ type Controller struct {
 	// up, and a sync must not count from an older status (the pods it
 	// counted have lost their finalizers already).
 	written sync.Map
-	queue   *controller.Controller
-	metrics *metrics
+	// lastSync holds, by key, when the Job's last sync started
+	// (time.Time): enqueueBatched counts the batch period from it.
+	lastSync sync.Map
+	queue    *controller.Controller
+	metrics  *metrics
 }
 
 // New builds the controller on the shared pods and Jobs informers and
@@ -147,6 +155,7 @@ func (c *Controller) deleteJob(j *batchv1.Job) {
 
 func (c *Controller) forget(key string) {
 	c.written.Delete(key)
+	c.lastSync.Delete(key)
 	c.expectations.forget(key)
 	c.backoffs.forget(key)
 }
@@ -236,9 +245,20 @@ func (c *Controller) latest(key string, cached *batchv1.Job) *batchv1.Job {
 	return w
 }
 
-// enqueueBatched syncs key after the batch period (sooner if it is
-// already due sooner).
-func (c *Controller) enqueueBatched(key string) { c.queue.EnqueueAfter(key, c.opts.SyncBatchPeriod) }
+// enqueueBatched syncs key at once if its last sync started at least the
+// batch period ago, else once the period has passed since (sooner if it
+// is already due sooner). While the key is being synced, the queue holds
+// it back until that sync is done: the events of a busy Job are gathered
+// into its next sync.
+func (c *Controller) enqueueBatched(key string) {
+	if v, ok := c.lastSync.Load(key); ok {
+		if wait := c.opts.SyncBatchPeriod - c.clock.Now().Sub(v.(time.Time)); wait > 0 {
+			c.queue.EnqueueAfter(key, wait)
+			return
+		}
+	}
+	c.queue.Enqueue(key)
+}
 
 // jobOf returns the key of the Job controlling p, if the cache holds it.
 func (c *Controller) jobOf(p *corev1.Pod) (string, bool) {

@@ -384,9 +384,6 @@ func matchSuccessPolicy(sp *batchv1.SuccessPolicy, succeeded indexSet) (string, 
 // managePlan is the pure decision of manageJob: which pods to delete (and
 // whether their finalizers go first), which to create.
 type managePlan struct {
-	// deleteKeep: active pods of a finished Job, deleted with their
-	// finalizer (they are counted as failed).
-	deleteKeep []*corev1.Pod
 	// deleteUncounted: excess or suspended pods, finalizer removed first.
 	deleteUncounted []*corev1.Pod
 	// create: how many pods to create (NonIndexed), or which indexes.

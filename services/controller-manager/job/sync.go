@@ -35,6 +35,7 @@ func (c *Controller) Reconcile(ctx context.Context, key string) (res controller.
 		return res, c.syncOrphanPod(ctx, podKey)
 	}
 	start := c.clock.Now()
+	c.lastSync.Store(key, start)
 	ns, name, err := controller.SplitKey(key)
 	if err != nil {
 		return res, controller.Terminal(err)
