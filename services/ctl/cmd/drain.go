@@ -255,10 +255,9 @@ type drainFlags struct {
 }
 
 // drainDeps is what drain takes from outside besides the API: its clock
-// (the retry delay and --timeout) and, in tests, an eviction stand-in.
+// (the retry delay and --timeout).
 type drainDeps struct {
 	clock workqueue.Clock
-	evict func(context.Context, *corev1.Eviction) error // nil: Pods.Evict
 }
 
 func (r *root) drainCmd() *cobra.Command {
@@ -356,14 +355,12 @@ func (r *root) drain(ctx context.Context, args []string, f *drainFlags, mode str
 		nodes: client.Nodes(conn), pods: client.Pods(conn),
 		filters: podFilters{force: f.force, ignoreDaemonSets: f.ignoreDaemonSets, deleteEmptyDirData: f.deleteEmptyDirData},
 	}
-	if d.evict = deps.evict; d.evict == nil {
-		podsAPI := corev1.NewPodsClient(conn)
-		d.evict = func(ctx context.Context, e *corev1.Eviction) error {
-			if _, err := podsAPI.Evict(ctx, e); err != nil {
-				return apierrors.FromError(err)
-			}
-			return nil
+	podsAPI := corev1.NewPodsClient(conn)
+	d.evict = func(ctx context.Context, e *corev1.Eviction) error {
+		if _, err := podsAPI.Evict(ctx, e); err != nil {
+			return apierrors.FromError(err)
 		}
+		return nil
 	}
 	daemonSets := client.DaemonSets(conn)
 	d.filters.daemonSet = func(ns, name string) error {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	appsv1 "skiff.dev/proto/apps/v1"
 	corev1 "skiff.dev/proto/core/v1"
 	metav1 "skiff.dev/proto/meta/v1"
+	policyv1 "skiff.dev/proto/policy/v1"
 	"skiff.dev/services/controller-manager/manager/managertest"
 	"skiff.dev/services/controller-manager/simnode"
 )
@@ -316,35 +316,6 @@ func TestDrainUnknownNodeAndUsage(t *testing.T) {
 	}
 }
 
-// budget is a stand-in for the apiserver's eviction while it answers
-// Unimplemented: a disruption budget of allowed evictions; an eviction
-// past it is refused with Kubernetes' 429.
-type budget struct {
-	mu      sync.Mutex
-	allowed int
-	pods    *client.Resource[*corev1.Pod, *corev1.PodList]
-}
-
-func (b *budget) evict(ctx context.Context, e *corev1.Eviction) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.allowed == 0 {
-		return apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 0)
-	}
-	_, err := b.pods.Delete(ctx, &metav1.DeleteRequest{Namespace: e.GetMetadata().GetNamespace(), Name: e.GetMetadata().GetName(),
-		GracePeriodSeconds: e.GetDeleteOptions().GracePeriodSeconds})
-	if err == nil {
-		b.allowed--
-	}
-	return err
-}
-
-func (b *budget) set(n int) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.allowed = n
-}
-
 // retryWarning is kubectl's line for an eviction a budget refused.
 func retryWarning(pod string) string {
 	return fmt.Sprintf(`error when evicting pods/%q -n "default" (will retry after 5s): Cannot evict pod as it would violate the pod's disruption budget.`, pod)
@@ -357,51 +328,27 @@ func checkRetriedDrain(t *testing.T, r result) {
 	if r.code != 0 {
 		t.Fatalf("drain: exit %d\n%s%s", r.code, r.out, r.err)
 	}
-	lines := sortedLines(r.out)
-	want := []string{"evicting pod default/web-1", "evicting pod default/web-1", "evicting pod default/web-2", "evicting pod default/web-2",
-		"node/n1 cordoned", "node/n1 drained", "pod/web-1 evicted", "pod/web-2 evicted"}
-	// one of the two pods was evicted at once: three "evicting" lines
-	if len(lines) != len(want)-1 || !strings.HasSuffix(r.out, "node/n1 drained\n") {
-		t.Errorf("stdout:\n%s", r.out)
-	}
 	refused := "web-1"
 	if strings.Count(r.out, "evicting pod default/web-2") == 2 {
 		refused = "web-2"
+	}
+	want := []string{"evicting pod default/" + refused, "evicting pod default/web-1", "evicting pod default/web-2",
+		"node/n1 cordoned", "node/n1 drained", "pod/web-1 evicted", "pod/web-2 evicted"}
+	slices.Sort(want)
+	if got := sortedLines(r.out); !slices.Equal(got, want) || !strings.HasSuffix(r.out, "node/n1 drained\n") {
+		t.Errorf("stdout:\n%s\nwant the lines %q, the last one node/n1 drained", r.out, want)
 	}
 	if wantErr := "WARNING: ignoring DaemonSet-managed Pods: default/agent-1\n" + retryWarning(refused) + "\n"; r.err != wantErr {
 		t.Errorf("stderr:\n%s\nwant:\n%s", r.err, wantErr)
 	}
 }
 
-func TestDrainRetriesRefusedEvictions(t *testing.T) {
-	dc := startDrainCluster(t)
-	clk := workqueue.NewFakeClock(time.Now())
-	b := &budget{allowed: 1, pods: client.Pods(dc.env.Conn)}
-	done := make(chan result, 1)
-	go func() { done <- dc.drain(drainDeps{clock: clk, evict: b.evict}, "n1", "--ignore-daemonsets") }()
-
-	// One eviction passes, the other is refused and waits 5 s.
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := clk.BlockUntilWaiters(ctx, 1); err != nil {
-		t.Fatalf("no eviction waits to be retried: %v", err)
-	}
-	b.set(1)
-	clk.Step(evictRetryDelay)
-	checkRetriedDrain(t, <-done)
-	if got, want := dc.podNames(), []string{"agent-1", "web-3"}; !slices.Equal(got, want) {
-		t.Errorf("pods left %v, want %v", got, want)
-	}
-}
-
 func TestDrainTimesOutOnRefusedEvictions(t *testing.T) {
 	dc := startDrainCluster(t)
+	webBudget(t, dc)(0)
 	clk := workqueue.NewFakeClock(time.Now())
-	b := &budget{allowed: 0, pods: client.Pods(dc.env.Conn)}
 	done := make(chan result, 1)
-	go func() {
-		done <- dc.drain(drainDeps{clock: clk, evict: b.evict}, "n1", "--ignore-daemonsets", "--timeout=7s")
-	}()
+	go func() { done <- dc.drain(drainDeps{clock: clk}, "n1", "--ignore-daemonsets", "--timeout=7s") }()
 	// The timeout's timer and both pods' retry timers.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -435,5 +382,75 @@ func TestDrainTimesOutOnRefusedEvictions(t *testing.T) {
 	}
 	if got, want := dc.podNames(), []string{"agent-1", "web-1", "web-2", "web-3"}; !slices.Equal(got, want) {
 		t.Errorf("pods left %v, want %v", got, want)
+	}
+}
+
+// TestDrainEvictsWithinTheBudget drains through the apiserver's eviction,
+// the test playing the disruption controller: the budget allows one
+// disruption, so one pod is evicted at once and the other is refused
+// (429) and retried after 5 s, once the budget allows one more.
+func TestDrainEvictsWithinTheBudget(t *testing.T) {
+	dc := startDrainCluster(t)
+	ctx := dc.env.Ctx
+	pdbs := client.PodDisruptionBudgets(dc.env.Conn)
+	allow := webBudget(t, dc)
+	allow(1)
+
+	clk := workqueue.NewFakeClock(time.Now())
+	done := make(chan result, 1)
+	go func() { done <- dc.drain(drainDeps{clock: clk}, "n1", "--ignore-daemonsets") }()
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := clk.BlockUntilWaiters(wctx, 1); err != nil {
+		select {
+		case r := <-done:
+			t.Fatalf("no eviction waits to be retried; drain ended: exit %d\n%s%s", r.code, r.out, r.err)
+		default:
+			t.Fatalf("no eviction waits to be retried: %v", err)
+		}
+	}
+	cur, err := pdbs.Get(ctx, "default", "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cur.GetStatus().GetDisruptionsAllowed(); got != 0 || len(cur.GetStatus().GetDisruptedPods()) != 1 {
+		t.Errorf("after one eviction the budget allows %d disruptions, disrupted %v; want 0 and one pod", got, cur.GetStatus().GetDisruptedPods())
+	}
+	allow(1)
+	clk.Step(evictRetryDelay)
+	checkRetriedDrain(t, <-done)
+	if got, want := dc.podNames(), []string{"agent-1", "web-3"}; !slices.Equal(got, want) {
+		t.Errorf("pods left %v, want %v", got, want)
+	}
+}
+
+// webBudget creates a PodDisruptionBudget of the web pods and returns how
+// the test sets the disruptions it allows, as the disruption controller
+// would (observedGeneration = generation).
+func webBudget(t *testing.T, dc *drainCluster) func(n int32) {
+	t.Helper()
+	ctx := dc.env.Ctx
+	pdbs := client.PodDisruptionBudgets(dc.env.Conn)
+	pdb, err := pdbs.Create(ctx, &policyv1.PodDisruptionBudget{Metadata: &metav1.ObjectMeta{Namespace: "default", Name: "web"},
+		Spec: &policyv1.PodDisruptionBudgetSpec{MaxUnavailable: &metav1.IntOrString{Value: &metav1.IntOrString_IntVal{IntVal: 1}},
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(n int32) {
+		t.Helper()
+		err := client.RetryOnConflict(ctx, client.DefaultRetry, func() error {
+			cur, err := pdbs.Get(ctx, "default", pdb.GetMetadata().GetName())
+			if err != nil {
+				return err
+			}
+			cur.Status = &policyv1.PodDisruptionBudgetStatus{ObservedGeneration: cur.GetMetadata().GetGeneration(),
+				DisruptionsAllowed: n, CurrentHealthy: 3, DesiredHealthy: 2, ExpectedPods: 3}
+			_, err = pdbs.UpdateStatus(ctx, cur)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 }
