@@ -180,7 +180,7 @@ func (e *eviction) takeDisruption(ctx context.Context, pdb *policyv1.PodDisrupti
 		nst.DisruptionsAllowed--
 		now := timestamppb.New(e.p.now())
 		if nst.DisruptionsAllowed == 0 {
-			SetDisruptionAllowedCondition(nst, now)
+			setDisruptionAllowedCondition(nst, now)
 		}
 		if nst.DisruptedPods == nil {
 			nst.DisruptedPods = map[string]*timestamppb.Timestamp{}
@@ -196,12 +196,13 @@ func (e *eviction) takeDisruption(ctx context.Context, pdb *policyv1.PodDisrupti
 	}
 }
 
-// SetDisruptionAllowedCondition sets the DisruptionAllowed condition from
-// st.disruptionsAllowed (Kubernetes' UpdateDisruptionAllowedCondition):
+// setDisruptionAllowedCondition sets the DisruptionAllowed condition from
+// st.disruptionsAllowed (Kubernetes' UpdateDisruptionAllowedCondition, as
+// the disruption controller sets it):
 // True SufficientPods when a disruption is allowed, else False
 // InsufficientPods; the transition time changes with the status.
-func SetDisruptionAllowedCondition(st *policyv1.PodDisruptionBudgetStatus, now *timestamppb.Timestamp) {
-	c := &metav1.Condition{Type: "DisruptionAllowed", Status: "False", Reason: "InsufficientPods", LastTransitionTime: now}
+func setDisruptionAllowedCondition(st *policyv1.PodDisruptionBudgetStatus, now *timestamppb.Timestamp) {
+	c := &metav1.Condition{Type: "DisruptionAllowed", Status: "False", Reason: "InsufficientPods", LastTransitionTime: now, ObservedGeneration: st.GetObservedGeneration()}
 	if st.GetDisruptionsAllowed() > 0 {
 		c.Status, c.Reason = "True", "SufficientPods"
 	}
@@ -210,7 +211,6 @@ func SetDisruptionAllowedCondition(st *policyv1.PodDisruptionBudgetStatus, now *
 			if old.GetStatus() == c.Status {
 				c.LastTransitionTime = old.GetLastTransitionTime()
 			}
-			c.ObservedGeneration = old.GetObservedGeneration()
 			st.Conditions[i] = c
 			return
 		}
