@@ -78,7 +78,8 @@ var bootstrapPolicy = []bootstrapRole{
 	// default ones), ConfigMaps (kube-root-ca.crt), EndpointSlices and
 	// its leader Lease; and the workload and storage controllers' objects
 	// (Jobs of CronJobs, ControllerRevisions, the claims of StatefulSets,
-	// provisioned PersistentVolumes, the default StorageClass).
+	// provisioned PersistentVolumes, the default StorageClass); and the
+	// disruption controller's PodDisruptionBudget status.
 	{name: "system:kube-controller-manager", users: user.ControllerManager,
 		rules: append([]r{
 			{read, "*", "*"},
@@ -89,6 +90,7 @@ var bootstrapPolicy = []bootstrapRole{
 			{"create", "batch", "jobs"},
 			{"create", "storage.k8s.io", "storageclasses"},
 			{"create", "coordination.k8s.io", "leases"},
+			{"update patch", "policy", "poddisruptionbudgets/status"},
 		}, namespacedRules("delete deletecollection")...)},
 }
 
