@@ -290,7 +290,7 @@ gone. Use uncordon to put the node back into service.`,
 				return usageError(cmd, "USAGE: %s [flags]", cmd.Use)
 			}
 			if len(args) > 0 && d.selector != "" {
-				return usageError(cmd, "error: cannot specify both a node name and a --selector option")
+				return usageError(cmd, "cannot specify both a node name and a --selector option")
 			}
 			if d.podSelector != "" {
 				if _, err := labels.Parse(d.podSelector); err != nil {

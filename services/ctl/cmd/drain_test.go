@@ -311,6 +311,9 @@ func TestDrainUnknownNodeAndUsage(t *testing.T) {
 	if got := c.fails("drain"); !strings.HasPrefix(got, "error: USAGE: drain NODE [flags]\nSee 'skiffctl drain -h'") {
 		t.Errorf("stderr %q", got)
 	}
+	if got := c.fails("drain", "n", "-l", "pool=blue"); !strings.HasPrefix(got, "error: cannot specify both a node name and a --selector option\n") {
+		t.Errorf("stderr %q", got)
+	}
 	if got, want := c.fails("drain", "n", "--pod-selector", "a in (b"), "error: --pod-selector=<pod_selector> must be a valid label selector\n"; got != want {
 		t.Errorf("stderr %q, want %q", got, want)
 	}
