@@ -192,7 +192,7 @@ func startDrainCluster(t *testing.T) *drainCluster {
 	mk("web-2", node, "ReplicaSet", rs.GetMetadata(), "web")
 	mk("web-3", "n2", "ReplicaSet", rs.GetMetadata(), "web")
 	mk("agent-1", node, "DaemonSet", ds.GetMetadata(), "agent")
-	env.Await(10*time.Second, "the pods run", func() (bool, string) {
+	env.Await(30*time.Second, "the pods run", func() (bool, string) {
 		for _, p := range env.Pods().Store().List() {
 			if p.GetStatus().GetPhase() != "Running" {
 				return false, p.GetMetadata().GetName() + " is " + p.GetStatus().GetPhase()
