@@ -39,7 +39,7 @@ func (r *root) cordonCmd(on bool) *cobra.Command {
 				}
 			}
 			if len(names) == 0 {
-				return fmt.Errorf("error: USAGE: %s NODE [flags]", name)
+				return usageError(cmd, "USAGE: %s NODE [flags]", name)
 			}
 			for _, n := range names {
 				changed := false

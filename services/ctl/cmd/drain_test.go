@@ -457,3 +457,14 @@ func webBudget(t *testing.T, dc *drainCluster) func(n int32) {
 		}
 	}
 }
+
+// cordon and uncordon without a node say so once, as kubectl does (they
+// printed "error: error: USAGE: ...").
+func TestCordonUsage(t *testing.T) {
+	c := newCLI(t)
+	for _, name := range []string{"cordon", "uncordon"} {
+		if got := c.fails(name); !strings.HasPrefix(got, "error: USAGE: "+name+" NODE [flags]\nSee 'skiffctl "+name+" -h'") {
+			t.Errorf("%s: stderr %q", name, got)
+		}
+	}
+}
