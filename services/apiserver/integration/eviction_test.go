@@ -1,19 +1,27 @@
 package integration
 
 import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"skiff.dev/internal/apierrors"
+	"skiff.dev/internal/await"
 	"skiff.dev/internal/client"
 	corev1 "skiff.dev/proto/core/v1"
 	metav1 "skiff.dev/proto/meta/v1"
 	policyv1 "skiff.dev/proto/policy/v1"
 	rbacv1 "skiff.dev/proto/rbac/v1"
+	"skiff.dev/services/apiserver/apiserver"
 	"skiff.dev/services/apiserver/apiservertest"
+	"skiff.dev/services/apiserver/audit"
 )
 
 // The pods/eviction subresource (Pods.Evict), as Kubernetes' EvictionREST.
@@ -275,4 +283,43 @@ func TestEvictionNeedsCreateOnPodsEviction(t *testing.T) {
 		RoleRef: &rbacv1.RoleRef{ApiGroup: rbacGroup, Kind: "Role", Name: "evictor"}, Subjects: []*rbacv1.Subject{subjectUser("bob")}})
 	eventually(t, "bob may evict", func() error { return f.evict(bob, "web-1") })
 	f.evicted("web-1")
+}
+
+// An eviction is audited as Kubernetes': create of pods/eviction, the pod
+// named, the Eviction as the request object.
+func TestEvictionIsAudited(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.log")
+	s := apiservertest.Start(t, apiservertest.Secure(), apiservertest.WithConfig(func(c *apiserver.Config) {
+		c.Audit = audit.Options{Path: path, Level: audit.LevelRequest, OmitVerbs: []string{"watch"}}
+	}))
+	f := newEvictionFixture(t, s)
+	f.pod("web-1", "Pending")
+	if err := f.evict(corev1.NewPodsClient(s.ConnAs(t, "evictor", "team-a")), "web-1"); err != nil {
+		t.Fatal(err)
+	}
+	var line map[string]any
+	var sig await.Signal
+	sig.Until(t, 10*time.Second, "the eviction's audit line", testContext(t).Done(), func() (bool, string) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, l := range bytes.Split(b, []byte("\n")) {
+			if bytes.Contains(l, []byte(`"username":"evictor"`)) {
+				line = nil
+				if err := json.Unmarshal(l, &line); err != nil {
+					return false, err.Error()
+				}
+				return true, ""
+			}
+		}
+		return false, "no line of user evictor"
+	})
+	ref, _ := line["objectRef"].(map[string]any)
+	if line["verb"] != "create" || ref["resource"] != "pods" || ref["subresource"] != "eviction" || ref["name"] != "web-1" || ref["namespace"] != "default" {
+		t.Errorf("audit line %v: want create pods/eviction default/web-1", line)
+	}
+	if req, _ := json.Marshal(line["requestObject"]); !bytes.Contains(req, []byte(`"web-1"`)) {
+		t.Errorf("requestObject %s does not name the pod", req)
+	}
 }
