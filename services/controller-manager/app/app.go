@@ -24,6 +24,7 @@ import (
 	"skiff.dev/services/controller-manager/cronjob"
 	"skiff.dev/services/controller-manager/daemonset"
 	"skiff.dev/services/controller-manager/deployment"
+	"skiff.dev/services/controller-manager/disruption"
 	"skiff.dev/services/controller-manager/endpointslice"
 	"skiff.dev/services/controller-manager/garbagecollector"
 	"skiff.dev/services/controller-manager/job"
@@ -109,6 +110,9 @@ func Builders() map[string]manager.Builder {
 		statefulset.Name: func(mc *manager.Context, cfg *manager.Config) manager.Controller {
 			return statefulset.New(mc, statefulset.Options{Workers: cfg.Workers[statefulset.Name]})
 		},
+		disruption.Name: func(mc *manager.Context, cfg *manager.Config) manager.Controller {
+			return disruption.New(mc, disruption.Options{Workers: cfg.Workers[disruption.Name]})
+		},
 		persistentvolume.Name: func(mc *manager.Context, cfg *manager.Config) manager.Controller {
 			return persistentvolume.New(mc, persistentvolume.Options{Workers: cfg.Workers[persistentvolume.Name]})
 		},
@@ -135,7 +139,7 @@ func Builders() map[string]manager.Builder {
 func Defaults() []string {
 	return []string{replicaset.Name, deployment.Name, garbagecollector.Name, nodelifecycle.Name, nodeipam.Name, namespace.Name, resourcequota.Name, podgc.Name, endpointslice.Name,
 		serviceaccount.Name, rootcacertpublisher.Name, job.Name, ttlafterfinished.Name, cronjob.Name, daemonset.Name, statefulset.Name,
-		persistentvolume.Name, protection.PVCName, protection.PVName, localpath.Name}
+		disruption.Name, persistentvolume.Name, protection.PVCName, protection.PVName, localpath.Name}
 }
 
 // idle is a controller that cannot work (root-ca-cert-publisher without a
