@@ -6,6 +6,8 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"skiff.dev/internal/nodeaffinity"
+
 	appsv1 "skiff.dev/proto/apps/v1"
 	corev1 "skiff.dev/proto/core/v1"
 	metav1 "skiff.dev/proto/meta/v1"
@@ -81,7 +83,7 @@ func NodeShouldRunDaemonPod(node *corev1.Node, ds *appsv1.DaemonSet) Fit {
 	if n := spec.GetNodeName(); n != "" && n != name {
 		return Fit{}
 	}
-	if !matchesNodeSelector(node, spec) {
+	if !nodeaffinity.PodMatches(node, spec) {
 		return Fit{}
 	}
 	tols := DaemonTolerations(spec.GetTolerations(), spec.GetHostNetwork())
@@ -112,73 +114,6 @@ func untolerated(taints []*corev1.Taint, tols []*corev1.Toleration) (noSchedule,
 		}
 	}
 	return noSchedule, noExecute
-}
-
-// matchesNodeSelector is the scheduler's NodeAffinity filter on spec:
-// every nodeSelector label, and one of the required node affinity terms.
-func matchesNodeSelector(node *corev1.Node, spec *corev1.PodSpec) bool {
-	labels := node.GetMetadata().GetLabels()
-	for k, v := range spec.GetNodeSelector() {
-		if have, ok := labels[k]; !ok || have != v {
-			return false
-		}
-	}
-	req := spec.GetAffinity().GetNodeAffinity().GetRequiredDuringSchedulingIgnoredDuringExecution()
-	if req == nil {
-		return true
-	}
-	return slices.ContainsFunc(req.GetNodeSelectorTerms(), func(t *corev1.NodeSelectorTerm) bool { return matchTerm(node, t) })
-}
-
-// matchTerm: every expression and field of term; an empty term matches
-// nothing, as in Kubernetes.
-func matchTerm(node *corev1.Node, term *corev1.NodeSelectorTerm) bool {
-	if len(term.GetMatchExpressions()) == 0 && len(term.GetMatchFields()) == 0 {
-		return false
-	}
-	labels := node.GetMetadata().GetLabels()
-	for _, r := range term.GetMatchExpressions() {
-		v, ok := labels[r.GetKey()]
-		if !matchRequirement(r, v, ok) {
-			return false
-		}
-	}
-	for _, r := range term.GetMatchFields() {
-		if r.GetKey() != "metadata.name" {
-			return false
-		}
-		if !matchRequirement(r, node.GetMetadata().GetName(), true) {
-			return false
-		}
-	}
-	return true
-}
-
-func matchRequirement(r *corev1.NodeSelectorRequirement, v string, ok bool) bool {
-	switch r.GetOperator() {
-	case "In":
-		return ok && slices.Contains(r.GetValues(), v)
-	case "NotIn":
-		return !ok || !slices.Contains(r.GetValues(), v)
-	case "Exists":
-		return ok
-	case "DoesNotExist":
-		return !ok
-	case "Gt", "Lt":
-		if !ok || len(r.GetValues()) != 1 {
-			return false
-		}
-		have, err1 := strconv.ParseInt(v, 10, 64)
-		want, err2 := strconv.ParseInt(r.GetValues()[0], 10, 64)
-		if err1 != nil || err2 != nil {
-			return false
-		}
-		if r.GetOperator() == "Gt" {
-			return have > want
-		}
-		return have < want
-	}
-	return false
 }
 
 // NodeAffinityFor returns affinity with its required node affinity replaced

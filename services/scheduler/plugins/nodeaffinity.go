@@ -2,8 +2,8 @@ package plugins
 
 import (
 	"context"
-	"strconv"
 
+	"skiff.dev/internal/nodeaffinity"
 	corev1 "skiff.dev/proto/core/v1"
 	"skiff.dev/services/scheduler/config"
 	"skiff.dev/services/scheduler/framework"
@@ -86,7 +86,7 @@ func (NodeAffinityPlugin) Score(_ context.Context, state *framework.CycleState, 
 func PreferredAffinityScore(prefs []*corev1.PreferredSchedulingTerm, node *corev1.Node) int64 {
 	var sum int64
 	for _, p := range prefs {
-		if p.GetWeight() != 0 && MatchNodeSelectorTerm(node, p.GetPreference()) {
+		if p.GetWeight() != 0 && nodeaffinity.MatchTerm(node, p.GetPreference()) {
 			sum += int64(p.GetWeight())
 		}
 	}
@@ -125,13 +125,7 @@ func (r RequiredNodeAffinity) Empty() bool { return len(r.selector) == 0 && !r.h
 
 // Match reports whether node satisfies r.
 func (r RequiredNodeAffinity) Match(node *corev1.Node) bool {
-	labels := node.GetMetadata().GetLabels()
-	for k, v := range r.selector {
-		if lv, ok := labels[k]; !ok || lv != v {
-			return false
-		}
-	}
-	return !r.hasTerms || MatchNodeSelectorTerms(node, r.terms)
+	return nodeaffinity.MatchLabels(node, r.selector) && (!r.hasTerms || nodeaffinity.MatchTerms(node, r.terms))
 }
 
 // nodeNames is the set of nodes r's terms name with metadata.name In,
@@ -157,89 +151,4 @@ func (r RequiredNodeAffinity) nodeNames() *framework.PreFilterResult {
 		}
 	}
 	return &framework.PreFilterResult{NodeNames: names}
-}
-
-// MatchNodeSelectorTerms reports whether node matches any of terms (an
-// empty list matches nothing).
-func MatchNodeSelectorTerms(node *corev1.Node, terms []*corev1.NodeSelectorTerm) bool {
-	for _, t := range terms {
-		if MatchNodeSelectorTerm(node, t) {
-			return true
-		}
-	}
-	return false
-}
-
-// MatchNodeSelectorTerm reports whether node matches every expression and
-// field of term; an empty term matches nothing, as in Kubernetes.
-func MatchNodeSelectorTerm(node *corev1.Node, term *corev1.NodeSelectorTerm) bool {
-	exprs, fields := term.GetMatchExpressions(), term.GetMatchFields()
-	if len(exprs) == 0 && len(fields) == 0 {
-		return false
-	}
-	labels := node.GetMetadata().GetLabels()
-	for _, r := range exprs {
-		if !matchRequirement(labels, r) {
-			return false
-		}
-	}
-	for _, r := range fields {
-		if !matchField(node, r) {
-			return false
-		}
-	}
-	return true
-}
-
-func matchRequirement(labels map[string]string, r *corev1.NodeSelectorRequirement) bool {
-	v, ok := labels[r.GetKey()]
-	switch r.GetOperator() {
-	case "In":
-		return ok && hasValue(r.GetValues(), v)
-	case "NotIn":
-		return !ok || !hasValue(r.GetValues(), v)
-	case "Exists":
-		return ok
-	case "DoesNotExist":
-		return !ok
-	case "Gt", "Lt":
-		if !ok || len(r.GetValues()) != 1 {
-			return false
-		}
-		have, err1 := strconv.ParseInt(v, 10, 64)
-		want, err2 := strconv.ParseInt(r.GetValues()[0], 10, 64)
-		if err1 != nil || err2 != nil {
-			return false
-		}
-		if r.GetOperator() == "Gt" {
-			return have > want
-		}
-		return have < want
-	default:
-		return false
-	}
-}
-
-func matchField(node *corev1.Node, r *corev1.NodeSelectorRequirement) bool {
-	if r.GetKey() != "metadata.name" {
-		return false
-	}
-	name := node.GetMetadata().GetName()
-	switch r.GetOperator() {
-	case "In":
-		return hasValue(r.GetValues(), name)
-	case "NotIn":
-		return !hasValue(r.GetValues(), name)
-	default:
-		return false
-	}
-}
-
-func hasValue(values []string, v string) bool {
-	for _, x := range values {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }

@@ -3,10 +3,12 @@ package plugins
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"google.golang.org/protobuf/proto"
 
 	"skiff.dev/internal/client"
+	"skiff.dev/internal/nodeaffinity"
 	corev1 "skiff.dev/proto/core/v1"
 	storagev1 "skiff.dev/proto/storage/v1"
 	"skiff.dev/services/scheduler/config"
@@ -249,11 +251,7 @@ func (pv *podVolumes) fits(node *corev1.Node) *framework.Status {
 // VolumeNodeAffinityMatches reports whether vol may be used on node: it
 // has no required nodeAffinity, or node matches one of its terms.
 func VolumeNodeAffinityMatches(vol *corev1.PersistentVolume, node *corev1.Node) bool {
-	req := vol.GetSpec().GetNodeAffinity().GetRequired()
-	if req == nil {
-		return true
-	}
-	return MatchNodeSelectorTerms(node, req.GetNodeSelectorTerms())
+	return nodeaffinity.Match(node, vol.GetSpec().GetNodeAffinity().GetRequired())
 }
 
 // allowedTopologiesMatch reports whether class may provision on node: no
@@ -268,7 +266,7 @@ func allowedTopologiesMatch(class *storagev1.StorageClass, node *corev1.Node) bo
 		all := true
 		for _, e := range t.GetMatchLabelExpressions() {
 			v, ok := labels[e.GetKey()]
-			if !ok || !hasValue(e.GetValues(), v) {
+			if !ok || !slices.Contains(e.GetValues(), v) {
 				all = false
 				break
 			}
