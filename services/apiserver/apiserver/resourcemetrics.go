@@ -132,6 +132,15 @@ func checkListOptions(o *metav1.ListOptions) error {
 	return nil
 }
 
+// consistentList is the list of the pods or nodes a metrics List reads:
+// in namespace (nodes: ""), with o's selectors, consistent (the watch cache once it has
+// what etcd has now, as a Get reads etcd), so that a pod or node created
+// a moment before is there: the usage is asked live, and a list from a
+// cache that lagged (under load) left out a pod that had just started.
+func consistentList(namespace string, o *metav1.ListOptions) *metav1.ListOptions {
+	return &metav1.ListOptions{Namespace: namespace, LabelSelector: o.GetLabelSelector(), FieldSelector: o.GetFieldSelector()}
+}
+
 // ------------------------------------------------------------------ nodes
 
 type nodeMetricsServer struct{ m *resourceMetrics }
@@ -161,7 +170,7 @@ func (s nodeMetricsServer) List(ctx context.Context, o *metav1.ListOptions) (*me
 	if err := checkListOptions(o); err != nil {
 		return nil, err
 	}
-	res, err := s.m.nodes.List(ctx, &metav1.ListOptions{LabelSelector: o.GetLabelSelector(), FieldSelector: o.GetFieldSelector(), ResourceVersion: "0"})
+	res, err := s.m.nodes.List(ctx, consistentList("", o))
 	if err != nil {
 		return nil, err
 	}
@@ -231,7 +240,7 @@ func (s podMetricsServer) List(ctx context.Context, o *metav1.ListOptions) (*met
 	if err := checkListOptions(o); err != nil {
 		return nil, err
 	}
-	res, err := s.m.pods.List(ctx, &metav1.ListOptions{Namespace: o.GetNamespace(), LabelSelector: o.GetLabelSelector(), FieldSelector: o.GetFieldSelector(), ResourceVersion: "0"})
+	res, err := s.m.pods.List(ctx, consistentList(o.GetNamespace(), o))
 	if err != nil {
 		return nil, err
 	}
