@@ -15,9 +15,9 @@ import (
 	corev1 "skiff.dev/proto/core/v1"
 	metav1 "skiff.dev/proto/meta/v1"
 	"skiff.dev/services/controller-manager/controllerutil"
+	"skiff.dev/services/controller-manager/expectations"
 	"skiff.dev/services/controller-manager/history"
 	"skiff.dev/services/controller-manager/manager"
-	"skiff.dev/services/controller-manager/replicaset"
 )
 
 // Name is the controller's name in --controllers.
@@ -42,7 +42,7 @@ type Controller struct {
 	crClient  *client.Resource[*appsv1.ControllerRevision, *appsv1.ControllerRevisionList]
 	history   *history.History
 
-	expectations *replicaset.Expectations
+	expectations *expectations.Tracker
 	failed       *backoff
 	recorder     events.Recorder
 	log          *zap.Logger
@@ -70,7 +70,7 @@ func New(mc *manager.Context, o Options) *Controller {
 		clock:     parts.Clock,
 	}
 	c.history = history.New(c.crClient, c.crs)
-	c.expectations = replicaset.NewExpectations(c.clock.Now)
+	c.expectations = expectations.New(c.clock.Now)
 	c.failed = newBackoff(c.clock.Now)
 	c.queue = parts.Runner(Name, o.Workers, controller.ReconcileFunc(c.reconcile))
 	c.dses.AddHandler(informer.Handler[*appsv1.DaemonSet]{

@@ -28,8 +28,8 @@
 //	status.go      desired/current/ready/available/updated/misscheduled
 //	               counts and observedGeneration
 //
-// Pods are created and deleted under expectations (the replicaset
-// package's) so that a sync never acts on a cache that has not seen its own
-// writes. What it does not do: bind pods (the scheduler does), delete pods
-// of nodes that are gone (the pod GC does, as in Kubernetes).
+// Pods are created and deleted under expectations (package expectations)
+// so that a sync never acts on a cache that has not seen its own writes.
+// What it does not do: bind pods (the scheduler does), delete pods of
+// nodes that are gone (the pod GC does, as in Kubernetes).
 package daemonset

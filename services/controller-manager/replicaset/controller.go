@@ -15,6 +15,7 @@ import (
 	appsv1 "skiff.dev/proto/apps/v1"
 	corev1 "skiff.dev/proto/core/v1"
 	"skiff.dev/services/controller-manager/controllerutil"
+	"skiff.dev/services/controller-manager/expectations"
 	"skiff.dev/services/controller-manager/manager"
 )
 
@@ -48,7 +49,7 @@ type Controller struct {
 	podClient *client.Resource[*corev1.Pod, *corev1.PodList]
 	rsClient  *client.Resource[*appsv1.ReplicaSet, *appsv1.ReplicaSetList]
 
-	expectations *Expectations
+	expectations *expectations.Tracker
 	queue        *controller.Controller
 	bursts       *bursts // the creations in flight
 
@@ -116,7 +117,7 @@ func newController(mc *manager.Context, o Options, pods *informer.Informer[*core
 		rss:          rss,
 		podClient:    client.Pods(mc.Conn),
 		rsClient:     client.ReplicaSets(mc.Conn),
-		expectations: NewExpectations(parts.Clock.Now),
+		expectations: expectations.New(parts.Clock.Now),
 	}
 	c.queue = parts.Runner(Name, o.Workers, controller.ReconcileFunc(c.Reconcile))
 	c.bursts = newBursts(c.queue.Enqueue)

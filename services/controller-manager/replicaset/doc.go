@@ -10,7 +10,6 @@
 //	                 whose selector matches; creations and deletions seen
 //	                 lower the expectations. It adds one index to the shared
 //	                 pods informer: orphans by namespace
-//	expectations.go  the creations and deletions in flight, per ReplicaSet
 //	replicaset.go    Reconcile: claim, then create or delete, then status
 //	claim.go         claimPods (pure): which pods are owned, to adopt, to
 //	                 release; adopt and release by Update at the pod's
@@ -39,8 +38,8 @@
 //  2. orphans that match are adopted and owned pods that no longer match are
 //     released (neither while the ReplicaSet is being deleted);
 //  3. pods are created or deleted to reach spec.replicas, counting the
-//     creations made but not seen yet by the pods informer (expectations;
-//     trusted for 5 minutes); deletions wait until every creation and
+//     creations made but not seen yet by the pods informer (package
+//     expectations; trusted for 5 minutes); deletions wait until every creation and
 //     deletion made has been seen. A lagging informer therefore never
 //     causes extra pods. Before a ReplicaSet's first creation after the
 //     controller started (the previous leader's last creations may reach

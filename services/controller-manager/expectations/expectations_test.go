@@ -1,4 +1,4 @@
-package replicaset
+package expectations
 
 import (
 	"testing"
@@ -10,24 +10,27 @@ import (
 // TestExpectations plays scripts of expectations and observations.
 func TestExpectations(t *testing.T) {
 	type step struct {
-		do        func(e *Expectations, clk *workqueue.FakeClock)
+		do        func(e *Tracker, clk *workqueue.FakeClock)
 		satisfied bool
 	}
-	expectAdds := func(n int) func(*Expectations, *workqueue.FakeClock) {
-		return func(e *Expectations, _ *workqueue.FakeClock) { e.ExpectCreations("ns/rs", n) }
+	expectAdds := func(n int) func(*Tracker, *workqueue.FakeClock) {
+		return func(e *Tracker, _ *workqueue.FakeClock) { e.ExpectCreations("ns/rs", n) }
 	}
-	expectDels := func(keys ...string) func(*Expectations, *workqueue.FakeClock) {
-		return func(e *Expectations, _ *workqueue.FakeClock) { e.ExpectDeletions("ns/rs", keys) }
+	expectDels := func(keys ...string) func(*Tracker, *workqueue.FakeClock) {
+		return func(e *Tracker, _ *workqueue.FakeClock) { e.ExpectDeletions("ns/rs", keys) }
 	}
-	added := func(e *Expectations, _ *workqueue.FakeClock) { e.CreationObserved("ns/rs") }
-	deleted := func(k string) func(*Expectations, *workqueue.FakeClock) {
-		return func(e *Expectations, _ *workqueue.FakeClock) { e.DeletionObserved("ns/rs", k) }
+	added := func(e *Tracker, _ *workqueue.FakeClock) { e.CreationObserved("ns/rs") }
+	deleted := func(k string) func(*Tracker, *workqueue.FakeClock) {
+		return func(e *Tracker, _ *workqueue.FakeClock) { e.DeletionObserved("ns/rs", k) }
 	}
-	wait := func(d time.Duration) func(*Expectations, *workqueue.FakeClock) {
-		return func(_ *Expectations, clk *workqueue.FakeClock) { clk.Step(d) }
+	wait := func(d time.Duration) func(*Tracker, *workqueue.FakeClock) {
+		return func(_ *Tracker, clk *workqueue.FakeClock) { clk.Step(d) }
 	}
-	forget := func(e *Expectations, _ *workqueue.FakeClock) { e.Delete("ns/rs") }
-	nothing := func(*Expectations, *workqueue.FakeClock) {}
+	moreDels := func(keys ...string) func(*Tracker, *workqueue.FakeClock) {
+		return func(e *Tracker, _ *workqueue.FakeClock) { e.ExpectMoreDeletions("ns/rs", keys) }
+	}
+	forget := func(e *Tracker, _ *workqueue.FakeClock) { e.Delete("ns/rs") }
+	nothing := func(*Tracker, *workqueue.FakeClock) {}
 
 	cases := []struct {
 		name  string
@@ -50,15 +53,26 @@ func TestExpectations(t *testing.T) {
 		{"new expectations replace the old", []step{
 			{expectAdds(5), false}, {expectDels("ns/a"), false}, {deleted("ns/a"), true},
 		}},
+		{"more deletions after creations keep them", []step{
+			{expectAdds(1), false}, {expectDels("ns/a"), false}, {expectAdds(1), false}, {moreDels("ns/b"), false},
+			{added, false}, {deleted("ns/b"), true},
+		}},
+		{"more deletions keep what is expected", []step{
+			{expectAdds(2), false}, {moreDels("ns/a"), false}, {moreDels("ns/b"), false},
+			{deleted("ns/a"), false}, {deleted("ns/b"), false}, {added, false}, {added, true},
+		}},
+		{"more deletions drop expired expectations", []step{
+			{expectAdds(2), false}, {wait(Timeout + time.Nanosecond), true}, {moreDels("ns/a"), false}, {deleted("ns/a"), true},
+		}},
 		{"expire after the timeout", []step{
-			{expectAdds(2), false}, {wait(ExpectationsTimeout), false}, {wait(time.Nanosecond), true},
+			{expectAdds(2), false}, {wait(Timeout), false}, {wait(time.Nanosecond), true},
 		}},
 		{"deleted", []step{{expectAdds(2), false}, {forget, true}, {added, true}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			clk := workqueue.NewFakeClock(epoch)
-			e := NewExpectations(clk.Now)
+			clk := workqueue.NewFakeClock(time.Unix(1000, 0))
+			e := New(clk.Now)
 			for i, s := range tc.steps {
 				s.do(e, clk)
 				if got := e.Satisfied("ns/rs"); got != s.satisfied {
@@ -78,7 +92,7 @@ func TestExpectations(t *testing.T) {
 // expectations count for nothing.
 func TestInFlight(t *testing.T) {
 	clk := workqueue.NewFakeClock(time.Unix(1000, 0))
-	e := NewExpectations(clk.Now)
+	e := New(clk.Now)
 	check := func(step string, wantAdds int, wantDeleting bool) {
 		t.Helper()
 		if adds, deleting := e.InFlight("ns/rs"); adds != wantAdds || deleting != wantDeleting {
@@ -91,7 +105,7 @@ func TestInFlight(t *testing.T) {
 	check("3 made, 1 seen", 2, false)
 	e.ExpectCreations("ns/rs", 5)
 	check("5 more made", 7, false)
-	clk.Step(ExpectationsTimeout + time.Second)
+	clk.Step(Timeout + time.Second)
 	check("expired", 0, false)
 	e.ExpectCreations("ns/rs", 2)
 	check("expired creations are not carried over", 2, false)
