@@ -16,6 +16,7 @@ import (
 	batchv1 "skiff.dev/proto/batch/v1"
 	corev1 "skiff.dev/proto/core/v1"
 	"skiff.dev/services/controller-manager/controllerutil"
+	"skiff.dev/services/controller-manager/expectations"
 	"skiff.dev/services/controller-manager/manager"
 )
 
@@ -60,7 +61,8 @@ type Controller struct {
 	podClient *client.Resource[*corev1.Pod, *corev1.PodList]
 	jobClient *client.Resource[*batchv1.Job, *batchv1.JobList]
 
-	expectations *expectations
+	expectations *expectations.Tracker
+	finalizers   *finalizerExpectations
 	backoffs     *backoffStore
 	// written holds, by key, the Job as this controller's last status
 	// write returned it: newer than the cache until the informer catches
@@ -99,7 +101,8 @@ func New(mc *manager.Context, o Options) *Controller {
 		jobs:         informer.For(mc.Informers, client.Jobs(mc.Conn)),
 		podClient:    client.Pods(mc.Conn),
 		jobClient:    client.Jobs(mc.Conn),
-		expectations: newExpectations(parts.Clock.Now),
+		expectations: expectations.New(parts.Clock.Now),
+		finalizers:   newFinalizerExpectations(),
 		backoffs:     newBackoffStore(),
 		metrics:      newMetrics(mc.Registerer),
 	}
@@ -156,7 +159,8 @@ func (c *Controller) deleteJob(j *batchv1.Job) {
 func (c *Controller) forget(key string) {
 	c.written.Delete(key)
 	c.lastSync.Delete(key)
-	c.expectations.forget(key)
+	c.expectations.Delete(key)
+	c.finalizers.forget(key)
 	c.backoffs.forget(key)
 }
 
@@ -186,9 +190,9 @@ func (c *Controller) addPod(p *corev1.Pod) {
 		return
 	}
 	if p.GetMetadata().GetDeletionTimestamp() != nil {
-		c.expectations.deletionObserved(key, informer.Key(p))
+		c.expectations.DeletionObserved(key, informer.Key(p))
 	} else {
-		c.expectations.creationObserved(key)
+		c.expectations.CreationObserved(key)
 	}
 	c.enqueueBatched(key)
 }
@@ -206,10 +210,10 @@ func (c *Controller) updatePod(old, cur *corev1.Pod) {
 		return
 	}
 	if cur.GetMetadata().GetDeletionTimestamp() != nil {
-		c.expectations.deletionObserved(key, informer.Key(cur))
+		c.expectations.DeletionObserved(key, informer.Key(cur))
 	}
 	if !hasTrackingFinalizer(cur) {
-		c.expectations.finalizerRemovalObserved(key, cur.GetMetadata().GetUid())
+		c.finalizers.observed(key, cur.GetMetadata().GetUid())
 	}
 	c.enqueueBatched(key)
 }
@@ -219,8 +223,8 @@ func (c *Controller) deletePod(p *corev1.Pod) {
 	if !ok {
 		return
 	}
-	c.expectations.deletionObserved(key, informer.Key(p))
-	c.expectations.finalizerRemovalObserved(key, p.GetMetadata().GetUid())
+	c.expectations.DeletionObserved(key, informer.Key(p))
+	c.finalizers.observed(key, p.GetMetadata().GetUid())
 	c.enqueueBatched(key)
 }
 

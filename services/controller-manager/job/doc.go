@@ -26,8 +26,8 @@
 //     finalizer is gone) or the pod still holding its finalizer (not counted
 //     yet): never lost, never counted twice.
 //
-// Expectations (expectations.go) keep a burst of creations or deletions,
-// and finalizer removals, from being made twice before the informer shows
-// them. The package does not adopt orphan pods (Kubernetes' ClaimPods) and
+// Expectations (package expectations for creations and deletions,
+// expectations.go for finalizer removals) keep a burst of writes from
+// being made twice before the informer shows them. The package does not adopt orphan pods (Kubernetes' ClaimPods) and
 // does not delete finished Jobs (see package ttlafterfinished).
 package job

@@ -74,10 +74,10 @@ func (c *Controller) Reconcile(ctx context.Context, key string) (res controller.
 	}
 	// Expectations before the cache: a pod observed in between makes the
 	// sync wait for nothing, never act on a stale count.
-	satisfied := c.expectations.satisfied(key)
+	satisfied := c.expectations.Satisfied(key)
 	v := &view{
 		job: j, pods: c.podsOf(j), now: c.clock.Now(), satisfied: satisfied,
-		pendingFinalizers: c.expectations.finalizersPending(key),
+		pendingFinalizers: c.finalizers.pending(key),
 		backoff:           c.backoffs.get(key),
 		backoffBase:       c.opts.BackoffBase, backoffMax: c.opts.BackoffMax,
 	}
@@ -266,7 +266,7 @@ func (c *Controller) recordFinished(j *batchv1.Job, cond *batchv1.JobCondition) 
 // and returns how many it created.
 func (c *Controller) createPods(ctx context.Context, key string, j *batchv1.Job, plan managePlan, a assessment) (int, error) {
 	n := plan.create
-	c.expectations.expectCreations(key, n)
+	c.expectations.ExpectCreations(key, n)
 	c.log.Debug("creating pods", zap.String("job", key), zap.Int("count", n), zap.Int32("wantActive", plan.wantActive))
 	podFor := func(i int) *corev1.Pod {
 		if !isIndexed(j) {
@@ -290,7 +290,7 @@ func (c *Controller) createPods(ctx context.Context, key string, j *batchv1.Job,
 			wg.Go(func() {
 				meta, err := c.podClient.CreateForMeta(ctx, podFor(i))
 				if err != nil {
-					c.expectations.creationObserved(key)
+					c.expectations.CreationObserved(key)
 					if ctx.Err() == nil && !apierrors.IsAlreadyExists(err) {
 						c.rec.Eventf(j, events.EventTypeWarning, "FailedCreate", "Error creating: %v", err)
 					}
@@ -307,7 +307,7 @@ func (c *Controller) createPods(ctx context.Context, key string, j *batchv1.Job,
 		next += size
 		if len(errs) > 0 {
 			for range n - next {
-				c.expectations.creationObserved(key) // never attempted
+				c.expectations.CreationObserved(key) // never attempted
 			}
 			break
 		}
@@ -327,12 +327,12 @@ func (c *Controller) deletePods(ctx context.Context, key string, j *batchv1.Job,
 	for i, p := range pods {
 		keys[i] = informer.Key(p)
 	}
-	c.expectations.expectDeletions(key, keys)
+	c.expectations.ExpectMoreDeletions(key, keys)
 	var nReady, nDeleted atomic.Int32
 	var mu sync.Mutex
 	var errs []error
 	fail := func(i int, err error) {
-		c.expectations.deletionObserved(key, keys[i])
+		c.expectations.DeletionObserved(key, keys[i])
 		if apierrors.IsNotFound(err) {
 			nDeleted.Add(1)
 			return
@@ -380,7 +380,7 @@ func (c *Controller) removeFinalizers(ctx context.Context, key string, pods []*c
 	for i, p := range pods {
 		uids[i] = p.GetMetadata().GetUid()
 	}
-	c.expectations.expectFinalizersRemoved(key, uids)
+	c.finalizers.expect(key, uids)
 	ok := make([]bool, len(pods))
 	var mu sync.Mutex
 	var errs []error
@@ -392,7 +392,7 @@ func (c *Controller) removeFinalizers(ctx context.Context, key string, pods []*c
 			defer func() { <-sem }()
 			err := c.removeFinalizer(ctx, p)
 			if err != nil && !apierrors.IsNotFound(err) {
-				c.expectations.finalizerRemovalObserved(key, uids[i])
+				c.finalizers.observed(key, uids[i])
 				mu.Lock()
 				errs = append(errs, err)
 				mu.Unlock()
