@@ -12,6 +12,7 @@ import (
 	appsv1 "skiff.dev/proto/apps/v1"
 	corev1 "skiff.dev/proto/core/v1"
 	metav1 "skiff.dev/proto/meta/v1"
+	"skiff.dev/services/controller-manager/controllerutil"
 )
 
 var t0 = time.Unix(1_000_000, 0)
@@ -317,20 +318,20 @@ func TestClaimPods(t *testing.T) {
 	others.Metadata.OwnerReferences[0].Uid = "someone-else"
 	all := []*corev1.Pod{mine, mineUnmatched, orphan, orphanDeleting, others}
 
-	c := claimPods(ds, sel, all)
-	if got := podNames(c.owned); !slices.Equal(got, []string{"mine"}) {
+	c := controllerutil.ClaimPods(ds.GetMetadata(), sel, all)
+	if got := podNames(c.Owned); !slices.Equal(got, []string{"mine"}) {
 		t.Errorf("owned %v", got)
 	}
-	if got := podNames(c.adopt); !slices.Equal(got, []string{"orphan"}) {
+	if got := podNames(c.Adopt); !slices.Equal(got, []string{"orphan"}) {
 		t.Errorf("adopt %v", got)
 	}
-	if got := podNames(c.release); !slices.Equal(got, []string{"mine-unmatched"}) {
+	if got := podNames(c.Release); !slices.Equal(got, []string{"mine-unmatched"}) {
 		t.Errorf("release %v", got)
 	}
 	ds.Metadata.DeletionTimestamp = timestamppb.New(t0)
-	c = claimPods(ds, sel, all)
-	if len(c.adopt) != 0 || len(c.release) != 0 {
-		t.Errorf("a DaemonSet being deleted adopts %v and releases %v", podNames(c.adopt), podNames(c.release))
+	c = controllerutil.ClaimPods(ds.GetMetadata(), sel, all)
+	if len(c.Adopt) != 0 || len(c.Release) != 0 {
+		t.Errorf("a DaemonSet being deleted adopts %v and releases %v", podNames(c.Adopt), podNames(c.Release))
 	}
 }
 

@@ -56,11 +56,11 @@ func TestClaimPods(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			c := claimPods(rs, sel, tc.pods)
+			c := controllerutil.ClaimPods(rs.GetMetadata(), sel, tc.pods)
 			for _, x := range []struct {
 				what      string
 				got, want []string
-			}{{"owned", names(c.owned), tc.owned}, {"adopt", names(c.adopt), tc.adopt}, {"release", names(c.release), tc.released}} {
+			}{{"owned", names(c.Owned), tc.owned}, {"adopt", names(c.Adopt), tc.adopt}, {"release", names(c.Release), tc.released}} {
 				if !slices.Equal(x.got, x.want) && len(x.got)+len(x.want) > 0 {
 					t.Errorf("%s = %q, want %q", x.what, x.got, x.want)
 				}
@@ -71,14 +71,14 @@ func TestClaimPods(t *testing.T) {
 
 func TestAdoptAndReleaseCopies(t *testing.T) {
 	p := testPod("a", ownedBy("other", false))
-	adopted := withControllerRef(p, controllerRef(testRS(1, 0)))
+	adopted := controllerutil.WithControllerRef(p, controllerRef(testRS(1, 0)))
 	if ref := controllerutil.ControllerOf(adopted.Metadata); ref == nil || ref.GetUid() != "rs1" || !ref.GetBlockOwnerDeletion() || ref.GetKind() != "ReplicaSet" || ref.GetApiVersion() != "apps/v1" {
 		t.Errorf("adopted controller ref = %v", ref)
 	}
 	if len(p.Metadata.OwnerReferences) != 1 {
 		t.Errorf("withControllerRef changed its argument")
 	}
-	released := withoutOwner(adopted, "rs1")
+	released := controllerutil.WithoutOwner(adopted, "rs1")
 	if len(released.Metadata.OwnerReferences) != 1 || released.Metadata.OwnerReferences[0].GetUid() != "other" {
 		t.Errorf("released owner refs = %v, want only the one to other", released.Metadata.OwnerReferences)
 	}

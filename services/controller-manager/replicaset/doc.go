@@ -11,8 +11,8 @@
 //	                 lower the expectations. It adds one index to the shared
 //	                 pods informer: orphans by namespace
 //	replicaset.go    Reconcile: claim, then create or delete, then status
-//	claim.go         claimPods (pure): which pods are owned, to adopt, to
-//	                 release; adopt and release by Update at the pod's
+//	claim.go         controllerutil.ClaimPods (pure) says which pods are
+//	                 owned, to adopt, to release; adopt and release by Update at the pod's
 //	                 resourceVersion
 //	template.go      the pods created: generateName "<rs>-", the template's
 //	                 labels, annotations and spec, a controller reference

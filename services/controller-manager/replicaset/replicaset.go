@@ -49,13 +49,13 @@ func (c *Controller) Reconcile(ctx context.Context, key string) (controller.Resu
 	// never zero times (too many).
 	inFlight, deleting := c.expectations.InFlight(key)
 
-	cl := claimPods(rs, sel, c.candidates(rs, sel))
-	owned := cl.owned
+	cl := controllerutil.ClaimPods(rs.GetMetadata(), sel, c.candidates(rs, sel))
+	owned := cl.Owned
 	var errs []error
-	if err := c.release(ctx, rs, cl.release); err != nil {
+	if err := c.release(ctx, rs, cl.Release); err != nil {
 		errs = append(errs, err)
 	}
-	adopted, err := c.adopt(ctx, rs, cl.adopt)
+	adopted, err := c.adopt(ctx, rs, cl.Adopt)
 	owned = append(owned, adopted...)
 	if err != nil {
 		// Counting without the pods not adopted would create pods for them.
