@@ -156,12 +156,18 @@ func (c *Controller) apply(ctx context.Context, ds *appsv1.DaemonSet, key string
 		c.failed.next(backoffKey(ds, node))
 		c.recorder.Eventf(ds, events.EventTypeWarning, ReasonFailedDaemonPod, "Found failed daemon pod %s/%s on node %s, will try to kill it", p.GetMetadata().GetNamespace(), p.GetMetadata().GetName(), node)
 	}
+	// Both expectations are set before any write (Kubernetes'
+	// SetExpectations): expecting the creations after the deletions would
+	// drop the deletions' expectation.
+	keys := make([]string, len(plan.Delete))
+	for i, p := range plan.Delete {
+		keys[i] = informer.Key(p)
+	}
+	c.expectations.ExpectCreations(key, len(plan.CreateOn))
+	if len(keys) > 0 {
+		c.expectations.ExpectMoreDeletions(key, keys)
+	}
 	if len(plan.Delete) > 0 {
-		keys := make([]string, len(plan.Delete))
-		for i, p := range plan.Delete {
-			keys[i] = informer.Key(p)
-		}
-		c.expectations.ExpectDeletions(key, keys)
 		var mu sync.Mutex
 		parallel(len(plan.Delete), maxParallelPodWrites, func(i int) bool {
 			p := plan.Delete[i]
@@ -184,7 +190,6 @@ func (c *Controller) apply(ctx context.Context, ds *appsv1.DaemonSet, key string
 	}
 	if n := len(plan.CreateOn); n > 0 {
 		gen := templateGeneration(ds)
-		c.expectations.ExpectCreations(key, n)
 		created, err := slowStart(n, func(i int) error {
 			pod := NewPod(ds, plan.CreateOn[i], hash, gen)
 			_, err := c.podClient.Create(ctx, pod)
