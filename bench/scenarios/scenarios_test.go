@@ -35,7 +35,7 @@ func TestSelect(t *testing.T) {
 		prefix string
 		want   []string
 	}{
-		{"empty selects all", "", []string{"watch.fanout", "write", "api.get", "api.list", "scheduler", "node", "streams", "leader", "controllers.rs", "fairness", "fairness.flood", "memory", "services", "services.programming", "dns"}},
+		{"empty selects all", "", []string{"watch.fanout", "write", "api.get", "api.list", "scheduler", "node", "streams", "leader", "controllers.rs", "jobs", "daemonset", "fairness", "fairness.flood", "memory", "services", "services.programming", "dns"}},
 		{"scheduler alone", "scheduler", []string{"scheduler"}},
 		{"controllers measure their API denominator themselves", "controllers", []string{"controllers.rs"}},
 		{"api runs the writes with their etcd denominator", "api", []string{"write", "api.get", "api.list"}},

@@ -6,13 +6,17 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"skiff.dev/internal/apierrors"
 	"skiff.dev/internal/client"
 	appsv1 "skiff.dev/proto/apps/v1"
+	batchv1 "skiff.dev/proto/batch/v1"
 	coordinationv1 "skiff.dev/proto/coordination/v1"
 	corev1 "skiff.dev/proto/core/v1"
 	discoveryv1 "skiff.dev/proto/discovery/v1"
 	metav1 "skiff.dev/proto/meta/v1"
+	policyv1 "skiff.dev/proto/policy/v1"
 	rbacv1 "skiff.dev/proto/rbac/v1"
 	"skiff.dev/services/apiserver/admission"
 	"skiff.dev/services/apiserver/apiserver"
@@ -28,8 +32,11 @@ const patience = 20 * time.Second
 func start(t *testing.T) *managertest.Env {
 	t.Helper()
 	env := managertest.Start(t, apiservertest.WithConfig(func(c *apiserver.Config) {
-		// ServiceAccount off: no serviceaccounts controller runs here.
-		c.Admission = admission.Options{EnablePlugins: admission.DefaultPlugins, DisablePlugins: []string{admission.ServiceAccountName}}
+		// ServiceAccount off: no serviceaccounts controller runs here;
+		// StorageObjectInUseProtection off: no pvc-protection controller
+		// would let the claim go.
+		c.Admission = admission.Options{EnablePlugins: admission.DefaultPlugins,
+			DisablePlugins: []string{admission.ServiceAccountName, admission.StorageObjectInUseProtectionName}}
 	}))
 	c := namespace.New(env.Manager, namespace.Options{Recheck: 100 * time.Millisecond})
 	env.StartInformers()
@@ -90,6 +97,28 @@ func fill(t *testing.T, env *managertest.Env, ns string) {
 	_, err = client.EndpointSlices(conn).Create(ctx, &discoveryv1.EndpointSlice{Metadata: meta(ns, "web-manual"), AddressType: "IPv4",
 		Endpoints: []*discoveryv1.Endpoint{{Addresses: []string{"10.0.0.1"}}}})
 	must("endpointslice", err)
+	_, err = client.PersistentVolumeClaims(conn).Create(ctx, &corev1.PersistentVolumeClaim{Metadata: meta(ns, "data"),
+		Spec: &corev1.PersistentVolumeClaimSpec{AccessModes: []string{"ReadWriteOnce"}, StorageClassName: proto.String("manual"),
+			Resources: &corev1.VolumeResourceRequirements{Requests: map[string]string{"storage": "1Gi"}}}})
+	must("persistentvolumeclaim", err)
+	_, err = client.DaemonSets(conn).Create(ctx, &appsv1.DaemonSet{Metadata: meta(ns, "ds"), Spec: &appsv1.DaemonSetSpec{Selector: sel, Template: tmpl}})
+	must("daemonset", err)
+	_, err = client.StatefulSets(conn).Create(ctx, &appsv1.StatefulSet{Metadata: meta(ns, "sts"),
+		Spec: &appsv1.StatefulSetSpec{Replicas: &zero, ServiceName: "web", Selector: sel, Template: tmpl}})
+	must("statefulset", err)
+	_, err = client.ControllerRevisions(conn).Create(ctx, &appsv1.ControllerRevision{Metadata: meta(ns, "sts-1"), Revision: 1})
+	must("controllerrevision", err)
+	batchTmpl := proto.Clone(tmpl).(*corev1.PodTemplateSpec)
+	batchTmpl.Metadata = nil
+	batchTmpl.Spec.RestartPolicy = "Never"
+	_, err = client.Jobs(conn).Create(ctx, &batchv1.Job{Metadata: meta(ns, "job"), Spec: &batchv1.JobSpec{Suspend: proto.Bool(true), Template: batchTmpl}})
+	must("job", err)
+	_, err = client.CronJobs(conn).Create(ctx, &batchv1.CronJob{Metadata: meta(ns, "cron"), Spec: &batchv1.CronJobSpec{Schedule: "@hourly", Suspend: proto.Bool(true),
+		JobTemplate: &batchv1.JobTemplateSpec{Spec: &batchv1.JobSpec{Template: batchTmpl}}}})
+	must("cronjob", err)
+	_, err = client.PodDisruptionBudgets(conn).Create(ctx, &policyv1.PodDisruptionBudget{Metadata: meta(ns, "pdb"),
+		Spec: &policyv1.PodDisruptionBudgetSpec{Selector: sel, MinAvailable: &metav1.IntOrString{Value: &metav1.IntOrString_IntVal{IntVal: 1}}}})
+	must("poddisruptionbudget", err)
 	// Last: a quota of leases, so that it constrains nothing created above.
 	_, err = client.ResourceQuotas(conn).Create(ctx, &corev1.ResourceQuota{Metadata: meta(ns, "quota"),
 		Spec: &corev1.ResourceQuotaSpec{Hard: map[string]string{"count/leases.coordination.k8s.io": "10"}}})
