@@ -8,6 +8,7 @@ import (
 
 	"skiff.dev/internal/apierrors"
 	"skiff.dev/internal/client"
+	"skiff.dev/internal/storageclass"
 	corev1 "skiff.dev/proto/core/v1"
 	metav1 "skiff.dev/proto/meta/v1"
 	storagev1 "skiff.dev/proto/storage/v1"
@@ -38,10 +39,7 @@ const (
 )
 
 // IsDefaultClass says whether sc is marked as the default class.
-func IsDefaultClass(sc *storagev1.StorageClass) bool {
-	a := sc.GetMetadata().GetAnnotations()
-	return a[IsDefaultStorageClassAnnotation] == "true" || a[BetaIsDefaultStorageClassAnnotation] == "true"
-}
+func IsDefaultClass(sc *storagev1.StorageClass) bool { return storageclass.IsDefault(sc) }
 
 // DefaultClass picks the default StorageClass among classes: of those
 // marked default, the newest (then the first by name), as Kubernetes ≥1.26

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"skiff.dev/internal/storageclass"
 	appsv1 "skiff.dev/proto/apps/v1"
 	corev1 "skiff.dev/proto/core/v1"
 	"skiff.dev/services/ctl/printers"
@@ -50,19 +51,10 @@ func (p *out) claimTemplates(templates []*corev1.PersistentVolumeClaim) {
 	for _, c := range templates {
 		cm, cs := c.GetMetadata(), c.GetSpec()
 		p.kv(1, "Name", cm.GetName())
-		p.kv(1, "StorageClass", claimClass(c))
+		p.kv(1, "StorageClass", storageclass.ClaimClass(c))
 		p.multi(1, "Labels", cm.GetLabels(), "=")
 		p.multi(1, "Annotations", cm.GetAnnotations(), ": ")
 		p.kv(1, "Capacity", orDefault(cs.GetResources().GetRequests()["storage"], "<default>"))
 		p.kv(1, "Access Modes", "["+strings.Join(slices.Clone(cs.GetAccessModes()), " ")+"]")
 	}
-}
-
-// claimClass is the class a claim asks for: the beta annotation's, else
-// spec.storageClassName (Kubernetes' GetPersistentVolumeClaimClass).
-func claimClass(c *corev1.PersistentVolumeClaim) string {
-	if v, ok := c.GetMetadata().GetAnnotations()["volume.beta.kubernetes.io/storage-class"]; ok {
-		return v
-	}
-	return c.GetSpec().GetStorageClassName()
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"skiff.dev/internal/object"
+	"skiff.dev/internal/storageclass"
 	appsv1 "skiff.dev/proto/apps/v1"
 	batchv1 "skiff.dev/proto/batch/v1"
 	corev1 "skiff.dev/proto/core/v1"
@@ -200,10 +201,7 @@ func persistentVolumeClaimRow(obj object.Object, now time.Time) ([]string, []str
 
 // IsDefaultClass says whether a StorageClass is annotated as the
 // cluster's default.
-func IsDefaultClass(sc *storagev1.StorageClass) bool {
-	a := sc.GetMetadata().GetAnnotations()
-	return a["storageclass.kubernetes.io/is-default-class"] == "true" || a["storageclass.beta.kubernetes.io/is-default-class"] == "true"
-}
+func IsDefaultClass(sc *storagev1.StorageClass) bool { return storageclass.IsDefault(sc) }
 
 func storageClassRow(obj object.Object, now time.Time) ([]string, []string) {
 	sc := obj.(*storagev1.StorageClass)

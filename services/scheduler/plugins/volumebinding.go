@@ -9,6 +9,7 @@ import (
 
 	"skiff.dev/internal/client"
 	"skiff.dev/internal/nodeaffinity"
+	"skiff.dev/internal/storageclass"
 	corev1 "skiff.dev/proto/core/v1"
 	storagev1 "skiff.dev/proto/storage/v1"
 	"skiff.dev/services/scheduler/config"
@@ -39,8 +40,6 @@ const (
 	AnnSelectedNode = "volume.kubernetes.io/selected-node"
 	// AnnBindCompleted is set by Kubernetes' binder on a claim it bound.
 	AnnBindCompleted = "pv.kubernetes.io/bind-completed"
-	// annBetaStorageClass is the class of a claim before spec.storageClassName.
-	annBetaStorageClass = "volume.beta.kubernetes.io/storage-class"
 
 	bindingModeWaitForFirstConsumer = "WaitForFirstConsumer"
 	claimBound                      = "Bound"
@@ -94,14 +93,8 @@ type delayedClaim struct {
 	class *storagev1.StorageClass
 }
 
-// ClaimClass is a claim's storage class name: the beta annotation if set,
-// else spec.storageClassName ("" for none), as Kubernetes reads it.
-func ClaimClass(c *corev1.PersistentVolumeClaim) string {
-	if v, ok := c.GetMetadata().GetAnnotations()[annBetaStorageClass]; ok {
-		return v
-	}
-	return c.GetSpec().GetStorageClassName()
-}
+// ClaimClass is the class a claim asks for (storageclass.ClaimClass).
+func ClaimClass(c *corev1.PersistentVolumeClaim) string { return storageclass.ClaimClass(c) }
 
 // ClaimBound reports a claim its binder has bound: spec.volumeName set
 // and either phase Bound or Kubernetes' bind-completed annotation. A claim

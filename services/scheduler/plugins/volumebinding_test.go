@@ -3,6 +3,7 @@ package plugins
 import (
 	"testing"
 
+	"skiff.dev/internal/storageclass"
 	corev1 "skiff.dev/proto/core/v1"
 	metav1 "skiff.dev/proto/meta/v1"
 	storagev1 "skiff.dev/proto/storage/v1"
@@ -90,7 +91,7 @@ func TestVolumeBinding(t *testing.T) {
 	promised.Metadata.Annotations = map[string]string{AnnSelectedNode: "b"}
 	beta := claim("beta", "", "")
 	beta.Spec.StorageClassName = nil
-	beta.Metadata.Annotations = map[string]string{annBetaStorageClass: "local-path"}
+	beta.Metadata.Annotations = map[string]string{storageclass.BetaClaimAnnotation: "local-path"}
 
 	lister := volumes{
 		claims: map[string]*corev1.PersistentVolumeClaim{},
