@@ -12,8 +12,10 @@ import (
 	coordinationv1 "skiff.dev/proto/coordination/v1"
 	corev1 "skiff.dev/proto/core/v1"
 	discoveryv1 "skiff.dev/proto/discovery/v1"
+	nodev1 "skiff.dev/proto/node/v1"
 	policyv1 "skiff.dev/proto/policy/v1"
 	rbacv1 "skiff.dev/proto/rbac/v1"
+	schedulingv1 "skiff.dev/proto/scheduling/v1"
 	storagev1 "skiff.dev/proto/storage/v1"
 )
 
@@ -157,6 +159,16 @@ func PodDisruptionBudgets(c grpc.ClientConnInterface) *Resource[*policyv1.PodDis
 // StorageClasses is the client of skiff.storage.v1.StorageClasses.
 func StorageClasses(c grpc.ClientConnInterface) *Resource[*storagev1.StorageClass, *storagev1.StorageClassList] {
 	return NewResource[*storagev1.StorageClass, *storagev1.StorageClassList](c, "skiff.storage.v1.StorageClasses")
+}
+
+// PriorityClasses is the client of skiff.scheduling.v1.PriorityClasses.
+func PriorityClasses(c grpc.ClientConnInterface) *Resource[*schedulingv1.PriorityClass, *schedulingv1.PriorityClassList] {
+	return NewResource[*schedulingv1.PriorityClass, *schedulingv1.PriorityClassList](c, "skiff.scheduling.v1.PriorityClasses")
+}
+
+// RuntimeClasses is the client of skiff.node.v1.RuntimeClasses.
+func RuntimeClasses(c grpc.ClientConnInterface) *Resource[*nodev1.RuntimeClass, *nodev1.RuntimeClassList] {
+	return NewResource[*nodev1.RuntimeClass, *nodev1.RuntimeClassList](c, "skiff.node.v1.RuntimeClasses")
 }
 
 // MutatingWebhookConfigurations is the client of skiff.admissionregistration.v1.MutatingWebhookConfigurations.

@@ -11,6 +11,11 @@ import (
 // eviction): edit grants them, view does not, as in Kubernetes.
 var actingSubresources = map[string]bool{"exec": true, "attach": true, "portforward": true, "token": true, "eviction": true}
 
+// ungrantedSubresources are granted by neither view nor edit (nor admin,
+// which aggregates edit): adding an ephemeral container to a pod is left to
+// roles that say so, as Kubernetes' bootstrap roles leave it.
+var ungrantedSubresources = map[string]bool{"ephemeralcontainers": true}
+
 // RoleResources are the resources (with their subresources, "pods/log")
 // of each API group a user-facing role grants, for its verbs: view reads
 // a resource and its subresources but binding; edit writes a resource and
@@ -30,6 +35,7 @@ func RoleResources(role decl.Roles) (groups []string, byGroup map[string][]strin
 		for _, sub := range k.Subresources {
 			acts := actingSubresources[sub]
 			switch {
+			case ungrantedSubresources[sub]:
 			case role == decl.View && sub != "binding" && !acts,
 				role == decl.Edit && (sub == "scale" || acts):
 				rs = append(rs, k.Resource+"/"+sub)

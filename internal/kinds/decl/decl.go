@@ -62,7 +62,7 @@ var All = []Kind{
 	{Version: "v1", Kind: "Namespace", Resource: "namespaces", ShortNames: []string{"ns"},
 		Subresources: []string{"status"}, FieldSelectors: []string{"status.phase"}, Roles: View},
 	{Version: "v1", Kind: "Pod", Resource: "pods", ShortNames: []string{"po"}, Namespaced: true,
-		Subresources:   []string{"status", "binding", "log", "exec", "attach", "portforward", "eviction"},
+		Subresources:   []string{"status", "binding", "log", "exec", "attach", "portforward", "eviction", "ephemeralcontainers"},
 		FieldSelectors: []string{"spec.nodeName", "spec.schedulerName", "spec.restartPolicy", "status.phase", "status.podIP"},
 		Roles:          View | Edit,
 		RPCs: []string{
@@ -78,6 +78,9 @@ var All = []Kind{
 			"rpc PortForward(stream PortForwardRequest) returns (stream PortForwardResponse);",
 			"// Evict deletes the pod (metadata names it) if its PodDisruptionBudgets allow.",
 			"rpc Evict(Eviction) returns (skiff.meta.v1.Status);",
+			"// UpdateEphemeralContainers adds ephemeral containers to a pod (spec.ephemeralContainers",
+			"// only; the others may not change): the ephemeralcontainers subresource.",
+			"rpc UpdateEphemeralContainers(Pod) returns (Pod);",
 		}},
 	{Version: "v1", Kind: "Node", Resource: "nodes", ShortNames: []string{"no"},
 		Subresources: []string{"status"}, FieldSelectors: []string{"spec.unschedulable"}},
@@ -131,6 +134,8 @@ var All = []Kind{
 	{Group: "policy", Version: "v1", Kind: "PodDisruptionBudget", Resource: "poddisruptionbudgets", ShortNames: []string{"pdb"}, Namespaced: true,
 		Subresources: []string{"status"}, Roles: View | Edit},
 	{Group: "storage.k8s.io", Version: "v1", Kind: "StorageClass", Resource: "storageclasses", ShortNames: []string{"sc"}},
+	{Group: "scheduling.k8s.io", Version: "v1", Kind: "PriorityClass", Resource: "priorityclasses", ShortNames: []string{"pc"}},
+	{Group: "node.k8s.io", Version: "v1", Kind: "RuntimeClass", Resource: "runtimeclasses"},
 	{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "MutatingWebhookConfiguration", Resource: "mutatingwebhookconfigurations"},
 	{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "ValidatingWebhookConfiguration", Resource: "validatingwebhookconfigurations"},
 }

@@ -362,19 +362,20 @@ var Namespaces_ServiceDesc = grpc.ServiceDesc{
 }
 
 const (
-	Pods_Create_FullMethodName       = "/skiff.core.v1.Pods/Create"
-	Pods_Get_FullMethodName          = "/skiff.core.v1.Pods/Get"
-	Pods_List_FullMethodName         = "/skiff.core.v1.Pods/List"
-	Pods_Update_FullMethodName       = "/skiff.core.v1.Pods/Update"
-	Pods_UpdateStatus_FullMethodName = "/skiff.core.v1.Pods/UpdateStatus"
-	Pods_Delete_FullMethodName       = "/skiff.core.v1.Pods/Delete"
-	Pods_Watch_FullMethodName        = "/skiff.core.v1.Pods/Watch"
-	Pods_Bind_FullMethodName         = "/skiff.core.v1.Pods/Bind"
-	Pods_Logs_FullMethodName         = "/skiff.core.v1.Pods/Logs"
-	Pods_Exec_FullMethodName         = "/skiff.core.v1.Pods/Exec"
-	Pods_Attach_FullMethodName       = "/skiff.core.v1.Pods/Attach"
-	Pods_PortForward_FullMethodName  = "/skiff.core.v1.Pods/PortForward"
-	Pods_Evict_FullMethodName        = "/skiff.core.v1.Pods/Evict"
+	Pods_Create_FullMethodName                    = "/skiff.core.v1.Pods/Create"
+	Pods_Get_FullMethodName                       = "/skiff.core.v1.Pods/Get"
+	Pods_List_FullMethodName                      = "/skiff.core.v1.Pods/List"
+	Pods_Update_FullMethodName                    = "/skiff.core.v1.Pods/Update"
+	Pods_UpdateStatus_FullMethodName              = "/skiff.core.v1.Pods/UpdateStatus"
+	Pods_Delete_FullMethodName                    = "/skiff.core.v1.Pods/Delete"
+	Pods_Watch_FullMethodName                     = "/skiff.core.v1.Pods/Watch"
+	Pods_Bind_FullMethodName                      = "/skiff.core.v1.Pods/Bind"
+	Pods_Logs_FullMethodName                      = "/skiff.core.v1.Pods/Logs"
+	Pods_Exec_FullMethodName                      = "/skiff.core.v1.Pods/Exec"
+	Pods_Attach_FullMethodName                    = "/skiff.core.v1.Pods/Attach"
+	Pods_PortForward_FullMethodName               = "/skiff.core.v1.Pods/PortForward"
+	Pods_Evict_FullMethodName                     = "/skiff.core.v1.Pods/Evict"
+	Pods_UpdateEphemeralContainers_FullMethodName = "/skiff.core.v1.Pods/UpdateEphemeralContainers"
 )
 
 // PodsClient is the client API for Pods service.
@@ -402,6 +403,9 @@ type PodsClient interface {
 	PortForward(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[PortForwardRequest, PortForwardResponse], error)
 	// Evict deletes the pod (metadata names it) if its PodDisruptionBudgets allow.
 	Evict(ctx context.Context, in *Eviction, opts ...grpc.CallOption) (*v1.Status, error)
+	// UpdateEphemeralContainers adds ephemeral containers to a pod (spec.ephemeralContainers
+	// only; the others may not change): the ephemeralcontainers subresource.
+	UpdateEphemeralContainers(ctx context.Context, in *Pod, opts ...grpc.CallOption) (*Pod, error)
 }
 
 type podsClient struct {
@@ -569,6 +573,16 @@ func (c *podsClient) Evict(ctx context.Context, in *Eviction, opts ...grpc.CallO
 	return out, nil
 }
 
+func (c *podsClient) UpdateEphemeralContainers(ctx context.Context, in *Pod, opts ...grpc.CallOption) (*Pod, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Pod)
+	err := c.cc.Invoke(ctx, Pods_UpdateEphemeralContainers_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // PodsServer is the server API for Pods service.
 // All implementations should embed UnimplementedPodsServer
 // for forward compatibility.
@@ -594,6 +608,9 @@ type PodsServer interface {
 	PortForward(grpc.BidiStreamingServer[PortForwardRequest, PortForwardResponse]) error
 	// Evict deletes the pod (metadata names it) if its PodDisruptionBudgets allow.
 	Evict(context.Context, *Eviction) (*v1.Status, error)
+	// UpdateEphemeralContainers adds ephemeral containers to a pod (spec.ephemeralContainers
+	// only; the others may not change): the ephemeralcontainers subresource.
+	UpdateEphemeralContainers(context.Context, *Pod) (*Pod, error)
 }
 
 // UnimplementedPodsServer should be embedded to have
@@ -641,6 +658,9 @@ func (UnimplementedPodsServer) PortForward(grpc.BidiStreamingServer[PortForwardR
 }
 func (UnimplementedPodsServer) Evict(context.Context, *Eviction) (*v1.Status, error) {
 	return nil, status.Error(codes.Unimplemented, "method Evict not implemented")
+}
+func (UnimplementedPodsServer) UpdateEphemeralContainers(context.Context, *Pod) (*Pod, error) {
+	return nil, status.Error(codes.Unimplemented, "method UpdateEphemeralContainers not implemented")
 }
 func (UnimplementedPodsServer) testEmbeddedByValue() {}
 
@@ -849,6 +869,24 @@ func _Pods_Evict_Handler(srv interface{}, ctx context.Context, dec func(interfac
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Pods_UpdateEphemeralContainers_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(Pod)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(PodsServer).UpdateEphemeralContainers(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Pods_UpdateEphemeralContainers_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(PodsServer).UpdateEphemeralContainers(ctx, req.(*Pod))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Pods_ServiceDesc is the grpc.ServiceDesc for Pods service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -887,6 +925,10 @@ var Pods_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Evict",
 			Handler:    _Pods_Evict_Handler,
+		},
+		{
+			MethodName: "UpdateEphemeralContainers",
+			Handler:    _Pods_UpdateEphemeralContainers_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -363,7 +363,33 @@ type PodSpec struct {
 	EnableServiceLinks           *bool                       `protobuf:"varint,23,opt,name=enable_service_links,json=enableServiceLinks,proto3,oneof" json:"enable_service_links,omitempty"`
 	// DNSConfig adds nameservers, search domains and options to those of
 	// dnsPolicy (with None, they are all there is).
-	DnsConfig     *PodDNSConfig `protobuf:"bytes,24,opt,name=dns_config,json=dnsConfig,proto3" json:"dns_config,omitempty"`
+	DnsConfig *PodDNSConfig `protobuf:"bytes,24,opt,name=dns_config,json=dnsConfig,proto3" json:"dns_config,omitempty"`
+	// HostPID and HostIPC: the pod's containers share the node's process
+	// and IPC namespaces.
+	HostPid bool `protobuf:"varint,25,opt,name=host_pid,json=hostPID,proto3" json:"host_pid,omitempty"`
+	HostIpc bool `protobuf:"varint,26,opt,name=host_ipc,json=hostIPC,proto3" json:"host_ipc,omitempty"`
+	// ShareProcessNamespace: one process namespace for the pod's
+	// containers (the sandbox's).
+	ShareProcessNamespace *bool `protobuf:"varint,27,opt,name=share_process_namespace,json=shareProcessNamespace,proto3,oneof" json:"share_process_namespace,omitempty"`
+	// HostAliases are lines added to the pod's /etc/hosts.
+	HostAliases []*HostAlias `protobuf:"bytes,28,rep,name=host_aliases,json=hostAliases,proto3" json:"host_aliases,omitempty"`
+	// ReadinessGates are pod conditions that must also be True for the pod
+	// to be Ready.
+	ReadinessGates []*PodReadinessGate `protobuf:"bytes,29,rep,name=readiness_gates,json=readinessGates,proto3" json:"readiness_gates,omitempty"`
+	// RuntimeClassName names the RuntimeClass (node.k8s.io/v1) whose
+	// handler runs the pod.
+	RuntimeClassName *string `protobuf:"bytes,30,opt,name=runtime_class_name,json=runtimeClassName,proto3,oneof" json:"runtime_class_name,omitempty"`
+	// EphemeralContainers are added through the ephemeralcontainers
+	// subresource (skiffctl debug), never at create.
+	EphemeralContainers []*EphemeralContainer `protobuf:"bytes,31,rep,name=ephemeral_containers,json=ephemeralContainers,proto3" json:"ephemeral_containers,omitempty"`
+	// SchedulingGates: while any is present the scheduler leaves the pod
+	// alone (PodScheduled=False, reason SchedulingGated).
+	SchedulingGates []*PodSchedulingGate `protobuf:"bytes,32,rep,name=scheduling_gates,json=schedulingGates,proto3" json:"scheduling_gates,omitempty"`
+	// PreemptionPolicy is PreemptLowerPriority (default) or Never; set from
+	// the pod's PriorityClass.
+	PreemptionPolicy *string `protobuf:"bytes,33,opt,name=preemption_policy,json=preemptionPolicy,proto3,oneof" json:"preemption_policy,omitempty"`
+	// Overhead is the RuntimeClass's pod overhead, set at admission.
+	Overhead      map[string]string `protobuf:"bytes,34,rep,name=overhead,proto3" json:"overhead,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -566,6 +592,216 @@ func (x *PodSpec) GetDnsConfig() *PodDNSConfig {
 	return nil
 }
 
+func (x *PodSpec) GetHostPid() bool {
+	if x != nil {
+		return x.HostPid
+	}
+	return false
+}
+
+func (x *PodSpec) GetHostIpc() bool {
+	if x != nil {
+		return x.HostIpc
+	}
+	return false
+}
+
+func (x *PodSpec) GetShareProcessNamespace() bool {
+	if x != nil && x.ShareProcessNamespace != nil {
+		return *x.ShareProcessNamespace
+	}
+	return false
+}
+
+func (x *PodSpec) GetHostAliases() []*HostAlias {
+	if x != nil {
+		return x.HostAliases
+	}
+	return nil
+}
+
+func (x *PodSpec) GetReadinessGates() []*PodReadinessGate {
+	if x != nil {
+		return x.ReadinessGates
+	}
+	return nil
+}
+
+func (x *PodSpec) GetRuntimeClassName() string {
+	if x != nil && x.RuntimeClassName != nil {
+		return *x.RuntimeClassName
+	}
+	return ""
+}
+
+func (x *PodSpec) GetEphemeralContainers() []*EphemeralContainer {
+	if x != nil {
+		return x.EphemeralContainers
+	}
+	return nil
+}
+
+func (x *PodSpec) GetSchedulingGates() []*PodSchedulingGate {
+	if x != nil {
+		return x.SchedulingGates
+	}
+	return nil
+}
+
+func (x *PodSpec) GetPreemptionPolicy() string {
+	if x != nil && x.PreemptionPolicy != nil {
+		return *x.PreemptionPolicy
+	}
+	return ""
+}
+
+func (x *PodSpec) GetOverhead() map[string]string {
+	if x != nil {
+		return x.Overhead
+	}
+	return nil
+}
+
+type HostAlias struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Ip            string                 `protobuf:"bytes,1,opt,name=ip,proto3" json:"ip,omitempty"`
+	Hostnames     []string               `protobuf:"bytes,2,rep,name=hostnames,proto3" json:"hostnames,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HostAlias) Reset() {
+	*x = HostAlias{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HostAlias) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HostAlias) ProtoMessage() {}
+
+func (x *HostAlias) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HostAlias.ProtoReflect.Descriptor instead.
+func (*HostAlias) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *HostAlias) GetIp() string {
+	if x != nil {
+		return x.Ip
+	}
+	return ""
+}
+
+func (x *HostAlias) GetHostnames() []string {
+	if x != nil {
+		return x.Hostnames
+	}
+	return nil
+}
+
+type PodReadinessGate struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ConditionType string                 `protobuf:"bytes,1,opt,name=condition_type,json=conditionType,proto3" json:"condition_type,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PodReadinessGate) Reset() {
+	*x = PodReadinessGate{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PodReadinessGate) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PodReadinessGate) ProtoMessage() {}
+
+func (x *PodReadinessGate) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PodReadinessGate.ProtoReflect.Descriptor instead.
+func (*PodReadinessGate) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *PodReadinessGate) GetConditionType() string {
+	if x != nil {
+		return x.ConditionType
+	}
+	return ""
+}
+
+type PodSchedulingGate struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PodSchedulingGate) Reset() {
+	*x = PodSchedulingGate{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PodSchedulingGate) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PodSchedulingGate) ProtoMessage() {}
+
+func (x *PodSchedulingGate) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PodSchedulingGate.ProtoReflect.Descriptor instead.
+func (*PodSchedulingGate) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *PodSchedulingGate) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
 type PodDNSConfig struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Nameservers   []string               `protobuf:"bytes,1,rep,name=nameservers,proto3" json:"nameservers,omitempty"`
@@ -577,7 +813,7 @@ type PodDNSConfig struct {
 
 func (x *PodDNSConfig) Reset() {
 	*x = PodDNSConfig{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[6]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -589,7 +825,7 @@ func (x *PodDNSConfig) String() string {
 func (*PodDNSConfig) ProtoMessage() {}
 
 func (x *PodDNSConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[6]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -602,7 +838,7 @@ func (x *PodDNSConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodDNSConfig.ProtoReflect.Descriptor instead.
 func (*PodDNSConfig) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{6}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *PodDNSConfig) GetNameservers() []string {
@@ -636,7 +872,7 @@ type PodDNSConfigOption struct {
 
 func (x *PodDNSConfigOption) Reset() {
 	*x = PodDNSConfigOption{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[7]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -648,7 +884,7 @@ func (x *PodDNSConfigOption) String() string {
 func (*PodDNSConfigOption) ProtoMessage() {}
 
 func (x *PodDNSConfigOption) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[7]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -661,7 +897,7 @@ func (x *PodDNSConfigOption) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodDNSConfigOption.ProtoReflect.Descriptor instead.
 func (*PodDNSConfigOption) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{7}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *PodDNSConfigOption) GetName() string {
@@ -687,7 +923,7 @@ type LocalObjectReference struct {
 
 func (x *LocalObjectReference) Reset() {
 	*x = LocalObjectReference{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[8]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -699,7 +935,7 @@ func (x *LocalObjectReference) String() string {
 func (*LocalObjectReference) ProtoMessage() {}
 
 func (x *LocalObjectReference) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[8]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -712,7 +948,7 @@ func (x *LocalObjectReference) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LocalObjectReference.ProtoReflect.Descriptor instead.
 func (*LocalObjectReference) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{8}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *LocalObjectReference) GetName() string {
@@ -723,18 +959,25 @@ func (x *LocalObjectReference) GetName() string {
 }
 
 type PodSecurityContext struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	RunAsUser     *int64                 `protobuf:"varint,1,opt,name=run_as_user,json=runAsUser,proto3,oneof" json:"run_as_user,omitempty"`
-	RunAsGroup    *int64                 `protobuf:"varint,2,opt,name=run_as_group,json=runAsGroup,proto3,oneof" json:"run_as_group,omitempty"`
-	RunAsNonRoot  *bool                  `protobuf:"varint,3,opt,name=run_as_non_root,json=runAsNonRoot,proto3,oneof" json:"run_as_non_root,omitempty"`
-	FsGroup       *int64                 `protobuf:"varint,4,opt,name=fs_group,json=fsGroup,proto3,oneof" json:"fs_group,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	RunAsUser    *int64                 `protobuf:"varint,1,opt,name=run_as_user,json=runAsUser,proto3,oneof" json:"run_as_user,omitempty"`
+	RunAsGroup   *int64                 `protobuf:"varint,2,opt,name=run_as_group,json=runAsGroup,proto3,oneof" json:"run_as_group,omitempty"`
+	RunAsNonRoot *bool                  `protobuf:"varint,3,opt,name=run_as_non_root,json=runAsNonRoot,proto3,oneof" json:"run_as_non_root,omitempty"`
+	FsGroup      *int64                 `protobuf:"varint,4,opt,name=fs_group,json=fsGroup,proto3,oneof" json:"fs_group,omitempty"`
+	// SupplementalGroups are added to every container's first process.
+	SupplementalGroups []int64 `protobuf:"varint,5,rep,packed,name=supplemental_groups,json=supplementalGroups,proto3" json:"supplemental_groups,omitempty"`
+	// FSGroupChangePolicy is OnRootMismatch or Always (default).
+	FsGroupChangePolicy *string         `protobuf:"bytes,6,opt,name=fs_group_change_policy,json=fsGroupChangePolicy,proto3,oneof" json:"fs_group_change_policy,omitempty"`
+	SeccompProfile      *SeccompProfile `protobuf:"bytes,7,opt,name=seccomp_profile,json=seccompProfile,proto3" json:"seccomp_profile,omitempty"`
+	// Sysctls are namespaced kernel parameters set in the pod's sandbox.
+	Sysctls       []*Sysctl `protobuf:"bytes,8,rep,name=sysctls,proto3" json:"sysctls,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PodSecurityContext) Reset() {
 	*x = PodSecurityContext{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[9]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -746,7 +989,7 @@ func (x *PodSecurityContext) String() string {
 func (*PodSecurityContext) ProtoMessage() {}
 
 func (x *PodSecurityContext) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[9]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -759,7 +1002,7 @@ func (x *PodSecurityContext) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodSecurityContext.ProtoReflect.Descriptor instead.
 func (*PodSecurityContext) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{9}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *PodSecurityContext) GetRunAsUser() int64 {
@@ -790,6 +1033,34 @@ func (x *PodSecurityContext) GetFsGroup() int64 {
 	return 0
 }
 
+func (x *PodSecurityContext) GetSupplementalGroups() []int64 {
+	if x != nil {
+		return x.SupplementalGroups
+	}
+	return nil
+}
+
+func (x *PodSecurityContext) GetFsGroupChangePolicy() string {
+	if x != nil && x.FsGroupChangePolicy != nil {
+		return *x.FsGroupChangePolicy
+	}
+	return ""
+}
+
+func (x *PodSecurityContext) GetSeccompProfile() *SeccompProfile {
+	if x != nil {
+		return x.SeccompProfile
+	}
+	return nil
+}
+
+func (x *PodSecurityContext) GetSysctls() []*Sysctl {
+	if x != nil {
+		return x.Sysctls
+	}
+	return nil
+}
+
 type SecurityContext struct {
 	state                    protoimpl.MessageState `protogen:"open.v1"`
 	RunAsUser                *int64                 `protobuf:"varint,1,opt,name=run_as_user,json=runAsUser,proto3,oneof" json:"run_as_user,omitempty"`
@@ -798,13 +1069,17 @@ type SecurityContext struct {
 	Privileged               *bool                  `protobuf:"varint,4,opt,name=privileged,proto3,oneof" json:"privileged,omitempty"`
 	ReadOnlyRootFilesystem   *bool                  `protobuf:"varint,5,opt,name=read_only_root_filesystem,json=readOnlyRootFilesystem,proto3,oneof" json:"read_only_root_filesystem,omitempty"`
 	AllowPrivilegeEscalation *bool                  `protobuf:"varint,6,opt,name=allow_privilege_escalation,json=allowPrivilegeEscalation,proto3,oneof" json:"allow_privilege_escalation,omitempty"`
-	unknownFields            protoimpl.UnknownFields
-	sizeCache                protoimpl.SizeCache
+	Capabilities             *Capabilities          `protobuf:"bytes,7,opt,name=capabilities,proto3" json:"capabilities,omitempty"`
+	SeccompProfile           *SeccompProfile        `protobuf:"bytes,8,opt,name=seccomp_profile,json=seccompProfile,proto3" json:"seccomp_profile,omitempty"`
+	// ProcMount is Default or Unmasked.
+	ProcMount     *string `protobuf:"bytes,9,opt,name=proc_mount,json=procMount,proto3,oneof" json:"proc_mount,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SecurityContext) Reset() {
 	*x = SecurityContext{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[10]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -816,7 +1091,7 @@ func (x *SecurityContext) String() string {
 func (*SecurityContext) ProtoMessage() {}
 
 func (x *SecurityContext) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[10]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -829,7 +1104,7 @@ func (x *SecurityContext) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecurityContext.ProtoReflect.Descriptor instead.
 func (*SecurityContext) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{10}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *SecurityContext) GetRunAsUser() int64 {
@@ -874,6 +1149,186 @@ func (x *SecurityContext) GetAllowPrivilegeEscalation() bool {
 	return false
 }
 
+func (x *SecurityContext) GetCapabilities() *Capabilities {
+	if x != nil {
+		return x.Capabilities
+	}
+	return nil
+}
+
+func (x *SecurityContext) GetSeccompProfile() *SeccompProfile {
+	if x != nil {
+		return x.SeccompProfile
+	}
+	return nil
+}
+
+func (x *SecurityContext) GetProcMount() string {
+	if x != nil && x.ProcMount != nil {
+		return *x.ProcMount
+	}
+	return ""
+}
+
+type Capabilities struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Add           []string               `protobuf:"bytes,1,rep,name=add,proto3" json:"add,omitempty"`
+	Drop          []string               `protobuf:"bytes,2,rep,name=drop,proto3" json:"drop,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Capabilities) Reset() {
+	*x = Capabilities{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Capabilities) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Capabilities) ProtoMessage() {}
+
+func (x *Capabilities) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Capabilities.ProtoReflect.Descriptor instead.
+func (*Capabilities) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *Capabilities) GetAdd() []string {
+	if x != nil {
+		return x.Add
+	}
+	return nil
+}
+
+func (x *Capabilities) GetDrop() []string {
+	if x != nil {
+		return x.Drop
+	}
+	return nil
+}
+
+type SeccompProfile struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Type is RuntimeDefault, Localhost or Unconfined.
+	Type string `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
+	// LocalhostProfile is the profile's path under the node's seccomp
+	// directory (type Localhost only).
+	LocalhostProfile *string `protobuf:"bytes,2,opt,name=localhost_profile,json=localhostProfile,proto3,oneof" json:"localhost_profile,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *SeccompProfile) Reset() {
+	*x = SeccompProfile{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SeccompProfile) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SeccompProfile) ProtoMessage() {}
+
+func (x *SeccompProfile) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SeccompProfile.ProtoReflect.Descriptor instead.
+func (*SeccompProfile) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *SeccompProfile) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *SeccompProfile) GetLocalhostProfile() string {
+	if x != nil && x.LocalhostProfile != nil {
+		return *x.LocalhostProfile
+	}
+	return ""
+}
+
+type Sysctl struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Value         string                 `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Sysctl) Reset() {
+	*x = Sysctl{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Sysctl) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Sysctl) ProtoMessage() {}
+
+func (x *Sysctl) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Sysctl.ProtoReflect.Descriptor instead.
+func (*Sysctl) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *Sysctl) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Sysctl) GetValue() string {
+	if x != nil {
+		return x.Value
+	}
+	return ""
+}
+
 type Container struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
 	Name           string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -896,13 +1351,18 @@ type Container struct {
 	TerminationMessagePolicy string           `protobuf:"bytes,17,opt,name=termination_message_policy,json=terminationMessagePolicy,proto3" json:"termination_message_policy,omitempty"`
 	Stdin                    bool             `protobuf:"varint,18,opt,name=stdin,proto3" json:"stdin,omitempty"`
 	Tty                      bool             `protobuf:"varint,19,opt,name=tty,proto3" json:"tty,omitempty"`
-	unknownFields            protoimpl.UnknownFields
-	sizeCache                protoimpl.SizeCache
+	Lifecycle                *Lifecycle       `protobuf:"bytes,20,opt,name=lifecycle,proto3" json:"lifecycle,omitempty"`
+	// RestartPolicy of an init container: Always makes it a sidecar, started
+	// in order, kept running beside the main containers and stopped after
+	// them.
+	RestartPolicy *string `protobuf:"bytes,21,opt,name=restart_policy,json=restartPolicy,proto3,oneof" json:"restart_policy,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Container) Reset() {
 	*x = Container{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[11]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -914,7 +1374,7 @@ func (x *Container) String() string {
 func (*Container) ProtoMessage() {}
 
 func (x *Container) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[11]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -927,7 +1387,7 @@ func (x *Container) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Container.ProtoReflect.Descriptor instead.
 func (*Container) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{11}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Container) GetName() string {
@@ -1063,6 +1523,355 @@ func (x *Container) GetTty() bool {
 	return false
 }
 
+func (x *Container) GetLifecycle() *Lifecycle {
+	if x != nil {
+		return x.Lifecycle
+	}
+	return nil
+}
+
+func (x *Container) GetRestartPolicy() string {
+	if x != nil && x.RestartPolicy != nil {
+		return *x.RestartPolicy
+	}
+	return ""
+}
+
+// EphemeralContainer is a container added to a running pod for debugging
+// (skiffctl debug): never restarted, no ports, probes, lifecycle or
+// resources.
+type EphemeralContainer struct {
+	state                    protoimpl.MessageState `protogen:"open.v1"`
+	Name                     string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Image                    string                 `protobuf:"bytes,2,opt,name=image,proto3" json:"image,omitempty"`
+	Command                  []string               `protobuf:"bytes,3,rep,name=command,proto3" json:"command,omitempty"`
+	Args                     []string               `protobuf:"bytes,4,rep,name=args,proto3" json:"args,omitempty"`
+	WorkingDir               string                 `protobuf:"bytes,5,opt,name=working_dir,json=workingDir,proto3" json:"working_dir,omitempty"`
+	EnvFrom                  []*EnvFromSource       `protobuf:"bytes,7,rep,name=env_from,json=envFrom,proto3" json:"env_from,omitempty"`
+	Env                      []*EnvVar              `protobuf:"bytes,8,rep,name=env,proto3" json:"env,omitempty"`
+	VolumeMounts             []*VolumeMount         `protobuf:"bytes,10,rep,name=volume_mounts,json=volumeMounts,proto3" json:"volume_mounts,omitempty"`
+	ImagePullPolicy          string                 `protobuf:"bytes,14,opt,name=image_pull_policy,json=imagePullPolicy,proto3" json:"image_pull_policy,omitempty"`
+	SecurityContext          *SecurityContext       `protobuf:"bytes,15,opt,name=security_context,json=securityContext,proto3" json:"security_context,omitempty"`
+	TerminationMessagePath   string                 `protobuf:"bytes,16,opt,name=termination_message_path,json=terminationMessagePath,proto3" json:"termination_message_path,omitempty"`
+	TerminationMessagePolicy string                 `protobuf:"bytes,17,opt,name=termination_message_policy,json=terminationMessagePolicy,proto3" json:"termination_message_policy,omitempty"`
+	Stdin                    bool                   `protobuf:"varint,18,opt,name=stdin,proto3" json:"stdin,omitempty"`
+	Tty                      bool                   `protobuf:"varint,19,opt,name=tty,proto3" json:"tty,omitempty"`
+	StdinOnce                bool                   `protobuf:"varint,22,opt,name=stdin_once,json=stdinOnce,proto3" json:"stdin_once,omitempty"`
+	// TargetContainerName: the container whose process namespace it joins.
+	TargetContainerName string `protobuf:"bytes,23,opt,name=target_container_name,json=targetContainerName,proto3" json:"target_container_name,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
+}
+
+func (x *EphemeralContainer) Reset() {
+	*x = EphemeralContainer{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EphemeralContainer) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EphemeralContainer) ProtoMessage() {}
+
+func (x *EphemeralContainer) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EphemeralContainer.ProtoReflect.Descriptor instead.
+func (*EphemeralContainer) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *EphemeralContainer) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *EphemeralContainer) GetImage() string {
+	if x != nil {
+		return x.Image
+	}
+	return ""
+}
+
+func (x *EphemeralContainer) GetCommand() []string {
+	if x != nil {
+		return x.Command
+	}
+	return nil
+}
+
+func (x *EphemeralContainer) GetArgs() []string {
+	if x != nil {
+		return x.Args
+	}
+	return nil
+}
+
+func (x *EphemeralContainer) GetWorkingDir() string {
+	if x != nil {
+		return x.WorkingDir
+	}
+	return ""
+}
+
+func (x *EphemeralContainer) GetEnvFrom() []*EnvFromSource {
+	if x != nil {
+		return x.EnvFrom
+	}
+	return nil
+}
+
+func (x *EphemeralContainer) GetEnv() []*EnvVar {
+	if x != nil {
+		return x.Env
+	}
+	return nil
+}
+
+func (x *EphemeralContainer) GetVolumeMounts() []*VolumeMount {
+	if x != nil {
+		return x.VolumeMounts
+	}
+	return nil
+}
+
+func (x *EphemeralContainer) GetImagePullPolicy() string {
+	if x != nil {
+		return x.ImagePullPolicy
+	}
+	return ""
+}
+
+func (x *EphemeralContainer) GetSecurityContext() *SecurityContext {
+	if x != nil {
+		return x.SecurityContext
+	}
+	return nil
+}
+
+func (x *EphemeralContainer) GetTerminationMessagePath() string {
+	if x != nil {
+		return x.TerminationMessagePath
+	}
+	return ""
+}
+
+func (x *EphemeralContainer) GetTerminationMessagePolicy() string {
+	if x != nil {
+		return x.TerminationMessagePolicy
+	}
+	return ""
+}
+
+func (x *EphemeralContainer) GetStdin() bool {
+	if x != nil {
+		return x.Stdin
+	}
+	return false
+}
+
+func (x *EphemeralContainer) GetTty() bool {
+	if x != nil {
+		return x.Tty
+	}
+	return false
+}
+
+func (x *EphemeralContainer) GetStdinOnce() bool {
+	if x != nil {
+		return x.StdinOnce
+	}
+	return false
+}
+
+func (x *EphemeralContainer) GetTargetContainerName() string {
+	if x != nil {
+		return x.TargetContainerName
+	}
+	return ""
+}
+
+// Lifecycle: actions the node agent runs after a container starts and
+// before it is stopped.
+type Lifecycle struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	PostStart     *LifecycleHandler      `protobuf:"bytes,1,opt,name=post_start,json=postStart,proto3" json:"post_start,omitempty"`
+	PreStop       *LifecycleHandler      `protobuf:"bytes,2,opt,name=pre_stop,json=preStop,proto3" json:"pre_stop,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Lifecycle) Reset() {
+	*x = Lifecycle{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Lifecycle) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Lifecycle) ProtoMessage() {}
+
+func (x *Lifecycle) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Lifecycle.ProtoReflect.Descriptor instead.
+func (*Lifecycle) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *Lifecycle) GetPostStart() *LifecycleHandler {
+	if x != nil {
+		return x.PostStart
+	}
+	return nil
+}
+
+func (x *Lifecycle) GetPreStop() *LifecycleHandler {
+	if x != nil {
+		return x.PreStop
+	}
+	return nil
+}
+
+// LifecycleHandler: exactly one of exec, httpGet, tcpSocket, sleep.
+type LifecycleHandler struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Exec          *ExecAction            `protobuf:"bytes,1,opt,name=exec,proto3" json:"exec,omitempty"`
+	HttpGet       *HTTPGetAction         `protobuf:"bytes,2,opt,name=http_get,json=httpGet,proto3" json:"http_get,omitempty"`
+	TcpSocket     *TCPSocketAction       `protobuf:"bytes,3,opt,name=tcp_socket,json=tcpSocket,proto3" json:"tcp_socket,omitempty"`
+	Sleep         *SleepAction           `protobuf:"bytes,4,opt,name=sleep,proto3" json:"sleep,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LifecycleHandler) Reset() {
+	*x = LifecycleHandler{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LifecycleHandler) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LifecycleHandler) ProtoMessage() {}
+
+func (x *LifecycleHandler) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LifecycleHandler.ProtoReflect.Descriptor instead.
+func (*LifecycleHandler) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *LifecycleHandler) GetExec() *ExecAction {
+	if x != nil {
+		return x.Exec
+	}
+	return nil
+}
+
+func (x *LifecycleHandler) GetHttpGet() *HTTPGetAction {
+	if x != nil {
+		return x.HttpGet
+	}
+	return nil
+}
+
+func (x *LifecycleHandler) GetTcpSocket() *TCPSocketAction {
+	if x != nil {
+		return x.TcpSocket
+	}
+	return nil
+}
+
+func (x *LifecycleHandler) GetSleep() *SleepAction {
+	if x != nil {
+		return x.Sleep
+	}
+	return nil
+}
+
+type SleepAction struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Seconds       int64                  `protobuf:"varint,1,opt,name=seconds,proto3" json:"seconds,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SleepAction) Reset() {
+	*x = SleepAction{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SleepAction) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SleepAction) ProtoMessage() {}
+
+func (x *SleepAction) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SleepAction.ProtoReflect.Descriptor instead.
+func (*SleepAction) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *SleepAction) GetSeconds() int64 {
+	if x != nil {
+		return x.Seconds
+	}
+	return 0
+}
+
 type ContainerPort struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -1077,7 +1886,7 @@ type ContainerPort struct {
 
 func (x *ContainerPort) Reset() {
 	*x = ContainerPort{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[12]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1089,7 +1898,7 @@ func (x *ContainerPort) String() string {
 func (*ContainerPort) ProtoMessage() {}
 
 func (x *ContainerPort) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[12]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1102,7 +1911,7 @@ func (x *ContainerPort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerPort.ProtoReflect.Descriptor instead.
 func (*ContainerPort) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{12}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ContainerPort) GetName() string {
@@ -1151,7 +1960,7 @@ type EnvVar struct {
 
 func (x *EnvVar) Reset() {
 	*x = EnvVar{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[13]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1163,7 +1972,7 @@ func (x *EnvVar) String() string {
 func (*EnvVar) ProtoMessage() {}
 
 func (x *EnvVar) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[13]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1176,7 +1985,7 @@ func (x *EnvVar) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnvVar.ProtoReflect.Descriptor instead.
 func (*EnvVar) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{13}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *EnvVar) GetName() string {
@@ -1212,7 +2021,7 @@ type EnvVarSource struct {
 
 func (x *EnvVarSource) Reset() {
 	*x = EnvVarSource{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[14]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1224,7 +2033,7 @@ func (x *EnvVarSource) String() string {
 func (*EnvVarSource) ProtoMessage() {}
 
 func (x *EnvVarSource) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[14]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1237,7 +2046,7 @@ func (x *EnvVarSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnvVarSource.ProtoReflect.Descriptor instead.
 func (*EnvVarSource) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{14}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *EnvVarSource) GetFieldRef() *ObjectFieldSelector {
@@ -1280,7 +2089,7 @@ type SecretKeySelector struct {
 
 func (x *SecretKeySelector) Reset() {
 	*x = SecretKeySelector{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[15]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1292,7 +2101,7 @@ func (x *SecretKeySelector) String() string {
 func (*SecretKeySelector) ProtoMessage() {}
 
 func (x *SecretKeySelector) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[15]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1305,7 +2114,7 @@ func (x *SecretKeySelector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecretKeySelector.ProtoReflect.Descriptor instead.
 func (*SecretKeySelector) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{15}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *SecretKeySelector) GetName() string {
@@ -1339,7 +2148,7 @@ type ObjectFieldSelector struct {
 
 func (x *ObjectFieldSelector) Reset() {
 	*x = ObjectFieldSelector{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[16]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1351,7 +2160,7 @@ func (x *ObjectFieldSelector) String() string {
 func (*ObjectFieldSelector) ProtoMessage() {}
 
 func (x *ObjectFieldSelector) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[16]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1364,7 +2173,7 @@ func (x *ObjectFieldSelector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectFieldSelector.ProtoReflect.Descriptor instead.
 func (*ObjectFieldSelector) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{16}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ObjectFieldSelector) GetApiVersion() string {
@@ -1392,7 +2201,7 @@ type ResourceFieldSelector struct {
 
 func (x *ResourceFieldSelector) Reset() {
 	*x = ResourceFieldSelector{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[17]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1404,7 +2213,7 @@ func (x *ResourceFieldSelector) String() string {
 func (*ResourceFieldSelector) ProtoMessage() {}
 
 func (x *ResourceFieldSelector) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[17]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1417,7 +2226,7 @@ func (x *ResourceFieldSelector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceFieldSelector.ProtoReflect.Descriptor instead.
 func (*ResourceFieldSelector) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{17}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ResourceFieldSelector) GetContainerName() string {
@@ -1452,7 +2261,7 @@ type ConfigMapKeySelector struct {
 
 func (x *ConfigMapKeySelector) Reset() {
 	*x = ConfigMapKeySelector{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[18]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1464,7 +2273,7 @@ func (x *ConfigMapKeySelector) String() string {
 func (*ConfigMapKeySelector) ProtoMessage() {}
 
 func (x *ConfigMapKeySelector) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[18]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1477,7 +2286,7 @@ func (x *ConfigMapKeySelector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMapKeySelector.ProtoReflect.Descriptor instead.
 func (*ConfigMapKeySelector) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{18}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ConfigMapKeySelector) GetName() string {
@@ -1512,7 +2321,7 @@ type EnvFromSource struct {
 
 func (x *EnvFromSource) Reset() {
 	*x = EnvFromSource{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[19]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1524,7 +2333,7 @@ func (x *EnvFromSource) String() string {
 func (*EnvFromSource) ProtoMessage() {}
 
 func (x *EnvFromSource) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[19]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1537,7 +2346,7 @@ func (x *EnvFromSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EnvFromSource.ProtoReflect.Descriptor instead.
 func (*EnvFromSource) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{19}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *EnvFromSource) GetPrefix() string {
@@ -1572,7 +2381,7 @@ type SecretEnvSource struct {
 
 func (x *SecretEnvSource) Reset() {
 	*x = SecretEnvSource{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[20]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1584,7 +2393,7 @@ func (x *SecretEnvSource) String() string {
 func (*SecretEnvSource) ProtoMessage() {}
 
 func (x *SecretEnvSource) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[20]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1597,7 +2406,7 @@ func (x *SecretEnvSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecretEnvSource.ProtoReflect.Descriptor instead.
 func (*SecretEnvSource) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{20}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *SecretEnvSource) GetName() string {
@@ -1624,7 +2433,7 @@ type ConfigMapEnvSource struct {
 
 func (x *ConfigMapEnvSource) Reset() {
 	*x = ConfigMapEnvSource{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[21]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1636,7 +2445,7 @@ func (x *ConfigMapEnvSource) String() string {
 func (*ConfigMapEnvSource) ProtoMessage() {}
 
 func (x *ConfigMapEnvSource) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[21]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1649,7 +2458,7 @@ func (x *ConfigMapEnvSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMapEnvSource.ProtoReflect.Descriptor instead.
 func (*ConfigMapEnvSource) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{21}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ConfigMapEnvSource) GetName() string {
@@ -1677,7 +2486,7 @@ type ResourceRequirements struct {
 
 func (x *ResourceRequirements) Reset() {
 	*x = ResourceRequirements{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[22]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1689,7 +2498,7 @@ func (x *ResourceRequirements) String() string {
 func (*ResourceRequirements) ProtoMessage() {}
 
 func (x *ResourceRequirements) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[22]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1702,7 +2511,7 @@ func (x *ResourceRequirements) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceRequirements.ProtoReflect.Descriptor instead.
 func (*ResourceRequirements) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{22}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ResourceRequirements) GetLimits() map[string]string {
@@ -1731,7 +2540,7 @@ type VolumeMount struct {
 
 func (x *VolumeMount) Reset() {
 	*x = VolumeMount{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[23]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1743,7 +2552,7 @@ func (x *VolumeMount) String() string {
 func (*VolumeMount) ProtoMessage() {}
 
 func (x *VolumeMount) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[23]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1756,7 +2565,7 @@ func (x *VolumeMount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VolumeMount.ProtoReflect.Descriptor instead.
 func (*VolumeMount) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{23}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *VolumeMount) GetName() string {
@@ -1803,7 +2612,7 @@ type Volume struct {
 
 func (x *Volume) Reset() {
 	*x = Volume{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[24]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1815,7 +2624,7 @@ func (x *Volume) String() string {
 func (*Volume) ProtoMessage() {}
 
 func (x *Volume) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[24]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1828,7 +2637,7 @@ func (x *Volume) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Volume.ProtoReflect.Descriptor instead.
 func (*Volume) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{24}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *Volume) GetName() string {
@@ -1899,7 +2708,7 @@ type PersistentVolumeClaimVolumeSource struct {
 
 func (x *PersistentVolumeClaimVolumeSource) Reset() {
 	*x = PersistentVolumeClaimVolumeSource{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[25]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1911,7 +2720,7 @@ func (x *PersistentVolumeClaimVolumeSource) String() string {
 func (*PersistentVolumeClaimVolumeSource) ProtoMessage() {}
 
 func (x *PersistentVolumeClaimVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[25]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1924,7 +2733,7 @@ func (x *PersistentVolumeClaimVolumeSource) ProtoReflect() protoreflect.Message 
 
 // Deprecated: Use PersistentVolumeClaimVolumeSource.ProtoReflect.Descriptor instead.
 func (*PersistentVolumeClaimVolumeSource) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{25}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *PersistentVolumeClaimVolumeSource) GetClaimName() string {
@@ -1955,7 +2764,7 @@ type SecretVolumeSource struct {
 
 func (x *SecretVolumeSource) Reset() {
 	*x = SecretVolumeSource{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[26]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1967,7 +2776,7 @@ func (x *SecretVolumeSource) String() string {
 func (*SecretVolumeSource) ProtoMessage() {}
 
 func (x *SecretVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[26]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1980,7 +2789,7 @@ func (x *SecretVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecretVolumeSource.ProtoReflect.Descriptor instead.
 func (*SecretVolumeSource) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{26}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *SecretVolumeSource) GetSecretName() string {
@@ -2022,7 +2831,7 @@ type DownwardAPIVolumeSource struct {
 
 func (x *DownwardAPIVolumeSource) Reset() {
 	*x = DownwardAPIVolumeSource{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[27]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2034,7 +2843,7 @@ func (x *DownwardAPIVolumeSource) String() string {
 func (*DownwardAPIVolumeSource) ProtoMessage() {}
 
 func (x *DownwardAPIVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[27]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2047,7 +2856,7 @@ func (x *DownwardAPIVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DownwardAPIVolumeSource.ProtoReflect.Descriptor instead.
 func (*DownwardAPIVolumeSource) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{27}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *DownwardAPIVolumeSource) GetItems() []*DownwardAPIVolumeFile {
@@ -2079,7 +2888,7 @@ type DownwardAPIVolumeFile struct {
 
 func (x *DownwardAPIVolumeFile) Reset() {
 	*x = DownwardAPIVolumeFile{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[28]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2091,7 +2900,7 @@ func (x *DownwardAPIVolumeFile) String() string {
 func (*DownwardAPIVolumeFile) ProtoMessage() {}
 
 func (x *DownwardAPIVolumeFile) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[28]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2104,7 +2913,7 @@ func (x *DownwardAPIVolumeFile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DownwardAPIVolumeFile.ProtoReflect.Descriptor instead.
 func (*DownwardAPIVolumeFile) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{28}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *DownwardAPIVolumeFile) GetPath() string {
@@ -2146,7 +2955,7 @@ type ProjectedVolumeSource struct {
 
 func (x *ProjectedVolumeSource) Reset() {
 	*x = ProjectedVolumeSource{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[29]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2158,7 +2967,7 @@ func (x *ProjectedVolumeSource) String() string {
 func (*ProjectedVolumeSource) ProtoMessage() {}
 
 func (x *ProjectedVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[29]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2171,7 +2980,7 @@ func (x *ProjectedVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProjectedVolumeSource.ProtoReflect.Descriptor instead.
 func (*ProjectedVolumeSource) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{29}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ProjectedVolumeSource) GetSources() []*VolumeProjection {
@@ -2201,7 +3010,7 @@ type VolumeProjection struct {
 
 func (x *VolumeProjection) Reset() {
 	*x = VolumeProjection{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[30]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2213,7 +3022,7 @@ func (x *VolumeProjection) String() string {
 func (*VolumeProjection) ProtoMessage() {}
 
 func (x *VolumeProjection) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[30]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2226,7 +3035,7 @@ func (x *VolumeProjection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VolumeProjection.ProtoReflect.Descriptor instead.
 func (*VolumeProjection) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{30}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *VolumeProjection) GetSecret() *SecretProjection {
@@ -2268,7 +3077,7 @@ type SecretProjection struct {
 
 func (x *SecretProjection) Reset() {
 	*x = SecretProjection{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[31]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2280,7 +3089,7 @@ func (x *SecretProjection) String() string {
 func (*SecretProjection) ProtoMessage() {}
 
 func (x *SecretProjection) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[31]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2293,7 +3102,7 @@ func (x *SecretProjection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SecretProjection.ProtoReflect.Descriptor instead.
 func (*SecretProjection) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{31}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *SecretProjection) GetName() string {
@@ -2328,7 +3137,7 @@ type ConfigMapProjection struct {
 
 func (x *ConfigMapProjection) Reset() {
 	*x = ConfigMapProjection{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[32]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2340,7 +3149,7 @@ func (x *ConfigMapProjection) String() string {
 func (*ConfigMapProjection) ProtoMessage() {}
 
 func (x *ConfigMapProjection) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[32]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2353,7 +3162,7 @@ func (x *ConfigMapProjection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMapProjection.ProtoReflect.Descriptor instead.
 func (*ConfigMapProjection) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{32}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ConfigMapProjection) GetName() string {
@@ -2386,7 +3195,7 @@ type DownwardAPIProjection struct {
 
 func (x *DownwardAPIProjection) Reset() {
 	*x = DownwardAPIProjection{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[33]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2398,7 +3207,7 @@ func (x *DownwardAPIProjection) String() string {
 func (*DownwardAPIProjection) ProtoMessage() {}
 
 func (x *DownwardAPIProjection) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[33]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2411,7 +3220,7 @@ func (x *DownwardAPIProjection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DownwardAPIProjection.ProtoReflect.Descriptor instead.
 func (*DownwardAPIProjection) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{33}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *DownwardAPIProjection) GetItems() []*DownwardAPIVolumeFile {
@@ -2437,7 +3246,7 @@ type ServiceAccountTokenProjection struct {
 
 func (x *ServiceAccountTokenProjection) Reset() {
 	*x = ServiceAccountTokenProjection{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[34]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2449,7 +3258,7 @@ func (x *ServiceAccountTokenProjection) String() string {
 func (*ServiceAccountTokenProjection) ProtoMessage() {}
 
 func (x *ServiceAccountTokenProjection) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[34]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2462,7 +3271,7 @@ func (x *ServiceAccountTokenProjection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceAccountTokenProjection.ProtoReflect.Descriptor instead.
 func (*ServiceAccountTokenProjection) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{34}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ServiceAccountTokenProjection) GetAudience() string {
@@ -2496,7 +3305,7 @@ type EmptyDirVolumeSource struct {
 
 func (x *EmptyDirVolumeSource) Reset() {
 	*x = EmptyDirVolumeSource{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[35]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2508,7 +3317,7 @@ func (x *EmptyDirVolumeSource) String() string {
 func (*EmptyDirVolumeSource) ProtoMessage() {}
 
 func (x *EmptyDirVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[35]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2521,7 +3330,7 @@ func (x *EmptyDirVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EmptyDirVolumeSource.ProtoReflect.Descriptor instead.
 func (*EmptyDirVolumeSource) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{35}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *EmptyDirVolumeSource) GetMedium() string {
@@ -2548,7 +3357,7 @@ type HostPathVolumeSource struct {
 
 func (x *HostPathVolumeSource) Reset() {
 	*x = HostPathVolumeSource{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[36]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2560,7 +3369,7 @@ func (x *HostPathVolumeSource) String() string {
 func (*HostPathVolumeSource) ProtoMessage() {}
 
 func (x *HostPathVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[36]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2573,7 +3382,7 @@ func (x *HostPathVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HostPathVolumeSource.ProtoReflect.Descriptor instead.
 func (*HostPathVolumeSource) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{36}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *HostPathVolumeSource) GetPath() string {
@@ -2602,7 +3411,7 @@ type ConfigMapVolumeSource struct {
 
 func (x *ConfigMapVolumeSource) Reset() {
 	*x = ConfigMapVolumeSource{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[37]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2614,7 +3423,7 @@ func (x *ConfigMapVolumeSource) String() string {
 func (*ConfigMapVolumeSource) ProtoMessage() {}
 
 func (x *ConfigMapVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[37]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2627,7 +3436,7 @@ func (x *ConfigMapVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMapVolumeSource.ProtoReflect.Descriptor instead.
 func (*ConfigMapVolumeSource) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{37}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ConfigMapVolumeSource) GetName() string {
@@ -2669,7 +3478,7 @@ type KeyToPath struct {
 
 func (x *KeyToPath) Reset() {
 	*x = KeyToPath{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[38]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2681,7 +3490,7 @@ func (x *KeyToPath) String() string {
 func (*KeyToPath) ProtoMessage() {}
 
 func (x *KeyToPath) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[38]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2694,7 +3503,7 @@ func (x *KeyToPath) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyToPath.ProtoReflect.Descriptor instead.
 func (*KeyToPath) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{38}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *KeyToPath) GetKey() string {
@@ -2729,13 +3538,14 @@ type Probe struct {
 	SuccessThreshold              int32                  `protobuf:"varint,7,opt,name=success_threshold,json=successThreshold,proto3" json:"success_threshold,omitempty"`
 	FailureThreshold              int32                  `protobuf:"varint,8,opt,name=failure_threshold,json=failureThreshold,proto3" json:"failure_threshold,omitempty"`
 	TerminationGracePeriodSeconds *int64                 `protobuf:"varint,9,opt,name=termination_grace_period_seconds,json=terminationGracePeriodSeconds,proto3,oneof" json:"termination_grace_period_seconds,omitempty"`
+	Grpc                          *GRPCAction            `protobuf:"bytes,10,opt,name=grpc,proto3" json:"grpc,omitempty"`
 	unknownFields                 protoimpl.UnknownFields
 	sizeCache                     protoimpl.SizeCache
 }
 
 func (x *Probe) Reset() {
 	*x = Probe{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[39]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2747,7 +3557,7 @@ func (x *Probe) String() string {
 func (*Probe) ProtoMessage() {}
 
 func (x *Probe) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[39]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2760,7 +3570,7 @@ func (x *Probe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Probe.ProtoReflect.Descriptor instead.
 func (*Probe) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{39}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *Probe) GetExec() *ExecAction {
@@ -2826,6 +3636,67 @@ func (x *Probe) GetTerminationGracePeriodSeconds() int64 {
 	return 0
 }
 
+func (x *Probe) GetGrpc() *GRPCAction {
+	if x != nil {
+		return x.Grpc
+	}
+	return nil
+}
+
+// GRPCAction probes the standard gRPC health service (grpc.health.v1).
+type GRPCAction struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Port  int32                  `protobuf:"varint,1,opt,name=port,proto3" json:"port,omitempty"`
+	// Service is the name sent in the HealthCheckRequest ("" = the server).
+	Service       *string `protobuf:"bytes,2,opt,name=service,proto3,oneof" json:"service,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GRPCAction) Reset() {
+	*x = GRPCAction{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GRPCAction) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GRPCAction) ProtoMessage() {}
+
+func (x *GRPCAction) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GRPCAction.ProtoReflect.Descriptor instead.
+func (*GRPCAction) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{50}
+}
+
+func (x *GRPCAction) GetPort() int32 {
+	if x != nil {
+		return x.Port
+	}
+	return 0
+}
+
+func (x *GRPCAction) GetService() string {
+	if x != nil && x.Service != nil {
+		return *x.Service
+	}
+	return ""
+}
+
 type ExecAction struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Command       []string               `protobuf:"bytes,1,rep,name=command,proto3" json:"command,omitempty"`
@@ -2835,7 +3706,7 @@ type ExecAction struct {
 
 func (x *ExecAction) Reset() {
 	*x = ExecAction{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[40]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2847,7 +3718,7 @@ func (x *ExecAction) String() string {
 func (*ExecAction) ProtoMessage() {}
 
 func (x *ExecAction) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[40]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2860,7 +3731,7 @@ func (x *ExecAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecAction.ProtoReflect.Descriptor instead.
 func (*ExecAction) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{40}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ExecAction) GetCommand() []string {
@@ -2884,7 +3755,7 @@ type HTTPGetAction struct {
 
 func (x *HTTPGetAction) Reset() {
 	*x = HTTPGetAction{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[41]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2896,7 +3767,7 @@ func (x *HTTPGetAction) String() string {
 func (*HTTPGetAction) ProtoMessage() {}
 
 func (x *HTTPGetAction) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[41]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2909,7 +3780,7 @@ func (x *HTTPGetAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HTTPGetAction.ProtoReflect.Descriptor instead.
 func (*HTTPGetAction) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{41}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *HTTPGetAction) GetPath() string {
@@ -2957,7 +3828,7 @@ type HTTPHeader struct {
 
 func (x *HTTPHeader) Reset() {
 	*x = HTTPHeader{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[42]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2969,7 +3840,7 @@ func (x *HTTPHeader) String() string {
 func (*HTTPHeader) ProtoMessage() {}
 
 func (x *HTTPHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[42]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2982,7 +3853,7 @@ func (x *HTTPHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HTTPHeader.ProtoReflect.Descriptor instead.
 func (*HTTPHeader) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{42}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *HTTPHeader) GetName() string {
@@ -3009,7 +3880,7 @@ type TCPSocketAction struct {
 
 func (x *TCPSocketAction) Reset() {
 	*x = TCPSocketAction{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[43]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3021,7 +3892,7 @@ func (x *TCPSocketAction) String() string {
 func (*TCPSocketAction) ProtoMessage() {}
 
 func (x *TCPSocketAction) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[43]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3034,7 +3905,7 @@ func (x *TCPSocketAction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TCPSocketAction.ProtoReflect.Descriptor instead.
 func (*TCPSocketAction) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{43}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *TCPSocketAction) GetPort() *v1.IntOrString {
@@ -3052,15 +3923,17 @@ func (x *TCPSocketAction) GetHost() string {
 }
 
 type Affinity struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	NodeAffinity  *NodeAffinity          `protobuf:"bytes,1,opt,name=node_affinity,json=nodeAffinity,proto3" json:"node_affinity,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	NodeAffinity    *NodeAffinity          `protobuf:"bytes,1,opt,name=node_affinity,json=nodeAffinity,proto3" json:"node_affinity,omitempty"`
+	PodAffinity     *PodAffinity           `protobuf:"bytes,2,opt,name=pod_affinity,json=podAffinity,proto3" json:"pod_affinity,omitempty"`
+	PodAntiAffinity *PodAffinity           `protobuf:"bytes,3,opt,name=pod_anti_affinity,json=podAntiAffinity,proto3" json:"pod_anti_affinity,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Affinity) Reset() {
 	*x = Affinity{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[44]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3072,7 +3945,7 @@ func (x *Affinity) String() string {
 func (*Affinity) ProtoMessage() {}
 
 func (x *Affinity) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[44]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3085,12 +3958,217 @@ func (x *Affinity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Affinity.ProtoReflect.Descriptor instead.
 func (*Affinity) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{44}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *Affinity) GetNodeAffinity() *NodeAffinity {
 	if x != nil {
 		return x.NodeAffinity
+	}
+	return nil
+}
+
+func (x *Affinity) GetPodAffinity() *PodAffinity {
+	if x != nil {
+		return x.PodAffinity
+	}
+	return nil
+}
+
+func (x *Affinity) GetPodAntiAffinity() *PodAffinity {
+	if x != nil {
+		return x.PodAntiAffinity
+	}
+	return nil
+}
+
+// PodAffinity is the shape of both podAffinity and podAntiAffinity.
+type PodAffinity struct {
+	state                                           protoimpl.MessageState     `protogen:"open.v1"`
+	RequiredDuringSchedulingIgnoredDuringExecution  []*PodAffinityTerm         `protobuf:"bytes,1,rep,name=required_during_scheduling_ignored_during_execution,json=requiredDuringSchedulingIgnoredDuringExecution,proto3" json:"required_during_scheduling_ignored_during_execution,omitempty"`
+	PreferredDuringSchedulingIgnoredDuringExecution []*WeightedPodAffinityTerm `protobuf:"bytes,2,rep,name=preferred_during_scheduling_ignored_during_execution,json=preferredDuringSchedulingIgnoredDuringExecution,proto3" json:"preferred_during_scheduling_ignored_during_execution,omitempty"`
+	unknownFields                                   protoimpl.UnknownFields
+	sizeCache                                       protoimpl.SizeCache
+}
+
+func (x *PodAffinity) Reset() {
+	*x = PodAffinity{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[56]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PodAffinity) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PodAffinity) ProtoMessage() {}
+
+func (x *PodAffinity) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[56]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PodAffinity.ProtoReflect.Descriptor instead.
+func (*PodAffinity) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{56}
+}
+
+func (x *PodAffinity) GetRequiredDuringSchedulingIgnoredDuringExecution() []*PodAffinityTerm {
+	if x != nil {
+		return x.RequiredDuringSchedulingIgnoredDuringExecution
+	}
+	return nil
+}
+
+func (x *PodAffinity) GetPreferredDuringSchedulingIgnoredDuringExecution() []*WeightedPodAffinityTerm {
+	if x != nil {
+		return x.PreferredDuringSchedulingIgnoredDuringExecution
+	}
+	return nil
+}
+
+// PodAffinityTerm: the pods matched by labelSelector (and matchLabelKeys)
+// in the namespaces given, grouped by the nodes' topologyKey label.
+type PodAffinityTerm struct {
+	state             protoimpl.MessageState `protogen:"open.v1"`
+	LabelSelector     *v1.LabelSelector      `protobuf:"bytes,1,opt,name=label_selector,json=labelSelector,proto3" json:"label_selector,omitempty"`
+	Namespaces        []string               `protobuf:"bytes,2,rep,name=namespaces,proto3" json:"namespaces,omitempty"`
+	TopologyKey       string                 `protobuf:"bytes,3,opt,name=topology_key,json=topologyKey,proto3" json:"topology_key,omitempty"`
+	NamespaceSelector *v1.LabelSelector      `protobuf:"bytes,4,opt,name=namespace_selector,json=namespaceSelector,proto3" json:"namespace_selector,omitempty"`
+	MatchLabelKeys    []string               `protobuf:"bytes,5,rep,name=match_label_keys,json=matchLabelKeys,proto3" json:"match_label_keys,omitempty"`
+	MismatchLabelKeys []string               `protobuf:"bytes,6,rep,name=mismatch_label_keys,json=mismatchLabelKeys,proto3" json:"mismatch_label_keys,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *PodAffinityTerm) Reset() {
+	*x = PodAffinityTerm{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[57]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PodAffinityTerm) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PodAffinityTerm) ProtoMessage() {}
+
+func (x *PodAffinityTerm) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[57]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PodAffinityTerm.ProtoReflect.Descriptor instead.
+func (*PodAffinityTerm) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{57}
+}
+
+func (x *PodAffinityTerm) GetLabelSelector() *v1.LabelSelector {
+	if x != nil {
+		return x.LabelSelector
+	}
+	return nil
+}
+
+func (x *PodAffinityTerm) GetNamespaces() []string {
+	if x != nil {
+		return x.Namespaces
+	}
+	return nil
+}
+
+func (x *PodAffinityTerm) GetTopologyKey() string {
+	if x != nil {
+		return x.TopologyKey
+	}
+	return ""
+}
+
+func (x *PodAffinityTerm) GetNamespaceSelector() *v1.LabelSelector {
+	if x != nil {
+		return x.NamespaceSelector
+	}
+	return nil
+}
+
+func (x *PodAffinityTerm) GetMatchLabelKeys() []string {
+	if x != nil {
+		return x.MatchLabelKeys
+	}
+	return nil
+}
+
+func (x *PodAffinityTerm) GetMismatchLabelKeys() []string {
+	if x != nil {
+		return x.MismatchLabelKeys
+	}
+	return nil
+}
+
+type WeightedPodAffinityTerm struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	Weight          int32                  `protobuf:"varint,1,opt,name=weight,proto3" json:"weight,omitempty"`
+	PodAffinityTerm *PodAffinityTerm       `protobuf:"bytes,2,opt,name=pod_affinity_term,json=podAffinityTerm,proto3" json:"pod_affinity_term,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *WeightedPodAffinityTerm) Reset() {
+	*x = WeightedPodAffinityTerm{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[58]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WeightedPodAffinityTerm) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WeightedPodAffinityTerm) ProtoMessage() {}
+
+func (x *WeightedPodAffinityTerm) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[58]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WeightedPodAffinityTerm.ProtoReflect.Descriptor instead.
+func (*WeightedPodAffinityTerm) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{58}
+}
+
+func (x *WeightedPodAffinityTerm) GetWeight() int32 {
+	if x != nil {
+		return x.Weight
+	}
+	return 0
+}
+
+func (x *WeightedPodAffinityTerm) GetPodAffinityTerm() *PodAffinityTerm {
+	if x != nil {
+		return x.PodAffinityTerm
 	}
 	return nil
 }
@@ -3105,7 +4183,7 @@ type NodeAffinity struct {
 
 func (x *NodeAffinity) Reset() {
 	*x = NodeAffinity{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[45]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3117,7 +4195,7 @@ func (x *NodeAffinity) String() string {
 func (*NodeAffinity) ProtoMessage() {}
 
 func (x *NodeAffinity) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[45]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3130,7 +4208,7 @@ func (x *NodeAffinity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeAffinity.ProtoReflect.Descriptor instead.
 func (*NodeAffinity) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{45}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *NodeAffinity) GetRequiredDuringSchedulingIgnoredDuringExecution() *NodeSelector {
@@ -3157,7 +4235,7 @@ type NodeSelector struct {
 
 func (x *NodeSelector) Reset() {
 	*x = NodeSelector{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[46]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3169,7 +4247,7 @@ func (x *NodeSelector) String() string {
 func (*NodeSelector) ProtoMessage() {}
 
 func (x *NodeSelector) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[46]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3182,7 +4260,7 @@ func (x *NodeSelector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeSelector.ProtoReflect.Descriptor instead.
 func (*NodeSelector) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{46}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *NodeSelector) GetNodeSelectorTerms() []*NodeSelectorTerm {
@@ -3203,7 +4281,7 @@ type NodeSelectorTerm struct {
 
 func (x *NodeSelectorTerm) Reset() {
 	*x = NodeSelectorTerm{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[47]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3215,7 +4293,7 @@ func (x *NodeSelectorTerm) String() string {
 func (*NodeSelectorTerm) ProtoMessage() {}
 
 func (x *NodeSelectorTerm) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[47]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3228,7 +4306,7 @@ func (x *NodeSelectorTerm) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeSelectorTerm.ProtoReflect.Descriptor instead.
 func (*NodeSelectorTerm) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{47}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *NodeSelectorTerm) GetMatchExpressions() []*NodeSelectorRequirement {
@@ -3257,7 +4335,7 @@ type NodeSelectorRequirement struct {
 
 func (x *NodeSelectorRequirement) Reset() {
 	*x = NodeSelectorRequirement{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[48]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3269,7 +4347,7 @@ func (x *NodeSelectorRequirement) String() string {
 func (*NodeSelectorRequirement) ProtoMessage() {}
 
 func (x *NodeSelectorRequirement) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[48]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3282,7 +4360,7 @@ func (x *NodeSelectorRequirement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeSelectorRequirement.ProtoReflect.Descriptor instead.
 func (*NodeSelectorRequirement) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{48}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *NodeSelectorRequirement) GetKey() string {
@@ -3316,7 +4394,7 @@ type PreferredSchedulingTerm struct {
 
 func (x *PreferredSchedulingTerm) Reset() {
 	*x = PreferredSchedulingTerm{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[49]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3328,7 +4406,7 @@ func (x *PreferredSchedulingTerm) String() string {
 func (*PreferredSchedulingTerm) ProtoMessage() {}
 
 func (x *PreferredSchedulingTerm) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[49]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3341,7 +4419,7 @@ func (x *PreferredSchedulingTerm) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PreferredSchedulingTerm.ProtoReflect.Descriptor instead.
 func (*PreferredSchedulingTerm) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{49}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *PreferredSchedulingTerm) GetWeight() int32 {
@@ -3373,7 +4451,7 @@ type Toleration struct {
 
 func (x *Toleration) Reset() {
 	*x = Toleration{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[50]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3385,7 +4463,7 @@ func (x *Toleration) String() string {
 func (*Toleration) ProtoMessage() {}
 
 func (x *Toleration) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[50]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3398,7 +4476,7 @@ func (x *Toleration) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Toleration.ProtoReflect.Descriptor instead.
 func (*Toleration) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{50}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *Toleration) GetKey() string {
@@ -3450,7 +4528,7 @@ type TopologySpreadConstraint struct {
 
 func (x *TopologySpreadConstraint) Reset() {
 	*x = TopologySpreadConstraint{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[51]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3462,7 +4540,7 @@ func (x *TopologySpreadConstraint) String() string {
 func (*TopologySpreadConstraint) ProtoMessage() {}
 
 func (x *TopologySpreadConstraint) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[51]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3475,7 +4553,7 @@ func (x *TopologySpreadConstraint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopologySpreadConstraint.ProtoReflect.Descriptor instead.
 func (*TopologySpreadConstraint) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{51}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *TopologySpreadConstraint) GetMaxSkew() int32 {
@@ -3516,25 +4594,26 @@ func (x *TopologySpreadConstraint) GetMinDomains() int32 {
 type PodStatus struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Phase is Pending, Running, Succeeded, Failed or Unknown.
-	Phase                 string                 `protobuf:"bytes,1,opt,name=phase,proto3" json:"phase,omitempty"`
-	Conditions            []*PodCondition        `protobuf:"bytes,2,rep,name=conditions,proto3" json:"conditions,omitempty"`
-	Message               string                 `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
-	Reason                string                 `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
-	HostIp                string                 `protobuf:"bytes,5,opt,name=host_ip,json=hostIP,proto3" json:"host_ip,omitempty"`
-	PodIp                 string                 `protobuf:"bytes,6,opt,name=pod_ip,json=podIP,proto3" json:"pod_ip,omitempty"`
-	PodIps                []*PodIP               `protobuf:"bytes,7,rep,name=pod_ips,json=podIPs,proto3" json:"pod_ips,omitempty"`
-	StartTime             *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=start_time,json=startTime,proto3" json:"start_time,omitempty"`
-	InitContainerStatuses []*ContainerStatus     `protobuf:"bytes,9,rep,name=init_container_statuses,json=initContainerStatuses,proto3" json:"init_container_statuses,omitempty"`
-	ContainerStatuses     []*ContainerStatus     `protobuf:"bytes,10,rep,name=container_statuses,json=containerStatuses,proto3" json:"container_statuses,omitempty"`
-	QosClass              string                 `protobuf:"bytes,11,opt,name=qos_class,json=qosClass,proto3" json:"qos_class,omitempty"`
-	NominatedNodeName     string                 `protobuf:"bytes,12,opt,name=nominated_node_name,json=nominatedNodeName,proto3" json:"nominated_node_name,omitempty"`
-	unknownFields         protoimpl.UnknownFields
-	sizeCache             protoimpl.SizeCache
+	Phase                      string                 `protobuf:"bytes,1,opt,name=phase,proto3" json:"phase,omitempty"`
+	Conditions                 []*PodCondition        `protobuf:"bytes,2,rep,name=conditions,proto3" json:"conditions,omitempty"`
+	Message                    string                 `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
+	Reason                     string                 `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	HostIp                     string                 `protobuf:"bytes,5,opt,name=host_ip,json=hostIP,proto3" json:"host_ip,omitempty"`
+	PodIp                      string                 `protobuf:"bytes,6,opt,name=pod_ip,json=podIP,proto3" json:"pod_ip,omitempty"`
+	PodIps                     []*PodIP               `protobuf:"bytes,7,rep,name=pod_ips,json=podIPs,proto3" json:"pod_ips,omitempty"`
+	StartTime                  *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=start_time,json=startTime,proto3" json:"start_time,omitempty"`
+	InitContainerStatuses      []*ContainerStatus     `protobuf:"bytes,9,rep,name=init_container_statuses,json=initContainerStatuses,proto3" json:"init_container_statuses,omitempty"`
+	ContainerStatuses          []*ContainerStatus     `protobuf:"bytes,10,rep,name=container_statuses,json=containerStatuses,proto3" json:"container_statuses,omitempty"`
+	QosClass                   string                 `protobuf:"bytes,11,opt,name=qos_class,json=qosClass,proto3" json:"qos_class,omitempty"`
+	NominatedNodeName          string                 `protobuf:"bytes,12,opt,name=nominated_node_name,json=nominatedNodeName,proto3" json:"nominated_node_name,omitempty"`
+	EphemeralContainerStatuses []*ContainerStatus     `protobuf:"bytes,13,rep,name=ephemeral_container_statuses,json=ephemeralContainerStatuses,proto3" json:"ephemeral_container_statuses,omitempty"`
+	unknownFields              protoimpl.UnknownFields
+	sizeCache                  protoimpl.SizeCache
 }
 
 func (x *PodStatus) Reset() {
 	*x = PodStatus{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[52]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3546,7 +4625,7 @@ func (x *PodStatus) String() string {
 func (*PodStatus) ProtoMessage() {}
 
 func (x *PodStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[52]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3559,7 +4638,7 @@ func (x *PodStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodStatus.ProtoReflect.Descriptor instead.
 func (*PodStatus) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{52}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *PodStatus) GetPhase() string {
@@ -3646,6 +4725,13 @@ func (x *PodStatus) GetNominatedNodeName() string {
 	return ""
 }
 
+func (x *PodStatus) GetEphemeralContainerStatuses() []*ContainerStatus {
+	if x != nil {
+		return x.EphemeralContainerStatuses
+	}
+	return nil
+}
+
 type PodIP struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Ip            string                 `protobuf:"bytes,1,opt,name=ip,proto3" json:"ip,omitempty"`
@@ -3655,7 +4741,7 @@ type PodIP struct {
 
 func (x *PodIP) Reset() {
 	*x = PodIP{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[53]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3667,7 +4753,7 @@ func (x *PodIP) String() string {
 func (*PodIP) ProtoMessage() {}
 
 func (x *PodIP) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[53]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3680,7 +4766,7 @@ func (x *PodIP) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodIP.ProtoReflect.Descriptor instead.
 func (*PodIP) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{53}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *PodIP) GetIp() string {
@@ -3706,7 +4792,7 @@ type PodCondition struct {
 
 func (x *PodCondition) Reset() {
 	*x = PodCondition{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[54]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3718,7 +4804,7 @@ func (x *PodCondition) String() string {
 func (*PodCondition) ProtoMessage() {}
 
 func (x *PodCondition) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[54]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3731,7 +4817,7 @@ func (x *PodCondition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodCondition.ProtoReflect.Descriptor instead.
 func (*PodCondition) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{54}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *PodCondition) GetType() string {
@@ -3793,7 +4879,7 @@ type ContainerStatus struct {
 
 func (x *ContainerStatus) Reset() {
 	*x = ContainerStatus{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[55]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3805,7 +4891,7 @@ func (x *ContainerStatus) String() string {
 func (*ContainerStatus) ProtoMessage() {}
 
 func (x *ContainerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[55]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3818,7 +4904,7 @@ func (x *ContainerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStatus.ProtoReflect.Descriptor instead.
 func (*ContainerStatus) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{55}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *ContainerStatus) GetName() string {
@@ -3896,7 +4982,7 @@ type ContainerState struct {
 
 func (x *ContainerState) Reset() {
 	*x = ContainerState{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[56]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3908,7 +4994,7 @@ func (x *ContainerState) String() string {
 func (*ContainerState) ProtoMessage() {}
 
 func (x *ContainerState) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[56]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3921,7 +5007,7 @@ func (x *ContainerState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerState.ProtoReflect.Descriptor instead.
 func (*ContainerState) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{56}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *ContainerState) GetWaiting() *ContainerStateWaiting {
@@ -3955,7 +5041,7 @@ type ContainerStateWaiting struct {
 
 func (x *ContainerStateWaiting) Reset() {
 	*x = ContainerStateWaiting{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[57]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3967,7 +5053,7 @@ func (x *ContainerStateWaiting) String() string {
 func (*ContainerStateWaiting) ProtoMessage() {}
 
 func (x *ContainerStateWaiting) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[57]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3980,7 +5066,7 @@ func (x *ContainerStateWaiting) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStateWaiting.ProtoReflect.Descriptor instead.
 func (*ContainerStateWaiting) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{57}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *ContainerStateWaiting) GetReason() string {
@@ -4006,7 +5092,7 @@ type ContainerStateRunning struct {
 
 func (x *ContainerStateRunning) Reset() {
 	*x = ContainerStateRunning{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[58]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4018,7 +5104,7 @@ func (x *ContainerStateRunning) String() string {
 func (*ContainerStateRunning) ProtoMessage() {}
 
 func (x *ContainerStateRunning) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[58]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4031,7 +5117,7 @@ func (x *ContainerStateRunning) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStateRunning.ProtoReflect.Descriptor instead.
 func (*ContainerStateRunning) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{58}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *ContainerStateRunning) GetStartedAt() *timestamppb.Timestamp {
@@ -4056,7 +5142,7 @@ type ContainerStateTerminated struct {
 
 func (x *ContainerStateTerminated) Reset() {
 	*x = ContainerStateTerminated{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[59]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4068,7 +5154,7 @@ func (x *ContainerStateTerminated) String() string {
 func (*ContainerStateTerminated) ProtoMessage() {}
 
 func (x *ContainerStateTerminated) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[59]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4081,7 +5167,7 @@ func (x *ContainerStateTerminated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerStateTerminated.ProtoReflect.Descriptor instead.
 func (*ContainerStateTerminated) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{59}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *ContainerStateTerminated) GetExitCode() int32 {
@@ -4148,7 +5234,7 @@ type Binding struct {
 
 func (x *Binding) Reset() {
 	*x = Binding{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[60]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4160,7 +5246,7 @@ func (x *Binding) String() string {
 func (*Binding) ProtoMessage() {}
 
 func (x *Binding) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[60]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4173,7 +5259,7 @@ func (x *Binding) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Binding.ProtoReflect.Descriptor instead.
 func (*Binding) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{60}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *Binding) GetApiVersion() string {
@@ -4219,7 +5305,7 @@ type ObjectReference struct {
 
 func (x *ObjectReference) Reset() {
 	*x = ObjectReference{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[61]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4231,7 +5317,7 @@ func (x *ObjectReference) String() string {
 func (*ObjectReference) ProtoMessage() {}
 
 func (x *ObjectReference) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[61]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4244,7 +5330,7 @@ func (x *ObjectReference) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ObjectReference.ProtoReflect.Descriptor instead.
 func (*ObjectReference) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{61}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *ObjectReference) GetKind() string {
@@ -4309,7 +5395,7 @@ type Node struct {
 
 func (x *Node) Reset() {
 	*x = Node{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[62]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4321,7 +5407,7 @@ func (x *Node) String() string {
 func (*Node) ProtoMessage() {}
 
 func (x *Node) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[62]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4334,7 +5420,7 @@ func (x *Node) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Node.ProtoReflect.Descriptor instead.
 func (*Node) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{62}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *Node) GetApiVersion() string {
@@ -4385,7 +5471,7 @@ type NodeSpec struct {
 
 func (x *NodeSpec) Reset() {
 	*x = NodeSpec{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[63]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4397,7 +5483,7 @@ func (x *NodeSpec) String() string {
 func (*NodeSpec) ProtoMessage() {}
 
 func (x *NodeSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[63]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4410,7 +5496,7 @@ func (x *NodeSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeSpec.ProtoReflect.Descriptor instead.
 func (*NodeSpec) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{63}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *NodeSpec) GetPodCidr() string {
@@ -4461,7 +5547,7 @@ type Taint struct {
 
 func (x *Taint) Reset() {
 	*x = Taint{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[64]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4473,7 +5559,7 @@ func (x *Taint) String() string {
 func (*Taint) ProtoMessage() {}
 
 func (x *Taint) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[64]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4486,7 +5572,7 @@ func (x *Taint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Taint.ProtoReflect.Descriptor instead.
 func (*Taint) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{64}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *Taint) GetKey() string {
@@ -4535,7 +5621,7 @@ type NodeStatus struct {
 
 func (x *NodeStatus) Reset() {
 	*x = NodeStatus{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[65]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4547,7 +5633,7 @@ func (x *NodeStatus) String() string {
 func (*NodeStatus) ProtoMessage() {}
 
 func (x *NodeStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[65]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4560,7 +5646,7 @@ func (x *NodeStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeStatus.ProtoReflect.Descriptor instead.
 func (*NodeStatus) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{65}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *NodeStatus) GetCapacity() map[string]string {
@@ -4628,7 +5714,7 @@ type NodeDaemonEndpoints struct {
 
 func (x *NodeDaemonEndpoints) Reset() {
 	*x = NodeDaemonEndpoints{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[66]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4640,7 +5726,7 @@ func (x *NodeDaemonEndpoints) String() string {
 func (*NodeDaemonEndpoints) ProtoMessage() {}
 
 func (x *NodeDaemonEndpoints) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[66]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4653,7 +5739,7 @@ func (x *NodeDaemonEndpoints) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeDaemonEndpoints.ProtoReflect.Descriptor instead.
 func (*NodeDaemonEndpoints) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{66}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *NodeDaemonEndpoints) GetKubeletEndpoint() *DaemonEndpoint {
@@ -4672,7 +5758,7 @@ type DaemonEndpoint struct {
 
 func (x *DaemonEndpoint) Reset() {
 	*x = DaemonEndpoint{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[67]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4684,7 +5770,7 @@ func (x *DaemonEndpoint) String() string {
 func (*DaemonEndpoint) ProtoMessage() {}
 
 func (x *DaemonEndpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[67]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4697,7 +5783,7 @@ func (x *DaemonEndpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DaemonEndpoint.ProtoReflect.Descriptor instead.
 func (*DaemonEndpoint) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{67}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *DaemonEndpoint) GetPort() int32 {
@@ -4731,7 +5817,7 @@ type PodLogOptions struct {
 
 func (x *PodLogOptions) Reset() {
 	*x = PodLogOptions{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[68]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4743,7 +5829,7 @@ func (x *PodLogOptions) String() string {
 func (*PodLogOptions) ProtoMessage() {}
 
 func (x *PodLogOptions) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[68]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4756,7 +5842,7 @@ func (x *PodLogOptions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodLogOptions.ProtoReflect.Descriptor instead.
 func (*PodLogOptions) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{68}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *PodLogOptions) GetNamespace() string {
@@ -4825,7 +5911,7 @@ type LogChunk struct {
 
 func (x *LogChunk) Reset() {
 	*x = LogChunk{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[69]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4837,7 +5923,7 @@ func (x *LogChunk) String() string {
 func (*LogChunk) ProtoMessage() {}
 
 func (x *LogChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[69]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4850,7 +5936,7 @@ func (x *LogChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogChunk.ProtoReflect.Descriptor instead.
 func (*LogChunk) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{69}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *LogChunk) GetData() []byte {
@@ -4880,7 +5966,7 @@ type PodExecOptions struct {
 
 func (x *PodExecOptions) Reset() {
 	*x = PodExecOptions{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[70]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4892,7 +5978,7 @@ func (x *PodExecOptions) String() string {
 func (*PodExecOptions) ProtoMessage() {}
 
 func (x *PodExecOptions) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[70]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4905,7 +5991,7 @@ func (x *PodExecOptions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodExecOptions.ProtoReflect.Descriptor instead.
 func (*PodExecOptions) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{70}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *PodExecOptions) GetNamespace() string {
@@ -4980,7 +6066,7 @@ type ExecRequest struct {
 
 func (x *ExecRequest) Reset() {
 	*x = ExecRequest{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[71]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4992,7 +6078,7 @@ func (x *ExecRequest) String() string {
 func (*ExecRequest) ProtoMessage() {}
 
 func (x *ExecRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[71]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5005,7 +6091,7 @@ func (x *ExecRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecRequest.ProtoReflect.Descriptor instead.
 func (*ExecRequest) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{71}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *ExecRequest) GetOptions() *PodExecOptions {
@@ -5046,7 +6132,7 @@ type TerminalSize struct {
 
 func (x *TerminalSize) Reset() {
 	*x = TerminalSize{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[72]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5058,7 +6144,7 @@ func (x *TerminalSize) String() string {
 func (*TerminalSize) ProtoMessage() {}
 
 func (x *TerminalSize) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[72]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5071,7 +6157,7 @@ func (x *TerminalSize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TerminalSize.ProtoReflect.Descriptor instead.
 func (*TerminalSize) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{72}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *TerminalSize) GetWidth() uint32 {
@@ -5102,7 +6188,7 @@ type ExecResponse struct {
 
 func (x *ExecResponse) Reset() {
 	*x = ExecResponse{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[73]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5114,7 +6200,7 @@ func (x *ExecResponse) String() string {
 func (*ExecResponse) ProtoMessage() {}
 
 func (x *ExecResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[73]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5127,7 +6213,7 @@ func (x *ExecResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecResponse.ProtoReflect.Descriptor instead.
 func (*ExecResponse) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{73}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *ExecResponse) GetStdout() []byte {
@@ -5164,7 +6250,7 @@ type PodPortForwardOptions struct {
 
 func (x *PodPortForwardOptions) Reset() {
 	*x = PodPortForwardOptions{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[74]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5176,7 +6262,7 @@ func (x *PodPortForwardOptions) String() string {
 func (*PodPortForwardOptions) ProtoMessage() {}
 
 func (x *PodPortForwardOptions) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[74]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5189,7 +6275,7 @@ func (x *PodPortForwardOptions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PodPortForwardOptions.ProtoReflect.Descriptor instead.
 func (*PodPortForwardOptions) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{74}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *PodPortForwardOptions) GetNamespace() string {
@@ -5227,7 +6313,7 @@ type PortForwardRequest struct {
 
 func (x *PortForwardRequest) Reset() {
 	*x = PortForwardRequest{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[75]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5239,7 +6325,7 @@ func (x *PortForwardRequest) String() string {
 func (*PortForwardRequest) ProtoMessage() {}
 
 func (x *PortForwardRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[75]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5252,7 +6338,7 @@ func (x *PortForwardRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PortForwardRequest.ProtoReflect.Descriptor instead.
 func (*PortForwardRequest) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{75}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *PortForwardRequest) GetOptions() *PodPortForwardOptions {
@@ -5285,7 +6371,7 @@ type PortForwardResponse struct {
 
 func (x *PortForwardResponse) Reset() {
 	*x = PortForwardResponse{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[76]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5297,7 +6383,7 @@ func (x *PortForwardResponse) String() string {
 func (*PortForwardResponse) ProtoMessage() {}
 
 func (x *PortForwardResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[76]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5310,7 +6396,7 @@ func (x *PortForwardResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PortForwardResponse.ProtoReflect.Descriptor instead.
 func (*PortForwardResponse) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{76}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *PortForwardResponse) GetData() []byte {
@@ -5335,7 +6421,7 @@ type NodeCondition struct {
 
 func (x *NodeCondition) Reset() {
 	*x = NodeCondition{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[77]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5347,7 +6433,7 @@ func (x *NodeCondition) String() string {
 func (*NodeCondition) ProtoMessage() {}
 
 func (x *NodeCondition) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[77]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5360,7 +6446,7 @@ func (x *NodeCondition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeCondition.ProtoReflect.Descriptor instead.
 func (*NodeCondition) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{77}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *NodeCondition) GetType() string {
@@ -5416,7 +6502,7 @@ type NodeAddress struct {
 
 func (x *NodeAddress) Reset() {
 	*x = NodeAddress{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[78]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5428,7 +6514,7 @@ func (x *NodeAddress) String() string {
 func (*NodeAddress) ProtoMessage() {}
 
 func (x *NodeAddress) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[78]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5441,7 +6527,7 @@ func (x *NodeAddress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeAddress.ProtoReflect.Descriptor instead.
 func (*NodeAddress) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{78}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *NodeAddress) GetType() string {
@@ -5469,13 +6555,15 @@ type NodeSystemInfo struct {
 	KubeletVersion          string                 `protobuf:"bytes,7,opt,name=kubelet_version,json=kubeletVersion,proto3" json:"kubelet_version,omitempty"`
 	OperatingSystem         string                 `protobuf:"bytes,8,opt,name=operating_system,json=operatingSystem,proto3" json:"operating_system,omitempty"`
 	Architecture            string                 `protobuf:"bytes,9,opt,name=architecture,proto3" json:"architecture,omitempty"`
-	unknownFields           protoimpl.UnknownFields
-	sizeCache               protoimpl.SizeCache
+	// KubeProxyVersion is deprecated in Kubernetes (left empty there too).
+	KubeProxyVersion string `protobuf:"bytes,10,opt,name=kube_proxy_version,json=kubeProxyVersion,proto3" json:"kube_proxy_version,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *NodeSystemInfo) Reset() {
 	*x = NodeSystemInfo{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[79]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5487,7 +6575,7 @@ func (x *NodeSystemInfo) String() string {
 func (*NodeSystemInfo) ProtoMessage() {}
 
 func (x *NodeSystemInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[79]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5500,7 +6588,7 @@ func (x *NodeSystemInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeSystemInfo.ProtoReflect.Descriptor instead.
 func (*NodeSystemInfo) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{79}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *NodeSystemInfo) GetMachineId() string {
@@ -5566,6 +6654,13 @@ func (x *NodeSystemInfo) GetArchitecture() string {
 	return ""
 }
 
+func (x *NodeSystemInfo) GetKubeProxyVersion() string {
+	if x != nil {
+		return x.KubeProxyVersion
+	}
+	return ""
+}
+
 type ContainerImage struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Names         []string               `protobuf:"bytes,1,rep,name=names,proto3" json:"names,omitempty"`
@@ -5576,7 +6671,7 @@ type ContainerImage struct {
 
 func (x *ContainerImage) Reset() {
 	*x = ContainerImage{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[80]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5588,7 +6683,7 @@ func (x *ContainerImage) String() string {
 func (*ContainerImage) ProtoMessage() {}
 
 func (x *ContainerImage) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[80]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5601,7 +6696,7 @@ func (x *ContainerImage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContainerImage.ProtoReflect.Descriptor instead.
 func (*ContainerImage) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{80}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *ContainerImage) GetNames() []string {
@@ -5642,7 +6737,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[81]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5654,7 +6749,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[81]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5667,7 +6762,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{81}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *Event) GetApiVersion() string {
@@ -5785,7 +6880,7 @@ type EventSource struct {
 
 func (x *EventSource) Reset() {
 	*x = EventSource{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[82]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5797,7 +6892,7 @@ func (x *EventSource) String() string {
 func (*EventSource) ProtoMessage() {}
 
 func (x *EventSource) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[82]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5810,7 +6905,7 @@ func (x *EventSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventSource.ProtoReflect.Descriptor instead.
 func (*EventSource) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{82}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *EventSource) GetComponent() string {
@@ -5841,7 +6936,7 @@ type ConfigMap struct {
 
 func (x *ConfigMap) Reset() {
 	*x = ConfigMap{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[83]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5853,7 +6948,7 @@ func (x *ConfigMap) String() string {
 func (*ConfigMap) ProtoMessage() {}
 
 func (x *ConfigMap) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[83]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5866,7 +6961,7 @@ func (x *ConfigMap) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfigMap.ProtoReflect.Descriptor instead.
 func (*ConfigMap) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{83}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *ConfigMap) GetApiVersion() string {
@@ -5936,7 +7031,7 @@ type Secret struct {
 
 func (x *Secret) Reset() {
 	*x = Secret{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[84]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5948,7 +7043,7 @@ func (x *Secret) String() string {
 func (*Secret) ProtoMessage() {}
 
 func (x *Secret) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[84]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5961,7 +7056,7 @@ func (x *Secret) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Secret.ProtoReflect.Descriptor instead.
 func (*Secret) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{84}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *Secret) GetApiVersion() string {
@@ -6029,7 +7124,7 @@ type ServiceAccount struct {
 
 func (x *ServiceAccount) Reset() {
 	*x = ServiceAccount{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[85]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6041,7 +7136,7 @@ func (x *ServiceAccount) String() string {
 func (*ServiceAccount) ProtoMessage() {}
 
 func (x *ServiceAccount) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[85]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6054,7 +7149,7 @@ func (x *ServiceAccount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceAccount.ProtoReflect.Descriptor instead.
 func (*ServiceAccount) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{85}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *ServiceAccount) GetApiVersion() string {
@@ -6115,7 +7210,7 @@ type TokenRequest struct {
 
 func (x *TokenRequest) Reset() {
 	*x = TokenRequest{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[86]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6127,7 +7222,7 @@ func (x *TokenRequest) String() string {
 func (*TokenRequest) ProtoMessage() {}
 
 func (x *TokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[86]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6140,7 +7235,7 @@ func (x *TokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenRequest.ProtoReflect.Descriptor instead.
 func (*TokenRequest) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{86}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *TokenRequest) GetApiVersion() string {
@@ -6193,7 +7288,7 @@ type TokenRequestSpec struct {
 
 func (x *TokenRequestSpec) Reset() {
 	*x = TokenRequestSpec{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[87]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6205,7 +7300,7 @@ func (x *TokenRequestSpec) String() string {
 func (*TokenRequestSpec) ProtoMessage() {}
 
 func (x *TokenRequestSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[87]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6218,7 +7313,7 @@ func (x *TokenRequestSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenRequestSpec.ProtoReflect.Descriptor instead.
 func (*TokenRequestSpec) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{87}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *TokenRequestSpec) GetAudiences() []string {
@@ -6254,7 +7349,7 @@ type BoundObjectReference struct {
 
 func (x *BoundObjectReference) Reset() {
 	*x = BoundObjectReference{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[88]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6266,7 +7361,7 @@ func (x *BoundObjectReference) String() string {
 func (*BoundObjectReference) ProtoMessage() {}
 
 func (x *BoundObjectReference) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[88]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6279,7 +7374,7 @@ func (x *BoundObjectReference) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BoundObjectReference.ProtoReflect.Descriptor instead.
 func (*BoundObjectReference) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{88}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{102}
 }
 
 func (x *BoundObjectReference) GetKind() string {
@@ -6320,7 +7415,7 @@ type TokenRequestStatus struct {
 
 func (x *TokenRequestStatus) Reset() {
 	*x = TokenRequestStatus{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[89]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6332,7 +7427,7 @@ func (x *TokenRequestStatus) String() string {
 func (*TokenRequestStatus) ProtoMessage() {}
 
 func (x *TokenRequestStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[89]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6345,7 +7440,7 @@ func (x *TokenRequestStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenRequestStatus.ProtoReflect.Descriptor instead.
 func (*TokenRequestStatus) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{89}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{103}
 }
 
 func (x *TokenRequestStatus) GetToken() string {
@@ -6376,7 +7471,7 @@ type LimitRange struct {
 
 func (x *LimitRange) Reset() {
 	*x = LimitRange{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[90]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6388,7 +7483,7 @@ func (x *LimitRange) String() string {
 func (*LimitRange) ProtoMessage() {}
 
 func (x *LimitRange) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[90]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6401,7 +7496,7 @@ func (x *LimitRange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LimitRange.ProtoReflect.Descriptor instead.
 func (*LimitRange) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{90}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{104}
 }
 
 func (x *LimitRange) GetApiVersion() string {
@@ -6441,7 +7536,7 @@ type LimitRangeSpec struct {
 
 func (x *LimitRangeSpec) Reset() {
 	*x = LimitRangeSpec{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[91]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[105]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6453,7 +7548,7 @@ func (x *LimitRangeSpec) String() string {
 func (*LimitRangeSpec) ProtoMessage() {}
 
 func (x *LimitRangeSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[91]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[105]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6466,7 +7561,7 @@ func (x *LimitRangeSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LimitRangeSpec.ProtoReflect.Descriptor instead.
 func (*LimitRangeSpec) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{91}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{105}
 }
 
 func (x *LimitRangeSpec) GetLimits() []*LimitRangeItem {
@@ -6493,7 +7588,7 @@ type LimitRangeItem struct {
 
 func (x *LimitRangeItem) Reset() {
 	*x = LimitRangeItem{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[92]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[106]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6505,7 +7600,7 @@ func (x *LimitRangeItem) String() string {
 func (*LimitRangeItem) ProtoMessage() {}
 
 func (x *LimitRangeItem) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[92]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[106]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6518,7 +7613,7 @@ func (x *LimitRangeItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LimitRangeItem.ProtoReflect.Descriptor instead.
 func (*LimitRangeItem) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{92}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{106}
 }
 
 func (x *LimitRangeItem) GetType() string {
@@ -6579,7 +7674,7 @@ type ResourceQuota struct {
 
 func (x *ResourceQuota) Reset() {
 	*x = ResourceQuota{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[93]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[107]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6591,7 +7686,7 @@ func (x *ResourceQuota) String() string {
 func (*ResourceQuota) ProtoMessage() {}
 
 func (x *ResourceQuota) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[93]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[107]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6604,7 +7699,7 @@ func (x *ResourceQuota) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceQuota.ProtoReflect.Descriptor instead.
 func (*ResourceQuota) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{93}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{107}
 }
 
 func (x *ResourceQuota) GetApiVersion() string {
@@ -6643,15 +7738,19 @@ func (x *ResourceQuota) GetStatus() *ResourceQuotaStatus {
 }
 
 type ResourceQuotaSpec struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Hard          map[string]string      `protobuf:"bytes,1,rep,name=hard,proto3" json:"hard,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Hard  map[string]string      `protobuf:"bytes,1,rep,name=hard,proto3" json:"hard,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Scopes: the quota counts only the pods in all of them (Terminating,
+	// NotTerminating, BestEffort, NotBestEffort, PriorityClass).
+	Scopes        []string       `protobuf:"bytes,2,rep,name=scopes,proto3" json:"scopes,omitempty"`
+	ScopeSelector *ScopeSelector `protobuf:"bytes,3,opt,name=scope_selector,json=scopeSelector,proto3" json:"scope_selector,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ResourceQuotaSpec) Reset() {
 	*x = ResourceQuotaSpec{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[94]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[108]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6663,7 +7762,7 @@ func (x *ResourceQuotaSpec) String() string {
 func (*ResourceQuotaSpec) ProtoMessage() {}
 
 func (x *ResourceQuotaSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[94]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[108]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6676,12 +7775,131 @@ func (x *ResourceQuotaSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceQuotaSpec.ProtoReflect.Descriptor instead.
 func (*ResourceQuotaSpec) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{94}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{108}
 }
 
 func (x *ResourceQuotaSpec) GetHard() map[string]string {
 	if x != nil {
 		return x.Hard
+	}
+	return nil
+}
+
+func (x *ResourceQuotaSpec) GetScopes() []string {
+	if x != nil {
+		return x.Scopes
+	}
+	return nil
+}
+
+func (x *ResourceQuotaSpec) GetScopeSelector() *ScopeSelector {
+	if x != nil {
+		return x.ScopeSelector
+	}
+	return nil
+}
+
+type ScopeSelector struct {
+	state            protoimpl.MessageState               `protogen:"open.v1"`
+	MatchExpressions []*ScopedResourceSelectorRequirement `protobuf:"bytes,1,rep,name=match_expressions,json=matchExpressions,proto3" json:"match_expressions,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *ScopeSelector) Reset() {
+	*x = ScopeSelector{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[109]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScopeSelector) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScopeSelector) ProtoMessage() {}
+
+func (x *ScopeSelector) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[109]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScopeSelector.ProtoReflect.Descriptor instead.
+func (*ScopeSelector) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{109}
+}
+
+func (x *ScopeSelector) GetMatchExpressions() []*ScopedResourceSelectorRequirement {
+	if x != nil {
+		return x.MatchExpressions
+	}
+	return nil
+}
+
+type ScopedResourceSelectorRequirement struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	ScopeName string                 `protobuf:"bytes,1,opt,name=scope_name,json=scopeName,proto3" json:"scope_name,omitempty"`
+	// Operator is In, NotIn, Exists or DoesNotExist.
+	Operator      string   `protobuf:"bytes,2,opt,name=operator,proto3" json:"operator,omitempty"`
+	Values        []string `protobuf:"bytes,3,rep,name=values,proto3" json:"values,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScopedResourceSelectorRequirement) Reset() {
+	*x = ScopedResourceSelectorRequirement{}
+	mi := &file_skiff_core_v1_types_proto_msgTypes[110]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScopedResourceSelectorRequirement) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScopedResourceSelectorRequirement) ProtoMessage() {}
+
+func (x *ScopedResourceSelectorRequirement) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_core_v1_types_proto_msgTypes[110]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScopedResourceSelectorRequirement.ProtoReflect.Descriptor instead.
+func (*ScopedResourceSelectorRequirement) Descriptor() ([]byte, []int) {
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{110}
+}
+
+func (x *ScopedResourceSelectorRequirement) GetScopeName() string {
+	if x != nil {
+		return x.ScopeName
+	}
+	return ""
+}
+
+func (x *ScopedResourceSelectorRequirement) GetOperator() string {
+	if x != nil {
+		return x.Operator
+	}
+	return ""
+}
+
+func (x *ScopedResourceSelectorRequirement) GetValues() []string {
+	if x != nil {
+		return x.Values
 	}
 	return nil
 }
@@ -6696,7 +7914,7 @@ type ResourceQuotaStatus struct {
 
 func (x *ResourceQuotaStatus) Reset() {
 	*x = ResourceQuotaStatus{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[95]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[111]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6708,7 +7926,7 @@ func (x *ResourceQuotaStatus) String() string {
 func (*ResourceQuotaStatus) ProtoMessage() {}
 
 func (x *ResourceQuotaStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[95]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[111]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6721,7 +7939,7 @@ func (x *ResourceQuotaStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceQuotaStatus.ProtoReflect.Descriptor instead.
 func (*ResourceQuotaStatus) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{95}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{111}
 }
 
 func (x *ResourceQuotaStatus) GetHard() map[string]string {
@@ -6755,7 +7973,7 @@ type Service struct {
 
 func (x *Service) Reset() {
 	*x = Service{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[96]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[112]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6767,7 +7985,7 @@ func (x *Service) String() string {
 func (*Service) ProtoMessage() {}
 
 func (x *Service) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[96]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[112]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6780,7 +7998,7 @@ func (x *Service) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Service.ProtoReflect.Descriptor instead.
 func (*Service) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{96}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{112}
 }
 
 func (x *Service) GetApiVersion() string {
@@ -6855,7 +8073,7 @@ type ServiceSpec struct {
 
 func (x *ServiceSpec) Reset() {
 	*x = ServiceSpec{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[97]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[113]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6867,7 +8085,7 @@ func (x *ServiceSpec) String() string {
 func (*ServiceSpec) ProtoMessage() {}
 
 func (x *ServiceSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[97]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[113]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6880,7 +8098,7 @@ func (x *ServiceSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceSpec.ProtoReflect.Descriptor instead.
 func (*ServiceSpec) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{97}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{113}
 }
 
 func (x *ServiceSpec) GetPorts() []*ServicePort {
@@ -7043,7 +8261,7 @@ type ServicePort struct {
 
 func (x *ServicePort) Reset() {
 	*x = ServicePort{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[98]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[114]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7055,7 +8273,7 @@ func (x *ServicePort) String() string {
 func (*ServicePort) ProtoMessage() {}
 
 func (x *ServicePort) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[98]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[114]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7068,7 +8286,7 @@ func (x *ServicePort) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServicePort.ProtoReflect.Descriptor instead.
 func (*ServicePort) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{98}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{114}
 }
 
 func (x *ServicePort) GetName() string {
@@ -7122,7 +8340,7 @@ type SessionAffinityConfig struct {
 
 func (x *SessionAffinityConfig) Reset() {
 	*x = SessionAffinityConfig{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[99]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[115]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7134,7 +8352,7 @@ func (x *SessionAffinityConfig) String() string {
 func (*SessionAffinityConfig) ProtoMessage() {}
 
 func (x *SessionAffinityConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[99]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[115]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7147,7 +8365,7 @@ func (x *SessionAffinityConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionAffinityConfig.ProtoReflect.Descriptor instead.
 func (*SessionAffinityConfig) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{99}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{115}
 }
 
 func (x *SessionAffinityConfig) GetClientIp() *ClientIPConfig {
@@ -7167,7 +8385,7 @@ type ClientIPConfig struct {
 
 func (x *ClientIPConfig) Reset() {
 	*x = ClientIPConfig{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[100]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[116]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7179,7 +8397,7 @@ func (x *ClientIPConfig) String() string {
 func (*ClientIPConfig) ProtoMessage() {}
 
 func (x *ClientIPConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[100]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[116]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7192,7 +8410,7 @@ func (x *ClientIPConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClientIPConfig.ProtoReflect.Descriptor instead.
 func (*ClientIPConfig) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{100}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{116}
 }
 
 func (x *ClientIPConfig) GetTimeoutSeconds() int32 {
@@ -7212,7 +8430,7 @@ type ServiceStatus struct {
 
 func (x *ServiceStatus) Reset() {
 	*x = ServiceStatus{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[101]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[117]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7224,7 +8442,7 @@ func (x *ServiceStatus) String() string {
 func (*ServiceStatus) ProtoMessage() {}
 
 func (x *ServiceStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[101]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[117]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7237,7 +8455,7 @@ func (x *ServiceStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServiceStatus.ProtoReflect.Descriptor instead.
 func (*ServiceStatus) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{101}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{117}
 }
 
 func (x *ServiceStatus) GetLoadBalancer() *LoadBalancerStatus {
@@ -7263,7 +8481,7 @@ type LoadBalancerStatus struct {
 
 func (x *LoadBalancerStatus) Reset() {
 	*x = LoadBalancerStatus{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[102]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[118]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7275,7 +8493,7 @@ func (x *LoadBalancerStatus) String() string {
 func (*LoadBalancerStatus) ProtoMessage() {}
 
 func (x *LoadBalancerStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[102]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[118]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7288,7 +8506,7 @@ func (x *LoadBalancerStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadBalancerStatus.ProtoReflect.Descriptor instead.
 func (*LoadBalancerStatus) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{102}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{118}
 }
 
 func (x *LoadBalancerStatus) GetIngress() []*LoadBalancerIngress {
@@ -7310,7 +8528,7 @@ type LoadBalancerIngress struct {
 
 func (x *LoadBalancerIngress) Reset() {
 	*x = LoadBalancerIngress{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[103]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[119]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7322,7 +8540,7 @@ func (x *LoadBalancerIngress) String() string {
 func (*LoadBalancerIngress) ProtoMessage() {}
 
 func (x *LoadBalancerIngress) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[103]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[119]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7335,7 +8553,7 @@ func (x *LoadBalancerIngress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadBalancerIngress.ProtoReflect.Descriptor instead.
 func (*LoadBalancerIngress) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{103}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{119}
 }
 
 func (x *LoadBalancerIngress) GetIp() string {
@@ -7377,7 +8595,7 @@ type PortStatus struct {
 
 func (x *PortStatus) Reset() {
 	*x = PortStatus{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[104]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[120]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7389,7 +8607,7 @@ func (x *PortStatus) String() string {
 func (*PortStatus) ProtoMessage() {}
 
 func (x *PortStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[104]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[120]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7402,7 +8620,7 @@ func (x *PortStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PortStatus.ProtoReflect.Descriptor instead.
 func (*PortStatus) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{104}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{120}
 }
 
 func (x *PortStatus) GetPort() int32 {
@@ -7441,7 +8659,7 @@ type PersistentVolume struct {
 
 func (x *PersistentVolume) Reset() {
 	*x = PersistentVolume{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[105]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[121]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7453,7 +8671,7 @@ func (x *PersistentVolume) String() string {
 func (*PersistentVolume) ProtoMessage() {}
 
 func (x *PersistentVolume) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[105]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[121]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7466,7 +8684,7 @@ func (x *PersistentVolume) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PersistentVolume.ProtoReflect.Descriptor instead.
 func (*PersistentVolume) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{105}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{121}
 }
 
 func (x *PersistentVolume) GetApiVersion() string {
@@ -7530,7 +8748,7 @@ type PersistentVolumeSpec struct {
 
 func (x *PersistentVolumeSpec) Reset() {
 	*x = PersistentVolumeSpec{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[106]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[122]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7542,7 +8760,7 @@ func (x *PersistentVolumeSpec) String() string {
 func (*PersistentVolumeSpec) ProtoMessage() {}
 
 func (x *PersistentVolumeSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[106]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[122]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7555,7 +8773,7 @@ func (x *PersistentVolumeSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PersistentVolumeSpec.ProtoReflect.Descriptor instead.
 func (*PersistentVolumeSpec) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{106}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{122}
 }
 
 func (x *PersistentVolumeSpec) GetCapacity() map[string]string {
@@ -7637,7 +8855,7 @@ type VolumeNodeAffinity struct {
 
 func (x *VolumeNodeAffinity) Reset() {
 	*x = VolumeNodeAffinity{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[107]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[123]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7649,7 +8867,7 @@ func (x *VolumeNodeAffinity) String() string {
 func (*VolumeNodeAffinity) ProtoMessage() {}
 
 func (x *VolumeNodeAffinity) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[107]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[123]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7662,7 +8880,7 @@ func (x *VolumeNodeAffinity) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VolumeNodeAffinity.ProtoReflect.Descriptor instead.
 func (*VolumeNodeAffinity) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{107}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{123}
 }
 
 func (x *VolumeNodeAffinity) GetRequired() *NodeSelector {
@@ -7683,7 +8901,7 @@ type LocalVolumeSource struct {
 
 func (x *LocalVolumeSource) Reset() {
 	*x = LocalVolumeSource{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[108]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[124]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7695,7 +8913,7 @@ func (x *LocalVolumeSource) String() string {
 func (*LocalVolumeSource) ProtoMessage() {}
 
 func (x *LocalVolumeSource) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[108]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[124]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7708,7 +8926,7 @@ func (x *LocalVolumeSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LocalVolumeSource.ProtoReflect.Descriptor instead.
 func (*LocalVolumeSource) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{108}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{124}
 }
 
 func (x *LocalVolumeSource) GetPath() string {
@@ -7738,7 +8956,7 @@ type PersistentVolumeStatus struct {
 
 func (x *PersistentVolumeStatus) Reset() {
 	*x = PersistentVolumeStatus{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[109]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[125]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7750,7 +8968,7 @@ func (x *PersistentVolumeStatus) String() string {
 func (*PersistentVolumeStatus) ProtoMessage() {}
 
 func (x *PersistentVolumeStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[109]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[125]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7763,7 +8981,7 @@ func (x *PersistentVolumeStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PersistentVolumeStatus.ProtoReflect.Descriptor instead.
 func (*PersistentVolumeStatus) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{109}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{125}
 }
 
 func (x *PersistentVolumeStatus) GetPhase() string {
@@ -7809,7 +9027,7 @@ type PersistentVolumeClaim struct {
 
 func (x *PersistentVolumeClaim) Reset() {
 	*x = PersistentVolumeClaim{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[110]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[126]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7821,7 +9039,7 @@ func (x *PersistentVolumeClaim) String() string {
 func (*PersistentVolumeClaim) ProtoMessage() {}
 
 func (x *PersistentVolumeClaim) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[110]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[126]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7834,7 +9052,7 @@ func (x *PersistentVolumeClaim) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PersistentVolumeClaim.ProtoReflect.Descriptor instead.
 func (*PersistentVolumeClaim) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{110}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{126}
 }
 
 func (x *PersistentVolumeClaim) GetApiVersion() string {
@@ -7889,7 +9107,7 @@ type PersistentVolumeClaimSpec struct {
 
 func (x *PersistentVolumeClaimSpec) Reset() {
 	*x = PersistentVolumeClaimSpec{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[111]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[127]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7901,7 +9119,7 @@ func (x *PersistentVolumeClaimSpec) String() string {
 func (*PersistentVolumeClaimSpec) ProtoMessage() {}
 
 func (x *PersistentVolumeClaimSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[111]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[127]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7914,7 +9132,7 @@ func (x *PersistentVolumeClaimSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PersistentVolumeClaimSpec.ProtoReflect.Descriptor instead.
 func (*PersistentVolumeClaimSpec) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{111}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{127}
 }
 
 func (x *PersistentVolumeClaimSpec) GetAccessModes() []string {
@@ -7969,7 +9187,7 @@ type VolumeResourceRequirements struct {
 
 func (x *VolumeResourceRequirements) Reset() {
 	*x = VolumeResourceRequirements{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[112]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[128]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7981,7 +9199,7 @@ func (x *VolumeResourceRequirements) String() string {
 func (*VolumeResourceRequirements) ProtoMessage() {}
 
 func (x *VolumeResourceRequirements) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[112]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[128]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7994,7 +9212,7 @@ func (x *VolumeResourceRequirements) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VolumeResourceRequirements.ProtoReflect.Descriptor instead.
 func (*VolumeResourceRequirements) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{112}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{128}
 }
 
 func (x *VolumeResourceRequirements) GetLimits() map[string]string {
@@ -8024,7 +9242,7 @@ type PersistentVolumeClaimStatus struct {
 
 func (x *PersistentVolumeClaimStatus) Reset() {
 	*x = PersistentVolumeClaimStatus{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[113]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[129]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8036,7 +9254,7 @@ func (x *PersistentVolumeClaimStatus) String() string {
 func (*PersistentVolumeClaimStatus) ProtoMessage() {}
 
 func (x *PersistentVolumeClaimStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[113]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[129]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8049,7 +9267,7 @@ func (x *PersistentVolumeClaimStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PersistentVolumeClaimStatus.ProtoReflect.Descriptor instead.
 func (*PersistentVolumeClaimStatus) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{113}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{129}
 }
 
 func (x *PersistentVolumeClaimStatus) GetPhase() string {
@@ -8094,7 +9312,7 @@ type PersistentVolumeClaimCondition struct {
 
 func (x *PersistentVolumeClaimCondition) Reset() {
 	*x = PersistentVolumeClaimCondition{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[114]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[130]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8106,7 +9324,7 @@ func (x *PersistentVolumeClaimCondition) String() string {
 func (*PersistentVolumeClaimCondition) ProtoMessage() {}
 
 func (x *PersistentVolumeClaimCondition) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[114]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[130]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8119,7 +9337,7 @@ func (x *PersistentVolumeClaimCondition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PersistentVolumeClaimCondition.ProtoReflect.Descriptor instead.
 func (*PersistentVolumeClaimCondition) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{114}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{130}
 }
 
 func (x *PersistentVolumeClaimCondition) GetType() string {
@@ -8174,7 +9392,7 @@ type TopologySelectorTerm struct {
 
 func (x *TopologySelectorTerm) Reset() {
 	*x = TopologySelectorTerm{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[115]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[131]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8186,7 +9404,7 @@ func (x *TopologySelectorTerm) String() string {
 func (*TopologySelectorTerm) ProtoMessage() {}
 
 func (x *TopologySelectorTerm) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[115]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[131]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8199,7 +9417,7 @@ func (x *TopologySelectorTerm) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopologySelectorTerm.ProtoReflect.Descriptor instead.
 func (*TopologySelectorTerm) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{115}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{131}
 }
 
 func (x *TopologySelectorTerm) GetMatchLabelExpressions() []*TopologySelectorLabelRequirement {
@@ -8219,7 +9437,7 @@ type TopologySelectorLabelRequirement struct {
 
 func (x *TopologySelectorLabelRequirement) Reset() {
 	*x = TopologySelectorLabelRequirement{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[116]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[132]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8231,7 +9449,7 @@ func (x *TopologySelectorLabelRequirement) String() string {
 func (*TopologySelectorLabelRequirement) ProtoMessage() {}
 
 func (x *TopologySelectorLabelRequirement) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[116]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[132]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8244,7 +9462,7 @@ func (x *TopologySelectorLabelRequirement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopologySelectorLabelRequirement.ProtoReflect.Descriptor instead.
 func (*TopologySelectorLabelRequirement) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{116}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{132}
 }
 
 func (x *TopologySelectorLabelRequirement) GetKey() string {
@@ -8276,7 +9494,7 @@ type Eviction struct {
 
 func (x *Eviction) Reset() {
 	*x = Eviction{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[117]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[133]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8288,7 +9506,7 @@ func (x *Eviction) String() string {
 func (*Eviction) ProtoMessage() {}
 
 func (x *Eviction) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[117]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[133]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8301,7 +9519,7 @@ func (x *Eviction) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Eviction.ProtoReflect.Descriptor instead.
 func (*Eviction) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{117}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{133}
 }
 
 func (x *Eviction) GetApiVersion() string {
@@ -8346,7 +9564,7 @@ type DeleteOptions struct {
 
 func (x *DeleteOptions) Reset() {
 	*x = DeleteOptions{}
-	mi := &file_skiff_core_v1_types_proto_msgTypes[118]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[134]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8358,7 +9576,7 @@ func (x *DeleteOptions) String() string {
 func (*DeleteOptions) ProtoMessage() {}
 
 func (x *DeleteOptions) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_core_v1_types_proto_msgTypes[118]
+	mi := &file_skiff_core_v1_types_proto_msgTypes[134]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8371,7 +9589,7 @@ func (x *DeleteOptions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteOptions.ProtoReflect.Descriptor instead.
 func (*DeleteOptions) Descriptor() ([]byte, []int) {
-	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{118}
+	return file_skiff_core_v1_types_proto_rawDescGZIP(), []int{134}
 }
 
 func (x *DeleteOptions) GetGracePeriodSeconds() int64 {
@@ -8432,7 +9650,7 @@ const file_skiff_core_v1_types_proto_rawDesc = "" +
 	"\x06status\x18\x05 \x01(\v2\x18.skiff.core.v1.PodStatusR\x06status\"t\n" +
 	"\x0fPodTemplateSpec\x125\n" +
 	"\bmetadata\x18\x01 \x01(\v2\x19.skiff.meta.v1.ObjectMetaR\bmetadata\x12*\n" +
-	"\x04spec\x18\x02 \x01(\v2\x16.skiff.core.v1.PodSpecR\x04spec\"\x82\f\n" +
+	"\x04spec\x18\x02 \x01(\v2\x16.skiff.core.v1.PodSpecR\x04spec\"\xd2\x11\n" +
 	"\aPodSpec\x12/\n" +
 	"\avolumes\x18\x01 \x03(\v2\x15.skiff.core.v1.VolumeR\avolumes\x12A\n" +
 	"\x0finit_containers\x18\x02 \x03(\v2\x18.skiff.core.v1.ContainerR\x0einitContainers\x128\n" +
@@ -8462,15 +9680,38 @@ const file_skiff_core_v1_types_proto_rawDesc = "" +
 	"\x1fautomount_service_account_token\x18\x16 \x01(\bH\x03R\x1cautomountServiceAccountToken\x88\x01\x01\x125\n" +
 	"\x14enable_service_links\x18\x17 \x01(\bH\x04R\x12enableServiceLinks\x88\x01\x01\x12:\n" +
 	"\n" +
-	"dns_config\x18\x18 \x01(\v2\x1b.skiff.core.v1.PodDNSConfigR\tdnsConfig\x1a?\n" +
+	"dns_config\x18\x18 \x01(\v2\x1b.skiff.core.v1.PodDNSConfigR\tdnsConfig\x12\x19\n" +
+	"\bhost_pid\x18\x19 \x01(\bR\ahostPID\x12\x19\n" +
+	"\bhost_ipc\x18\x1a \x01(\bR\ahostIPC\x12;\n" +
+	"\x17share_process_namespace\x18\x1b \x01(\bH\x05R\x15shareProcessNamespace\x88\x01\x01\x12;\n" +
+	"\fhost_aliases\x18\x1c \x03(\v2\x18.skiff.core.v1.HostAliasR\vhostAliases\x12H\n" +
+	"\x0freadiness_gates\x18\x1d \x03(\v2\x1f.skiff.core.v1.PodReadinessGateR\x0ereadinessGates\x121\n" +
+	"\x12runtime_class_name\x18\x1e \x01(\tH\x06R\x10runtimeClassName\x88\x01\x01\x12T\n" +
+	"\x14ephemeral_containers\x18\x1f \x03(\v2!.skiff.core.v1.EphemeralContainerR\x13ephemeralContainers\x12K\n" +
+	"\x10scheduling_gates\x18  \x03(\v2 .skiff.core.v1.PodSchedulingGateR\x0fschedulingGates\x120\n" +
+	"\x11preemption_policy\x18! \x01(\tH\aR\x10preemptionPolicy\x88\x01\x01\x12F\n" +
+	"\boverhead\x18\" \x03(\v2$.skiff.core.v1.PodSpec.OverheadEntryB\x04\xc8\xf3\x18\x01R\boverhead\x1a?\n" +
 	"\x11NodeSelectorEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a;\n" +
+	"\rOverheadEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B#\n" +
 	"!_termination_grace_period_secondsB\x1a\n" +
 	"\x18_active_deadline_secondsB\v\n" +
 	"\t_priorityB\"\n" +
 	" _automount_service_account_tokenB\x17\n" +
-	"\x15_enable_service_links\"\x89\x01\n" +
+	"\x15_enable_service_linksB\x1a\n" +
+	"\x18_share_process_namespaceB\x15\n" +
+	"\x13_runtime_class_nameB\x14\n" +
+	"\x12_preemption_policy\"9\n" +
+	"\tHostAlias\x12\x0e\n" +
+	"\x02ip\x18\x01 \x01(\tR\x02ip\x12\x1c\n" +
+	"\thostnames\x18\x02 \x03(\tR\thostnames\"?\n" +
+	"\x10PodReadinessGate\x12+\n" +
+	"\x0econdition_type\x18\x01 \x01(\tB\x04\xd8\xf3\x18\x01R\rconditionType\"-\n" +
+	"\x11PodSchedulingGate\x12\x18\n" +
+	"\x04name\x18\x01 \x01(\tB\x04\xd8\xf3\x18\x01R\x04name\"\x89\x01\n" +
 	"\fPodDNSConfig\x12 \n" +
 	"\vnameservers\x18\x01 \x03(\tR\vnameservers\x12\x1a\n" +
 	"\bsearches\x18\x02 \x03(\tR\bsearches\x12;\n" +
@@ -8480,17 +9721,22 @@ const file_skiff_core_v1_types_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tH\x00R\x05value\x88\x01\x01B\b\n" +
 	"\x06_value\"*\n" +
 	"\x14LocalObjectReference\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\"\xee\x01\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"\xed\x03\n" +
 	"\x12PodSecurityContext\x12#\n" +
 	"\vrun_as_user\x18\x01 \x01(\x03H\x00R\trunAsUser\x88\x01\x01\x12%\n" +
 	"\frun_as_group\x18\x02 \x01(\x03H\x01R\n" +
 	"runAsGroup\x88\x01\x01\x12*\n" +
 	"\x0frun_as_non_root\x18\x03 \x01(\bH\x02R\frunAsNonRoot\x88\x01\x01\x12\x1e\n" +
-	"\bfs_group\x18\x04 \x01(\x03H\x03R\afsGroup\x88\x01\x01B\x0e\n" +
+	"\bfs_group\x18\x04 \x01(\x03H\x03R\afsGroup\x88\x01\x01\x12/\n" +
+	"\x13supplemental_groups\x18\x05 \x03(\x03R\x12supplementalGroups\x128\n" +
+	"\x16fs_group_change_policy\x18\x06 \x01(\tH\x04R\x13fsGroupChangePolicy\x88\x01\x01\x12F\n" +
+	"\x0fseccomp_profile\x18\a \x01(\v2\x1d.skiff.core.v1.SeccompProfileR\x0eseccompProfile\x12/\n" +
+	"\asysctls\x18\b \x03(\v2\x15.skiff.core.v1.SysctlR\asysctlsB\x0e\n" +
 	"\f_run_as_userB\x0f\n" +
 	"\r_run_as_groupB\x12\n" +
 	"\x10_run_as_non_rootB\v\n" +
-	"\t_fs_group\"\xb2\x03\n" +
+	"\t_fs_groupB\x19\n" +
+	"\x17_fs_group_change_policy\"\xee\x04\n" +
 	"\x0fSecurityContext\x12#\n" +
 	"\vrun_as_user\x18\x01 \x01(\x03H\x00R\trunAsUser\x88\x01\x01\x12%\n" +
 	"\frun_as_group\x18\x02 \x01(\x03H\x01R\n" +
@@ -8500,13 +9746,28 @@ const file_skiff_core_v1_types_proto_rawDesc = "" +
 	"privileged\x18\x04 \x01(\bH\x03R\n" +
 	"privileged\x88\x01\x01\x12>\n" +
 	"\x19read_only_root_filesystem\x18\x05 \x01(\bH\x04R\x16readOnlyRootFilesystem\x88\x01\x01\x12A\n" +
-	"\x1aallow_privilege_escalation\x18\x06 \x01(\bH\x05R\x18allowPrivilegeEscalation\x88\x01\x01B\x0e\n" +
+	"\x1aallow_privilege_escalation\x18\x06 \x01(\bH\x05R\x18allowPrivilegeEscalation\x88\x01\x01\x12?\n" +
+	"\fcapabilities\x18\a \x01(\v2\x1b.skiff.core.v1.CapabilitiesR\fcapabilities\x12F\n" +
+	"\x0fseccomp_profile\x18\b \x01(\v2\x1d.skiff.core.v1.SeccompProfileR\x0eseccompProfile\x12\"\n" +
+	"\n" +
+	"proc_mount\x18\t \x01(\tH\x06R\tprocMount\x88\x01\x01B\x0e\n" +
 	"\f_run_as_userB\x0f\n" +
 	"\r_run_as_groupB\x12\n" +
 	"\x10_run_as_non_rootB\r\n" +
 	"\v_privilegedB\x1c\n" +
 	"\x1a_read_only_root_filesystemB\x1d\n" +
-	"\x1b_allow_privilege_escalation\"\xf2\x06\n" +
+	"\x1b_allow_privilege_escalationB\r\n" +
+	"\v_proc_mount\"4\n" +
+	"\fCapabilities\x12\x10\n" +
+	"\x03add\x18\x01 \x03(\tR\x03add\x12\x12\n" +
+	"\x04drop\x18\x02 \x03(\tR\x04drop\"r\n" +
+	"\x0eSeccompProfile\x12\x18\n" +
+	"\x04type\x18\x01 \x01(\tB\x04\xd8\xf3\x18\x01R\x04type\x120\n" +
+	"\x11localhost_profile\x18\x02 \x01(\tH\x00R\x10localhostProfile\x88\x01\x01B\x14\n" +
+	"\x12_localhost_profile\">\n" +
+	"\x06Sysctl\x12\x18\n" +
+	"\x04name\x18\x01 \x01(\tB\x04\xd8\xf3\x18\x01R\x04name\x12\x1a\n" +
+	"\x05value\x18\x02 \x01(\tB\x04\xd8\xf3\x18\x01R\x05value\"\xe9\a\n" +
 	"\tContainer\x12\x18\n" +
 	"\x04name\x18\x01 \x01(\tB\x04\xd8\xf3\x18\x01R\x04name\x12\x14\n" +
 	"\x05image\x18\x02 \x01(\tR\x05image\x12\x18\n" +
@@ -8528,7 +9789,42 @@ const file_skiff_core_v1_types_proto_rawDesc = "" +
 	"\x18termination_message_path\x18\x10 \x01(\tR\x16terminationMessagePath\x12<\n" +
 	"\x1atermination_message_policy\x18\x11 \x01(\tR\x18terminationMessagePolicy\x12\x14\n" +
 	"\x05stdin\x18\x12 \x01(\bR\x05stdin\x12\x10\n" +
-	"\x03tty\x18\x13 \x01(\bR\x03tty\"\xa2\x01\n" +
+	"\x03tty\x18\x13 \x01(\bR\x03tty\x126\n" +
+	"\tlifecycle\x18\x14 \x01(\v2\x18.skiff.core.v1.LifecycleR\tlifecycle\x12*\n" +
+	"\x0erestart_policy\x18\x15 \x01(\tH\x00R\rrestartPolicy\x88\x01\x01B\x11\n" +
+	"\x0f_restart_policy\"\xa0\x05\n" +
+	"\x12EphemeralContainer\x12\x18\n" +
+	"\x04name\x18\x01 \x01(\tB\x04\xd8\xf3\x18\x01R\x04name\x12\x14\n" +
+	"\x05image\x18\x02 \x01(\tR\x05image\x12\x18\n" +
+	"\acommand\x18\x03 \x03(\tR\acommand\x12\x12\n" +
+	"\x04args\x18\x04 \x03(\tR\x04args\x12\x1f\n" +
+	"\vworking_dir\x18\x05 \x01(\tR\n" +
+	"workingDir\x127\n" +
+	"\benv_from\x18\a \x03(\v2\x1c.skiff.core.v1.EnvFromSourceR\aenvFrom\x12'\n" +
+	"\x03env\x18\b \x03(\v2\x15.skiff.core.v1.EnvVarR\x03env\x12?\n" +
+	"\rvolume_mounts\x18\n" +
+	" \x03(\v2\x1a.skiff.core.v1.VolumeMountR\fvolumeMounts\x12*\n" +
+	"\x11image_pull_policy\x18\x0e \x01(\tR\x0fimagePullPolicy\x12I\n" +
+	"\x10security_context\x18\x0f \x01(\v2\x1e.skiff.core.v1.SecurityContextR\x0fsecurityContext\x128\n" +
+	"\x18termination_message_path\x18\x10 \x01(\tR\x16terminationMessagePath\x12<\n" +
+	"\x1atermination_message_policy\x18\x11 \x01(\tR\x18terminationMessagePolicy\x12\x14\n" +
+	"\x05stdin\x18\x12 \x01(\bR\x05stdin\x12\x10\n" +
+	"\x03tty\x18\x13 \x01(\bR\x03tty\x12\x1d\n" +
+	"\n" +
+	"stdin_once\x18\x16 \x01(\bR\tstdinOnce\x122\n" +
+	"\x15target_container_name\x18\x17 \x01(\tR\x13targetContainerName\"\x87\x01\n" +
+	"\tLifecycle\x12>\n" +
+	"\n" +
+	"post_start\x18\x01 \x01(\v2\x1f.skiff.core.v1.LifecycleHandlerR\tpostStart\x12:\n" +
+	"\bpre_stop\x18\x02 \x01(\v2\x1f.skiff.core.v1.LifecycleHandlerR\apreStop\"\xeb\x01\n" +
+	"\x10LifecycleHandler\x12-\n" +
+	"\x04exec\x18\x01 \x01(\v2\x19.skiff.core.v1.ExecActionR\x04exec\x127\n" +
+	"\bhttp_get\x18\x02 \x01(\v2\x1c.skiff.core.v1.HTTPGetActionR\ahttpGet\x12=\n" +
+	"\n" +
+	"tcp_socket\x18\x03 \x01(\v2\x1e.skiff.core.v1.TCPSocketActionR\ttcpSocket\x120\n" +
+	"\x05sleep\x18\x04 \x01(\v2\x1a.skiff.core.v1.SleepActionR\x05sleep\"-\n" +
+	"\vSleepAction\x12\x1e\n" +
+	"\aseconds\x18\x01 \x01(\x03B\x04\xd8\xf3\x18\x01R\aseconds\"\xa2\x01\n" +
 	"\rContainerPort\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1b\n" +
 	"\thost_port\x18\x02 \x01(\x05R\bhostPort\x12+\n" +
@@ -8669,7 +9965,7 @@ const file_skiff_core_v1_types_proto_rawDesc = "" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x17\n" +
 	"\x04mode\x18\x03 \x01(\x05H\x00R\x04mode\x88\x01\x01B\a\n" +
-	"\x05_mode\"\xff\x03\n" +
+	"\x05_mode\"\xae\x04\n" +
 	"\x05Probe\x12-\n" +
 	"\x04exec\x18\x01 \x01(\v2\x19.skiff.core.v1.ExecActionR\x04exec\x127\n" +
 	"\bhttp_get\x18\x02 \x01(\v2\x1c.skiff.core.v1.HTTPGetActionR\ahttpGet\x12=\n" +
@@ -8680,8 +9976,16 @@ const file_skiff_core_v1_types_proto_rawDesc = "" +
 	"\x0eperiod_seconds\x18\x06 \x01(\x05R\rperiodSeconds\x12+\n" +
 	"\x11success_threshold\x18\a \x01(\x05R\x10successThreshold\x12+\n" +
 	"\x11failure_threshold\x18\b \x01(\x05R\x10failureThreshold\x12L\n" +
-	" termination_grace_period_seconds\x18\t \x01(\x03H\x00R\x1dterminationGracePeriodSeconds\x88\x01\x01B#\n" +
-	"!_termination_grace_period_seconds\"&\n" +
+	" termination_grace_period_seconds\x18\t \x01(\x03H\x00R\x1dterminationGracePeriodSeconds\x88\x01\x01\x12-\n" +
+	"\x04grpc\x18\n" +
+	" \x01(\v2\x19.skiff.core.v1.GRPCActionR\x04grpcB#\n" +
+	"!_termination_grace_period_seconds\"Q\n" +
+	"\n" +
+	"GRPCAction\x12\x18\n" +
+	"\x04port\x18\x01 \x01(\x05B\x04\xd8\xf3\x18\x01R\x04port\x12\x1d\n" +
+	"\aservice\x18\x02 \x01(\tH\x00R\aservice\x88\x01\x01B\n" +
+	"\n" +
+	"\b_service\"&\n" +
 	"\n" +
 	"ExecAction\x12\x18\n" +
 	"\acommand\x18\x01 \x03(\tR\acommand\"\xbd\x01\n" +
@@ -8697,9 +10001,26 @@ const file_skiff_core_v1_types_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value\"U\n" +
 	"\x0fTCPSocketAction\x12.\n" +
 	"\x04port\x18\x01 \x01(\v2\x1a.skiff.meta.v1.IntOrStringR\x04port\x12\x12\n" +
-	"\x04host\x18\x02 \x01(\tR\x04host\"L\n" +
+	"\x04host\x18\x02 \x01(\tR\x04host\"\xd3\x01\n" +
 	"\bAffinity\x12@\n" +
-	"\rnode_affinity\x18\x01 \x01(\v2\x1b.skiff.core.v1.NodeAffinityR\fnodeAffinity\"\xb1\x02\n" +
+	"\rnode_affinity\x18\x01 \x01(\v2\x1b.skiff.core.v1.NodeAffinityR\fnodeAffinity\x12=\n" +
+	"\fpod_affinity\x18\x02 \x01(\v2\x1a.skiff.core.v1.PodAffinityR\vpodAffinity\x12F\n" +
+	"\x11pod_anti_affinity\x18\x03 \x01(\v2\x1a.skiff.core.v1.PodAffinityR\x0fpodAntiAffinity\"\xb3\x02\n" +
+	"\vPodAffinity\x12\x8b\x01\n" +
+	"3required_during_scheduling_ignored_during_execution\x18\x01 \x03(\v2\x1e.skiff.core.v1.PodAffinityTermR.requiredDuringSchedulingIgnoredDuringExecution\x12\x95\x01\n" +
+	"4preferred_during_scheduling_ignored_during_execution\x18\x02 \x03(\v2&.skiff.core.v1.WeightedPodAffinityTermR/preferredDuringSchedulingIgnoredDuringExecution\"\xc6\x02\n" +
+	"\x0fPodAffinityTerm\x12C\n" +
+	"\x0elabel_selector\x18\x01 \x01(\v2\x1c.skiff.meta.v1.LabelSelectorR\rlabelSelector\x12\x1e\n" +
+	"\n" +
+	"namespaces\x18\x02 \x03(\tR\n" +
+	"namespaces\x12'\n" +
+	"\ftopology_key\x18\x03 \x01(\tB\x04\xd8\xf3\x18\x01R\vtopologyKey\x12K\n" +
+	"\x12namespace_selector\x18\x04 \x01(\v2\x1c.skiff.meta.v1.LabelSelectorR\x11namespaceSelector\x12(\n" +
+	"\x10match_label_keys\x18\x05 \x03(\tR\x0ematchLabelKeys\x12.\n" +
+	"\x13mismatch_label_keys\x18\x06 \x03(\tR\x11mismatchLabelKeys\"\x83\x01\n" +
+	"\x17WeightedPodAffinityTerm\x12\x1c\n" +
+	"\x06weight\x18\x01 \x01(\x05B\x04\xd8\xf3\x18\x01R\x06weight\x12J\n" +
+	"\x11pod_affinity_term\x18\x02 \x01(\v2\x1e.skiff.core.v1.PodAffinityTermR\x0fpodAffinityTerm\"\xb1\x02\n" +
 	"\fNodeAffinity\x12\x88\x01\n" +
 	"3required_during_scheduling_ignored_during_execution\x18\x01 \x01(\v2\x1b.skiff.core.v1.NodeSelectorR.requiredDuringSchedulingIgnoredDuringExecution\x12\x95\x01\n" +
 	"4preferred_during_scheduling_ignored_during_execution\x18\x02 \x03(\v2&.skiff.core.v1.PreferredSchedulingTermR/preferredDuringSchedulingIgnoredDuringExecution\"_\n" +
@@ -8732,7 +10053,7 @@ const file_skiff_core_v1_types_proto_rawDesc = "" +
 	"\x0elabel_selector\x18\x04 \x01(\v2\x1c.skiff.meta.v1.LabelSelectorR\rlabelSelector\x12$\n" +
 	"\vmin_domains\x18\x05 \x01(\x05H\x00R\n" +
 	"minDomains\x88\x01\x01B\x0e\n" +
-	"\f_min_domains\"\x9e\x04\n" +
+	"\f_min_domains\"\x80\x05\n" +
 	"\tPodStatus\x12\x14\n" +
 	"\x05phase\x18\x01 \x01(\tR\x05phase\x12;\n" +
 	"\n" +
@@ -8749,7 +10070,8 @@ const file_skiff_core_v1_types_proto_rawDesc = "" +
 	"\x12container_statuses\x18\n" +
 	" \x03(\v2\x1e.skiff.core.v1.ContainerStatusR\x11containerStatuses\x12\x1b\n" +
 	"\tqos_class\x18\v \x01(\tR\bqosClass\x12.\n" +
-	"\x13nominated_node_name\x18\f \x01(\tR\x11nominatedNodeName\"\x17\n" +
+	"\x13nominated_node_name\x18\f \x01(\tR\x11nominatedNodeName\x12`\n" +
+	"\x1cephemeral_container_statuses\x18\r \x03(\v2\x1e.skiff.core.v1.ContainerStatusR\x1aephemeralContainerStatuses\"\x17\n" +
 	"\x05PodIP\x12\x0e\n" +
 	"\x02ip\x18\x01 \x01(\tR\x02ip\"\x8a\x02\n" +
 	"\fPodCondition\x12\x18\n" +
@@ -8912,7 +10234,7 @@ const file_skiff_core_v1_types_proto_rawDesc = "" +
 	"\amessage\x18\x06 \x01(\tR\amessage\";\n" +
 	"\vNodeAddress\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x18\n" +
-	"\aaddress\x18\x02 \x01(\tR\aaddress\"\xdf\x02\n" +
+	"\aaddress\x18\x02 \x01(\tR\aaddress\"\x8d\x03\n" +
 	"\x0eNodeSystemInfo\x12\x1d\n" +
 	"\n" +
 	"machine_id\x18\x01 \x01(\tR\tmachineID\x12\x1f\n" +
@@ -8924,7 +10246,9 @@ const file_skiff_core_v1_types_proto_rawDesc = "" +
 	"\x19container_runtime_version\x18\x06 \x01(\tR\x17containerRuntimeVersion\x12'\n" +
 	"\x0fkubelet_version\x18\a \x01(\tR\x0ekubeletVersion\x12)\n" +
 	"\x10operating_system\x18\b \x01(\tR\x0foperatingSystem\x12\"\n" +
-	"\farchitecture\x18\t \x01(\tR\farchitecture\"E\n" +
+	"\farchitecture\x18\t \x01(\tR\farchitecture\x12,\n" +
+	"\x12kube_proxy_version\x18\n" +
+	" \x01(\tR\x10kubeProxyVersion\"E\n" +
 	"\x0eContainerImage\x12\x14\n" +
 	"\x05names\x18\x01 \x03(\tR\x05names\x12\x1d\n" +
 	"\n" +
@@ -9053,12 +10377,21 @@ const file_skiff_core_v1_types_proto_rawDesc = "" +
 	"\x04kind\x18\x02 \x01(\tR\x04kind\x125\n" +
 	"\bmetadata\x18\x03 \x01(\v2\x19.skiff.meta.v1.ObjectMetaR\bmetadata\x124\n" +
 	"\x04spec\x18\x04 \x01(\v2 .skiff.core.v1.ResourceQuotaSpecR\x04spec\x12:\n" +
-	"\x06status\x18\x05 \x01(\v2\".skiff.core.v1.ResourceQuotaStatusR\x06status\"\x92\x01\n" +
+	"\x06status\x18\x05 \x01(\v2\".skiff.core.v1.ResourceQuotaStatusR\x06status\"\xef\x01\n" +
 	"\x11ResourceQuotaSpec\x12D\n" +
-	"\x04hard\x18\x01 \x03(\v2*.skiff.core.v1.ResourceQuotaSpec.HardEntryB\x04\xc8\xf3\x18\x01R\x04hard\x1a7\n" +
+	"\x04hard\x18\x01 \x03(\v2*.skiff.core.v1.ResourceQuotaSpec.HardEntryB\x04\xc8\xf3\x18\x01R\x04hard\x12\x16\n" +
+	"\x06scopes\x18\x02 \x03(\tR\x06scopes\x12C\n" +
+	"\x0escope_selector\x18\x03 \x01(\v2\x1c.skiff.core.v1.ScopeSelectorR\rscopeSelector\x1a7\n" +
 	"\tHardEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x97\x02\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"n\n" +
+	"\rScopeSelector\x12]\n" +
+	"\x11match_expressions\x18\x01 \x03(\v20.skiff.core.v1.ScopedResourceSelectorRequirementR\x10matchExpressions\"\x82\x01\n" +
+	"!ScopedResourceSelectorRequirement\x12#\n" +
+	"\n" +
+	"scope_name\x18\x01 \x01(\tB\x04\xd8\xf3\x18\x01R\tscopeName\x12 \n" +
+	"\boperator\x18\x02 \x01(\tB\x04\xd8\xf3\x18\x01R\boperator\x12\x16\n" +
+	"\x06values\x18\x03 \x03(\tR\x06values\"\x97\x02\n" +
 	"\x13ResourceQuotaStatus\x12F\n" +
 	"\x04hard\x18\x01 \x03(\v2,.skiff.core.v1.ResourceQuotaStatus.HardEntryB\x04\xc8\xf3\x18\x01R\x04hard\x12F\n" +
 	"\x04used\x18\x02 \x03(\v2,.skiff.core.v1.ResourceQuotaStatus.UsedEntryB\x04\xc8\xf3\x18\x01R\x04used\x1a7\n" +
@@ -9253,7 +10586,7 @@ func file_skiff_core_v1_types_proto_rawDescGZIP() []byte {
 	return file_skiff_core_v1_types_proto_rawDescData
 }
 
-var file_skiff_core_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 141)
+var file_skiff_core_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 158)
 var file_skiff_core_v1_types_proto_goTypes = []any{
 	(*Namespace)(nil),                         // 0: skiff.core.v1.Namespace
 	(*NamespaceSpec)(nil),                     // 1: skiff.core.v1.NamespaceSpec
@@ -9261,332 +10594,380 @@ var file_skiff_core_v1_types_proto_goTypes = []any{
 	(*Pod)(nil),                               // 3: skiff.core.v1.Pod
 	(*PodTemplateSpec)(nil),                   // 4: skiff.core.v1.PodTemplateSpec
 	(*PodSpec)(nil),                           // 5: skiff.core.v1.PodSpec
-	(*PodDNSConfig)(nil),                      // 6: skiff.core.v1.PodDNSConfig
-	(*PodDNSConfigOption)(nil),                // 7: skiff.core.v1.PodDNSConfigOption
-	(*LocalObjectReference)(nil),              // 8: skiff.core.v1.LocalObjectReference
-	(*PodSecurityContext)(nil),                // 9: skiff.core.v1.PodSecurityContext
-	(*SecurityContext)(nil),                   // 10: skiff.core.v1.SecurityContext
-	(*Container)(nil),                         // 11: skiff.core.v1.Container
-	(*ContainerPort)(nil),                     // 12: skiff.core.v1.ContainerPort
-	(*EnvVar)(nil),                            // 13: skiff.core.v1.EnvVar
-	(*EnvVarSource)(nil),                      // 14: skiff.core.v1.EnvVarSource
-	(*SecretKeySelector)(nil),                 // 15: skiff.core.v1.SecretKeySelector
-	(*ObjectFieldSelector)(nil),               // 16: skiff.core.v1.ObjectFieldSelector
-	(*ResourceFieldSelector)(nil),             // 17: skiff.core.v1.ResourceFieldSelector
-	(*ConfigMapKeySelector)(nil),              // 18: skiff.core.v1.ConfigMapKeySelector
-	(*EnvFromSource)(nil),                     // 19: skiff.core.v1.EnvFromSource
-	(*SecretEnvSource)(nil),                   // 20: skiff.core.v1.SecretEnvSource
-	(*ConfigMapEnvSource)(nil),                // 21: skiff.core.v1.ConfigMapEnvSource
-	(*ResourceRequirements)(nil),              // 22: skiff.core.v1.ResourceRequirements
-	(*VolumeMount)(nil),                       // 23: skiff.core.v1.VolumeMount
-	(*Volume)(nil),                            // 24: skiff.core.v1.Volume
-	(*PersistentVolumeClaimVolumeSource)(nil), // 25: skiff.core.v1.PersistentVolumeClaimVolumeSource
-	(*SecretVolumeSource)(nil),                // 26: skiff.core.v1.SecretVolumeSource
-	(*DownwardAPIVolumeSource)(nil),           // 27: skiff.core.v1.DownwardAPIVolumeSource
-	(*DownwardAPIVolumeFile)(nil),             // 28: skiff.core.v1.DownwardAPIVolumeFile
-	(*ProjectedVolumeSource)(nil),             // 29: skiff.core.v1.ProjectedVolumeSource
-	(*VolumeProjection)(nil),                  // 30: skiff.core.v1.VolumeProjection
-	(*SecretProjection)(nil),                  // 31: skiff.core.v1.SecretProjection
-	(*ConfigMapProjection)(nil),               // 32: skiff.core.v1.ConfigMapProjection
-	(*DownwardAPIProjection)(nil),             // 33: skiff.core.v1.DownwardAPIProjection
-	(*ServiceAccountTokenProjection)(nil),     // 34: skiff.core.v1.ServiceAccountTokenProjection
-	(*EmptyDirVolumeSource)(nil),              // 35: skiff.core.v1.EmptyDirVolumeSource
-	(*HostPathVolumeSource)(nil),              // 36: skiff.core.v1.HostPathVolumeSource
-	(*ConfigMapVolumeSource)(nil),             // 37: skiff.core.v1.ConfigMapVolumeSource
-	(*KeyToPath)(nil),                         // 38: skiff.core.v1.KeyToPath
-	(*Probe)(nil),                             // 39: skiff.core.v1.Probe
-	(*ExecAction)(nil),                        // 40: skiff.core.v1.ExecAction
-	(*HTTPGetAction)(nil),                     // 41: skiff.core.v1.HTTPGetAction
-	(*HTTPHeader)(nil),                        // 42: skiff.core.v1.HTTPHeader
-	(*TCPSocketAction)(nil),                   // 43: skiff.core.v1.TCPSocketAction
-	(*Affinity)(nil),                          // 44: skiff.core.v1.Affinity
-	(*NodeAffinity)(nil),                      // 45: skiff.core.v1.NodeAffinity
-	(*NodeSelector)(nil),                      // 46: skiff.core.v1.NodeSelector
-	(*NodeSelectorTerm)(nil),                  // 47: skiff.core.v1.NodeSelectorTerm
-	(*NodeSelectorRequirement)(nil),           // 48: skiff.core.v1.NodeSelectorRequirement
-	(*PreferredSchedulingTerm)(nil),           // 49: skiff.core.v1.PreferredSchedulingTerm
-	(*Toleration)(nil),                        // 50: skiff.core.v1.Toleration
-	(*TopologySpreadConstraint)(nil),          // 51: skiff.core.v1.TopologySpreadConstraint
-	(*PodStatus)(nil),                         // 52: skiff.core.v1.PodStatus
-	(*PodIP)(nil),                             // 53: skiff.core.v1.PodIP
-	(*PodCondition)(nil),                      // 54: skiff.core.v1.PodCondition
-	(*ContainerStatus)(nil),                   // 55: skiff.core.v1.ContainerStatus
-	(*ContainerState)(nil),                    // 56: skiff.core.v1.ContainerState
-	(*ContainerStateWaiting)(nil),             // 57: skiff.core.v1.ContainerStateWaiting
-	(*ContainerStateRunning)(nil),             // 58: skiff.core.v1.ContainerStateRunning
-	(*ContainerStateTerminated)(nil),          // 59: skiff.core.v1.ContainerStateTerminated
-	(*Binding)(nil),                           // 60: skiff.core.v1.Binding
-	(*ObjectReference)(nil),                   // 61: skiff.core.v1.ObjectReference
-	(*Node)(nil),                              // 62: skiff.core.v1.Node
-	(*NodeSpec)(nil),                          // 63: skiff.core.v1.NodeSpec
-	(*Taint)(nil),                             // 64: skiff.core.v1.Taint
-	(*NodeStatus)(nil),                        // 65: skiff.core.v1.NodeStatus
-	(*NodeDaemonEndpoints)(nil),               // 66: skiff.core.v1.NodeDaemonEndpoints
-	(*DaemonEndpoint)(nil),                    // 67: skiff.core.v1.DaemonEndpoint
-	(*PodLogOptions)(nil),                     // 68: skiff.core.v1.PodLogOptions
-	(*LogChunk)(nil),                          // 69: skiff.core.v1.LogChunk
-	(*PodExecOptions)(nil),                    // 70: skiff.core.v1.PodExecOptions
-	(*ExecRequest)(nil),                       // 71: skiff.core.v1.ExecRequest
-	(*TerminalSize)(nil),                      // 72: skiff.core.v1.TerminalSize
-	(*ExecResponse)(nil),                      // 73: skiff.core.v1.ExecResponse
-	(*PodPortForwardOptions)(nil),             // 74: skiff.core.v1.PodPortForwardOptions
-	(*PortForwardRequest)(nil),                // 75: skiff.core.v1.PortForwardRequest
-	(*PortForwardResponse)(nil),               // 76: skiff.core.v1.PortForwardResponse
-	(*NodeCondition)(nil),                     // 77: skiff.core.v1.NodeCondition
-	(*NodeAddress)(nil),                       // 78: skiff.core.v1.NodeAddress
-	(*NodeSystemInfo)(nil),                    // 79: skiff.core.v1.NodeSystemInfo
-	(*ContainerImage)(nil),                    // 80: skiff.core.v1.ContainerImage
-	(*Event)(nil),                             // 81: skiff.core.v1.Event
-	(*EventSource)(nil),                       // 82: skiff.core.v1.EventSource
-	(*ConfigMap)(nil),                         // 83: skiff.core.v1.ConfigMap
-	(*Secret)(nil),                            // 84: skiff.core.v1.Secret
-	(*ServiceAccount)(nil),                    // 85: skiff.core.v1.ServiceAccount
-	(*TokenRequest)(nil),                      // 86: skiff.core.v1.TokenRequest
-	(*TokenRequestSpec)(nil),                  // 87: skiff.core.v1.TokenRequestSpec
-	(*BoundObjectReference)(nil),              // 88: skiff.core.v1.BoundObjectReference
-	(*TokenRequestStatus)(nil),                // 89: skiff.core.v1.TokenRequestStatus
-	(*LimitRange)(nil),                        // 90: skiff.core.v1.LimitRange
-	(*LimitRangeSpec)(nil),                    // 91: skiff.core.v1.LimitRangeSpec
-	(*LimitRangeItem)(nil),                    // 92: skiff.core.v1.LimitRangeItem
-	(*ResourceQuota)(nil),                     // 93: skiff.core.v1.ResourceQuota
-	(*ResourceQuotaSpec)(nil),                 // 94: skiff.core.v1.ResourceQuotaSpec
-	(*ResourceQuotaStatus)(nil),               // 95: skiff.core.v1.ResourceQuotaStatus
-	(*Service)(nil),                           // 96: skiff.core.v1.Service
-	(*ServiceSpec)(nil),                       // 97: skiff.core.v1.ServiceSpec
-	(*ServicePort)(nil),                       // 98: skiff.core.v1.ServicePort
-	(*SessionAffinityConfig)(nil),             // 99: skiff.core.v1.SessionAffinityConfig
-	(*ClientIPConfig)(nil),                    // 100: skiff.core.v1.ClientIPConfig
-	(*ServiceStatus)(nil),                     // 101: skiff.core.v1.ServiceStatus
-	(*LoadBalancerStatus)(nil),                // 102: skiff.core.v1.LoadBalancerStatus
-	(*LoadBalancerIngress)(nil),               // 103: skiff.core.v1.LoadBalancerIngress
-	(*PortStatus)(nil),                        // 104: skiff.core.v1.PortStatus
-	(*PersistentVolume)(nil),                  // 105: skiff.core.v1.PersistentVolume
-	(*PersistentVolumeSpec)(nil),              // 106: skiff.core.v1.PersistentVolumeSpec
-	(*VolumeNodeAffinity)(nil),                // 107: skiff.core.v1.VolumeNodeAffinity
-	(*LocalVolumeSource)(nil),                 // 108: skiff.core.v1.LocalVolumeSource
-	(*PersistentVolumeStatus)(nil),            // 109: skiff.core.v1.PersistentVolumeStatus
-	(*PersistentVolumeClaim)(nil),             // 110: skiff.core.v1.PersistentVolumeClaim
-	(*PersistentVolumeClaimSpec)(nil),         // 111: skiff.core.v1.PersistentVolumeClaimSpec
-	(*VolumeResourceRequirements)(nil),        // 112: skiff.core.v1.VolumeResourceRequirements
-	(*PersistentVolumeClaimStatus)(nil),       // 113: skiff.core.v1.PersistentVolumeClaimStatus
-	(*PersistentVolumeClaimCondition)(nil),    // 114: skiff.core.v1.PersistentVolumeClaimCondition
-	(*TopologySelectorTerm)(nil),              // 115: skiff.core.v1.TopologySelectorTerm
-	(*TopologySelectorLabelRequirement)(nil),  // 116: skiff.core.v1.TopologySelectorLabelRequirement
-	(*Eviction)(nil),                          // 117: skiff.core.v1.Eviction
-	(*DeleteOptions)(nil),                     // 118: skiff.core.v1.DeleteOptions
-	nil,                                       // 119: skiff.core.v1.PodSpec.NodeSelectorEntry
-	nil,                                       // 120: skiff.core.v1.ResourceRequirements.LimitsEntry
-	nil,                                       // 121: skiff.core.v1.ResourceRequirements.RequestsEntry
-	nil,                                       // 122: skiff.core.v1.NodeStatus.CapacityEntry
-	nil,                                       // 123: skiff.core.v1.NodeStatus.AllocatableEntry
-	nil,                                       // 124: skiff.core.v1.ConfigMap.DataEntry
-	nil,                                       // 125: skiff.core.v1.ConfigMap.BinaryDataEntry
-	nil,                                       // 126: skiff.core.v1.Secret.DataEntry
-	nil,                                       // 127: skiff.core.v1.Secret.StringDataEntry
-	nil,                                       // 128: skiff.core.v1.LimitRangeItem.MaxEntry
-	nil,                                       // 129: skiff.core.v1.LimitRangeItem.MinEntry
-	nil,                                       // 130: skiff.core.v1.LimitRangeItem.DefaultEntry
-	nil,                                       // 131: skiff.core.v1.LimitRangeItem.DefaultRequestEntry
-	nil,                                       // 132: skiff.core.v1.LimitRangeItem.MaxLimitRequestRatioEntry
-	nil,                                       // 133: skiff.core.v1.ResourceQuotaSpec.HardEntry
-	nil,                                       // 134: skiff.core.v1.ResourceQuotaStatus.HardEntry
-	nil,                                       // 135: skiff.core.v1.ResourceQuotaStatus.UsedEntry
-	nil,                                       // 136: skiff.core.v1.ServiceSpec.SelectorEntry
-	nil,                                       // 137: skiff.core.v1.PersistentVolumeSpec.CapacityEntry
-	nil,                                       // 138: skiff.core.v1.VolumeResourceRequirements.LimitsEntry
-	nil,                                       // 139: skiff.core.v1.VolumeResourceRequirements.RequestsEntry
-	nil,                                       // 140: skiff.core.v1.PersistentVolumeClaimStatus.CapacityEntry
-	(*v1.ObjectMeta)(nil),                     // 141: skiff.meta.v1.ObjectMeta
-	(*v1.Condition)(nil),                      // 142: skiff.meta.v1.Condition
-	(*v1.IntOrString)(nil),                    // 143: skiff.meta.v1.IntOrString
-	(*v1.LabelSelector)(nil),                  // 144: skiff.meta.v1.LabelSelector
-	(*timestamppb.Timestamp)(nil),             // 145: google.protobuf.Timestamp
-	(*v1.Preconditions)(nil),                  // 146: skiff.meta.v1.Preconditions
+	(*HostAlias)(nil),                         // 6: skiff.core.v1.HostAlias
+	(*PodReadinessGate)(nil),                  // 7: skiff.core.v1.PodReadinessGate
+	(*PodSchedulingGate)(nil),                 // 8: skiff.core.v1.PodSchedulingGate
+	(*PodDNSConfig)(nil),                      // 9: skiff.core.v1.PodDNSConfig
+	(*PodDNSConfigOption)(nil),                // 10: skiff.core.v1.PodDNSConfigOption
+	(*LocalObjectReference)(nil),              // 11: skiff.core.v1.LocalObjectReference
+	(*PodSecurityContext)(nil),                // 12: skiff.core.v1.PodSecurityContext
+	(*SecurityContext)(nil),                   // 13: skiff.core.v1.SecurityContext
+	(*Capabilities)(nil),                      // 14: skiff.core.v1.Capabilities
+	(*SeccompProfile)(nil),                    // 15: skiff.core.v1.SeccompProfile
+	(*Sysctl)(nil),                            // 16: skiff.core.v1.Sysctl
+	(*Container)(nil),                         // 17: skiff.core.v1.Container
+	(*EphemeralContainer)(nil),                // 18: skiff.core.v1.EphemeralContainer
+	(*Lifecycle)(nil),                         // 19: skiff.core.v1.Lifecycle
+	(*LifecycleHandler)(nil),                  // 20: skiff.core.v1.LifecycleHandler
+	(*SleepAction)(nil),                       // 21: skiff.core.v1.SleepAction
+	(*ContainerPort)(nil),                     // 22: skiff.core.v1.ContainerPort
+	(*EnvVar)(nil),                            // 23: skiff.core.v1.EnvVar
+	(*EnvVarSource)(nil),                      // 24: skiff.core.v1.EnvVarSource
+	(*SecretKeySelector)(nil),                 // 25: skiff.core.v1.SecretKeySelector
+	(*ObjectFieldSelector)(nil),               // 26: skiff.core.v1.ObjectFieldSelector
+	(*ResourceFieldSelector)(nil),             // 27: skiff.core.v1.ResourceFieldSelector
+	(*ConfigMapKeySelector)(nil),              // 28: skiff.core.v1.ConfigMapKeySelector
+	(*EnvFromSource)(nil),                     // 29: skiff.core.v1.EnvFromSource
+	(*SecretEnvSource)(nil),                   // 30: skiff.core.v1.SecretEnvSource
+	(*ConfigMapEnvSource)(nil),                // 31: skiff.core.v1.ConfigMapEnvSource
+	(*ResourceRequirements)(nil),              // 32: skiff.core.v1.ResourceRequirements
+	(*VolumeMount)(nil),                       // 33: skiff.core.v1.VolumeMount
+	(*Volume)(nil),                            // 34: skiff.core.v1.Volume
+	(*PersistentVolumeClaimVolumeSource)(nil), // 35: skiff.core.v1.PersistentVolumeClaimVolumeSource
+	(*SecretVolumeSource)(nil),                // 36: skiff.core.v1.SecretVolumeSource
+	(*DownwardAPIVolumeSource)(nil),           // 37: skiff.core.v1.DownwardAPIVolumeSource
+	(*DownwardAPIVolumeFile)(nil),             // 38: skiff.core.v1.DownwardAPIVolumeFile
+	(*ProjectedVolumeSource)(nil),             // 39: skiff.core.v1.ProjectedVolumeSource
+	(*VolumeProjection)(nil),                  // 40: skiff.core.v1.VolumeProjection
+	(*SecretProjection)(nil),                  // 41: skiff.core.v1.SecretProjection
+	(*ConfigMapProjection)(nil),               // 42: skiff.core.v1.ConfigMapProjection
+	(*DownwardAPIProjection)(nil),             // 43: skiff.core.v1.DownwardAPIProjection
+	(*ServiceAccountTokenProjection)(nil),     // 44: skiff.core.v1.ServiceAccountTokenProjection
+	(*EmptyDirVolumeSource)(nil),              // 45: skiff.core.v1.EmptyDirVolumeSource
+	(*HostPathVolumeSource)(nil),              // 46: skiff.core.v1.HostPathVolumeSource
+	(*ConfigMapVolumeSource)(nil),             // 47: skiff.core.v1.ConfigMapVolumeSource
+	(*KeyToPath)(nil),                         // 48: skiff.core.v1.KeyToPath
+	(*Probe)(nil),                             // 49: skiff.core.v1.Probe
+	(*GRPCAction)(nil),                        // 50: skiff.core.v1.GRPCAction
+	(*ExecAction)(nil),                        // 51: skiff.core.v1.ExecAction
+	(*HTTPGetAction)(nil),                     // 52: skiff.core.v1.HTTPGetAction
+	(*HTTPHeader)(nil),                        // 53: skiff.core.v1.HTTPHeader
+	(*TCPSocketAction)(nil),                   // 54: skiff.core.v1.TCPSocketAction
+	(*Affinity)(nil),                          // 55: skiff.core.v1.Affinity
+	(*PodAffinity)(nil),                       // 56: skiff.core.v1.PodAffinity
+	(*PodAffinityTerm)(nil),                   // 57: skiff.core.v1.PodAffinityTerm
+	(*WeightedPodAffinityTerm)(nil),           // 58: skiff.core.v1.WeightedPodAffinityTerm
+	(*NodeAffinity)(nil),                      // 59: skiff.core.v1.NodeAffinity
+	(*NodeSelector)(nil),                      // 60: skiff.core.v1.NodeSelector
+	(*NodeSelectorTerm)(nil),                  // 61: skiff.core.v1.NodeSelectorTerm
+	(*NodeSelectorRequirement)(nil),           // 62: skiff.core.v1.NodeSelectorRequirement
+	(*PreferredSchedulingTerm)(nil),           // 63: skiff.core.v1.PreferredSchedulingTerm
+	(*Toleration)(nil),                        // 64: skiff.core.v1.Toleration
+	(*TopologySpreadConstraint)(nil),          // 65: skiff.core.v1.TopologySpreadConstraint
+	(*PodStatus)(nil),                         // 66: skiff.core.v1.PodStatus
+	(*PodIP)(nil),                             // 67: skiff.core.v1.PodIP
+	(*PodCondition)(nil),                      // 68: skiff.core.v1.PodCondition
+	(*ContainerStatus)(nil),                   // 69: skiff.core.v1.ContainerStatus
+	(*ContainerState)(nil),                    // 70: skiff.core.v1.ContainerState
+	(*ContainerStateWaiting)(nil),             // 71: skiff.core.v1.ContainerStateWaiting
+	(*ContainerStateRunning)(nil),             // 72: skiff.core.v1.ContainerStateRunning
+	(*ContainerStateTerminated)(nil),          // 73: skiff.core.v1.ContainerStateTerminated
+	(*Binding)(nil),                           // 74: skiff.core.v1.Binding
+	(*ObjectReference)(nil),                   // 75: skiff.core.v1.ObjectReference
+	(*Node)(nil),                              // 76: skiff.core.v1.Node
+	(*NodeSpec)(nil),                          // 77: skiff.core.v1.NodeSpec
+	(*Taint)(nil),                             // 78: skiff.core.v1.Taint
+	(*NodeStatus)(nil),                        // 79: skiff.core.v1.NodeStatus
+	(*NodeDaemonEndpoints)(nil),               // 80: skiff.core.v1.NodeDaemonEndpoints
+	(*DaemonEndpoint)(nil),                    // 81: skiff.core.v1.DaemonEndpoint
+	(*PodLogOptions)(nil),                     // 82: skiff.core.v1.PodLogOptions
+	(*LogChunk)(nil),                          // 83: skiff.core.v1.LogChunk
+	(*PodExecOptions)(nil),                    // 84: skiff.core.v1.PodExecOptions
+	(*ExecRequest)(nil),                       // 85: skiff.core.v1.ExecRequest
+	(*TerminalSize)(nil),                      // 86: skiff.core.v1.TerminalSize
+	(*ExecResponse)(nil),                      // 87: skiff.core.v1.ExecResponse
+	(*PodPortForwardOptions)(nil),             // 88: skiff.core.v1.PodPortForwardOptions
+	(*PortForwardRequest)(nil),                // 89: skiff.core.v1.PortForwardRequest
+	(*PortForwardResponse)(nil),               // 90: skiff.core.v1.PortForwardResponse
+	(*NodeCondition)(nil),                     // 91: skiff.core.v1.NodeCondition
+	(*NodeAddress)(nil),                       // 92: skiff.core.v1.NodeAddress
+	(*NodeSystemInfo)(nil),                    // 93: skiff.core.v1.NodeSystemInfo
+	(*ContainerImage)(nil),                    // 94: skiff.core.v1.ContainerImage
+	(*Event)(nil),                             // 95: skiff.core.v1.Event
+	(*EventSource)(nil),                       // 96: skiff.core.v1.EventSource
+	(*ConfigMap)(nil),                         // 97: skiff.core.v1.ConfigMap
+	(*Secret)(nil),                            // 98: skiff.core.v1.Secret
+	(*ServiceAccount)(nil),                    // 99: skiff.core.v1.ServiceAccount
+	(*TokenRequest)(nil),                      // 100: skiff.core.v1.TokenRequest
+	(*TokenRequestSpec)(nil),                  // 101: skiff.core.v1.TokenRequestSpec
+	(*BoundObjectReference)(nil),              // 102: skiff.core.v1.BoundObjectReference
+	(*TokenRequestStatus)(nil),                // 103: skiff.core.v1.TokenRequestStatus
+	(*LimitRange)(nil),                        // 104: skiff.core.v1.LimitRange
+	(*LimitRangeSpec)(nil),                    // 105: skiff.core.v1.LimitRangeSpec
+	(*LimitRangeItem)(nil),                    // 106: skiff.core.v1.LimitRangeItem
+	(*ResourceQuota)(nil),                     // 107: skiff.core.v1.ResourceQuota
+	(*ResourceQuotaSpec)(nil),                 // 108: skiff.core.v1.ResourceQuotaSpec
+	(*ScopeSelector)(nil),                     // 109: skiff.core.v1.ScopeSelector
+	(*ScopedResourceSelectorRequirement)(nil), // 110: skiff.core.v1.ScopedResourceSelectorRequirement
+	(*ResourceQuotaStatus)(nil),               // 111: skiff.core.v1.ResourceQuotaStatus
+	(*Service)(nil),                           // 112: skiff.core.v1.Service
+	(*ServiceSpec)(nil),                       // 113: skiff.core.v1.ServiceSpec
+	(*ServicePort)(nil),                       // 114: skiff.core.v1.ServicePort
+	(*SessionAffinityConfig)(nil),             // 115: skiff.core.v1.SessionAffinityConfig
+	(*ClientIPConfig)(nil),                    // 116: skiff.core.v1.ClientIPConfig
+	(*ServiceStatus)(nil),                     // 117: skiff.core.v1.ServiceStatus
+	(*LoadBalancerStatus)(nil),                // 118: skiff.core.v1.LoadBalancerStatus
+	(*LoadBalancerIngress)(nil),               // 119: skiff.core.v1.LoadBalancerIngress
+	(*PortStatus)(nil),                        // 120: skiff.core.v1.PortStatus
+	(*PersistentVolume)(nil),                  // 121: skiff.core.v1.PersistentVolume
+	(*PersistentVolumeSpec)(nil),              // 122: skiff.core.v1.PersistentVolumeSpec
+	(*VolumeNodeAffinity)(nil),                // 123: skiff.core.v1.VolumeNodeAffinity
+	(*LocalVolumeSource)(nil),                 // 124: skiff.core.v1.LocalVolumeSource
+	(*PersistentVolumeStatus)(nil),            // 125: skiff.core.v1.PersistentVolumeStatus
+	(*PersistentVolumeClaim)(nil),             // 126: skiff.core.v1.PersistentVolumeClaim
+	(*PersistentVolumeClaimSpec)(nil),         // 127: skiff.core.v1.PersistentVolumeClaimSpec
+	(*VolumeResourceRequirements)(nil),        // 128: skiff.core.v1.VolumeResourceRequirements
+	(*PersistentVolumeClaimStatus)(nil),       // 129: skiff.core.v1.PersistentVolumeClaimStatus
+	(*PersistentVolumeClaimCondition)(nil),    // 130: skiff.core.v1.PersistentVolumeClaimCondition
+	(*TopologySelectorTerm)(nil),              // 131: skiff.core.v1.TopologySelectorTerm
+	(*TopologySelectorLabelRequirement)(nil),  // 132: skiff.core.v1.TopologySelectorLabelRequirement
+	(*Eviction)(nil),                          // 133: skiff.core.v1.Eviction
+	(*DeleteOptions)(nil),                     // 134: skiff.core.v1.DeleteOptions
+	nil,                                       // 135: skiff.core.v1.PodSpec.NodeSelectorEntry
+	nil,                                       // 136: skiff.core.v1.PodSpec.OverheadEntry
+	nil,                                       // 137: skiff.core.v1.ResourceRequirements.LimitsEntry
+	nil,                                       // 138: skiff.core.v1.ResourceRequirements.RequestsEntry
+	nil,                                       // 139: skiff.core.v1.NodeStatus.CapacityEntry
+	nil,                                       // 140: skiff.core.v1.NodeStatus.AllocatableEntry
+	nil,                                       // 141: skiff.core.v1.ConfigMap.DataEntry
+	nil,                                       // 142: skiff.core.v1.ConfigMap.BinaryDataEntry
+	nil,                                       // 143: skiff.core.v1.Secret.DataEntry
+	nil,                                       // 144: skiff.core.v1.Secret.StringDataEntry
+	nil,                                       // 145: skiff.core.v1.LimitRangeItem.MaxEntry
+	nil,                                       // 146: skiff.core.v1.LimitRangeItem.MinEntry
+	nil,                                       // 147: skiff.core.v1.LimitRangeItem.DefaultEntry
+	nil,                                       // 148: skiff.core.v1.LimitRangeItem.DefaultRequestEntry
+	nil,                                       // 149: skiff.core.v1.LimitRangeItem.MaxLimitRequestRatioEntry
+	nil,                                       // 150: skiff.core.v1.ResourceQuotaSpec.HardEntry
+	nil,                                       // 151: skiff.core.v1.ResourceQuotaStatus.HardEntry
+	nil,                                       // 152: skiff.core.v1.ResourceQuotaStatus.UsedEntry
+	nil,                                       // 153: skiff.core.v1.ServiceSpec.SelectorEntry
+	nil,                                       // 154: skiff.core.v1.PersistentVolumeSpec.CapacityEntry
+	nil,                                       // 155: skiff.core.v1.VolumeResourceRequirements.LimitsEntry
+	nil,                                       // 156: skiff.core.v1.VolumeResourceRequirements.RequestsEntry
+	nil,                                       // 157: skiff.core.v1.PersistentVolumeClaimStatus.CapacityEntry
+	(*v1.ObjectMeta)(nil),                     // 158: skiff.meta.v1.ObjectMeta
+	(*v1.Condition)(nil),                      // 159: skiff.meta.v1.Condition
+	(*v1.IntOrString)(nil),                    // 160: skiff.meta.v1.IntOrString
+	(*v1.LabelSelector)(nil),                  // 161: skiff.meta.v1.LabelSelector
+	(*timestamppb.Timestamp)(nil),             // 162: google.protobuf.Timestamp
+	(*v1.Preconditions)(nil),                  // 163: skiff.meta.v1.Preconditions
 }
 var file_skiff_core_v1_types_proto_depIdxs = []int32{
-	141, // 0: skiff.core.v1.Namespace.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	158, // 0: skiff.core.v1.Namespace.metadata:type_name -> skiff.meta.v1.ObjectMeta
 	1,   // 1: skiff.core.v1.Namespace.spec:type_name -> skiff.core.v1.NamespaceSpec
 	2,   // 2: skiff.core.v1.Namespace.status:type_name -> skiff.core.v1.NamespaceStatus
-	142, // 3: skiff.core.v1.NamespaceStatus.conditions:type_name -> skiff.meta.v1.Condition
-	141, // 4: skiff.core.v1.Pod.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	159, // 3: skiff.core.v1.NamespaceStatus.conditions:type_name -> skiff.meta.v1.Condition
+	158, // 4: skiff.core.v1.Pod.metadata:type_name -> skiff.meta.v1.ObjectMeta
 	5,   // 5: skiff.core.v1.Pod.spec:type_name -> skiff.core.v1.PodSpec
-	52,  // 6: skiff.core.v1.Pod.status:type_name -> skiff.core.v1.PodStatus
-	141, // 7: skiff.core.v1.PodTemplateSpec.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	66,  // 6: skiff.core.v1.Pod.status:type_name -> skiff.core.v1.PodStatus
+	158, // 7: skiff.core.v1.PodTemplateSpec.metadata:type_name -> skiff.meta.v1.ObjectMeta
 	5,   // 8: skiff.core.v1.PodTemplateSpec.spec:type_name -> skiff.core.v1.PodSpec
-	24,  // 9: skiff.core.v1.PodSpec.volumes:type_name -> skiff.core.v1.Volume
-	11,  // 10: skiff.core.v1.PodSpec.init_containers:type_name -> skiff.core.v1.Container
-	11,  // 11: skiff.core.v1.PodSpec.containers:type_name -> skiff.core.v1.Container
-	119, // 12: skiff.core.v1.PodSpec.node_selector:type_name -> skiff.core.v1.PodSpec.NodeSelectorEntry
-	44,  // 13: skiff.core.v1.PodSpec.affinity:type_name -> skiff.core.v1.Affinity
-	50,  // 14: skiff.core.v1.PodSpec.tolerations:type_name -> skiff.core.v1.Toleration
-	51,  // 15: skiff.core.v1.PodSpec.topology_spread_constraints:type_name -> skiff.core.v1.TopologySpreadConstraint
-	9,   // 16: skiff.core.v1.PodSpec.security_context:type_name -> skiff.core.v1.PodSecurityContext
-	8,   // 17: skiff.core.v1.PodSpec.image_pull_secrets:type_name -> skiff.core.v1.LocalObjectReference
-	6,   // 18: skiff.core.v1.PodSpec.dns_config:type_name -> skiff.core.v1.PodDNSConfig
-	7,   // 19: skiff.core.v1.PodDNSConfig.options:type_name -> skiff.core.v1.PodDNSConfigOption
-	12,  // 20: skiff.core.v1.Container.ports:type_name -> skiff.core.v1.ContainerPort
-	19,  // 21: skiff.core.v1.Container.env_from:type_name -> skiff.core.v1.EnvFromSource
-	13,  // 22: skiff.core.v1.Container.env:type_name -> skiff.core.v1.EnvVar
-	22,  // 23: skiff.core.v1.Container.resources:type_name -> skiff.core.v1.ResourceRequirements
-	23,  // 24: skiff.core.v1.Container.volume_mounts:type_name -> skiff.core.v1.VolumeMount
-	39,  // 25: skiff.core.v1.Container.liveness_probe:type_name -> skiff.core.v1.Probe
-	39,  // 26: skiff.core.v1.Container.readiness_probe:type_name -> skiff.core.v1.Probe
-	39,  // 27: skiff.core.v1.Container.startup_probe:type_name -> skiff.core.v1.Probe
-	10,  // 28: skiff.core.v1.Container.security_context:type_name -> skiff.core.v1.SecurityContext
-	14,  // 29: skiff.core.v1.EnvVar.value_from:type_name -> skiff.core.v1.EnvVarSource
-	16,  // 30: skiff.core.v1.EnvVarSource.field_ref:type_name -> skiff.core.v1.ObjectFieldSelector
-	18,  // 31: skiff.core.v1.EnvVarSource.config_map_key_ref:type_name -> skiff.core.v1.ConfigMapKeySelector
-	17,  // 32: skiff.core.v1.EnvVarSource.resource_field_ref:type_name -> skiff.core.v1.ResourceFieldSelector
-	15,  // 33: skiff.core.v1.EnvVarSource.secret_key_ref:type_name -> skiff.core.v1.SecretKeySelector
-	21,  // 34: skiff.core.v1.EnvFromSource.config_map_ref:type_name -> skiff.core.v1.ConfigMapEnvSource
-	20,  // 35: skiff.core.v1.EnvFromSource.secret_ref:type_name -> skiff.core.v1.SecretEnvSource
-	120, // 36: skiff.core.v1.ResourceRequirements.limits:type_name -> skiff.core.v1.ResourceRequirements.LimitsEntry
-	121, // 37: skiff.core.v1.ResourceRequirements.requests:type_name -> skiff.core.v1.ResourceRequirements.RequestsEntry
-	35,  // 38: skiff.core.v1.Volume.empty_dir:type_name -> skiff.core.v1.EmptyDirVolumeSource
-	36,  // 39: skiff.core.v1.Volume.host_path:type_name -> skiff.core.v1.HostPathVolumeSource
-	37,  // 40: skiff.core.v1.Volume.config_map:type_name -> skiff.core.v1.ConfigMapVolumeSource
-	26,  // 41: skiff.core.v1.Volume.secret:type_name -> skiff.core.v1.SecretVolumeSource
-	27,  // 42: skiff.core.v1.Volume.downward_api:type_name -> skiff.core.v1.DownwardAPIVolumeSource
-	29,  // 43: skiff.core.v1.Volume.projected:type_name -> skiff.core.v1.ProjectedVolumeSource
-	25,  // 44: skiff.core.v1.Volume.persistent_volume_claim:type_name -> skiff.core.v1.PersistentVolumeClaimVolumeSource
-	38,  // 45: skiff.core.v1.SecretVolumeSource.items:type_name -> skiff.core.v1.KeyToPath
-	28,  // 46: skiff.core.v1.DownwardAPIVolumeSource.items:type_name -> skiff.core.v1.DownwardAPIVolumeFile
-	16,  // 47: skiff.core.v1.DownwardAPIVolumeFile.field_ref:type_name -> skiff.core.v1.ObjectFieldSelector
-	17,  // 48: skiff.core.v1.DownwardAPIVolumeFile.resource_field_ref:type_name -> skiff.core.v1.ResourceFieldSelector
-	30,  // 49: skiff.core.v1.ProjectedVolumeSource.sources:type_name -> skiff.core.v1.VolumeProjection
-	31,  // 50: skiff.core.v1.VolumeProjection.secret:type_name -> skiff.core.v1.SecretProjection
-	33,  // 51: skiff.core.v1.VolumeProjection.downward_api:type_name -> skiff.core.v1.DownwardAPIProjection
-	32,  // 52: skiff.core.v1.VolumeProjection.config_map:type_name -> skiff.core.v1.ConfigMapProjection
-	34,  // 53: skiff.core.v1.VolumeProjection.service_account_token:type_name -> skiff.core.v1.ServiceAccountTokenProjection
-	38,  // 54: skiff.core.v1.SecretProjection.items:type_name -> skiff.core.v1.KeyToPath
-	38,  // 55: skiff.core.v1.ConfigMapProjection.items:type_name -> skiff.core.v1.KeyToPath
-	28,  // 56: skiff.core.v1.DownwardAPIProjection.items:type_name -> skiff.core.v1.DownwardAPIVolumeFile
-	38,  // 57: skiff.core.v1.ConfigMapVolumeSource.items:type_name -> skiff.core.v1.KeyToPath
-	40,  // 58: skiff.core.v1.Probe.exec:type_name -> skiff.core.v1.ExecAction
-	41,  // 59: skiff.core.v1.Probe.http_get:type_name -> skiff.core.v1.HTTPGetAction
-	43,  // 60: skiff.core.v1.Probe.tcp_socket:type_name -> skiff.core.v1.TCPSocketAction
-	143, // 61: skiff.core.v1.HTTPGetAction.port:type_name -> skiff.meta.v1.IntOrString
-	42,  // 62: skiff.core.v1.HTTPGetAction.http_headers:type_name -> skiff.core.v1.HTTPHeader
-	143, // 63: skiff.core.v1.TCPSocketAction.port:type_name -> skiff.meta.v1.IntOrString
-	45,  // 64: skiff.core.v1.Affinity.node_affinity:type_name -> skiff.core.v1.NodeAffinity
-	46,  // 65: skiff.core.v1.NodeAffinity.required_during_scheduling_ignored_during_execution:type_name -> skiff.core.v1.NodeSelector
-	49,  // 66: skiff.core.v1.NodeAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> skiff.core.v1.PreferredSchedulingTerm
-	47,  // 67: skiff.core.v1.NodeSelector.node_selector_terms:type_name -> skiff.core.v1.NodeSelectorTerm
-	48,  // 68: skiff.core.v1.NodeSelectorTerm.match_expressions:type_name -> skiff.core.v1.NodeSelectorRequirement
-	48,  // 69: skiff.core.v1.NodeSelectorTerm.match_fields:type_name -> skiff.core.v1.NodeSelectorRequirement
-	47,  // 70: skiff.core.v1.PreferredSchedulingTerm.preference:type_name -> skiff.core.v1.NodeSelectorTerm
-	144, // 71: skiff.core.v1.TopologySpreadConstraint.label_selector:type_name -> skiff.meta.v1.LabelSelector
-	54,  // 72: skiff.core.v1.PodStatus.conditions:type_name -> skiff.core.v1.PodCondition
-	53,  // 73: skiff.core.v1.PodStatus.pod_ips:type_name -> skiff.core.v1.PodIP
-	145, // 74: skiff.core.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
-	55,  // 75: skiff.core.v1.PodStatus.init_container_statuses:type_name -> skiff.core.v1.ContainerStatus
-	55,  // 76: skiff.core.v1.PodStatus.container_statuses:type_name -> skiff.core.v1.ContainerStatus
-	145, // 77: skiff.core.v1.PodCondition.last_probe_time:type_name -> google.protobuf.Timestamp
-	145, // 78: skiff.core.v1.PodCondition.last_transition_time:type_name -> google.protobuf.Timestamp
-	56,  // 79: skiff.core.v1.ContainerStatus.state:type_name -> skiff.core.v1.ContainerState
-	56,  // 80: skiff.core.v1.ContainerStatus.last_state:type_name -> skiff.core.v1.ContainerState
-	57,  // 81: skiff.core.v1.ContainerState.waiting:type_name -> skiff.core.v1.ContainerStateWaiting
-	58,  // 82: skiff.core.v1.ContainerState.running:type_name -> skiff.core.v1.ContainerStateRunning
-	59,  // 83: skiff.core.v1.ContainerState.terminated:type_name -> skiff.core.v1.ContainerStateTerminated
-	145, // 84: skiff.core.v1.ContainerStateRunning.started_at:type_name -> google.protobuf.Timestamp
-	145, // 85: skiff.core.v1.ContainerStateTerminated.started_at:type_name -> google.protobuf.Timestamp
-	145, // 86: skiff.core.v1.ContainerStateTerminated.finished_at:type_name -> google.protobuf.Timestamp
-	141, // 87: skiff.core.v1.Binding.metadata:type_name -> skiff.meta.v1.ObjectMeta
-	61,  // 88: skiff.core.v1.Binding.target:type_name -> skiff.core.v1.ObjectReference
-	141, // 89: skiff.core.v1.Node.metadata:type_name -> skiff.meta.v1.ObjectMeta
-	63,  // 90: skiff.core.v1.Node.spec:type_name -> skiff.core.v1.NodeSpec
-	65,  // 91: skiff.core.v1.Node.status:type_name -> skiff.core.v1.NodeStatus
-	64,  // 92: skiff.core.v1.NodeSpec.taints:type_name -> skiff.core.v1.Taint
-	145, // 93: skiff.core.v1.Taint.time_added:type_name -> google.protobuf.Timestamp
-	122, // 94: skiff.core.v1.NodeStatus.capacity:type_name -> skiff.core.v1.NodeStatus.CapacityEntry
-	123, // 95: skiff.core.v1.NodeStatus.allocatable:type_name -> skiff.core.v1.NodeStatus.AllocatableEntry
-	77,  // 96: skiff.core.v1.NodeStatus.conditions:type_name -> skiff.core.v1.NodeCondition
-	78,  // 97: skiff.core.v1.NodeStatus.addresses:type_name -> skiff.core.v1.NodeAddress
-	79,  // 98: skiff.core.v1.NodeStatus.node_info:type_name -> skiff.core.v1.NodeSystemInfo
-	80,  // 99: skiff.core.v1.NodeStatus.images:type_name -> skiff.core.v1.ContainerImage
-	66,  // 100: skiff.core.v1.NodeStatus.daemon_endpoints:type_name -> skiff.core.v1.NodeDaemonEndpoints
-	67,  // 101: skiff.core.v1.NodeDaemonEndpoints.kubelet_endpoint:type_name -> skiff.core.v1.DaemonEndpoint
-	70,  // 102: skiff.core.v1.ExecRequest.options:type_name -> skiff.core.v1.PodExecOptions
-	72,  // 103: skiff.core.v1.ExecRequest.resize:type_name -> skiff.core.v1.TerminalSize
-	74,  // 104: skiff.core.v1.PortForwardRequest.options:type_name -> skiff.core.v1.PodPortForwardOptions
-	145, // 105: skiff.core.v1.NodeCondition.last_heartbeat_time:type_name -> google.protobuf.Timestamp
-	145, // 106: skiff.core.v1.NodeCondition.last_transition_time:type_name -> google.protobuf.Timestamp
-	141, // 107: skiff.core.v1.Event.metadata:type_name -> skiff.meta.v1.ObjectMeta
-	61,  // 108: skiff.core.v1.Event.involved_object:type_name -> skiff.core.v1.ObjectReference
-	82,  // 109: skiff.core.v1.Event.source:type_name -> skiff.core.v1.EventSource
-	145, // 110: skiff.core.v1.Event.first_timestamp:type_name -> google.protobuf.Timestamp
-	145, // 111: skiff.core.v1.Event.last_timestamp:type_name -> google.protobuf.Timestamp
-	145, // 112: skiff.core.v1.Event.event_time:type_name -> google.protobuf.Timestamp
-	141, // 113: skiff.core.v1.ConfigMap.metadata:type_name -> skiff.meta.v1.ObjectMeta
-	124, // 114: skiff.core.v1.ConfigMap.data:type_name -> skiff.core.v1.ConfigMap.DataEntry
-	125, // 115: skiff.core.v1.ConfigMap.binary_data:type_name -> skiff.core.v1.ConfigMap.BinaryDataEntry
-	141, // 116: skiff.core.v1.Secret.metadata:type_name -> skiff.meta.v1.ObjectMeta
-	126, // 117: skiff.core.v1.Secret.data:type_name -> skiff.core.v1.Secret.DataEntry
-	127, // 118: skiff.core.v1.Secret.string_data:type_name -> skiff.core.v1.Secret.StringDataEntry
-	141, // 119: skiff.core.v1.ServiceAccount.metadata:type_name -> skiff.meta.v1.ObjectMeta
-	61,  // 120: skiff.core.v1.ServiceAccount.secrets:type_name -> skiff.core.v1.ObjectReference
-	8,   // 121: skiff.core.v1.ServiceAccount.image_pull_secrets:type_name -> skiff.core.v1.LocalObjectReference
-	141, // 122: skiff.core.v1.TokenRequest.metadata:type_name -> skiff.meta.v1.ObjectMeta
-	87,  // 123: skiff.core.v1.TokenRequest.spec:type_name -> skiff.core.v1.TokenRequestSpec
-	89,  // 124: skiff.core.v1.TokenRequest.status:type_name -> skiff.core.v1.TokenRequestStatus
-	88,  // 125: skiff.core.v1.TokenRequestSpec.bound_object_ref:type_name -> skiff.core.v1.BoundObjectReference
-	145, // 126: skiff.core.v1.TokenRequestStatus.expiration_timestamp:type_name -> google.protobuf.Timestamp
-	141, // 127: skiff.core.v1.LimitRange.metadata:type_name -> skiff.meta.v1.ObjectMeta
-	91,  // 128: skiff.core.v1.LimitRange.spec:type_name -> skiff.core.v1.LimitRangeSpec
-	92,  // 129: skiff.core.v1.LimitRangeSpec.limits:type_name -> skiff.core.v1.LimitRangeItem
-	128, // 130: skiff.core.v1.LimitRangeItem.max:type_name -> skiff.core.v1.LimitRangeItem.MaxEntry
-	129, // 131: skiff.core.v1.LimitRangeItem.min:type_name -> skiff.core.v1.LimitRangeItem.MinEntry
-	130, // 132: skiff.core.v1.LimitRangeItem.default:type_name -> skiff.core.v1.LimitRangeItem.DefaultEntry
-	131, // 133: skiff.core.v1.LimitRangeItem.default_request:type_name -> skiff.core.v1.LimitRangeItem.DefaultRequestEntry
-	132, // 134: skiff.core.v1.LimitRangeItem.max_limit_request_ratio:type_name -> skiff.core.v1.LimitRangeItem.MaxLimitRequestRatioEntry
-	141, // 135: skiff.core.v1.ResourceQuota.metadata:type_name -> skiff.meta.v1.ObjectMeta
-	94,  // 136: skiff.core.v1.ResourceQuota.spec:type_name -> skiff.core.v1.ResourceQuotaSpec
-	95,  // 137: skiff.core.v1.ResourceQuota.status:type_name -> skiff.core.v1.ResourceQuotaStatus
-	133, // 138: skiff.core.v1.ResourceQuotaSpec.hard:type_name -> skiff.core.v1.ResourceQuotaSpec.HardEntry
-	134, // 139: skiff.core.v1.ResourceQuotaStatus.hard:type_name -> skiff.core.v1.ResourceQuotaStatus.HardEntry
-	135, // 140: skiff.core.v1.ResourceQuotaStatus.used:type_name -> skiff.core.v1.ResourceQuotaStatus.UsedEntry
-	141, // 141: skiff.core.v1.Service.metadata:type_name -> skiff.meta.v1.ObjectMeta
-	97,  // 142: skiff.core.v1.Service.spec:type_name -> skiff.core.v1.ServiceSpec
-	101, // 143: skiff.core.v1.Service.status:type_name -> skiff.core.v1.ServiceStatus
-	98,  // 144: skiff.core.v1.ServiceSpec.ports:type_name -> skiff.core.v1.ServicePort
-	136, // 145: skiff.core.v1.ServiceSpec.selector:type_name -> skiff.core.v1.ServiceSpec.SelectorEntry
-	99,  // 146: skiff.core.v1.ServiceSpec.session_affinity_config:type_name -> skiff.core.v1.SessionAffinityConfig
-	143, // 147: skiff.core.v1.ServicePort.target_port:type_name -> skiff.meta.v1.IntOrString
-	100, // 148: skiff.core.v1.SessionAffinityConfig.client_ip:type_name -> skiff.core.v1.ClientIPConfig
-	102, // 149: skiff.core.v1.ServiceStatus.load_balancer:type_name -> skiff.core.v1.LoadBalancerStatus
-	142, // 150: skiff.core.v1.ServiceStatus.conditions:type_name -> skiff.meta.v1.Condition
-	103, // 151: skiff.core.v1.LoadBalancerStatus.ingress:type_name -> skiff.core.v1.LoadBalancerIngress
-	104, // 152: skiff.core.v1.LoadBalancerIngress.ports:type_name -> skiff.core.v1.PortStatus
-	141, // 153: skiff.core.v1.PersistentVolume.metadata:type_name -> skiff.meta.v1.ObjectMeta
-	106, // 154: skiff.core.v1.PersistentVolume.spec:type_name -> skiff.core.v1.PersistentVolumeSpec
-	109, // 155: skiff.core.v1.PersistentVolume.status:type_name -> skiff.core.v1.PersistentVolumeStatus
-	137, // 156: skiff.core.v1.PersistentVolumeSpec.capacity:type_name -> skiff.core.v1.PersistentVolumeSpec.CapacityEntry
-	61,  // 157: skiff.core.v1.PersistentVolumeSpec.claim_ref:type_name -> skiff.core.v1.ObjectReference
-	107, // 158: skiff.core.v1.PersistentVolumeSpec.node_affinity:type_name -> skiff.core.v1.VolumeNodeAffinity
-	36,  // 159: skiff.core.v1.PersistentVolumeSpec.host_path:type_name -> skiff.core.v1.HostPathVolumeSource
-	108, // 160: skiff.core.v1.PersistentVolumeSpec.local:type_name -> skiff.core.v1.LocalVolumeSource
-	46,  // 161: skiff.core.v1.VolumeNodeAffinity.required:type_name -> skiff.core.v1.NodeSelector
-	145, // 162: skiff.core.v1.PersistentVolumeStatus.last_phase_transition_time:type_name -> google.protobuf.Timestamp
-	141, // 163: skiff.core.v1.PersistentVolumeClaim.metadata:type_name -> skiff.meta.v1.ObjectMeta
-	111, // 164: skiff.core.v1.PersistentVolumeClaim.spec:type_name -> skiff.core.v1.PersistentVolumeClaimSpec
-	113, // 165: skiff.core.v1.PersistentVolumeClaim.status:type_name -> skiff.core.v1.PersistentVolumeClaimStatus
-	144, // 166: skiff.core.v1.PersistentVolumeClaimSpec.selector:type_name -> skiff.meta.v1.LabelSelector
-	112, // 167: skiff.core.v1.PersistentVolumeClaimSpec.resources:type_name -> skiff.core.v1.VolumeResourceRequirements
-	138, // 168: skiff.core.v1.VolumeResourceRequirements.limits:type_name -> skiff.core.v1.VolumeResourceRequirements.LimitsEntry
-	139, // 169: skiff.core.v1.VolumeResourceRequirements.requests:type_name -> skiff.core.v1.VolumeResourceRequirements.RequestsEntry
-	140, // 170: skiff.core.v1.PersistentVolumeClaimStatus.capacity:type_name -> skiff.core.v1.PersistentVolumeClaimStatus.CapacityEntry
-	114, // 171: skiff.core.v1.PersistentVolumeClaimStatus.conditions:type_name -> skiff.core.v1.PersistentVolumeClaimCondition
-	145, // 172: skiff.core.v1.PersistentVolumeClaimCondition.last_probe_time:type_name -> google.protobuf.Timestamp
-	145, // 173: skiff.core.v1.PersistentVolumeClaimCondition.last_transition_time:type_name -> google.protobuf.Timestamp
-	116, // 174: skiff.core.v1.TopologySelectorTerm.match_label_expressions:type_name -> skiff.core.v1.TopologySelectorLabelRequirement
-	141, // 175: skiff.core.v1.Eviction.metadata:type_name -> skiff.meta.v1.ObjectMeta
-	118, // 176: skiff.core.v1.Eviction.delete_options:type_name -> skiff.core.v1.DeleteOptions
-	146, // 177: skiff.core.v1.DeleteOptions.preconditions:type_name -> skiff.meta.v1.Preconditions
-	178, // [178:178] is the sub-list for method output_type
-	178, // [178:178] is the sub-list for method input_type
-	178, // [178:178] is the sub-list for extension type_name
-	178, // [178:178] is the sub-list for extension extendee
-	0,   // [0:178] is the sub-list for field type_name
+	34,  // 9: skiff.core.v1.PodSpec.volumes:type_name -> skiff.core.v1.Volume
+	17,  // 10: skiff.core.v1.PodSpec.init_containers:type_name -> skiff.core.v1.Container
+	17,  // 11: skiff.core.v1.PodSpec.containers:type_name -> skiff.core.v1.Container
+	135, // 12: skiff.core.v1.PodSpec.node_selector:type_name -> skiff.core.v1.PodSpec.NodeSelectorEntry
+	55,  // 13: skiff.core.v1.PodSpec.affinity:type_name -> skiff.core.v1.Affinity
+	64,  // 14: skiff.core.v1.PodSpec.tolerations:type_name -> skiff.core.v1.Toleration
+	65,  // 15: skiff.core.v1.PodSpec.topology_spread_constraints:type_name -> skiff.core.v1.TopologySpreadConstraint
+	12,  // 16: skiff.core.v1.PodSpec.security_context:type_name -> skiff.core.v1.PodSecurityContext
+	11,  // 17: skiff.core.v1.PodSpec.image_pull_secrets:type_name -> skiff.core.v1.LocalObjectReference
+	9,   // 18: skiff.core.v1.PodSpec.dns_config:type_name -> skiff.core.v1.PodDNSConfig
+	6,   // 19: skiff.core.v1.PodSpec.host_aliases:type_name -> skiff.core.v1.HostAlias
+	7,   // 20: skiff.core.v1.PodSpec.readiness_gates:type_name -> skiff.core.v1.PodReadinessGate
+	18,  // 21: skiff.core.v1.PodSpec.ephemeral_containers:type_name -> skiff.core.v1.EphemeralContainer
+	8,   // 22: skiff.core.v1.PodSpec.scheduling_gates:type_name -> skiff.core.v1.PodSchedulingGate
+	136, // 23: skiff.core.v1.PodSpec.overhead:type_name -> skiff.core.v1.PodSpec.OverheadEntry
+	10,  // 24: skiff.core.v1.PodDNSConfig.options:type_name -> skiff.core.v1.PodDNSConfigOption
+	15,  // 25: skiff.core.v1.PodSecurityContext.seccomp_profile:type_name -> skiff.core.v1.SeccompProfile
+	16,  // 26: skiff.core.v1.PodSecurityContext.sysctls:type_name -> skiff.core.v1.Sysctl
+	14,  // 27: skiff.core.v1.SecurityContext.capabilities:type_name -> skiff.core.v1.Capabilities
+	15,  // 28: skiff.core.v1.SecurityContext.seccomp_profile:type_name -> skiff.core.v1.SeccompProfile
+	22,  // 29: skiff.core.v1.Container.ports:type_name -> skiff.core.v1.ContainerPort
+	29,  // 30: skiff.core.v1.Container.env_from:type_name -> skiff.core.v1.EnvFromSource
+	23,  // 31: skiff.core.v1.Container.env:type_name -> skiff.core.v1.EnvVar
+	32,  // 32: skiff.core.v1.Container.resources:type_name -> skiff.core.v1.ResourceRequirements
+	33,  // 33: skiff.core.v1.Container.volume_mounts:type_name -> skiff.core.v1.VolumeMount
+	49,  // 34: skiff.core.v1.Container.liveness_probe:type_name -> skiff.core.v1.Probe
+	49,  // 35: skiff.core.v1.Container.readiness_probe:type_name -> skiff.core.v1.Probe
+	49,  // 36: skiff.core.v1.Container.startup_probe:type_name -> skiff.core.v1.Probe
+	13,  // 37: skiff.core.v1.Container.security_context:type_name -> skiff.core.v1.SecurityContext
+	19,  // 38: skiff.core.v1.Container.lifecycle:type_name -> skiff.core.v1.Lifecycle
+	29,  // 39: skiff.core.v1.EphemeralContainer.env_from:type_name -> skiff.core.v1.EnvFromSource
+	23,  // 40: skiff.core.v1.EphemeralContainer.env:type_name -> skiff.core.v1.EnvVar
+	33,  // 41: skiff.core.v1.EphemeralContainer.volume_mounts:type_name -> skiff.core.v1.VolumeMount
+	13,  // 42: skiff.core.v1.EphemeralContainer.security_context:type_name -> skiff.core.v1.SecurityContext
+	20,  // 43: skiff.core.v1.Lifecycle.post_start:type_name -> skiff.core.v1.LifecycleHandler
+	20,  // 44: skiff.core.v1.Lifecycle.pre_stop:type_name -> skiff.core.v1.LifecycleHandler
+	51,  // 45: skiff.core.v1.LifecycleHandler.exec:type_name -> skiff.core.v1.ExecAction
+	52,  // 46: skiff.core.v1.LifecycleHandler.http_get:type_name -> skiff.core.v1.HTTPGetAction
+	54,  // 47: skiff.core.v1.LifecycleHandler.tcp_socket:type_name -> skiff.core.v1.TCPSocketAction
+	21,  // 48: skiff.core.v1.LifecycleHandler.sleep:type_name -> skiff.core.v1.SleepAction
+	24,  // 49: skiff.core.v1.EnvVar.value_from:type_name -> skiff.core.v1.EnvVarSource
+	26,  // 50: skiff.core.v1.EnvVarSource.field_ref:type_name -> skiff.core.v1.ObjectFieldSelector
+	28,  // 51: skiff.core.v1.EnvVarSource.config_map_key_ref:type_name -> skiff.core.v1.ConfigMapKeySelector
+	27,  // 52: skiff.core.v1.EnvVarSource.resource_field_ref:type_name -> skiff.core.v1.ResourceFieldSelector
+	25,  // 53: skiff.core.v1.EnvVarSource.secret_key_ref:type_name -> skiff.core.v1.SecretKeySelector
+	31,  // 54: skiff.core.v1.EnvFromSource.config_map_ref:type_name -> skiff.core.v1.ConfigMapEnvSource
+	30,  // 55: skiff.core.v1.EnvFromSource.secret_ref:type_name -> skiff.core.v1.SecretEnvSource
+	137, // 56: skiff.core.v1.ResourceRequirements.limits:type_name -> skiff.core.v1.ResourceRequirements.LimitsEntry
+	138, // 57: skiff.core.v1.ResourceRequirements.requests:type_name -> skiff.core.v1.ResourceRequirements.RequestsEntry
+	45,  // 58: skiff.core.v1.Volume.empty_dir:type_name -> skiff.core.v1.EmptyDirVolumeSource
+	46,  // 59: skiff.core.v1.Volume.host_path:type_name -> skiff.core.v1.HostPathVolumeSource
+	47,  // 60: skiff.core.v1.Volume.config_map:type_name -> skiff.core.v1.ConfigMapVolumeSource
+	36,  // 61: skiff.core.v1.Volume.secret:type_name -> skiff.core.v1.SecretVolumeSource
+	37,  // 62: skiff.core.v1.Volume.downward_api:type_name -> skiff.core.v1.DownwardAPIVolumeSource
+	39,  // 63: skiff.core.v1.Volume.projected:type_name -> skiff.core.v1.ProjectedVolumeSource
+	35,  // 64: skiff.core.v1.Volume.persistent_volume_claim:type_name -> skiff.core.v1.PersistentVolumeClaimVolumeSource
+	48,  // 65: skiff.core.v1.SecretVolumeSource.items:type_name -> skiff.core.v1.KeyToPath
+	38,  // 66: skiff.core.v1.DownwardAPIVolumeSource.items:type_name -> skiff.core.v1.DownwardAPIVolumeFile
+	26,  // 67: skiff.core.v1.DownwardAPIVolumeFile.field_ref:type_name -> skiff.core.v1.ObjectFieldSelector
+	27,  // 68: skiff.core.v1.DownwardAPIVolumeFile.resource_field_ref:type_name -> skiff.core.v1.ResourceFieldSelector
+	40,  // 69: skiff.core.v1.ProjectedVolumeSource.sources:type_name -> skiff.core.v1.VolumeProjection
+	41,  // 70: skiff.core.v1.VolumeProjection.secret:type_name -> skiff.core.v1.SecretProjection
+	43,  // 71: skiff.core.v1.VolumeProjection.downward_api:type_name -> skiff.core.v1.DownwardAPIProjection
+	42,  // 72: skiff.core.v1.VolumeProjection.config_map:type_name -> skiff.core.v1.ConfigMapProjection
+	44,  // 73: skiff.core.v1.VolumeProjection.service_account_token:type_name -> skiff.core.v1.ServiceAccountTokenProjection
+	48,  // 74: skiff.core.v1.SecretProjection.items:type_name -> skiff.core.v1.KeyToPath
+	48,  // 75: skiff.core.v1.ConfigMapProjection.items:type_name -> skiff.core.v1.KeyToPath
+	38,  // 76: skiff.core.v1.DownwardAPIProjection.items:type_name -> skiff.core.v1.DownwardAPIVolumeFile
+	48,  // 77: skiff.core.v1.ConfigMapVolumeSource.items:type_name -> skiff.core.v1.KeyToPath
+	51,  // 78: skiff.core.v1.Probe.exec:type_name -> skiff.core.v1.ExecAction
+	52,  // 79: skiff.core.v1.Probe.http_get:type_name -> skiff.core.v1.HTTPGetAction
+	54,  // 80: skiff.core.v1.Probe.tcp_socket:type_name -> skiff.core.v1.TCPSocketAction
+	50,  // 81: skiff.core.v1.Probe.grpc:type_name -> skiff.core.v1.GRPCAction
+	160, // 82: skiff.core.v1.HTTPGetAction.port:type_name -> skiff.meta.v1.IntOrString
+	53,  // 83: skiff.core.v1.HTTPGetAction.http_headers:type_name -> skiff.core.v1.HTTPHeader
+	160, // 84: skiff.core.v1.TCPSocketAction.port:type_name -> skiff.meta.v1.IntOrString
+	59,  // 85: skiff.core.v1.Affinity.node_affinity:type_name -> skiff.core.v1.NodeAffinity
+	56,  // 86: skiff.core.v1.Affinity.pod_affinity:type_name -> skiff.core.v1.PodAffinity
+	56,  // 87: skiff.core.v1.Affinity.pod_anti_affinity:type_name -> skiff.core.v1.PodAffinity
+	57,  // 88: skiff.core.v1.PodAffinity.required_during_scheduling_ignored_during_execution:type_name -> skiff.core.v1.PodAffinityTerm
+	58,  // 89: skiff.core.v1.PodAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> skiff.core.v1.WeightedPodAffinityTerm
+	161, // 90: skiff.core.v1.PodAffinityTerm.label_selector:type_name -> skiff.meta.v1.LabelSelector
+	161, // 91: skiff.core.v1.PodAffinityTerm.namespace_selector:type_name -> skiff.meta.v1.LabelSelector
+	57,  // 92: skiff.core.v1.WeightedPodAffinityTerm.pod_affinity_term:type_name -> skiff.core.v1.PodAffinityTerm
+	60,  // 93: skiff.core.v1.NodeAffinity.required_during_scheduling_ignored_during_execution:type_name -> skiff.core.v1.NodeSelector
+	63,  // 94: skiff.core.v1.NodeAffinity.preferred_during_scheduling_ignored_during_execution:type_name -> skiff.core.v1.PreferredSchedulingTerm
+	61,  // 95: skiff.core.v1.NodeSelector.node_selector_terms:type_name -> skiff.core.v1.NodeSelectorTerm
+	62,  // 96: skiff.core.v1.NodeSelectorTerm.match_expressions:type_name -> skiff.core.v1.NodeSelectorRequirement
+	62,  // 97: skiff.core.v1.NodeSelectorTerm.match_fields:type_name -> skiff.core.v1.NodeSelectorRequirement
+	61,  // 98: skiff.core.v1.PreferredSchedulingTerm.preference:type_name -> skiff.core.v1.NodeSelectorTerm
+	161, // 99: skiff.core.v1.TopologySpreadConstraint.label_selector:type_name -> skiff.meta.v1.LabelSelector
+	68,  // 100: skiff.core.v1.PodStatus.conditions:type_name -> skiff.core.v1.PodCondition
+	67,  // 101: skiff.core.v1.PodStatus.pod_ips:type_name -> skiff.core.v1.PodIP
+	162, // 102: skiff.core.v1.PodStatus.start_time:type_name -> google.protobuf.Timestamp
+	69,  // 103: skiff.core.v1.PodStatus.init_container_statuses:type_name -> skiff.core.v1.ContainerStatus
+	69,  // 104: skiff.core.v1.PodStatus.container_statuses:type_name -> skiff.core.v1.ContainerStatus
+	69,  // 105: skiff.core.v1.PodStatus.ephemeral_container_statuses:type_name -> skiff.core.v1.ContainerStatus
+	162, // 106: skiff.core.v1.PodCondition.last_probe_time:type_name -> google.protobuf.Timestamp
+	162, // 107: skiff.core.v1.PodCondition.last_transition_time:type_name -> google.protobuf.Timestamp
+	70,  // 108: skiff.core.v1.ContainerStatus.state:type_name -> skiff.core.v1.ContainerState
+	70,  // 109: skiff.core.v1.ContainerStatus.last_state:type_name -> skiff.core.v1.ContainerState
+	71,  // 110: skiff.core.v1.ContainerState.waiting:type_name -> skiff.core.v1.ContainerStateWaiting
+	72,  // 111: skiff.core.v1.ContainerState.running:type_name -> skiff.core.v1.ContainerStateRunning
+	73,  // 112: skiff.core.v1.ContainerState.terminated:type_name -> skiff.core.v1.ContainerStateTerminated
+	162, // 113: skiff.core.v1.ContainerStateRunning.started_at:type_name -> google.protobuf.Timestamp
+	162, // 114: skiff.core.v1.ContainerStateTerminated.started_at:type_name -> google.protobuf.Timestamp
+	162, // 115: skiff.core.v1.ContainerStateTerminated.finished_at:type_name -> google.protobuf.Timestamp
+	158, // 116: skiff.core.v1.Binding.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	75,  // 117: skiff.core.v1.Binding.target:type_name -> skiff.core.v1.ObjectReference
+	158, // 118: skiff.core.v1.Node.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	77,  // 119: skiff.core.v1.Node.spec:type_name -> skiff.core.v1.NodeSpec
+	79,  // 120: skiff.core.v1.Node.status:type_name -> skiff.core.v1.NodeStatus
+	78,  // 121: skiff.core.v1.NodeSpec.taints:type_name -> skiff.core.v1.Taint
+	162, // 122: skiff.core.v1.Taint.time_added:type_name -> google.protobuf.Timestamp
+	139, // 123: skiff.core.v1.NodeStatus.capacity:type_name -> skiff.core.v1.NodeStatus.CapacityEntry
+	140, // 124: skiff.core.v1.NodeStatus.allocatable:type_name -> skiff.core.v1.NodeStatus.AllocatableEntry
+	91,  // 125: skiff.core.v1.NodeStatus.conditions:type_name -> skiff.core.v1.NodeCondition
+	92,  // 126: skiff.core.v1.NodeStatus.addresses:type_name -> skiff.core.v1.NodeAddress
+	93,  // 127: skiff.core.v1.NodeStatus.node_info:type_name -> skiff.core.v1.NodeSystemInfo
+	94,  // 128: skiff.core.v1.NodeStatus.images:type_name -> skiff.core.v1.ContainerImage
+	80,  // 129: skiff.core.v1.NodeStatus.daemon_endpoints:type_name -> skiff.core.v1.NodeDaemonEndpoints
+	81,  // 130: skiff.core.v1.NodeDaemonEndpoints.kubelet_endpoint:type_name -> skiff.core.v1.DaemonEndpoint
+	84,  // 131: skiff.core.v1.ExecRequest.options:type_name -> skiff.core.v1.PodExecOptions
+	86,  // 132: skiff.core.v1.ExecRequest.resize:type_name -> skiff.core.v1.TerminalSize
+	88,  // 133: skiff.core.v1.PortForwardRequest.options:type_name -> skiff.core.v1.PodPortForwardOptions
+	162, // 134: skiff.core.v1.NodeCondition.last_heartbeat_time:type_name -> google.protobuf.Timestamp
+	162, // 135: skiff.core.v1.NodeCondition.last_transition_time:type_name -> google.protobuf.Timestamp
+	158, // 136: skiff.core.v1.Event.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	75,  // 137: skiff.core.v1.Event.involved_object:type_name -> skiff.core.v1.ObjectReference
+	96,  // 138: skiff.core.v1.Event.source:type_name -> skiff.core.v1.EventSource
+	162, // 139: skiff.core.v1.Event.first_timestamp:type_name -> google.protobuf.Timestamp
+	162, // 140: skiff.core.v1.Event.last_timestamp:type_name -> google.protobuf.Timestamp
+	162, // 141: skiff.core.v1.Event.event_time:type_name -> google.protobuf.Timestamp
+	158, // 142: skiff.core.v1.ConfigMap.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	141, // 143: skiff.core.v1.ConfigMap.data:type_name -> skiff.core.v1.ConfigMap.DataEntry
+	142, // 144: skiff.core.v1.ConfigMap.binary_data:type_name -> skiff.core.v1.ConfigMap.BinaryDataEntry
+	158, // 145: skiff.core.v1.Secret.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	143, // 146: skiff.core.v1.Secret.data:type_name -> skiff.core.v1.Secret.DataEntry
+	144, // 147: skiff.core.v1.Secret.string_data:type_name -> skiff.core.v1.Secret.StringDataEntry
+	158, // 148: skiff.core.v1.ServiceAccount.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	75,  // 149: skiff.core.v1.ServiceAccount.secrets:type_name -> skiff.core.v1.ObjectReference
+	11,  // 150: skiff.core.v1.ServiceAccount.image_pull_secrets:type_name -> skiff.core.v1.LocalObjectReference
+	158, // 151: skiff.core.v1.TokenRequest.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	101, // 152: skiff.core.v1.TokenRequest.spec:type_name -> skiff.core.v1.TokenRequestSpec
+	103, // 153: skiff.core.v1.TokenRequest.status:type_name -> skiff.core.v1.TokenRequestStatus
+	102, // 154: skiff.core.v1.TokenRequestSpec.bound_object_ref:type_name -> skiff.core.v1.BoundObjectReference
+	162, // 155: skiff.core.v1.TokenRequestStatus.expiration_timestamp:type_name -> google.protobuf.Timestamp
+	158, // 156: skiff.core.v1.LimitRange.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	105, // 157: skiff.core.v1.LimitRange.spec:type_name -> skiff.core.v1.LimitRangeSpec
+	106, // 158: skiff.core.v1.LimitRangeSpec.limits:type_name -> skiff.core.v1.LimitRangeItem
+	145, // 159: skiff.core.v1.LimitRangeItem.max:type_name -> skiff.core.v1.LimitRangeItem.MaxEntry
+	146, // 160: skiff.core.v1.LimitRangeItem.min:type_name -> skiff.core.v1.LimitRangeItem.MinEntry
+	147, // 161: skiff.core.v1.LimitRangeItem.default:type_name -> skiff.core.v1.LimitRangeItem.DefaultEntry
+	148, // 162: skiff.core.v1.LimitRangeItem.default_request:type_name -> skiff.core.v1.LimitRangeItem.DefaultRequestEntry
+	149, // 163: skiff.core.v1.LimitRangeItem.max_limit_request_ratio:type_name -> skiff.core.v1.LimitRangeItem.MaxLimitRequestRatioEntry
+	158, // 164: skiff.core.v1.ResourceQuota.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	108, // 165: skiff.core.v1.ResourceQuota.spec:type_name -> skiff.core.v1.ResourceQuotaSpec
+	111, // 166: skiff.core.v1.ResourceQuota.status:type_name -> skiff.core.v1.ResourceQuotaStatus
+	150, // 167: skiff.core.v1.ResourceQuotaSpec.hard:type_name -> skiff.core.v1.ResourceQuotaSpec.HardEntry
+	109, // 168: skiff.core.v1.ResourceQuotaSpec.scope_selector:type_name -> skiff.core.v1.ScopeSelector
+	110, // 169: skiff.core.v1.ScopeSelector.match_expressions:type_name -> skiff.core.v1.ScopedResourceSelectorRequirement
+	151, // 170: skiff.core.v1.ResourceQuotaStatus.hard:type_name -> skiff.core.v1.ResourceQuotaStatus.HardEntry
+	152, // 171: skiff.core.v1.ResourceQuotaStatus.used:type_name -> skiff.core.v1.ResourceQuotaStatus.UsedEntry
+	158, // 172: skiff.core.v1.Service.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	113, // 173: skiff.core.v1.Service.spec:type_name -> skiff.core.v1.ServiceSpec
+	117, // 174: skiff.core.v1.Service.status:type_name -> skiff.core.v1.ServiceStatus
+	114, // 175: skiff.core.v1.ServiceSpec.ports:type_name -> skiff.core.v1.ServicePort
+	153, // 176: skiff.core.v1.ServiceSpec.selector:type_name -> skiff.core.v1.ServiceSpec.SelectorEntry
+	115, // 177: skiff.core.v1.ServiceSpec.session_affinity_config:type_name -> skiff.core.v1.SessionAffinityConfig
+	160, // 178: skiff.core.v1.ServicePort.target_port:type_name -> skiff.meta.v1.IntOrString
+	116, // 179: skiff.core.v1.SessionAffinityConfig.client_ip:type_name -> skiff.core.v1.ClientIPConfig
+	118, // 180: skiff.core.v1.ServiceStatus.load_balancer:type_name -> skiff.core.v1.LoadBalancerStatus
+	159, // 181: skiff.core.v1.ServiceStatus.conditions:type_name -> skiff.meta.v1.Condition
+	119, // 182: skiff.core.v1.LoadBalancerStatus.ingress:type_name -> skiff.core.v1.LoadBalancerIngress
+	120, // 183: skiff.core.v1.LoadBalancerIngress.ports:type_name -> skiff.core.v1.PortStatus
+	158, // 184: skiff.core.v1.PersistentVolume.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	122, // 185: skiff.core.v1.PersistentVolume.spec:type_name -> skiff.core.v1.PersistentVolumeSpec
+	125, // 186: skiff.core.v1.PersistentVolume.status:type_name -> skiff.core.v1.PersistentVolumeStatus
+	154, // 187: skiff.core.v1.PersistentVolumeSpec.capacity:type_name -> skiff.core.v1.PersistentVolumeSpec.CapacityEntry
+	75,  // 188: skiff.core.v1.PersistentVolumeSpec.claim_ref:type_name -> skiff.core.v1.ObjectReference
+	123, // 189: skiff.core.v1.PersistentVolumeSpec.node_affinity:type_name -> skiff.core.v1.VolumeNodeAffinity
+	46,  // 190: skiff.core.v1.PersistentVolumeSpec.host_path:type_name -> skiff.core.v1.HostPathVolumeSource
+	124, // 191: skiff.core.v1.PersistentVolumeSpec.local:type_name -> skiff.core.v1.LocalVolumeSource
+	60,  // 192: skiff.core.v1.VolumeNodeAffinity.required:type_name -> skiff.core.v1.NodeSelector
+	162, // 193: skiff.core.v1.PersistentVolumeStatus.last_phase_transition_time:type_name -> google.protobuf.Timestamp
+	158, // 194: skiff.core.v1.PersistentVolumeClaim.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	127, // 195: skiff.core.v1.PersistentVolumeClaim.spec:type_name -> skiff.core.v1.PersistentVolumeClaimSpec
+	129, // 196: skiff.core.v1.PersistentVolumeClaim.status:type_name -> skiff.core.v1.PersistentVolumeClaimStatus
+	161, // 197: skiff.core.v1.PersistentVolumeClaimSpec.selector:type_name -> skiff.meta.v1.LabelSelector
+	128, // 198: skiff.core.v1.PersistentVolumeClaimSpec.resources:type_name -> skiff.core.v1.VolumeResourceRequirements
+	155, // 199: skiff.core.v1.VolumeResourceRequirements.limits:type_name -> skiff.core.v1.VolumeResourceRequirements.LimitsEntry
+	156, // 200: skiff.core.v1.VolumeResourceRequirements.requests:type_name -> skiff.core.v1.VolumeResourceRequirements.RequestsEntry
+	157, // 201: skiff.core.v1.PersistentVolumeClaimStatus.capacity:type_name -> skiff.core.v1.PersistentVolumeClaimStatus.CapacityEntry
+	130, // 202: skiff.core.v1.PersistentVolumeClaimStatus.conditions:type_name -> skiff.core.v1.PersistentVolumeClaimCondition
+	162, // 203: skiff.core.v1.PersistentVolumeClaimCondition.last_probe_time:type_name -> google.protobuf.Timestamp
+	162, // 204: skiff.core.v1.PersistentVolumeClaimCondition.last_transition_time:type_name -> google.protobuf.Timestamp
+	132, // 205: skiff.core.v1.TopologySelectorTerm.match_label_expressions:type_name -> skiff.core.v1.TopologySelectorLabelRequirement
+	158, // 206: skiff.core.v1.Eviction.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	134, // 207: skiff.core.v1.Eviction.delete_options:type_name -> skiff.core.v1.DeleteOptions
+	163, // 208: skiff.core.v1.DeleteOptions.preconditions:type_name -> skiff.meta.v1.Preconditions
+	209, // [209:209] is the sub-list for method output_type
+	209, // [209:209] is the sub-list for method input_type
+	209, // [209:209] is the sub-list for extension type_name
+	209, // [209:209] is the sub-list for extension extendee
+	0,   // [0:209] is the sub-list for field type_name
 }
 
 func init() { file_skiff_core_v1_types_proto_init() }
@@ -9595,48 +10976,51 @@ func file_skiff_core_v1_types_proto_init() {
 		return
 	}
 	file_skiff_core_v1_types_proto_msgTypes[5].OneofWrappers = []any{}
-	file_skiff_core_v1_types_proto_msgTypes[7].OneofWrappers = []any{}
-	file_skiff_core_v1_types_proto_msgTypes[9].OneofWrappers = []any{}
 	file_skiff_core_v1_types_proto_msgTypes[10].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[12].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[13].OneofWrappers = []any{}
 	file_skiff_core_v1_types_proto_msgTypes[15].OneofWrappers = []any{}
-	file_skiff_core_v1_types_proto_msgTypes[18].OneofWrappers = []any{}
-	file_skiff_core_v1_types_proto_msgTypes[20].OneofWrappers = []any{}
-	file_skiff_core_v1_types_proto_msgTypes[21].OneofWrappers = []any{}
-	file_skiff_core_v1_types_proto_msgTypes[26].OneofWrappers = []any{}
-	file_skiff_core_v1_types_proto_msgTypes[27].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[17].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[25].OneofWrappers = []any{}
 	file_skiff_core_v1_types_proto_msgTypes[28].OneofWrappers = []any{}
-	file_skiff_core_v1_types_proto_msgTypes[29].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[30].OneofWrappers = []any{}
 	file_skiff_core_v1_types_proto_msgTypes[31].OneofWrappers = []any{}
-	file_skiff_core_v1_types_proto_msgTypes[32].OneofWrappers = []any{}
-	file_skiff_core_v1_types_proto_msgTypes[34].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[36].OneofWrappers = []any{}
 	file_skiff_core_v1_types_proto_msgTypes[37].OneofWrappers = []any{}
 	file_skiff_core_v1_types_proto_msgTypes[38].OneofWrappers = []any{}
 	file_skiff_core_v1_types_proto_msgTypes[39].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[41].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[42].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[44].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[47].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[48].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[49].OneofWrappers = []any{}
 	file_skiff_core_v1_types_proto_msgTypes[50].OneofWrappers = []any{}
-	file_skiff_core_v1_types_proto_msgTypes[51].OneofWrappers = []any{}
-	file_skiff_core_v1_types_proto_msgTypes[55].OneofWrappers = []any{}
-	file_skiff_core_v1_types_proto_msgTypes[68].OneofWrappers = []any{}
-	file_skiff_core_v1_types_proto_msgTypes[73].OneofWrappers = []any{}
-	file_skiff_core_v1_types_proto_msgTypes[83].OneofWrappers = []any{}
-	file_skiff_core_v1_types_proto_msgTypes[84].OneofWrappers = []any{}
-	file_skiff_core_v1_types_proto_msgTypes[85].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[64].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[65].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[69].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[82].OneofWrappers = []any{}
 	file_skiff_core_v1_types_proto_msgTypes[87].OneofWrappers = []any{}
 	file_skiff_core_v1_types_proto_msgTypes[97].OneofWrappers = []any{}
 	file_skiff_core_v1_types_proto_msgTypes[98].OneofWrappers = []any{}
-	file_skiff_core_v1_types_proto_msgTypes[100].OneofWrappers = []any{}
-	file_skiff_core_v1_types_proto_msgTypes[103].OneofWrappers = []any{}
-	file_skiff_core_v1_types_proto_msgTypes[104].OneofWrappers = []any{}
-	file_skiff_core_v1_types_proto_msgTypes[106].OneofWrappers = []any{}
-	file_skiff_core_v1_types_proto_msgTypes[108].OneofWrappers = []any{}
-	file_skiff_core_v1_types_proto_msgTypes[111].OneofWrappers = []any{}
-	file_skiff_core_v1_types_proto_msgTypes[118].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[99].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[101].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[113].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[114].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[116].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[119].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[120].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[122].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[124].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[127].OneofWrappers = []any{}
+	file_skiff_core_v1_types_proto_msgTypes[134].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_skiff_core_v1_types_proto_rawDesc), len(file_skiff_core_v1_types_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   141,
+			NumMessages:   158,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -14,8 +14,10 @@ import (
 	coordinationv1 "skiff.dev/proto/coordination/v1"
 	corev1 "skiff.dev/proto/core/v1"
 	discoveryv1 "skiff.dev/proto/discovery/v1"
+	nodev1 "skiff.dev/proto/node/v1"
 	policyv1 "skiff.dev/proto/policy/v1"
 	rbacv1 "skiff.dev/proto/rbac/v1"
+	schedulingv1 "skiff.dev/proto/scheduling/v1"
 	storagev1 "skiff.dev/proto/storage/v1"
 )
 
@@ -50,6 +52,8 @@ func (s *Server) installKinds(g grpc.ServiceRegistrar) {
 	corev1.RegisterPersistentVolumeClaimsServer(g, serve[corev1.PersistentVolumeClaimsServer](s, install[*corev1.PersistentVolumeClaim, *corev1.PersistentVolumeClaimList, corev1.PersistentVolumeClaimWatchResponse](s, kinds.MustGet("", "v1", "PersistentVolumeClaim"))))
 	policyv1.RegisterPodDisruptionBudgetsServer(g, serve[policyv1.PodDisruptionBudgetsServer](s, install[*policyv1.PodDisruptionBudget, *policyv1.PodDisruptionBudgetList, policyv1.PodDisruptionBudgetWatchResponse](s, kinds.MustGet("policy", "v1", "PodDisruptionBudget"))))
 	storagev1.RegisterStorageClassesServer(g, serve[storagev1.StorageClassesServer](s, install[*storagev1.StorageClass, *storagev1.StorageClassList, storagev1.StorageClassWatchResponse](s, kinds.MustGet("storage.k8s.io", "v1", "StorageClass"))))
+	schedulingv1.RegisterPriorityClassesServer(g, serve[schedulingv1.PriorityClassesServer](s, install[*schedulingv1.PriorityClass, *schedulingv1.PriorityClassList, schedulingv1.PriorityClassWatchResponse](s, kinds.MustGet("scheduling.k8s.io", "v1", "PriorityClass"))))
+	nodev1.RegisterRuntimeClassesServer(g, serve[nodev1.RuntimeClassesServer](s, install[*nodev1.RuntimeClass, *nodev1.RuntimeClassList, nodev1.RuntimeClassWatchResponse](s, kinds.MustGet("node.k8s.io", "v1", "RuntimeClass"))))
 	admissionregistrationv1.RegisterMutatingWebhookConfigurationsServer(g, serve[admissionregistrationv1.MutatingWebhookConfigurationsServer](s, install[*admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.MutatingWebhookConfigurationList, admissionregistrationv1.MutatingWebhookConfigurationWatchResponse](s, kinds.MustGet("admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration"))))
 	admissionregistrationv1.RegisterValidatingWebhookConfigurationsServer(g, serve[admissionregistrationv1.ValidatingWebhookConfigurationsServer](s, install[*admissionregistrationv1.ValidatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfigurationList, admissionregistrationv1.ValidatingWebhookConfigurationWatchResponse](s, kinds.MustGet("admissionregistration.k8s.io", "v1", "ValidatingWebhookConfiguration"))))
 }

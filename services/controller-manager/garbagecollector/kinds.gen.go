@@ -38,6 +38,8 @@ func watchKinds(c *Controller, f *informer.Factory, conn grpc.ClientConnInterfac
 	watchKind(c, f, client.PersistentVolumeClaims(conn), "v1", "PersistentVolumeClaim", true)
 	watchKind(c, f, client.PodDisruptionBudgets(conn), "policy/v1", "PodDisruptionBudget", true)
 	watchKind(c, f, client.StorageClasses(conn), "storage.k8s.io/v1", "StorageClass", false)
+	watchKind(c, f, client.PriorityClasses(conn), "scheduling.k8s.io/v1", "PriorityClass", false)
+	watchKind(c, f, client.RuntimeClasses(conn), "node.k8s.io/v1", "RuntimeClass", false)
 	watchKind(c, f, client.MutatingWebhookConfigurations(conn), "admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration", false)
 	watchKind(c, f, client.ValidatingWebhookConfigurations(conn), "admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration", false)
 }
