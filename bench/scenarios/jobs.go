@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"skiff.dev/internal/apierrors"
 	"skiff.dev/internal/client"
 	"skiff.dev/internal/defaults"
 	"skiff.dev/internal/informer"
@@ -72,6 +73,11 @@ func runJobs(ctx context.Context, env *Env, rs *Results) error {
 		return err
 	}
 	defer closeAll(conns)
+	for _, ns := range []string{jobsNamespace, jobsFloorNamespace} {
+		if _, err := client.Namespaces(conns[0]).Create(ctx, &corev1.Namespace{Metadata: &metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating namespace %s: %w", ns, err)
+		}
+	}
 	writers := max(env.Config.Clients, 1)
 	env.logf("jobs: the floor, %d pods' writes by %d writers, before the Job", n/2, writers)
 	before, err := runJobsFloor(ctx, conns, n/2, writers)
