@@ -58,6 +58,9 @@ const NodeLeaseNamespace = "kube-node-lease"
 //	services,      get, list, watch: all (the agent's service proxy and
 //	endpointslices, DNS server follow every one, as kube-proxy and CoreDNS
 //	namespaces     do: a name in a namespace that does not exist is NXDOMAIN)
+//	runtimeclasses get, list, watch: all (a pod's runtimeClassName is
+//	               resolved to its CRI handler, as the kubelet's system:node
+//	               role allows)
 //
 // Anything else a node asks is not its business: no opinion, and RBAC
 // (which grants nodes nothing by default) decides. Users that are not
@@ -246,7 +249,8 @@ func (n *nodeAuthorizer) decide(ctx context.Context, ri *server.RequestInfo) (De
 	case core && ri.Resource == "persistentvolumes":
 		return n.decideVolume(ctx, node, ri)
 	case core && ri.Resource == "services", ri.APIGroup == "discovery.k8s.io" && ri.Resource == "endpointslices",
-		core && ri.Resource == "namespaces" && ri.Subresource == "":
+		core && ri.Resource == "namespaces" && ri.Subresource == "",
+		ri.APIGroup == "node.k8s.io" && ri.Resource == "runtimeclasses" && ri.Subresource == "":
 		switch ri.Verb {
 		case "get", "list", "watch":
 			return Allow, "", nil

@@ -290,6 +290,11 @@ func TestNodeAuthorizer(t *testing.T) {
 		{"change a service", ri("update", "", "services", "", "team-a", "web"), NoOpinion, ""},
 		{"create an endpointslice", ri("create", "discovery.k8s.io", "endpointslices", "", "team-a", "web-x"), NoOpinion, ""},
 
+		// The agent resolves a pod's runtimeClassName to its handler.
+		{"get a runtimeclass", ri("get", "node.k8s.io", "runtimeclasses", "", "", "gvisor"), Allow, ""},
+		{"watch runtimeclasses", &server.RequestInfo{Verb: "watch", APIGroup: "node.k8s.io", Resource: "runtimeclasses"}, Allow, ""},
+		{"change a runtimeclass", ri("update", "node.k8s.io", "runtimeclasses", "", "", "gvisor"), NoOpinion, ""},
+
 		{"anything else: no opinion", ri("get", "apps", "deployments", "", "team-a", "d"), NoOpinion, ""},
 		{"a path: no opinion", pathRI("/skiff.discovery.v1.Discovery/Groups"), NoOpinion, ""},
 	}
