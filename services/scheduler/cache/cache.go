@@ -340,13 +340,20 @@ func (c *Cache) UpdateSnapshot(s *framework.Snapshot) {
 		s.NodeInfoMap = map[string]*framework.NodeInfo{}
 	}
 	rebuild := false
+	// affinityChanged: a node's affinity lists became empty or non-empty,
+	// so the snapshot's lists of such nodes are rebuilt.
+	affinityChanged := false
 	for it := c.head; it != nil && it.info.Generation > s.Generation; it = it.next {
 		if it.info.Node() == nil {
 			continue
 		}
 		name := it.info.Name()
 		if existing, ok := s.NodeInfoMap[name]; ok {
+			hadAffinity, hadAnti := len(existing.PodsWithAffinity) > 0, len(existing.PodsWithRequiredAntiAffinity) > 0
 			it.info.CopyTo(existing)
+			if hadAffinity != (len(existing.PodsWithAffinity) > 0) || hadAnti != (len(existing.PodsWithRequiredAntiAffinity) > 0) {
+				affinityChanged = true
+			}
 		} else {
 			s.NodeInfoMap[name] = it.info.Clone()
 			rebuild = true
@@ -368,6 +375,10 @@ func (c *Cache) UpdateSnapshot(s *framework.Snapshot) {
 		for _, name := range c.order {
 			s.NodeInfoList = append(s.NodeInfoList, s.NodeInfoMap[name])
 		}
+		affinityChanged = true
+	}
+	if affinityChanged {
+		s.UpdateAffinityLists()
 	}
 }
 

@@ -9,6 +9,12 @@ type Snapshot struct {
 	// a stable order (the order the search for feasible nodes walks).
 	NodeInfoMap  map[string]*NodeInfo
 	NodeInfoList []*NodeInfo
+	// HavePodsWithAffinityList and HavePodsWithRequiredAntiAffinityList
+	// are the nodes of NodeInfoList with pods in their PodsWithAffinity
+	// and PodsWithRequiredAntiAffinity lists (InterPodAffinity reads
+	// these instead of every node).
+	HavePodsWithAffinityList             []*NodeInfo
+	HavePodsWithRequiredAntiAffinityList []*NodeInfo
 	// Generation is the cache generation the snapshot reflects.
 	Generation int64
 }
@@ -26,7 +32,25 @@ func NewSnapshot(nodes ...*NodeInfo) *Snapshot {
 		s.NodeInfoMap[n.Name()] = n
 		s.NodeInfoList = append(s.NodeInfoList, n)
 	}
+	s.UpdateAffinityLists()
 	return s
+}
+
+// UpdateAffinityLists recomputes HavePodsWithAffinityList and
+// HavePodsWithRequiredAntiAffinityList from NodeInfoList.
+func (s *Snapshot) UpdateAffinityLists() {
+	clear(s.HavePodsWithAffinityList)
+	clear(s.HavePodsWithRequiredAntiAffinityList)
+	s.HavePodsWithAffinityList = s.HavePodsWithAffinityList[:0]
+	s.HavePodsWithRequiredAntiAffinityList = s.HavePodsWithRequiredAntiAffinityList[:0]
+	for _, n := range s.NodeInfoList {
+		if len(n.PodsWithAffinity) > 0 {
+			s.HavePodsWithAffinityList = append(s.HavePodsWithAffinityList, n)
+		}
+		if len(n.PodsWithRequiredAntiAffinity) > 0 {
+			s.HavePodsWithRequiredAntiAffinityList = append(s.HavePodsWithRequiredAntiAffinityList, n)
+		}
+	}
 }
 
 // List returns the nodes in the snapshot's order.

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"sync/atomic"
 
+	"skiff.dev/internal/podresources"
 	"skiff.dev/internal/quantity"
 	corev1 "skiff.dev/proto/core/v1"
 )
@@ -61,22 +62,6 @@ func (r *Resource) Sub(o *Resource) {
 			r.Scalar = map[string]int64{}
 		}
 		r.Scalar[k] -= v
-	}
-}
-
-// setMax raises each amount of r to o's where o's is larger.
-func (r *Resource) setMax(o *Resource) {
-	r.MilliCPU = max(r.MilliCPU, o.MilliCPU)
-	r.Memory = max(r.Memory, o.Memory)
-	r.EphemeralStorage = max(r.EphemeralStorage, o.EphemeralStorage)
-	r.AllowedPodNumber = max(r.AllowedPodNumber, o.AllowedPodNumber)
-	for k, v := range o.Scalar {
-		if r.Scalar == nil {
-			r.Scalar = map[string]int64{}
-		}
-		if v > r.Scalar[k] {
-			r.Scalar[k] = v
-		}
 	}
 }
 
@@ -143,14 +128,38 @@ func ParseResourceList(list map[string]string) (Resource, error) {
 	return r, firstErr
 }
 
+// resourceOf is a Resource holding parsed quantities (a pod's requests).
+func resourceOf(list map[string]quantity.Quantity) Resource {
+	var r Resource
+	for name, q := range list {
+		switch name {
+		case ResourceCPU:
+			r.MilliCPU = q.MilliValue()
+		case ResourceMemory:
+			r.Memory = q.Value()
+		case ResourceEphemeralStorage:
+			r.EphemeralStorage = q.Value()
+		case ResourcePods:
+			r.AllowedPodNumber = q.Value()
+		default:
+			if r.Scalar == nil {
+				r.Scalar = map[string]int64{}
+			}
+			r.Scalar[name] = q.MilliValue()
+		}
+	}
+	return r
+}
+
 // PodInfo is a pod with what the scheduler derives from it once: its
 // effective requests and priority. The pod is shared with the informer's
 // cache and must not be changed.
 type PodInfo struct {
 	Pod *corev1.Pod
-	// Requests is the pod's effective request: the sum of its containers'
-	// requests, raised to any single init container's request, with
-	// AllowedPodNumber 1 (the pod itself).
+	// Requests is the pod's effective request (podresources.Requests: the
+	// containers and sidecars summed, raised to any init container's
+	// request with the sidecars started before it), with AllowedPodNumber
+	// 1 (the pod itself).
 	Requests Resource
 	// NonZeroCPU and NonZeroMemory are the cpu and memory requests with the
 	// scoring defaults in place of zeros.
@@ -158,6 +167,13 @@ type PodInfo struct {
 	NonZeroMemory int64
 	// ParseError is set when a request could not be parsed (it counts as 0).
 	ParseError error
+	// The pod's (anti-)affinity terms, parsed once (affinity.go);
+	// AffinityError is set when one did not parse.
+	RequiredAffinityTerms      []AffinityTerm
+	RequiredAntiAffinityTerms  []AffinityTerm
+	PreferredAffinityTerms     []WeightedAffinityTerm
+	PreferredAntiAffinityTerms []WeightedAffinityTerm
+	AffinityError              error
 }
 
 // NewPodInfo parses p's requests.
@@ -169,22 +185,9 @@ func NewPodInfo(p *corev1.Pod) *PodInfo {
 			firstErr = err
 		}
 	}
-	spec := p.GetSpec()
-	var sum Resource
-	for _, c := range spec.GetContainers() {
-		if req := c.GetResources().GetRequests(); len(req) > 0 {
-			r, err := ParseResourceList(req)
-			note(err)
-			sum.Add(&r)
-		}
-	}
-	for _, c := range spec.GetInitContainers() {
-		if req := c.GetResources().GetRequests(); len(req) > 0 {
-			r, err := ParseResourceList(req)
-			note(err)
-			sum.setMax(&r)
-		}
-	}
+	reqs, err := podresources.Requests(p.GetSpec())
+	note(err)
+	sum := resourceOf(reqs)
 	sum.AllowedPodNumber = 1
 	pi.Requests = sum
 	pi.NonZeroCPU, pi.NonZeroMemory = sum.MilliCPU, sum.Memory
@@ -195,6 +198,7 @@ func NewPodInfo(p *corev1.Pod) *PodInfo {
 		pi.NonZeroMemory = DefaultMemoryRequest
 	}
 	pi.ParseError = firstErr
+	pi.AffinityError = pi.parseAffinity()
 	return pi
 }
 
@@ -223,6 +227,11 @@ type NodeInfo struct {
 	node *corev1.Node
 	// Pods on the node. Order is not meaningful.
 	Pods []*PodInfo
+	// PodsWithAffinity are the pods with any pod (anti-)affinity term;
+	// PodsWithRequiredAntiAffinity those with a required anti-affinity
+	// term (InterPodAffinity reads only these of the other nodes' pods).
+	PodsWithAffinity             []*PodInfo
+	PodsWithRequiredAntiAffinity []*PodInfo
 	// Requested is the sum of the pods' requests (AllowedPodNumber is the
 	// number of pods); NonZeroRequested the same with the scoring defaults.
 	Requested        Resource
@@ -269,6 +278,12 @@ func (n *NodeInfo) RemoveNode() {
 // AddPod counts pi on the node.
 func (n *NodeInfo) AddPod(pi *PodInfo) {
 	n.Pods = append(n.Pods, pi)
+	if pi.HasAffinity() {
+		n.PodsWithAffinity = append(n.PodsWithAffinity, pi)
+	}
+	if pi.HasRequiredAntiAffinity() {
+		n.PodsWithRequiredAntiAffinity = append(n.PodsWithRequiredAntiAffinity, pi)
+	}
 	n.Requested.Add(&pi.Requests)
 	n.NonZeroRequested.MilliCPU += pi.NonZeroCPU
 	n.NonZeroRequested.Memory += pi.NonZeroMemory
@@ -288,6 +303,12 @@ func (n *NodeInfo) RemovePod(pi *PodInfo) bool {
 		n.Pods[i] = n.Pods[last]
 		n.Pods[last] = nil
 		n.Pods = n.Pods[:last]
+		if p.HasAffinity() {
+			n.PodsWithAffinity = removeByUID(n.PodsWithAffinity, uid)
+		}
+		if p.HasRequiredAntiAffinity() {
+			n.PodsWithRequiredAntiAffinity = removeByUID(n.PodsWithRequiredAntiAffinity, uid)
+		}
 		n.Requested.Sub(&p.Requests)
 		n.NonZeroRequested.MilliCPU -= p.NonZeroCPU
 		n.NonZeroRequested.Memory -= p.NonZeroMemory
@@ -314,8 +335,11 @@ func (n *NodeInfo) CopyTo(dst *NodeInfo) {
 		clear(dst.Pods[len(n.Pods):])
 	}
 	pods := append(dst.Pods[:0], n.Pods...)
+	withAffinity := copyPods(dst.PodsWithAffinity, n.PodsWithAffinity)
+	withAnti := copyPods(dst.PodsWithRequiredAntiAffinity, n.PodsWithRequiredAntiAffinity)
 	*dst = *n
 	dst.Pods = pods
+	dst.PodsWithAffinity, dst.PodsWithRequiredAntiAffinity = withAffinity, withAnti
 	dst.Requested = n.Requested.Clone()
 	dst.NonZeroRequested = n.NonZeroRequested.Clone()
 }
@@ -326,10 +350,13 @@ func (n *NodeInfo) replacePod(pi *PodInfo) bool {
 	uid := pi.UID()
 	for i, p := range n.Pods {
 		if p.UID() == uid {
-			if !p.Requests.Equal(&pi.Requests) || p.NonZeroCPU != pi.NonZeroCPU || p.NonZeroMemory != pi.NonZeroMemory {
+			if !p.Requests.Equal(&pi.Requests) || p.NonZeroCPU != pi.NonZeroCPU || p.NonZeroMemory != pi.NonZeroMemory ||
+				!sameForAffinity(p, pi) {
 				return false
 			}
 			n.Pods[i] = pi
+			replaceByUID(n.PodsWithAffinity, pi)
+			replaceByUID(n.PodsWithRequiredAntiAffinity, pi)
 			return true
 		}
 	}
