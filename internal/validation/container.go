@@ -103,6 +103,7 @@ func container(c *corev1.Container, p *field.Path, names, vols map[string]bool, 
 	errs = append(errs, supported(c.ImagePullPolicy, pullPolicies, p.Child("imagePullPolicy"))...)
 	errs = append(errs, supported(c.TerminationMessagePolicy, terminationMessagePolicies, p.Child("terminationMessagePolicy"))...)
 	errs = append(errs, securityContext(c.SecurityContext, p.Child("securityContext"))...)
+	errs = append(errs, containerSecurity(c.SecurityContext, p.Child("securityContext"))...)
 	return errs
 }
 

@@ -119,6 +119,7 @@ func PodSpec(spec *corev1.PodSpec, path *field.Path) field.ErrorList {
 	errs = append(errs, podDNSConfig(spec.DnsPolicy, spec.DnsConfig, path.Child("dnsConfig"))...)
 	errs = append(errs, Labels(spec.NodeSelector, path.Child("nodeSelector"))...)
 	errs = append(errs, podSecurityContext(spec.SecurityContext, path.Child("securityContext"))...)
+	errs = append(errs, podSecurity(spec, path.Child("securityContext"))...)
 	errs = append(errs, affinity(spec.Affinity, path.Child("affinity"))...)
 	errs = append(errs, tolerations(spec.Tolerations, path.Child("tolerations"))...)
 	errs = append(errs, topologySpreadConstraints(spec.TopologySpreadConstraints, path.Child("topologySpreadConstraints"))...)
