@@ -12,8 +12,8 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"skiff.dev/internal/podresources"
 	"skiff.dev/internal/quantity"
-	"skiff.dev/internal/validation"
 	corev1 "skiff.dev/proto/core/v1"
 )
 
@@ -58,7 +58,9 @@ func Usage(group, resource string, obj proto.Message) map[string]quantity.Quanti
 		if Terminal(pod) {
 			return map[string]quantity.Quantity{}
 		}
-		requests, limits := validation.PodResources(pod)
+		// Unparsable quantities (validation refuses them) count as 0.
+		requests, _ := podresources.Requests(pod.GetSpec())
+		limits, _ := podresources.Limits(pod.GetSpec())
 		for _, r := range [...]struct {
 			from    map[string]quantity.Quantity
 			name    string

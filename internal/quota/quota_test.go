@@ -26,6 +26,12 @@ func container(name string, requests, limits map[string]string) *corev1.Containe
 	return &corev1.Container{Name: name, Resources: &corev1.ResourceRequirements{Requests: requests, Limits: limits}}
 }
 
+func sidecar(name string, requests, limits map[string]string) *corev1.Container {
+	c := container(name, requests, limits)
+	c.RestartPolicy = proto.String("Always")
+	return c
+}
+
 func TestUsage(t *testing.T) {
 	pod := &corev1.Pod{Spec: &corev1.PodSpec{
 		Containers: []*corev1.Container{
@@ -42,6 +48,11 @@ func TestUsage(t *testing.T) {
 	}{
 		{"a pod: counts, and requests (the larger of the sum and the init container) and limits", "", "pods", pod, map[string]string{
 			"pods": "1", "count/pods": "1", "requests.cpu": "2", "cpu": "2", "requests.memory": "64Mi", "memory": "64Mi", "limits.cpu": "1500m", "limits.memory": "128Mi"}},
+		{"a pod with a sidecar: it counts with the containers", "", "pods", &corev1.Pod{Spec: &corev1.PodSpec{
+			Containers:     []*corev1.Container{container("web", map[string]string{"cpu": "250m"}, map[string]string{"cpu": "500m"})},
+			InitContainers: []*corev1.Container{sidecar("proxy", map[string]string{"cpu": "100m", "memory": "32Mi"}, map[string]string{"cpu": "200m"})},
+		}}, map[string]string{
+			"pods": "1", "count/pods": "1", "requests.cpu": "350m", "cpu": "350m", "requests.memory": "32Mi", "memory": "32Mi", "limits.cpu": "700m", "limits.memory": "0"}},
 		{"a pod without resources uses 0 of them", "", "pods", &corev1.Pod{}, map[string]string{
 			"pods": "1", "count/pods": "1", "requests.cpu": "0", "cpu": "0", "requests.memory": "0", "memory": "0", "limits.cpu": "0", "limits.memory": "0"}},
 		{"a finished pod uses nothing", "", "pods", &corev1.Pod{Status: &corev1.PodStatus{Phase: "Succeeded"}}, map[string]string{}},

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"skiff.dev/internal/field"
+	"skiff.dev/internal/podresources"
 	"skiff.dev/internal/quantity"
 	admissionregistrationv1 "skiff.dev/proto/admissionregistration/v1"
 	corev1 "skiff.dev/proto/core/v1"
@@ -215,24 +216,6 @@ func webhookSelectors(ns, obj *metav1.LabelSelector, p *field.Path) field.ErrorL
 	return append(errs, LabelSelector(obj, p.Child("objectSelector"))...)
 }
 
-// PodResources sums a pod's container requests and limits per resource as
-// LimitRange (type Pod) and ResourceQuota read them, Kubernetes' way: the
-// sum over the containers, or the largest init container's value when that
-// is more (init containers run one at a time, before the others).
-// Unparsable quantities (validation refuses them) are skipped.
-func PodResources(p *corev1.Pod) (requests, limits map[string]quantity.Quantity) {
-	requests, limits = map[string]quantity.Quantity{}, map[string]quantity.Quantity{}
-	for _, c := range p.GetSpec().GetContainers() {
-		addQuantities(requests, c.GetResources().GetRequests())
-		addQuantities(limits, c.GetResources().GetLimits())
-	}
-	for _, c := range p.GetSpec().GetInitContainers() {
-		maxQuantities(requests, c.GetResources().GetRequests())
-		maxQuantities(limits, c.GetResources().GetLimits())
-	}
-	return requests, limits
-}
-
 func addQuantities(into map[string]quantity.Quantity, list map[string]string) {
 	for k, v := range list {
 		q, err := quantity.Parse(v)
@@ -245,17 +228,9 @@ func addQuantities(into map[string]quantity.Quantity, list map[string]string) {
 	}
 }
 
-func maxQuantities(into map[string]quantity.Quantity, list map[string]string) {
-	for k, v := range list {
-		if q, err := quantity.Parse(v); err == nil && q.Cmp(into[k]) > 0 {
-			into[k] = q
-		}
-	}
-}
-
 // PodLimitRange checks a pod against the bounds of a LimitRange: min, max
 // and maxLimitRequestRatio per Container (each container and init
-// container) and per Pod (the sums of PodResources). Errors name the field
+// container) and per Pod (podresources.Requests and Limits). Errors name the field
 // and the bound, as Kubernetes words them: "maximum cpu usage per Container
 // is 1, but limit is 2". Defaults are the LimitRanger admission plugin's
 // business and are expected to be applied already.
@@ -276,7 +251,8 @@ func PodLimitRange(p *corev1.Pod, lr *corev1.LimitRange) field.ErrorList {
 				}
 			}
 		case "Pod":
-			req, lim := PodResources(p)
+			req, _ := podresources.Requests(p.GetSpec())
+			lim, _ := podresources.Limits(p.GetSpec())
 			errs = append(errs, limitBounds(it, "Pod", req, lim, sp.Child("containers[*]", "resources", "requests"), sp.Child("containers[*]", "resources", "limits"))...)
 		}
 	}

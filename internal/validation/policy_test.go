@@ -72,20 +72,3 @@ func TestPodLimitRange(t *testing.T) {
 		})
 	}
 }
-
-func TestPodResources(t *testing.T) {
-	p := &corev1.Pod{Spec: &corev1.PodSpec{
-		Containers:     []*corev1.Container{withResources("a", map[string]string{"cpu": "1", "memory": "1Gi"}, nil), withResources("b", map[string]string{"cpu": "500m"}, map[string]string{"cpu": "1"})},
-		InitContainers: []*corev1.Container{withResources("i", map[string]string{"cpu": "2", "memory": "10Mi"}, nil)},
-	}}
-	req, lim := PodResources(p)
-	if got := req["cpu"]; got.String() != "2" {
-		t.Errorf("requests.cpu = %s, want 2 (the init container's, more than the sum 1500m)", got.String())
-	}
-	if got := req["memory"]; got.String() != "1Gi" {
-		t.Errorf("requests.memory = %s, want 1Gi", got.String())
-	}
-	if got := lim["cpu"]; got.String() != "1" || len(lim) != 1 {
-		t.Errorf("limits = %v, want cpu=1", lim)
-	}
-}
