@@ -38,7 +38,7 @@ var bindings = []binding{
 	bind(client.PersistentVolumeClaims, def(defaults.PersistentVolumeClaim), val(validation.PersistentVolumeClaim), valUpdate(validation.PersistentVolumeClaimUpdate)),
 	bind(client.PodDisruptionBudgets, def(defaults.PodDisruptionBudget), val(validation.PodDisruptionBudget), valUpdate(validation.PodDisruptionBudgetUpdate)),
 	bind(client.StorageClasses, def(defaults.StorageClass), val(validation.StorageClass), valUpdate(validation.StorageClassUpdate)),
-	bind(client.PriorityClasses, nil, nil, nil),
+	bind(client.PriorityClasses, def(defaults.PriorityClass), val(validation.PriorityClass), valUpdate(validation.PriorityClassUpdate)),
 	bind(client.RuntimeClasses, nil, nil, nil),
 	bind(client.MutatingWebhookConfigurations, def(defaults.MutatingWebhookConfiguration), val(validation.MutatingWebhookConfiguration), valUpdate(validation.MutatingWebhookConfigurationUpdate)),
 	bind(client.ValidatingWebhookConfigurations, def(defaults.ValidatingWebhookConfiguration), val(validation.ValidatingWebhookConfiguration), valUpdate(validation.ValidatingWebhookConfigurationUpdate)),

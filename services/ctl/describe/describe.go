@@ -25,6 +25,7 @@ import (
 	corev1 "skiff.dev/proto/core/v1"
 	discoveryv1 "skiff.dev/proto/discovery/v1"
 	metav1 "skiff.dev/proto/meta/v1"
+	schedulingv1 "skiff.dev/proto/scheduling/v1"
 	"skiff.dev/services/ctl/manifest"
 	"skiff.dev/services/ctl/printers"
 )
@@ -78,6 +79,8 @@ func Describe(w io.Writer, obj object.Object, rel Related, now time.Time) error 
 		p.persistentVolume(o)
 	case *corev1.PersistentVolumeClaim:
 		p.persistentVolumeClaim(o, rel.Pods)
+	case *schedulingv1.PriorityClass:
+		p.priorityClass(o)
 	default:
 		p.generic(obj)
 	}

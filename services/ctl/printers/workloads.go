@@ -14,6 +14,7 @@ import (
 	corev1 "skiff.dev/proto/core/v1"
 	metav1 "skiff.dev/proto/meta/v1"
 	policyv1 "skiff.dev/proto/policy/v1"
+	schedulingv1 "skiff.dev/proto/scheduling/v1"
 	storagev1 "skiff.dev/proto/storage/v1"
 )
 
@@ -42,6 +43,8 @@ func workloadColumns(obj object.Object) (columns, bool) {
 		return columns{[]string{"NAME", "MIN AVAILABLE", "MAX UNAVAILABLE", "ALLOWED DISRUPTIONS", "AGE"}, nil, podDisruptionBudgetRow}, true
 	case *storagev1.StorageClass:
 		return columns{[]string{"NAME", "PROVISIONER", "RECLAIMPOLICY", "VOLUMEBINDINGMODE", "ALLOWVOLUMEEXPANSION", "AGE"}, nil, storageClassRow}, true
+	case *schedulingv1.PriorityClass:
+		return priorityClassColumns, true
 	}
 	return columns{}, false
 }
