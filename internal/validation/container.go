@@ -82,24 +82,8 @@ func container(c *corev1.Container, p *field.Path, names, vols map[string]bool, 
 	errs = append(errs, env(c.Env, p.Child("env"))...)
 	errs = append(errs, volumeMounts(c.VolumeMounts, vols, p.Child("volumeMounts"))...)
 	errs = append(errs, resources(c.Resources, p.Child("resources"))...)
-	if isInit {
-		for _, pr := range []struct {
-			name string
-			set  bool
-		}{
-			{"livenessProbe", c.LivenessProbe != nil},
-			{"readinessProbe", c.ReadinessProbe != nil},
-			{"startupProbe", c.StartupProbe != nil},
-		} {
-			if pr.set {
-				errs = append(errs, field.Forbidden(p.Child(pr.name), "may not be set for init containers"))
-			}
-		}
-	} else {
-		errs = append(errs, probe(c.LivenessProbe, p.Child("livenessProbe"), false)...)
-		errs = append(errs, probe(c.ReadinessProbe, p.Child("readinessProbe"), true)...)
-		errs = append(errs, probe(c.StartupProbe, p.Child("startupProbe"), false)...)
-	}
+	errs = append(errs, containerProbes(c, p, isInit)...)
+	errs = append(errs, containerRestartPolicy(c, p.Child("restartPolicy"), isInit)...)
 	errs = append(errs, supported(c.ImagePullPolicy, pullPolicies, p.Child("imagePullPolicy"))...)
 	errs = append(errs, supported(c.TerminationMessagePolicy, terminationMessagePolicies, p.Child("terminationMessagePolicy"))...)
 	errs = append(errs, securityContext(c.SecurityContext, p.Child("securityContext"))...)
