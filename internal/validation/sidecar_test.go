@@ -12,7 +12,7 @@ import (
 // Kubernetes' paths and messages.
 func TestSidecarRules(t *testing.T) {
 	probe := func() *corev1.Probe {
-		return &corev1.Probe{TcpSocket: &corev1.TCPSocketAction{Port: intPort(15021)},
+		return &corev1.Probe{TcpSocket: &corev1.TCPSocketAction{Port: intOr(15021)},
 			TimeoutSeconds: 1, PeriodSeconds: 10, SuccessThreshold: 1, FailureThreshold: 3}
 	}
 	cases := []struct {
