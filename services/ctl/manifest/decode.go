@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoregistry"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"skiff.dev/internal/kfields"
 	"skiff.dev/internal/object"
 )
 
@@ -44,10 +45,15 @@ func (l Errors) Error() string {
 
 // DecodeOptions adjust Decode.
 type DecodeOptions struct {
-	// AllowUnknown ignores fields the kind does not have (--validate=false)
-	// instead of refusing them.
+	// AllowUnknown ignores fields that neither Skiff's kind nor
+	// Kubernetes' has (--validate=false) instead of refusing them. A field
+	// Kubernetes has but Skiff does not is refused all the same, but in
+	// the kind's status (which the server ignores).
 	AllowUnknown bool
 }
+
+// notSupported is the error of a field Kubernetes has but Skiff does not.
+const notSupported = "field is not supported by Skiff (see docs/fields.md)"
 
 // Full names of the messages the codec treats as scalars.
 const (
@@ -86,11 +92,18 @@ func indexOf(md protoreflect.MessageDescriptor) *fieldIndex {
 }
 
 // Decode sets msg from a generic tree. It reports every problem it finds
-// (unknown fields, values of the wrong type) as Errors, each with its
-// field path; msg is then partly set and should not be used.
+// (unknown fields, fields Skiff does not support, values of the wrong
+// type) as Errors, each with its field path; msg is then partly set and
+// should not be used.
+//
+// Beside msg's descriptor the decoder walks the Kubernetes type of the same
+// package and name (package kfields), when Kubernetes has one, to tell a
+// field Skiff does not support from a field nobody has.
 func Decode(obj map[string]any, msg proto.Message, o DecodeOptions) error {
 	d := &decoder{opts: o}
-	d.message("", obj, msg.ProtoReflect())
+	m := msg.ProtoReflect()
+	ktype, _ := kfields.ForMessage(string(m.Descriptor().FullName()))
+	d.message("", obj, m, ktype)
 	if len(d.errs) > 0 {
 		return d.errs
 	}
@@ -122,30 +135,28 @@ func sortedKeys(m map[string]any) []string {
 	return keys
 }
 
-func (d *decoder) message(path string, obj map[string]any, m protoreflect.Message) {
+// message decodes obj into m. ktype is the Kubernetes type at the same
+// place ("core/v1.PodSpec"), or "" where Kubernetes has none or its type
+// is not followed.
+func (d *decoder) message(path string, obj map[string]any, m protoreflect.Message, ktype string) {
 	fi := indexOf(m.Descriptor())
 	for _, k := range sortedKeys(obj) {
 		v := obj[k]
 		fd, ok := fi.byJSON[k]
 		p := join(path, k)
 		if !ok {
-			if !d.opts.AllowUnknown {
-				if s := Suggest(k, fi.names); s != "" {
-					d.fail(p, "unknown field, did you mean %q?", s)
-				} else {
-					d.fail(p, "unknown field")
-				}
-			}
+			d.missing(p, k, fi, ktype)
 			continue
 		}
+		kchild, _ := kfields.Field(ktype, k)
 		if v == nil {
 			continue // null is absent, as in Kubernetes
 		}
 		switch {
 		case fd.IsList():
-			d.list(p, fd, v, m)
+			d.list(p, fd, v, m, kchild)
 		case fd.IsMap():
-			d.mapField(p, fd, v, m)
+			d.mapField(p, fd, v, m, kchild)
 		case fd.Message() != nil:
 			if val, ok := d.special(p, fd.Message(), v); ok {
 				if val.IsValid() {
@@ -158,7 +169,7 @@ func (d *decoder) message(path string, obj map[string]any, m protoreflect.Messag
 				d.fail(p, "expected an object, got %s", describe(v))
 				continue
 			}
-			d.message(p, sub, m.Mutable(fd).Message())
+			d.message(p, sub, m.Mutable(fd).Message(), kchild)
 		default:
 			if val, ok := d.scalar(p, fd, v); ok {
 				m.Set(fd, val)
@@ -167,7 +178,46 @@ func (d *decoder) message(path string, obj map[string]any, m protoreflect.Messag
 	}
 }
 
-func (d *decoder) list(path string, fd protoreflect.FieldDescriptor, v any, m protoreflect.Message) {
+// missing reports the key k, which m's message (fi) does not have: a field
+// of Kubernetes' type is not supported (refused whatever the options, but
+// in a kind's status, which the server ignores); any other is unknown.
+func (d *decoder) missing(path, k string, fi *fieldIndex, ktype string) {
+	if _, ok := kfields.Field(ktype, k); ok {
+		if !d.opts.AllowUnknown || !inStatus(path) {
+			d.fail(path, notSupported)
+		}
+		return
+	}
+	if d.opts.AllowUnknown {
+		return
+	}
+	// Suggest among Skiff's fields and Kubernetes' (saying which), so that
+	// a typo of a field Skiff lacks is not sent to another field.
+	kubernetesOnly := map[string]bool{}
+	candidates := fi.names
+	for _, name := range kfields.Fields(ktype) {
+		if _, ok := fi.byJSON[name]; !ok {
+			kubernetesOnly[name] = true
+			candidates = append(candidates[:len(candidates):len(candidates)], name)
+		}
+	}
+	switch s := Suggest(k, candidates); {
+	case s == "":
+		d.fail(path, "unknown field")
+	case kubernetesOnly[s]:
+		d.fail(path, "unknown field, did you mean %q? (not supported by Skiff)", s)
+	default:
+		d.fail(path, "unknown field, did you mean %q?", s)
+	}
+}
+
+// inStatus reports whether the path is in the status of the decoded
+// object.
+func inStatus(path string) bool {
+	return path == "status" || strings.HasPrefix(path, "status.")
+}
+
+func (d *decoder) list(path string, fd protoreflect.FieldDescriptor, v any, m protoreflect.Message, ktype string) {
 	items, ok := v.([]any)
 	if !ok {
 		d.fail(path, "expected a list, got %s", describe(v))
@@ -189,7 +239,7 @@ func (d *decoder) list(path string, fd protoreflect.FieldDescriptor, v any, m pr
 				continue
 			}
 			e := l.NewElement()
-			d.message(p, sub, e.Message())
+			d.message(p, sub, e.Message(), ktype)
 			l.Append(e)
 			continue
 		}
@@ -206,7 +256,7 @@ func (d *decoder) list(path string, fd protoreflect.FieldDescriptor, v any, m pr
 	}
 }
 
-func (d *decoder) mapField(path string, fd protoreflect.FieldDescriptor, v any, m protoreflect.Message) {
+func (d *decoder) mapField(path string, fd protoreflect.FieldDescriptor, v any, m protoreflect.Message, ktype string) {
 	entries, ok := v.(map[string]any)
 	if !ok {
 		d.fail(path, "expected an object, got %s", describe(v))
@@ -232,7 +282,7 @@ func (d *decoder) mapField(path string, fd protoreflect.FieldDescriptor, v any, 
 				continue
 			}
 			val := mp.NewValue()
-			d.message(p, sub, val.Message())
+			d.message(p, sub, val.Message(), ktype)
 			mp.Set(key.MapKey(), val)
 			continue
 		}

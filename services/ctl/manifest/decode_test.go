@@ -166,6 +166,107 @@ func TestDecodeErrorsNameTheField(t *testing.T) {
 	})
 }
 
+// A field Kubernetes has but Skiff does not is refused whether or not the
+// decoder validates: dropping it would change what the object means (a
+// required pod affinity gone, a scoped quota made namespace-wide). Only
+// fields Kubernetes does not know either follow the validation mode.
+func TestDecodeRefusesKubernetesFieldsSkiffLacks(t *testing.T) {
+	const refused = ": field is not supported by Skiff (see docs/fields.md)"
+	cases := []struct {
+		name string
+		msg  proto.Message
+		src  string
+		// want are the errors when validating; lenient those with
+		// --validate=false (nil: none).
+		want, lenient []string
+	}{
+		{
+			name:    "a pod's os",
+			msg:     &corev1.Pod{},
+			src:     `spec: {os: {name: linux}, containers: [{name: a, image: nginx}]}`,
+			want:    []string{"spec.os" + refused},
+			lenient: []string{"spec.os" + refused},
+		},
+		{
+			name:    "a container's resizePolicy",
+			msg:     &corev1.Pod{},
+			src:     `spec: {containers: [{name: a, image: nginx}, {name: b, resizePolicy: [{resourceName: cpu, restartPolicy: NotRequired}]}]}`,
+			want:    []string{"spec.containers[1].resizePolicy" + refused},
+			lenient: []string{"spec.containers[1].resizePolicy" + refused},
+		},
+		{
+			name:    "seLinuxOptions of a pod's security context, not a did-you-mean",
+			msg:     &corev1.Pod{},
+			src:     `spec: {securityContext: {runAsUser: 1000, seLinuxOptions: {level: "s0:c123,c456"}}}`,
+			want:    []string{"spec.securityContext.seLinuxOptions" + refused},
+			lenient: []string{"spec.securityContext.seLinuxOptions" + refused},
+		},
+		{
+			name:    "in a workload's pod template",
+			msg:     &appsv1.Deployment{},
+			src:     "spec:\n  template:\n    spec:\n      hostUsers: false\n      volumes:\n      - {name: v, nfs: {server: nfs.example, path: /}}",
+			want:    []string{"spec.template.spec.hostUsers" + refused, "spec.template.spec.volumes[0].nfs" + refused},
+			lenient: []string{"spec.template.spec.hostUsers" + refused, "spec.template.spec.volumes[0].nfs" + refused},
+		},
+		{
+			name:    "in metadata",
+			msg:     &corev1.ConfigMap{},
+			src:     `metadata: {name: a, managedFields: [{manager: kubectl}]}`,
+			want:    []string{"metadata.managedFields" + refused},
+			lenient: []string{"metadata.managedFields" + refused},
+		},
+		{
+			name: "a kind's status: the server ignores it, so only a validating decoder refuses",
+			msg:  &corev1.Pod{},
+			src:  `status: {phase: Running, hostIPs: [{ip: 192.168.0.1}]}`,
+			want: []string{"status.hostIPs" + refused},
+		},
+		{
+			name:    "a field nobody has beside one Skiff lacks",
+			msg:     &corev1.Pod{},
+			src:     `spec: {flavour: vanilla, os: {name: linux}}`,
+			want:    []string{"spec.flavour: unknown field", "spec.os" + refused},
+			lenient: []string{"spec.os" + refused},
+		},
+		{
+			name: "a typo of a field Skiff lacks is suggested as what it is",
+			msg:  &corev1.Pod{},
+			src:  `spec: {securityContext: {seLinuxOption: {level: s0}}}`,
+			want: []string{`spec.securityContext.seLinuxOption: unknown field, did you mean "seLinuxOptions"? (not supported by Skiff)`},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, o := range []DecodeOptions{{}, {AllowUnknown: true}} {
+				want := tc.want
+				if o.AllowUnknown {
+					want = tc.lenient
+				}
+				got := errorStrings(t, Decode(parse(t, tc.src), proto.Clone(tc.msg), o))
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Errorf("AllowUnknown %v: errors (-want +got):\n%s", o.AllowUnknown, diff)
+				}
+			}
+		})
+	}
+}
+
+func errorStrings(t *testing.T, err error) []string {
+	t.Helper()
+	if err == nil {
+		return nil
+	}
+	errs, ok := err.(Errors)
+	if !ok {
+		t.Fatalf("error %v (%T), want Errors", err, err)
+	}
+	var out []string
+	for _, e := range errs {
+		out = append(out, e.Error())
+	}
+	return out
+}
+
 func TestSuggest(t *testing.T) {
 	names := []string{"image", "imagePullPolicy", "name", "ports", "env", "envFrom"}
 	for in, want := range map[string]string{

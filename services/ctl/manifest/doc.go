@@ -10,9 +10,12 @@
 //	           message's protoreflect descriptor with the JSON names the
 //	           .proto files declare (Kubernetes' spelling). Quantities
 //	           accept numbers (cpu: 1), IntOrString accepts a number or a
-//	           string (maxSurge: 25% or 1), timestamps are RFC 3339. An
-//	           unknown field is an error with its path and a did-you-mean
-//	           suggestion, unless the decoder is lenient (--validate=false)
+//	           string (maxSurge: 25% or 1), timestamps are RFC 3339. A
+//	           field Kubernetes has but Skiff does not (internal/kfields)
+//	           is refused, lenient or not ("is not supported by Skiff");
+//	           any other unknown field is an error with its path and a
+//	           did-you-mean suggestion, unless the decoder is lenient
+//	           (--validate=false)
 //	encode.go  typed proto message -> generic tree in Kubernetes' shape
 //	           (zero values omitted as Kubernetes' omitempty does)
 //	yaml.go    generic tree -> YAML as kubectl prints it (sorted keys,
