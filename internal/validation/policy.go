@@ -100,13 +100,15 @@ func ResourceQuota(q *corev1.ResourceQuota) field.ErrorList {
 			errs = append(errs, field.Invalid(hp.Key(k), k, `not a quota resource: use pods, configmaps, count/<resource>[.<group>], requests.cpu, requests.memory, limits.cpu, limits.memory, cpu or memory`))
 		}
 	}
+	errs = append(errs, quotaScopes(q.GetSpec(), field.NewPath("spec"))...)
 	errs = append(errs, quantities(q.GetStatus().GetHard(), field.NewPath("status", "hard"))...)
 	return append(errs, quantities(q.GetStatus().GetUsed(), field.NewPath("status", "used"))...)
 }
 
 // ResourceQuotaUpdate validates an update of a ResourceQuota.
 func ResourceQuotaUpdate(newQ, oldQ *corev1.ResourceQuota) field.ErrorList {
-	return ObjectMetaUpdate(newQ.GetMetadata(), oldQ.GetMetadata(), field.NewPath("metadata"))
+	errs := ObjectMetaUpdate(newQ.GetMetadata(), oldQ.GetMetadata(), field.NewPath("metadata"))
+	return append(errs, quotaScopesUpdate(newQ.GetSpec(), oldQ.GetSpec(), field.NewPath("spec"))...)
 }
 
 var (

@@ -78,7 +78,7 @@ func (q *resourceQuota) Validate(ctx context.Context, a *Attributes) error {
 	usage := quota.Usage(a.Group(), a.Resource(), a.Object)
 	var covering []*corev1.ResourceQuota
 	for _, rq := range quotas {
-		if quota.Covered(rq.GetSpec().GetHard(), usage) == nil {
+		if quota.Covered(rq.GetSpec().GetHard(), usage) == nil || !quota.Matches(rq.GetSpec(), a.Group(), a.Resource(), a.Object) {
 			continue
 		}
 		if pod, ok := a.Object.(*corev1.Pod); ok {

@@ -8,6 +8,7 @@ import (
 	"skiff.dev/internal/field"
 	"skiff.dev/internal/kinds"
 	"skiff.dev/internal/object"
+	"skiff.dev/internal/qos"
 	appsv1 "skiff.dev/proto/apps/v1"
 	batchv1 "skiff.dev/proto/batch/v1"
 	corev1 "skiff.dev/proto/core/v1"
@@ -125,6 +126,13 @@ func (s *Server) customize(strategy any) {
 		st.PendingFinalizers = namespaceSpecFinalizers
 	case *registry.Strategy[*corev1.Pod]:
 		st.GracefulDelete = podGracefulDelete
+		// As Kubernetes' pod strategy: the QoS class is fixed at create.
+		st.PrepareForCreate = func(p *corev1.Pod) {
+			if p.Status == nil {
+				p.Status = &corev1.PodStatus{}
+			}
+			p.Status.QosClass = qos.Compute(p)
+		}
 	case *registry.Strategy[*corev1.Node]:
 		st.KeepStatusOnCreate = true
 	case *registry.Strategy[*batchv1.Job]:

@@ -196,7 +196,9 @@ func (c *Controller) usage(ctx context.Context, rq *corev1.ResourceQuota) (map[s
 			return nil, err
 		}
 		for _, obj := range objs {
-			quota.Sum(sum, quota.Usage(r.Group, r.Resource, obj))
+			if quota.Matches(rq.GetSpec(), r.Group, r.Resource, obj) {
+				quota.Sum(sum, quota.Usage(r.Group, r.Resource, obj))
+			}
 		}
 	}
 	used := make(map[string]string, len(hard))

@@ -8,6 +8,7 @@ import (
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"skiff.dev/internal/qos"
 	"skiff.dev/internal/quantity"
 	corev1 "skiff.dev/proto/core/v1"
 )
@@ -237,10 +238,10 @@ func milliCPUToQuota(milli, period int64) int64 {
 // the node's memory in thousandths, kept within [2, 999]. (A runtime
 // without CAP_SYS_RESOURCE raises a negative value to its own.)
 func oomScoreAdj(p *corev1.Pod, c *corev1.Container, memCapacity int64) int64 {
-	switch qosClass(p) {
-	case "Guaranteed":
+	switch qos.Of(p) {
+	case qos.Guaranteed:
 		return -997
-	case "BestEffort":
+	case qos.BestEffort:
 		return 1000
 	}
 	req := int64(0)
@@ -253,42 +254,4 @@ func oomScoreAdj(p *corev1.Pod, c *corev1.Container, memCapacity int64) int64 {
 		return 999
 	}
 	return min(max(1000-(1000*req)/memCapacity, 2), 999)
-}
-
-// qosClass is the pod's quality of service class, as Kubernetes computes
-// it: Guaranteed when every container has cpu and memory limits equal to
-// its requests, BestEffort when none has any, Burstable otherwise.
-func qosClass(p *corev1.Pod) string {
-	var cs []*corev1.Container
-	cs = append(cs, p.GetSpec().GetInitContainers()...)
-	cs = append(cs, p.GetSpec().GetContainers()...)
-	any, guaranteed := false, true
-	for _, c := range cs {
-		req, lim := c.GetResources().GetRequests(), c.GetResources().GetLimits()
-		for _, name := range []string{"cpu", "memory"} {
-			r, hasR := req[name]
-			l, hasL := lim[name]
-			if hasR || hasL {
-				any = true
-			}
-			if !hasL {
-				guaranteed = false
-				continue
-			}
-			if hasR {
-				rq, err1 := quantity.Parse(r)
-				lq, err2 := quantity.Parse(l)
-				if err1 != nil || err2 != nil || rq.Cmp(lq) != 0 {
-					guaranteed = false
-				}
-			}
-		}
-	}
-	switch {
-	case !any:
-		return "BestEffort"
-	case guaranteed:
-		return "Guaranteed"
-	}
-	return "Burstable"
 }

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"skiff.dev/internal/qos"
 	corev1 "skiff.dev/proto/core/v1"
 )
 
@@ -50,7 +51,7 @@ func computeStatus(in statusInput) *corev1.PodStatus {
 	st := &corev1.PodStatus{
 		HostIp:   in.HostIP,
 		PodIp:    old.GetPodIp(),
-		QosClass: qosClass(p),
+		QosClass: qos.Of(p),
 	}
 	if old.GetStartTime() != nil {
 		st.StartTime = old.GetStartTime()

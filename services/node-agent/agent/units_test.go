@@ -47,27 +47,6 @@ func TestLinuxResources(t *testing.T) {
 	}
 }
 
-func TestQoSClass(t *testing.T) {
-	res := func(req, lim map[string]string) *corev1.Container {
-		return &corev1.Container{Name: "c", Resources: &corev1.ResourceRequirements{Requests: req, Limits: lim}}
-	}
-	for _, tc := range []struct {
-		c    *corev1.Container
-		want string
-	}{
-		{&corev1.Container{Name: "c"}, "BestEffort"},
-		{res(map[string]string{"cpu": "1", "memory": "1Gi"}, map[string]string{"cpu": "1", "memory": "1Gi"}), "Guaranteed"},
-		{res(nil, map[string]string{"cpu": "1", "memory": "1Gi"}), "Guaranteed"},
-		{res(map[string]string{"cpu": "500m"}, map[string]string{"cpu": "1", "memory": "1Gi"}), "Burstable"},
-		{res(map[string]string{"memory": "1Gi"}, nil), "Burstable"},
-	} {
-		p := &corev1.Pod{Spec: &corev1.PodSpec{Containers: []*corev1.Container{tc.c}}}
-		if got := qosClass(p); got != tc.want {
-			t.Errorf("%v: %s, want %s", tc.c.GetResources(), got, tc.want)
-		}
-	}
-}
-
 func TestSandboxAndContainerConfig(t *testing.T) {
 	p := &corev1.Pod{
 		Metadata: &metav1.ObjectMeta{Name: "web", Namespace: "ns", Uid: "u1", Labels: map[string]string{"app": "web"}},
