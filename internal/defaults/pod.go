@@ -165,6 +165,7 @@ func container(c *corev1.Container, hostNetwork bool) {
 	probe(c.LivenessProbe)
 	probe(c.ReadinessProbe)
 	probe(c.StartupProbe)
+	lifecycle(c.Lifecycle)
 }
 
 // imageTag returns the tag of an image reference, "latest" when it has
@@ -200,14 +201,8 @@ func probe(p *corev1.Probe) {
 	if p.FailureThreshold == 0 {
 		p.FailureThreshold = 3
 	}
-	if h := p.HttpGet; h != nil {
-		if h.Path == "" {
-			h.Path = "/"
-		}
-		if h.Scheme == "" {
-			h.Scheme = "HTTP"
-		}
-	}
+	httpGetAction(p.HttpGet)
+	grpcAction(p.Grpc)
 }
 
 // requestsFromLimits copies each limit without a matching request into

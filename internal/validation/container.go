@@ -49,10 +49,12 @@ func containers(spec *corev1.PodSpec, vols map[string]bool, specPath *field.Path
 	for i, c := range spec.Containers {
 		errs = append(errs, container(c, cp.Index(i), names, vols, spec.HostNetwork, false)...)
 		errs = append(errs, uniqueHostPorts(c, cp.Index(i), hostPorts)...)
+		errs = append(errs, containerLifecycle(c, spec.TerminationGracePeriodSeconds, cp.Index(i))...)
 	}
 	ip := specPath.Child("initContainers")
 	for i, c := range spec.InitContainers {
 		errs = append(errs, container(c, ip.Index(i), names, vols, spec.HostNetwork, true)...)
+		errs = append(errs, initContainerLifecycle(c, spec.TerminationGracePeriodSeconds, ip.Index(i))...)
 	}
 	return errs
 }
@@ -502,18 +504,13 @@ func probeHandler(pr *corev1.Probe, p *field.Path) field.ErrorList {
 		errs = append(errs, field.Required(p.Child("exec", "command"), ""))
 	}
 	if h := pr.HttpGet; h != nil && more("httpGet") {
-		hp := p.Child("httpGet")
-		if h.Path == "" {
-			errs = append(errs, field.Required(hp.Child("path"), ""))
-		}
-		errs = append(errs, portNumOrName(h.Port, hp.Child("port"))...)
-		errs = append(errs, supported(h.Scheme, httpSchemes, hp.Child("scheme"))...)
-		for i, hdr := range h.HttpHeaders {
-			errs = append(errs, invalidEach(hp.Child("httpHeaders").Index(i).Child("name"), hdr.GetName(), isHTTPHeaderName(hdr.GetName()))...)
-		}
+		errs = append(errs, httpGetAction(h, p.Child("httpGet"))...)
 	}
 	if t := pr.TcpSocket; t != nil && more("tcpSocket") {
 		errs = append(errs, portNumOrName(t.Port, p.Child("tcpSocket", "port"))...)
+	}
+	if g := pr.Grpc; g != nil && more("grpc") {
+		errs = append(errs, grpcAction(g, p.Child("grpc"))...)
 	}
 	if n == 0 {
 		errs = append(errs, field.Required(p, "must specify a handler type"))
