@@ -8,10 +8,13 @@ import (
 	"testing"
 
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/testing/protocmp"
 
 	"github.com/google/go-cmp/cmp"
 
+	"skiff.dev/internal/kfields"
+	"skiff.dev/internal/kinds"
 	appsv1 "skiff.dev/proto/apps/v1"
 	corev1 "skiff.dev/proto/core/v1"
 	metav1 "skiff.dev/proto/meta/v1"
@@ -249,6 +252,95 @@ func TestDecodeRefusesKubernetesFieldsSkiffLacks(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDecodeRefusesEveryFieldDocsListAsRefused sets, one at a time, every
+// Kubernetes field Skiff lacks in every kind (as docs/fields.md lists them
+// for some), reached through fields Skiff has, and decodes it leniently:
+// each is refused at its path (but in status, which is ignored).
+func TestDecodeRefusesEveryFieldDocsListAsRefused(t *testing.T) {
+	type step struct {
+		name string
+		kind string // "", "list" or "map": how the value holds the next object
+	}
+	type place struct {
+		k    string
+		md   protoreflect.MessageDescriptor
+		path []step
+	}
+	// tree builds the document that sets the field at path to "x".
+	tree := func(path []step) (map[string]any, string) {
+		root := map[string]any{}
+		cur, p := root, ""
+		for i, s := range path {
+			p = join(p, s.name)
+			if i == len(path)-1 {
+				cur[s.name] = "x"
+				break
+			}
+			next := map[string]any{}
+			switch s.kind {
+			case "list":
+				cur[s.name] = []any{next}
+				p += "[0]"
+			case "map":
+				cur[s.name] = map[string]any{"k": next}
+				p += "[k]"
+			default:
+				cur[s.name] = next
+			}
+			cur = next
+		}
+		return root, p
+	}
+	refused := 0
+	for _, k := range kinds.All() {
+		root, ok := kfields.Root(k.Group, k.Version, k.Kind.Kind)
+		if !ok {
+			continue
+		}
+		newObj := k.New
+		seen := map[string]bool{root: true}
+		queue := []place{{root, newObj().ProtoReflect().Descriptor(), nil}}
+		for len(queue) > 0 {
+			pl := queue[0]
+			queue = queue[1:]
+			for _, name := range kfields.Fields(pl.k) {
+				path := append(pl.path[:len(pl.path):len(pl.path)], step{name: name})
+				fd := pl.md.Fields().ByJSONName(name)
+				if fd == nil {
+					refused++
+					doc, p := tree(path)
+					var want []string
+					if !strings.HasPrefix(p, "status.") {
+						want = []string{p + ": " + notSupported}
+					}
+					got := errorStrings(t, Decode(doc, newObj(), DecodeOptions{AllowUnknown: true}))
+					if diff := cmp.Diff(want, got); diff != "" {
+						t.Errorf("%s %s: errors (-want +got):\n%s", k.GVK(), p, diff)
+					}
+					continue
+				}
+				kchild, _ := kfields.Field(pl.k, name)
+				md := fd.Message()
+				if fd.IsMap() {
+					md = fd.MapValue().Message()
+					path[len(path)-1].kind = "map"
+				} else if fd.IsList() {
+					path[len(path)-1].kind = "list"
+				}
+				if kchild == "" || md == nil || seen[kchild] {
+					continue
+				}
+				seen[kchild] = true
+				queue = append(queue, place{kchild, md, path})
+			}
+		}
+	}
+	if refused < 100 {
+		t.Errorf("%d refused fields tried: the walk went wrong", refused)
+	}
+	t.Logf("%d refused fields, each refused", refused)
 }
 
 func errorStrings(t *testing.T, err error) []string {
