@@ -23,7 +23,8 @@ func Pod(p *corev1.Pod) field.ErrorList {
 		p = &corev1.Pod{}
 	}
 	errs := ObjectMeta(p.Metadata, true, NameIsDNSSubdomain, field.NewPath("metadata"))
-	return append(errs, PodSpec(p.Spec, field.NewPath("spec"))...)
+	errs = append(errs, PodSpec(p.Spec, field.NewPath("spec"))...)
+	return append(errs, gatedNodeName(p.Spec, field.NewPath("spec"))...)
 }
 
 // PodUpdate validates an update of a pod: the new pod as on create, the
@@ -56,11 +57,13 @@ func PodUpdate(newP, oldP *corev1.Pod) field.ErrorList {
 		errs = append(errs, field.Invalid(specPath.Child("activeDeadlineSeconds"), "null", "must not update from a positive integer to nil value"))
 	}
 	errs = append(errs, onlyAddedTolerations(newS.Tolerations, oldS.Tolerations, specPath.Child("tolerations"))...)
+	errs = append(errs, onlyDeletedSchedulingGates(newS.SchedulingGates, oldS.SchedulingGates, specPath.Child("schedulingGates"))...)
 
 	// Undo the changes that are allowed; whatever still differs is not.
 	munged := proto.Clone(newS).(*corev1.PodSpec)
 	munged.ActiveDeadlineSeconds = oldS.ActiveDeadlineSeconds
 	munged.Tolerations = oldS.Tolerations
+	munged.SchedulingGates = oldS.SchedulingGates
 	keepImages(munged.Containers, oldS.Containers)
 	keepImages(munged.InitContainers, oldS.InitContainers)
 	if !proto.Equal(munged, oldS) {
@@ -123,6 +126,7 @@ func PodSpec(spec *corev1.PodSpec, path *field.Path) field.ErrorList {
 	errs = append(errs, affinity(spec.Affinity, path.Child("affinity"))...)
 	errs = append(errs, tolerations(spec.Tolerations, path.Child("tolerations"))...)
 	errs = append(errs, topologySpreadConstraints(spec.TopologySpreadConstraints, path.Child("topologySpreadConstraints"))...)
+	errs = append(errs, schedulingGates(spec.SchedulingGates, path.Child("schedulingGates"))...)
 	for _, ref := range []struct {
 		name, value string
 		check       func(string) []string

@@ -97,11 +97,11 @@ func taints(ts []*corev1.Taint, p *field.Path) field.ErrorList {
 }
 
 func affinity(a *corev1.Affinity, p *field.Path) field.ErrorList {
+	errs := podAffinities(a, p)
 	na := a.GetNodeAffinity()
 	if na == nil {
-		return nil
+		return errs
 	}
-	var errs field.ErrorList
 	np := p.Child("nodeAffinity")
 	if req := na.RequiredDuringSchedulingIgnoredDuringExecution; req != nil {
 		tp := np.Child("requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms")
