@@ -27,8 +27,10 @@ require (
 	sigs.k8s.io/structured-merge-diff/v6 v6.3.3 // indirect
 )
 
-// decl imports nothing; the replace of apimachinery keeps MVS from taking
-// the workspace's newer version through skiff.dev/internal's requirements.
+// skiff.dev/internal for internal/kinds/decl (which imports nothing). Its
+// go.mod requires k8s.io/apimachinery v0.37.2, so the require above says
+// v0.37.2; the replaces below pin k8s.io/api and k8s.io/apimachinery to
+// v0.36.6 (Kubernetes v1.36) whatever the requirements say.
 require skiff.dev/internal v0.0.0
 
 replace skiff.dev/internal => ../../internal
