@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 	"path/filepath"
@@ -154,6 +155,14 @@ type Config struct {
 	// directories under RootDir, not tmpfs mounts (for an agent that
 	// cannot mount: without CAP_SYS_ADMIN).
 	SecretVolumesOnDisk bool
+
+	// SeccompProfileRoot holds the seccomp profiles of type Localhost: a
+	// pod's localhostProfile is a path under it (DefaultSeccompProfileRoot).
+	SeccompProfileRoot string
+	// AllowedUnsafeSysctls are the sysctls, or prefixes ending in "*"
+	// (net.core.*), pods may set besides the safe set; a pod with another
+	// is rejected (Failed, reason SysctlForbidden), as by the kubelet.
+	AllowedUnsafeSysctls []string
 	// TokenSource gives serviceAccountToken projections a token of the
 	// pod's service account for the audience, bound to the pod (nil: pods
 	// with such volumes fail to mount, with a FailedMount event saying so).
@@ -204,6 +213,10 @@ func (c *Config) defaults() error {
 	setDefault(&c.StatsTimeout, DefaultStatsTimeout)
 	setDefault(&c.UsageWindow, DefaultUsageWindow)
 	setDefault(&c.VolumeSyncPeriod, DefaultVolumeSyncPeriod)
+	setDefault(&c.SeccompProfileRoot, DefaultSeccompProfileRoot)
+	if err := checkSysctlPatterns(c.AllowedUnsafeSysctls); err != nil {
+		return fmt.Errorf("agent: Config.AllowedUnsafeSysctls: %w", err)
+	}
 	if c.machineStats == nil {
 		c.machineStats = readMachineStats
 	}

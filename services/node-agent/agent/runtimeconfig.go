@@ -77,6 +77,7 @@ func sandboxConfig(p *corev1.Pod, attempt uint32, logRoot, cgroupRoot string) *r
 			SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{NamespaceOptions: namespaceOptions(p)},
 		},
 	}
+	sandboxSecurity(p, cfg.Linux) // securitycontext.go
 	if !p.GetSpec().GetHostNetwork() {
 		cfg.Hostname = m.GetName()
 		if h := p.GetSpec().GetHostname(); h != "" {
@@ -115,10 +116,22 @@ type containerParams struct {
 	Mounts       []*runtimeapi.Mount
 	Init         bool
 	OOMScoreAdj  int64
+
+	// ImageUser is the image's user when asked (needsImageUser).
+	ImageUser imageUser
+	// SeccompProfileRoot holds Localhost seccomp profiles.
+	SeccompProfileRoot string
 }
 
 // containerConfig is the CRI container for c of pod p.
 func containerConfig(p *corev1.Pod, c *corev1.Container, o containerParams) (*runtimeapi.ContainerConfig, error) {
+	if err := verifyRunAsNonRoot(p, c, o.ImageUser); err != nil {
+		return nil, err
+	}
+	lsc, err := containerSecurity(p, c, o.ImageUser, o.SeccompProfileRoot)
+	if err != nil {
+		return nil, err
+	}
 	res, err := linuxResources(c.GetResources())
 	if err != nil {
 		return nil, fmt.Errorf("container %s: %w", c.GetName(), err)
@@ -152,22 +165,10 @@ func containerConfig(p *corev1.Pod, c *corev1.Container, o containerParams) (*ru
 		Tty:         c.GetTty(),
 		Linux: &runtimeapi.LinuxContainerConfig{
 			Resources:       res,
-			SecurityContext: &runtimeapi.LinuxContainerSecurityContext{NamespaceOptions: namespaceOptions(p)},
+			SecurityContext: lsc,
 		},
 	}
 	res.OomScoreAdj = o.OOMScoreAdj
-	if sc := c.GetSecurityContext(); sc != nil {
-		lsc := cfg.Linux.SecurityContext
-		lsc.Privileged = sc.GetPrivileged()
-		lsc.ReadonlyRootfs = sc.GetReadOnlyRootFilesystem()
-		if sc.RunAsUser != nil {
-			lsc.RunAsUser = &runtimeapi.Int64Value{Value: sc.GetRunAsUser()}
-		}
-		if sc.RunAsGroup != nil {
-			lsc.RunAsGroup = &runtimeapi.Int64Value{Value: sc.GetRunAsGroup()}
-		}
-		lsc.NoNewPrivs = sc.AllowPrivilegeEscalation != nil && !sc.GetAllowPrivilegeEscalation()
-	}
 	return cfg, nil
 }
 

@@ -96,6 +96,7 @@ func computeStatus(in statusInput) *corev1.PodStatus {
 	st.Phase = podPhase(p, rt, st, initDone)
 	if ph := old.GetPhase(); ph == "Succeeded" || ph == "Failed" {
 		st.Phase = ph // a finished pod never runs again
+		st.Reason, st.Message = old.GetReason(), old.GetMessage()
 	}
 
 	// Conditions: the ones the agent owns, then any other kept as it was.

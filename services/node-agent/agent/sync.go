@@ -30,6 +30,10 @@ type syncResult struct {
 	waiting map[string]*corev1.ContainerStateWaiting
 	requeue time.Duration // 0: not needed
 	errs    []error
+
+	// rejectReason and rejectMessage: the pod may not run on this node
+	// (admitPod); it is Failed with them.
+	rejectReason, rejectMessage string
 }
 
 func (r *syncResult) wait(name, reason, message string) {
@@ -87,7 +91,11 @@ func (a *Agent) syncActive(ctx context.Context, pod *corev1.Pod, rt *podRuntime)
 	res := &syncResult{waiting: map[string]*corev1.ContainerStateWaiting{}}
 	_, _, unhealthy := a.prober.snapshot(rt)
 	act := computeActions(pod, rt, unhealthy)
-	if ph := pod.GetStatus().GetPhase(); ph == "Succeeded" || ph == "Failed" {
+	if reason, msg := a.admitPod(pod); reason != "" { // securitycontext.go: the kubelet's admission
+		a.recorder.Event(pod, events.EventTypeWarning, reason, msg)
+		res.rejectReason, res.rejectMessage = reason, "Pod was rejected: "+msg
+	}
+	if ph := pod.GetStatus().GetPhase(); ph == "Succeeded" || ph == "Failed" || res.rejectReason != "" {
 		act = podActions{Terminal: true, KillPod: anyRunning(rt) || (rt.newestSandbox() != nil && rt.newestSandbox().Ready), NextInit: -1}
 	}
 	changed := false
@@ -327,8 +335,11 @@ func (a *Agent) startContainer(ctx context.Context, pod *corev1.Pod, c *corev1.C
 	}
 	var cfg *runtimeapi.ContainerConfig
 	if err == nil {
-		cfg, err = containerConfig(pod, c, containerParams{ImageRef: imageRef, RestartCount: restartCount, Env: env, Mounts: mounts, Init: init,
-			OOMScoreAdj: oomScoreAdj(pod, c, a.machine.memoryBytes())})
+		var user imageUser
+		if user, err = a.imageUserOf(ctx, pod, c, imageRef); err == nil { // securitycontext.go
+			cfg, err = containerConfig(pod, c, containerParams{ImageRef: imageRef, RestartCount: restartCount, Env: env, Mounts: mounts, Init: init,
+				OOMScoreAdj: oomScoreAdj(pod, c, a.machine.memoryBytes()), ImageUser: user, SeccompProfileRoot: a.cfg.SeccompProfileRoot})
+		}
 	}
 	if err != nil {
 		res.wait(name, reasonCreateContainerConfigError, err.Error())
@@ -610,6 +621,9 @@ func (a *Agent) writeStatus(ctx context.Context, pod *corev1.Pod, rt *podRuntime
 		Pod: base, Runtime: rt, Waiting: res.waiting, Ready: ready, Started: started,
 		HostIP: a.machine.ip, RuntimeName: a.scheme(), Now: a.cfg.Clock.Now(),
 	})
+	if res.rejectReason != "" {
+		st.Phase, st.Reason, st.Message = "Failed", res.rejectReason, res.rejectMessage
+	}
 	if last != nil && resourceVersion(pod) < lastRV {
 		if proto.Equal(st, last) {
 			return nil // the informer is behind; the write it has yet to see is current

@@ -133,7 +133,7 @@ func prepareVolumes(ctx context.Context, ve volumeEnv, p *corev1.Pod) (map[strin
 			return nil, err
 		}
 	}
-	return paths, nil
+	return paths, setVolumesOwnership(ve, p, paths) // fsgroup.go
 }
 
 // hasRefreshedVolumes says whether p has volumes whose content follows

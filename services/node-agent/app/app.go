@@ -75,6 +75,11 @@ type Options struct {
 	SyncFrequency time.Duration
 	// SecretVolumesOnDisk: secret and projected volumes without a tmpfs.
 	SecretVolumesOnDisk bool
+	// SeccompProfileRoot holds Localhost seccomp profiles.
+	SeccompProfileRoot string
+	// AllowedUnsafeSysctls: sysctls (or prefixes with "*") allowed
+	// beyond the safe set.
+	AllowedUnsafeSysctls []string
 
 	Services ServiceOptions // the service proxy and the DNS server
 
@@ -155,6 +160,16 @@ Flags:
 	fs.DurationVar(&o.NodeStatusUpdatePeriod, "node-status-update-frequency", agent.DefaultNodeStatusUpdatePeriod, "how often the runtime's readiness is checked for the Node's Ready condition")
 	fs.DurationVar(&o.RelistPeriod, "relist-period", agent.DefaultRelistPeriod, "how often the runtime is relisted to notice container changes")
 	fs.DurationVar(&o.SyncFrequency, "sync-frequency", agent.DefaultVolumeSyncPeriod, "how often running pods' configMap, secret, downwardAPI and projected volumes are rewritten from their sources (an update reaches the files within it)")
+	fs.StringVar(&o.SeccompProfileRoot, "seccomp-profile-root", agent.DefaultSeccompProfileRoot, "directory of the seccomp profiles pods name with seccompProfile type Localhost (localhostProfile is a path under it)")
+	fs.Func("allowed-unsafe-sysctls", "sysctls or sysctl prefixes ending in * (net.core.*) pods may set beyond the safe set, comma-separated; a pod with another is rejected (Failed, reason SysctlForbidden)", func(s string) error {
+		o.AllowedUnsafeSysctls = nil
+		for _, v := range strings.Split(s, ",") {
+			if v = strings.TrimSpace(v); v != "" {
+				o.AllowedUnsafeSysctls = append(o.AllowedUnsafeSysctls, v)
+			}
+		}
+		return nil
+	})
 	fs.BoolVar(&o.SecretVolumesOnDisk, "secret-volumes-on-disk", false, "write secret and projected volumes to plain directories under --root-dir instead of a tmpfs each (for an agent that cannot mount: without CAP_SYS_ADMIN)")
 	fs.IntVar(&o.Workers, "pod-workers", agent.DefaultWorkers, "pods synced in parallel")
 	fs.IntVar(&o.MaxParallelStarts, "max-parallel-pod-starts", 0, "syncs creating sandboxes or starting containers at once (0: 4 per CPU; negative: no bound)")
@@ -274,6 +289,7 @@ func Run(ctx context.Context, o *Options, log *zap.Logger, ready func(Addrs)) er
 		LeaseDuration: o.LeaseDuration, LeaseRenewInterval: o.LeaseRenewInterval,
 		NodeStatusUpdatePeriod: o.NodeStatusUpdatePeriod, RelistPeriod: o.RelistPeriod, Workers: o.Workers,
 		VolumeSyncPeriod: o.SyncFrequency, SecretVolumesOnDisk: o.SecretVolumesOnDisk, MaxParallelStarts: o.MaxParallelStarts,
+		SeccompProfileRoot: o.SeccompProfileRoot, AllowedUnsafeSysctls: o.AllowedUnsafeSysctls,
 		TokenSource:      agent.APITokenSource(conn),
 		CrashLoopBackOff: o.CrashLoopBackOff, CrashLoopBackOffMax: o.CrashLoopBackOffMax,
 		ImagePullBackOff: o.ImagePullBackOff, ImagePullBackOffMax: o.ImagePullBackOffMax,
