@@ -2,6 +2,7 @@ package agent
 
 import (
 	"fmt"
+	"slices"
 
 	corev1 "skiff.dev/proto/core/v1"
 )
@@ -9,7 +10,7 @@ import (
 // podActions is what one sync of a pod must do, decided by computeActions
 // from the pod's spec and what the runtime holds; the executor (sync.go)
 // does it. The order of execution is: kill, remove, stop the sandbox,
-// create a sandbox, start the init container, start the containers.
+// create a sandbox, start the init containers, start the containers.
 type podActions struct {
 	// KillPod stops every container and sandbox of the pod (before a new
 	// sandbox, or because the pod is finished).
@@ -23,8 +24,10 @@ type podActions struct {
 	// SandboxID is the ready sandbox to start containers in (when not
 	// creating one).
 	SandboxID string
-	// NextInit is the index of the init container to start, or -1.
-	NextInit int
+	// InitStart are the indexes of the init containers to start, in
+	// order: the next one in the pod's initialization, and sidecars to
+	// restart.
+	InitStart []int
 	// Start are the indexes of spec.containers to start.
 	Start []int
 	// Kill are running containers to stop (unhealthy, or changed spec).
@@ -60,11 +63,12 @@ func shouldRestart(policy string, exitCode int32) bool {
 }
 
 // computeActions decides what to do for pod p (not being deleted), given
-// rt, what the runtime holds for p's uid (newest first), and unhealthy,
-// the containers (by id) whose liveness or startup probe failed, with the
-// probe's message. It is pure.
-func computeActions(p *corev1.Pod, rt *podRuntime, unhealthy map[string]string) podActions {
-	a := podActions{NextInit: -1}
+// rt, what the runtime holds for p's uid (newest first), unhealthy, the
+// containers (by id) whose liveness or startup probe failed, with the
+// probe's message, and started, those whose startup probe passed. It is
+// pure.
+func computeActions(p *corev1.Pod, rt *podRuntime, unhealthy map[string]string, started map[string]bool) podActions {
+	a := podActions{}
 	policy := restartPolicy(p)
 	spec := p.GetSpec()
 	sb := rt.newestSandbox()
@@ -90,7 +94,7 @@ func computeActions(p *corev1.Pod, rt *podRuntime, unhealthy map[string]string) 
 			a.Attempt = sb.Attempt + 1
 		}
 		if len(spec.GetInitContainers()) > 0 {
-			a.NextInit = 0
+			a.InitStart = []int{0}
 		} else {
 			for i := range spec.GetContainers() {
 				a.Start = append(a.Start, i)
@@ -100,24 +104,15 @@ func computeActions(p *corev1.Pod, rt *podRuntime, unhealthy map[string]string) 
 	}
 	a.SandboxID = sb.ID
 
-	// Init containers, in order, each to completion.
-	if inits := spec.GetInitContainers(); len(inits) > 0 && !mainStarted(p, rt, sb.ID) {
-		next, done, failed := initProgress(inits, rt, sb.ID)
-		switch {
-		case failed:
-			a.NextInit = next // restarted: Never made the pod terminal above
-			return a
-		case !done:
-			c := rt.latest(inits[next].GetName(), sb.ID)
-			if c != nil && c.running() {
-				return a // running: wait for it to end
-			}
-			if c != nil && !c.exited() {
-				a.Remove = appendUnique(a.Remove, c.ID) // created, never started
-			}
-			a.NextInit = next
-			return a
-		}
+	// Init containers, in order: each regular one to completion, each
+	// sidecar until started; sidecars are kept running.
+	init := initActions(p, rt, sb.ID, unhealthy, started)
+	a.InitStart, a.Kill = init.start, init.kill
+	for _, id := range init.remove {
+		a.Remove = appendUnique(a.Remove, id)
+	}
+	if !init.initialized {
+		return a
 	}
 
 	for i, c := range spec.GetContainers() {
@@ -150,29 +145,99 @@ func computeActions(p *corev1.Pod, rt *podRuntime, unhealthy map[string]string) 
 	return a
 }
 
-// initProgress says where p's init containers are in sandbox sb: the next
-// one to run (or restart, when failed), or done.
-func initProgress(inits []*corev1.Container, rt *podRuntime, sb string) (next int, done, failed bool) {
+// initDecision is what initActions decides for the init containers.
+type initDecision struct {
+	start  []int // init containers to start, in order
+	kill   []killAction
+	remove []string
+	// initialized: the main containers may run (every regular init
+	// container completed and every sidecar started, or a main container
+	// was already created in this sandbox).
+	initialized bool
+	// failed: a regular init container failed under restartPolicy Never;
+	// the pod is over.
+	failed bool
+}
+
+// initActions decides the init containers of p in sandbox sb, as the
+// kubelet's computeInitContainerActions: it walks them from the last, to
+// find the furthest one that ran (completed ones may have been removed);
+// the one after it starts when it completed (a regular one) or started (a
+// sidecar), and every sidecar before it is kept running: restarted when it
+// exited, failed its startup or liveness probe, or its spec changed. Once
+// the pod is initialized only the sidecars matter. It is pure.
+func initActions(p *corev1.Pod, rt *podRuntime, sb string, unhealthy map[string]string, started map[string]bool) initDecision {
+	inits := p.GetSpec().GetInitContainers()
+	var d initDecision
+	if len(inits) == 0 {
+		d.initialized = true
+		return d
+	}
+	d.initialized = mainStarted(p, rt, sb)
+	past := d.initialized // the init containers before this one have run
+	restart := func(i int, cur *containerInfo, msg string) {
+		d.kill = append(d.kill, killAction{ID: cur.ID, Name: cur.Name, Reason: "Killing", Message: msg})
+		d.start = append(d.start, i)
+	}
 	for i := len(inits) - 1; i >= 0; i-- {
-		c := rt.latest(inits[i].GetName(), sb)
-		if c == nil {
+		c := inits[i]
+		sidecar := isSidecar(c)
+		cur := rt.latest(c.GetName(), sb)
+		if cur == nil {
+			if past && sidecar {
+				d.start = append(d.start, i) // removed while it should run
+			}
 			continue
 		}
-		switch {
-		case c.running():
-			return i, false, false
-		case c.exited() && c.ExitCode == 0:
-			if i == len(inits)-1 {
-				return 0, true, false
-			}
-			return i + 1, false, false
-		case c.exited():
-			return i, false, true
-		default: // created, never started
-			return i, false, false
+		if past && !sidecar {
+			continue // completed; only sidecars are kept running
 		}
+		switch {
+		case cur.running() && !sidecar:
+			// Running to completion: wait.
+		case cur.running():
+			if c.GetStartupProbe() != nil && !started[cur.ID] {
+				if msg, bad := unhealthy[cur.ID]; bad {
+					restart(i, cur, msg) // failed its startup probe
+				}
+				break // not started yet: the next one waits
+			}
+			if i == len(inits)-1 {
+				d.initialized = true
+			} else if !past {
+				d.start = append(d.start, i+1) // started: the next one's turn
+			}
+			if cur.Hash != "" && cur.Hash != containerHash(c) {
+				restart(i, cur, fmt.Sprintf("Init container %s definition changed, will be restarted", c.GetName()))
+			} else if msg, bad := unhealthy[cur.ID]; bad {
+				restart(i, cur, msg) // failed its liveness probe
+			}
+		case cur.exited() && sidecar:
+			d.start = append(d.start, i) // with backoff, whatever the pod's restartPolicy
+		case cur.exited() && cur.ExitCode != 0:
+			if restartPolicy(p) == "Never" {
+				return initDecision{failed: true}
+			}
+			d.start = append(d.start, i)
+		case cur.exited():
+			if i == len(inits)-1 {
+				d.initialized = true
+			} else {
+				d.start = append(d.start, i+1)
+			}
+		default:
+			// Created but never started (the agent stopped in between, or
+			// the start failed): replace it.
+			d.remove = append(d.remove, cur.ID)
+			d.start = append(d.start, i)
+		}
+		past = true
 	}
-	return 0, false, false
+	if !past {
+		d.start = append(d.start, 0) // none has run: the first
+	}
+	slices.Reverse(d.start)
+	return d
 }
 
 // mainStarted reports whether any main container was created in sandbox
@@ -189,16 +254,15 @@ func mainStarted(p *corev1.Pod, rt *podRuntime, sb string) bool {
 
 // isTerminal reports whether p has finished in sandbox sb: an init
 // container failed under Never, or every main container ended and will
-// not restart.
+// not restart (sidecars do not keep a pod alive: they are then stopped).
 func isTerminal(p *corev1.Pod, rt *podRuntime, sb string) bool {
 	policy := restartPolicy(p)
 	if policy == "Always" {
 		return false
 	}
 	spec := p.GetSpec()
-	if inits := spec.GetInitContainers(); len(inits) > 0 && !mainStarted(p, rt, sb) {
-		_, _, failed := initProgress(inits, rt, sb)
-		return failed && policy == "Never"
+	if len(spec.GetInitContainers()) > 0 && !mainStarted(p, rt, sb) {
+		return initActions(p, rt, sb, nil, nil).failed
 	}
 	if len(spec.GetContainers()) == 0 {
 		return false

@@ -68,7 +68,7 @@ func TestComputeActions(t *testing.T) {
 		killPod, terminal, create bool
 		attempt                   uint32
 		sandbox                   string
-		nextInit                  int
+		initStart                 []int
 		start                     []int
 		kill                      []string
 		remove                    []string
@@ -82,112 +82,112 @@ func TestComputeActions(t *testing.T) {
 	}{
 		{"new pod: a sandbox and every container", specPod("Always"),
 			func(p *corev1.Pod) *podRuntime { return runtimeOf(p, nil) },
-			nil, want{create: true, nextInit: -1, start: []int{0, 1}}},
+			nil, want{create: true, start: []int{0, 1}}},
 		{"new pod with init containers: the first init only", specPod("Always", "i1", "i2"),
 			func(p *corev1.Pod) *podRuntime { return runtimeOf(p, nil) },
-			nil, want{create: true, nextInit: 0}},
+			nil, want{create: true, initStart: []int{0}}},
 		{"all running: nothing", specPod("Always"),
 			func(p *corev1.Pod) *podRuntime {
 				return runtimeOf(p, []*sandboxInfo{readySB("s1", 0)}, cinfo("a1", "s1", "a", running, 0, 0), cinfo("b1", "s1", "b", running, 0, 0))
-			}, nil, want{sandbox: "s1", nextInit: -1}},
+			}, nil, want{sandbox: "s1"}},
 		{"one missing: started", specPod("Always"),
 			func(p *corev1.Pod) *podRuntime {
 				return runtimeOf(p, []*sandboxInfo{readySB("s1", 0)}, cinfo("a1", "s1", "a", running, 0, 0))
-			}, nil, want{sandbox: "s1", nextInit: -1, start: []int{1}}},
+			}, nil, want{sandbox: "s1", start: []int{1}}},
 		{"Always restarts an exit 0", specPod("Always"),
 			func(p *corev1.Pod) *podRuntime {
 				return runtimeOf(p, []*sandboxInfo{readySB("s1", 0)}, cinfo("a1", "s1", "a", exited, 0, 0), cinfo("b1", "s1", "b", running, 0, 0))
-			}, nil, want{sandbox: "s1", nextInit: -1, start: []int{0}}},
+			}, nil, want{sandbox: "s1", start: []int{0}}},
 		{"OnFailure restarts a failure", specPod("OnFailure"),
 			func(p *corev1.Pod) *podRuntime {
 				return runtimeOf(p, []*sandboxInfo{readySB("s1", 0)}, cinfo("a1", "s1", "a", exited, 2, 0), cinfo("b1", "s1", "b", exited, 0, 0))
-			}, nil, want{sandbox: "s1", nextInit: -1, start: []int{0}}},
+			}, nil, want{sandbox: "s1", start: []int{0}}},
 		{"OnFailure, all succeeded: terminal, sandbox stopped", specPod("OnFailure"),
 			func(p *corev1.Pod) *podRuntime {
 				return runtimeOf(p, []*sandboxInfo{readySB("s1", 0)}, cinfo("a1", "s1", "a", exited, 0, 0), cinfo("b1", "s1", "b", exited, 0, 0))
-			}, nil, want{terminal: true, killPod: true, nextInit: -1}},
+			}, nil, want{terminal: true, killPod: true}},
 		{"Never, all ended: terminal", specPod("Never"),
 			func(p *corev1.Pod) *podRuntime {
 				return runtimeOf(p, []*sandboxInfo{readySB("s1", 0)}, cinfo("a1", "s1", "a", exited, 1, 0), cinfo("b1", "s1", "b", exited, 0, 0))
-			}, nil, want{terminal: true, killPod: true, nextInit: -1}},
+			}, nil, want{terminal: true, killPod: true}},
 		{"Never, one still running: wait", specPod("Never"),
 			func(p *corev1.Pod) *podRuntime {
 				return runtimeOf(p, []*sandboxInfo{readySB("s1", 0)}, cinfo("a1", "s1", "a", exited, 1, 0), cinfo("b1", "s1", "b", running, 0, 0))
-			}, nil, want{sandbox: "s1", nextInit: -1}},
+			}, nil, want{sandbox: "s1"}},
 		{"terminal with the sandbox stopped: nothing more", specPod("Never"),
 			func(p *corev1.Pod) *podRuntime {
 				return runtimeOf(p, []*sandboxInfo{deadSB("s1", 0)}, cinfo("a1", "s1", "a", exited, 0, 0), cinfo("b1", "s1", "b", exited, 0, 0))
-			}, nil, want{terminal: true, nextInit: -1}},
+			}, nil, want{terminal: true}},
 		{"dead sandbox: kill and a new attempt", specPod("Always"),
 			func(p *corev1.Pod) *podRuntime {
 				return runtimeOf(p, []*sandboxInfo{deadSB("s1", 2)}, cinfo("a1", "s1", "a", running, 0, 0), cinfo("b1", "s1", "b", exited, 137, 0))
-			}, nil, want{killPod: true, create: true, attempt: 3, nextInit: -1, start: []int{0, 1}}},
+			}, nil, want{killPod: true, create: true, attempt: 3, start: []int{0, 1}}},
 		{"dead sandbox under Never: terminal", specPod("Never"),
 			func(p *corev1.Pod) *podRuntime {
 				return runtimeOf(p, []*sandboxInfo{deadSB("s1", 0)}, cinfo("a1", "s1", "a", exited, 137, 0), cinfo("b1", "s1", "b", running, 0, 0))
-			}, nil, want{terminal: true, killPod: true, nextInit: -1}},
+			}, nil, want{terminal: true, killPod: true}},
 		{"liveness failed: killed and restarted", specPod("Always"),
 			func(p *corev1.Pod) *podRuntime {
 				return runtimeOf(p, []*sandboxInfo{readySB("s1", 0)}, cinfo("a1", "s1", "a", running, 0, 0), cinfo("b1", "s1", "b", running, 0, 0))
-			}, map[string]string{"a1": "unhealthy"}, want{sandbox: "s1", nextInit: -1, kill: []string{"a1"}, start: []int{0}}},
+			}, map[string]string{"a1": "unhealthy"}, want{sandbox: "s1", kill: []string{"a1"}, start: []int{0}}},
 		{"liveness failed under Never: killed only", specPod("Never"),
 			func(p *corev1.Pod) *podRuntime {
 				return runtimeOf(p, []*sandboxInfo{readySB("s1", 0)}, cinfo("a1", "s1", "a", running, 0, 0), cinfo("b1", "s1", "b", running, 0, 0))
-			}, map[string]string{"b1": "unhealthy"}, want{sandbox: "s1", nextInit: -1, kill: []string{"b1"}}},
+			}, map[string]string{"b1": "unhealthy"}, want{sandbox: "s1", kill: []string{"b1"}}},
 		{"spec changed: restarted", specPod("Always"),
 			func(p *corev1.Pod) *podRuntime {
 				a := cinfo("a1", "s1", "a", running, 0, 0)
 				a.Hash = "-"
 				return runtimeOf(p, []*sandboxInfo{readySB("s1", 0)}, a, cinfo("b1", "s1", "b", running, 0, 0))
-			}, nil, want{sandbox: "s1", nextInit: -1, kill: []string{"a1"}, start: []int{0}}},
+			}, nil, want{sandbox: "s1", kill: []string{"a1"}, start: []int{0}}},
 		{"created, never started: replaced", specPod("Always"),
 			func(p *corev1.Pod) *podRuntime {
 				return runtimeOf(p, []*sandboxInfo{readySB("s1", 0)}, cinfo("a1", "s1", "a", created, 0, 0), cinfo("b1", "s1", "b", running, 0, 0))
-			}, nil, want{sandbox: "s1", nextInit: -1, start: []int{0}, remove: []string{"a1"}}},
+			}, nil, want{sandbox: "s1", start: []int{0}, remove: []string{"a1"}}},
 		{"first init running: wait", specPod("Always", "i1", "i2"),
 			func(p *corev1.Pod) *podRuntime {
 				return runtimeOf(p, []*sandboxInfo{readySB("s1", 0)}, cinfo("i11", "s1", "i1", running, 0, 0))
-			}, nil, want{sandbox: "s1", nextInit: -1}},
+			}, nil, want{sandbox: "s1"}},
 		{"first init done: the second", specPod("Always", "i1", "i2"),
 			func(p *corev1.Pod) *podRuntime {
 				return runtimeOf(p, []*sandboxInfo{readySB("s1", 0)}, cinfo("i11", "s1", "i1", exited, 0, 0))
-			}, nil, want{sandbox: "s1", nextInit: 1}},
+			}, nil, want{sandbox: "s1", initStart: []int{1}}},
 		{"inits done: the containers", specPod("Always", "i1", "i2"),
 			func(p *corev1.Pod) *podRuntime {
 				return runtimeOf(p, []*sandboxInfo{readySB("s1", 0)}, cinfo("i21", "s1", "i2", exited, 0, 0), cinfo("i11", "s1", "i1", exited, 0, 0))
-			}, nil, want{sandbox: "s1", nextInit: -1, start: []int{0, 1}}},
+			}, nil, want{sandbox: "s1", start: []int{0, 1}}},
 		{"init failed: restarted", specPod("OnFailure", "i1", "i2"),
 			func(p *corev1.Pod) *podRuntime {
 				return runtimeOf(p, []*sandboxInfo{readySB("s1", 0)}, cinfo("i21", "s1", "i2", exited, 1, 0), cinfo("i11", "s1", "i1", exited, 0, 0))
-			}, nil, want{sandbox: "s1", nextInit: 1}},
+			}, nil, want{sandbox: "s1", initStart: []int{1}}},
 		{"init failed under Never: terminal", specPod("Never", "i1"),
 			func(p *corev1.Pod) *podRuntime {
 				return runtimeOf(p, []*sandboxInfo{readySB("s1", 0)}, cinfo("i11", "s1", "i1", exited, 1, 0))
-			}, nil, want{terminal: true, killPod: true, nextInit: -1}},
+			}, nil, want{terminal: true, killPod: true}},
 		{"inits from an old sandbox do not count in a new one", specPod("Always", "i1"),
 			func(p *corev1.Pod) *podRuntime {
 				return runtimeOf(p, []*sandboxInfo{readySB("s2", 1), deadSB("s1", 0)}, cinfo("i11", "s1", "i1", exited, 0, 0))
-			}, nil, want{sandbox: "s2", nextInit: 0}},
+			}, nil, want{sandbox: "s2", initStart: []int{0}}},
 		{"main containers started: init garbage does not matter", specPod("Always", "i1"),
 			func(p *corev1.Pod) *podRuntime {
 				return runtimeOf(p, []*sandboxInfo{readySB("s1", 0)}, cinfo("a1", "s1", "a", running, 0, 0), cinfo("b1", "s1", "b", running, 0, 0))
-			}, nil, want{sandbox: "s1", nextInit: -1}},
+			}, nil, want{sandbox: "s1"}},
 		{"old dead containers beyond the previous: removed", specPod("Always"),
 			func(p *corev1.Pod) *podRuntime {
 				return runtimeOf(p, []*sandboxInfo{readySB("s1", 0)},
 					cinfo("a3", "s1", "a", running, 0, 2), cinfo("a2", "s1", "a", exited, 1, 1), cinfo("a1", "s1", "a", exited, 1, 0),
 					cinfo("b1", "s1", "b", running, 0, 0), cinfo("x1", "s1", "x", exited, 0, 0))
-			}, nil, want{sandbox: "s1", nextInit: -1, remove: []string{"a1", "x1"}}},
+			}, nil, want{sandbox: "s1", remove: []string{"a1", "x1"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := computeActions(tc.pod, tc.rt(tc.pod), tc.unhealthy)
+			got := computeActions(tc.pod, tc.rt(tc.pod), tc.unhealthy, nil)
 			var kills []string
 			for _, k := range got.Kill {
 				kills = append(kills, k.ID)
 			}
 			w := tc.want
 			if got.KillPod != w.killPod || got.Terminal != w.terminal || got.CreateSandbox != w.create || got.Attempt != w.attempt ||
-				got.SandboxID != w.sandbox || got.NextInit != w.nextInit || !slices.Equal(got.Start, w.start) ||
+				got.SandboxID != w.sandbox || !slices.Equal(got.InitStart, w.initStart) || !slices.Equal(got.Start, w.start) ||
 				!slices.Equal(kills, w.kill) || !slices.Equal(got.Remove, w.remove) {
 				t.Errorf("got  %+v kills %v\nwant %+v", got, kills, w)
 			}

@@ -98,7 +98,7 @@ func (m *prober) update(p *corev1.Pod, rt *podRuntime, podIP string) {
 	}
 	uid := p.GetMetadata().GetUid()
 	live := map[string]bool{}
-	for _, c := range p.GetSpec().GetContainers() {
+	for _, c := range probedContainers(p) { // sidecars, then main containers
 		cur := rt.latest(c.GetName(), "")
 		for _, k := range []probeKind{liveness, readiness, startup} {
 			key := workerKey{uid, c.GetName(), k}

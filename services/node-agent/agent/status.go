@@ -69,21 +69,16 @@ func computeStatus(in statusInput) *corev1.PodStatus {
 		st.PodIps = []*corev1.PodIP{{Ip: st.PodIp}}
 	}
 
-	initDone := len(spec.GetInitContainers()) == 0
-	var sb string
-	if s := rt.newestSandbox(); s != nil {
-		sb = s.ID
-		if !initDone {
-			_, done, _ := initProgress(spec.GetInitContainers(), rt, sb)
-			initDone = done || mainStarted(p, rt, sb)
-		}
-	}
 	oldStatuses := map[string]*corev1.ContainerStatus{}
-	for _, cs := range old.GetContainerStatuses() {
+	for _, cs := range append(old.GetInitContainerStatuses(), old.GetContainerStatuses()...) {
 		oldStatuses[cs.GetName()] = cs
 	}
 	for _, c := range spec.GetInitContainers() {
-		st.InitContainerStatuses = append(st.InitContainerStatuses, containerStatus(in, c, true, reasonPodInitializing, nil))
+		st.InitContainerStatuses = append(st.InitContainerStatuses, containerStatus(in, c, true, reasonPodInitializing, oldStatuses[c.GetName()]))
+	}
+	initDone := len(spec.GetInitContainers()) == 0
+	if s := rt.newestSandbox(); s != nil && !initDone {
+		initDone = podInitialized(p, rt, s.ID, in.Started, st.InitContainerStatuses) // sidecar.go
 	}
 	defaultWaiting := reasonContainerCreating
 	if !initDone {
@@ -100,14 +95,11 @@ func computeStatus(in statusInput) *corev1.PodStatus {
 	}
 
 	// Conditions: the ones the agent owns, then any other kept as it was.
-	var notInit, notReady []string
+	var notInit []string
 	if !initDone {
-		for i, c := range spec.GetInitContainers() {
-			if t := st.InitContainerStatuses[i].GetState().GetTerminated(); t == nil || t.GetExitCode() != 0 {
-				notInit = append(notInit, c.GetName())
-			}
-		}
+		notInit = incompleteInits(spec, st.InitContainerStatuses)
 	}
+	notReady := unreadySidecars(spec, st.InitContainerStatuses) // they count for ContainersReady
 	for _, cs := range st.ContainerStatuses {
 		if !cs.GetReady() {
 			notReady = append(notReady, cs.GetName())
@@ -246,7 +238,7 @@ func containerStatus(in statusInput, c *corev1.Container, init bool, defaultWait
 			if prev := rt.previous(name); prev != nil && prev.exited() {
 				cs.LastState = &corev1.ContainerState{Terminated: terminated(in.RuntimeName, prev)}
 			}
-			cs.Ready = init && t.GetExitCode() == 0
+			cs.Ready = init && !isSidecar(c) && t.GetExitCode() == 0
 		}
 	default:
 		if waiting == nil {
@@ -287,7 +279,7 @@ func podPhase(p *corev1.Pod, rt *podRuntime, st *corev1.PodStatus, initDone bool
 	policy := restartPolicy(p)
 	if !initDone {
 		if sb := rt.newestSandbox(); sb != nil && policy == "Never" {
-			if _, _, failed := initProgress(p.GetSpec().GetInitContainers(), rt, sb.ID); failed {
+			if initActions(p, rt, sb.ID, nil, nil).failed {
 				return "Failed"
 			}
 		}
@@ -317,6 +309,8 @@ func podPhase(p *corev1.Pod, rt *podRuntime, st *corev1.PodStatus, initDone bool
 			waiting++
 		}
 	}
+	r, w := sidecarPhaseCounts(p.GetSpec(), st.GetInitContainerStatuses()) // sidecar.go
+	running, waiting = running+r, waiting+w
 	switch {
 	case waiting > 0:
 		return "Pending"

@@ -89,14 +89,14 @@ func (a *Agent) syncPod(ctx context.Context, key string) (controller.Result, err
 // status that results.
 func (a *Agent) syncActive(ctx context.Context, pod *corev1.Pod, rt *podRuntime) (controller.Result, error) {
 	res := &syncResult{waiting: map[string]*corev1.ContainerStateWaiting{}}
-	_, _, unhealthy := a.prober.snapshot(rt)
-	act := computeActions(pod, rt, unhealthy)
+	_, startupOK, unhealthy := a.prober.snapshot(rt)
+	act := computeActions(pod, rt, unhealthy, startupOK)
 	if reason, msg := a.admitPod(pod); reason != "" { // securitycontext.go: the kubelet's admission
 		a.recorder.Event(pod, events.EventTypeWarning, reason, msg)
 		res.rejectReason, res.rejectMessage = reason, "Pod was rejected: "+msg
 	}
 	if ph := pod.GetStatus().GetPhase(); ph == "Succeeded" || ph == "Failed" || res.rejectReason != "" {
-		act = podActions{Terminal: true, KillPod: anyRunning(rt) || (rt.newestSandbox() != nil && rt.newestSandbox().Ready), NextInit: -1}
+		act = podActions{Terminal: true, KillPod: anyRunning(rt) || (rt.newestSandbox() != nil && rt.newestSandbox().Ready)}
 	}
 	changed := false
 
@@ -132,7 +132,7 @@ func (a *Agent) syncActive(ctx context.Context, pod *corev1.Pod, rt *podRuntime)
 		a.prober.removePod(pod.GetMetadata().GetUid())
 	}
 
-	if !act.Terminal && len(res.errs) == 0 && (act.CreateSandbox || act.NextInit >= 0 || len(act.Start) > 0) {
+	if !act.Terminal && len(res.errs) == 0 && (act.CreateSandbox || len(act.InitStart) > 0 || len(act.Start) > 0) {
 		release, err := a.acquireStart(ctx)
 		if err != nil {
 			return controller.Result{}, err
@@ -154,7 +154,7 @@ func (a *Agent) syncActive(ctx context.Context, pod *corev1.Pod, rt *podRuntime)
 			sb = &sandboxRef{id: cur.ID, ip: cur.IP, cfg: sandboxConfig(pod, cur.Attempt, a.cfg.PodLogDir, a.cfg.CgroupRoot)}
 		}
 	}
-	if sb != nil && (act.NextInit >= 0 || len(act.Start) > 0) {
+	if sb != nil && (len(act.InitStart) > 0 || len(act.Start) > 0) {
 		get := a.sources.cached()
 		paths, err := prepareVolumes(ctx, a.volumeEnv(get), pod)
 		if err != nil {
@@ -166,8 +166,8 @@ func (a *Agent) syncActive(ctx context.Context, pod *corev1.Pod, rt *podRuntime)
 				res.requeueAfter(claimPendingRetry)
 			}
 		} else {
-			if act.NextInit >= 0 {
-				c := pod.GetSpec().GetInitContainers()[act.NextInit]
+			for _, i := range act.InitStart {
+				c := pod.GetSpec().GetInitContainers()[i]
 				started, err := a.startContainer(ctx, pod, c, true, sb, rt, paths, get, res)
 				changed = changed || started
 				if err != nil {
@@ -185,7 +185,7 @@ func (a *Agent) syncActive(ctx context.Context, pod *corev1.Pod, rt *podRuntime)
 		}
 	}
 
-	if sb != nil && !act.Terminal && act.NextInit < 0 && len(act.Start) == 0 && hasRefreshedVolumes(pod) {
+	if sb != nil && !act.Terminal && len(act.InitStart) == 0 && len(act.Start) == 0 && hasRefreshedVolumes(pod) {
 		// Running: the volumes follow their sources (volumesync.go).
 		if _, err := prepareVolumes(ctx, a.volumeEnv(a.sources.cached()), pod); err != nil {
 			a.recorder.Event(pod, events.EventTypeWarning, "FailedMount", err.Error())
@@ -448,28 +448,32 @@ func (a *Agent) ensureImage(ctx context.Context, pod *corev1.Pod, c *corev1.Cont
 	return ref, true, nil
 }
 
-// killPod stops every running container of the pod (in parallel, each
-// with the grace period) and then its ready sandboxes.
+// killPod stops every running container of the pod (the main containers
+// in parallel, then the sidecars in reverse order, within the grace
+// period) and then its ready sandboxes.
 func (a *Agent) killPod(ctx context.Context, pod *corev1.Pod, rt *podRuntime, grace int64) error {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var errs []error
-	for _, c := range rt.Containers {
-		if !c.running() {
-			continue
+	// The main containers first, then the sidecars one by one, the last
+	// declared first (sidecar.go), all within the one grace period.
+	start := a.cfg.Clock.Now()
+	for _, group := range stopOrder(pod, rt) {
+		left := graceLeft(grace, a.cfg.Clock.Now().Sub(start))
+		for _, c := range group {
+			wg.Go(func() {
+				if pod != nil {
+					a.recorder.Eventf(pod, events.EventTypeNormal, "Killing", "Stopping container %s", c.Name)
+				}
+				if err := a.rt.StopContainer(ctx, c.ID, max(left, 2)); err != nil && !cri.IsNotFound(err) {
+					mu.Lock()
+					errs = append(errs, fmt.Errorf("stopping container %s: %w", c.Name, err))
+					mu.Unlock()
+				}
+			})
 		}
-		wg.Go(func() {
-			if pod != nil {
-				a.recorder.Eventf(pod, events.EventTypeNormal, "Killing", "Stopping container %s", c.Name)
-			}
-			if err := a.rt.StopContainer(ctx, c.ID, grace); err != nil && !cri.IsNotFound(err) {
-				mu.Lock()
-				errs = append(errs, fmt.Errorf("stopping container %s: %w", c.Name, err))
-				mu.Unlock()
-			}
-		})
+		wg.Wait()
 	}
-	wg.Wait()
 	for _, s := range rt.Sandboxes {
 		if !s.Ready {
 			continue
