@@ -465,7 +465,7 @@ func (a *Agent) killPod(ctx context.Context, pod *corev1.Pod, rt *podRuntime, gr
 				if pod != nil {
 					a.recorder.Eventf(pod, events.EventTypeNormal, "Killing", "Stopping container %s", c.Name)
 				}
-				if err := a.rt.StopContainer(ctx, c.ID, max(left, 2)); err != nil && !cri.IsNotFound(err) {
+				if err := a.rt.StopContainer(ctx, c.ID, left); err != nil && !cri.IsNotFound(err) {
 					mu.Lock()
 					errs = append(errs, fmt.Errorf("stopping container %s: %w", c.Name, err))
 					mu.Unlock()

@@ -13,7 +13,7 @@ import (
 var kubernetesPlugins = []string{
 	"PrioritySort", "SchedulingGates", "NodePorts", "VolumeRestrictions", "EBSLimits", "GCEPDLimits",
 	"NodeVolumeLimits", "AzureDiskLimits", "VolumeZone", "InterPodAffinity",
-	"ImageLocality", "DynamicResources",
+	"DefaultPreemption", "ImageLocality", "DynamicResources",
 }
 
 // multiPoint enables a plugin at every extension point it implements.
