@@ -54,12 +54,13 @@ var bootstrapPolicy = []bootstrapRole{
 	{name: "system:public-info-viewer", groups: user.AllAuthenticated + " " + user.AllUnauthenticated,
 		paths: "/skiff.discovery.v1.Discovery/Version /grpc.health.v1.Health/*"},
 
-	// services/scheduler: pods and nodes informers, Pods.Bind, the
+	// services/scheduler: pods, nodes and namespaces (InterPodAffinity's
+	// namespaceSelector) informers, Pods.Bind, the
 	// PodScheduled condition (pods/status), FailedScheduling events, its
 	// leader Lease (kube-system/skiff-scheduler by default).
 	{name: "system:kube-scheduler", users: user.Scheduler,
 		rules: []r{
-			{read, "core", "pods nodes persistentvolumeclaims persistentvolumes"},
+			{read, "core", "pods nodes namespaces persistentvolumeclaims persistentvolumes"},
 			{read, "storage.k8s.io", "storageclasses"},
 			{"create", "core", "pods/binding"},
 			{"update patch", "core", "persistentvolumeclaims"},

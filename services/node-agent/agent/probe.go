@@ -99,9 +99,9 @@ func newProbeRunner(rt *cri.Client, dial func(ctx context.Context, network, addr
 	}
 }
 
-// run probes once: exec (exit 0), httpGet (a status from 200 to 399) or
-// tcpSocket (a connection), within the probe's timeout. It returns the
-// outcome and, on failure, why.
+// run probes once: exec (exit 0), httpGet (a status from 200 to 399),
+// tcpSocket (a connection) or grpc (SERVING, probe_grpc.go), within the
+// probe's timeout. It returns the outcome and, on failure, why.
 func (r *probeRunner) run(ctx context.Context, pr *corev1.Probe, c *corev1.Container, containerID, podIP string) (bool, string) {
 	timeout := time.Duration(max(pr.GetTimeoutSeconds(), 1)) * time.Second
 	ctx, cancel := context.WithTimeout(ctx, timeout)
@@ -163,8 +163,10 @@ func (r *probeRunner) run(ctx context.Context, pr *corev1.Probe, c *corev1.Conta
 		}
 		conn.Close()
 		return true, ""
+	case pr.GetGrpc() != nil:
+		return r.runGRPC(ctx, pr.GetGrpc(), podIP, timeout)
 	}
-	return false, "probe has no exec, httpGet or tcpSocket handler"
+	return false, "probe has no exec, httpGet, tcpSocket or grpc handler"
 }
 
 // probeURL is the URL an httpGet probe asks: scheme (HTTP by default),

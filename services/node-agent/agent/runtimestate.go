@@ -291,7 +291,7 @@ func containerInfoOf(st *runtimeapi.ContainerStatus, sandboxID string) *containe
 		Name: st.GetLabels()[labelContainerName], Hash: st.GetAnnotations()[annotationContainerHash],
 		GracePeriod: -1, State: st.GetState(), CreatedAt: unixNano(st.GetCreatedAt()),
 		StartedAt: unixNano(st.GetStartedAt()), FinishedAt: unixNano(st.GetFinishedAt()),
-		ExitCode: st.GetExitCode(), Reason: st.GetReason(), Message: st.GetMessage(),
+		ExitCode: st.GetExitCode(), Reason: st.GetReason(), Message: terminationMessage(st), // termination.go
 		ImageRef: st.GetImageRef(), LogPath: st.GetLogPath(),
 	}
 	if info.Name == "" {

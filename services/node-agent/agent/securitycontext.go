@@ -206,7 +206,7 @@ func seccompProfile(sp *corev1.SeccompProfile, root string) (*runtimeapi.Securit
 		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault}, nil
 	case validation.SeccompProfileLocalhost:
 		if sp.GetLocalhostProfile() == "" {
-			return nil, fmt.Errorf("localhostProfile must be set if seccompProfile type is Localhost.")
+			return nil, fmt.Errorf("localhostProfile must be set if seccompProfile type is Localhost")
 		}
 		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Localhost,
 			LocalhostRef: filepath.Join(root, sp.GetLocalhostProfile())}, nil

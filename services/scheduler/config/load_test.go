@@ -47,11 +47,11 @@ func TestDefault(t *testing.T) {
 	}
 	p := c.Profiles[0]
 	want := map[config.ExtensionPoint]string{
-		config.PreFilter:  "NodeName,NodeAffinity,VolumeBinding,PodTopologySpread",
-		config.Filter:     "NodeUnschedulable,NodeName,TaintToleration,NodeAffinity,NodeResourcesFit,VolumeBinding,PodTopologySpread",
+		config.PreFilter:  "NodeName,NodeAffinity,VolumeBinding,PodTopologySpread,InterPodAffinity",
+		config.Filter:     "NodeUnschedulable,NodeName,TaintToleration,NodeAffinity,NodeResourcesFit,VolumeBinding,PodTopologySpread,InterPodAffinity",
 		config.PostFilter: "",
-		config.PreScore:   "TaintToleration,NodeAffinity,PodTopologySpread,NodeResourcesBalancedAllocation",
-		config.Score:      "TaintToleration*3,NodeAffinity*2,NodeResourcesFit*1,PodTopologySpread*2,NodeResourcesBalancedAllocation*1",
+		config.PreScore:   "TaintToleration,NodeAffinity,PodTopologySpread,InterPodAffinity,NodeResourcesBalancedAllocation",
+		config.Score:      "TaintToleration*3,NodeAffinity*2,NodeResourcesFit*1,PodTopologySpread*2,InterPodAffinity*2,NodeResourcesBalancedAllocation*1",
 		config.Reserve:    "",
 		config.PreBind:    "VolumeBinding",
 		config.Bind:       "DefaultBinder",
@@ -142,7 +142,7 @@ leaderElection:
 				if p.SchedulerName != "packer" || p.PercentageOfNodesToScore == nil || *p.PercentageOfNodesToScore != 100 {
 					t.Errorf("%+v", p)
 				}
-				if got, want := names(p.Plugins[config.Score]), "TaintToleration*3,NodeAffinity*2,PodTopologySpread*2,NodeResourcesFit*5"; got != want {
+				if got, want := names(p.Plugins[config.Score]), "TaintToleration*3,NodeAffinity*2,PodTopologySpread*2,InterPodAffinity*2,NodeResourcesFit*5"; got != want {
 					t.Errorf("score: got %s, want %s", got, want)
 				}
 				a := p.PluginArgs[config.NodeResourcesFit].(*config.NodeResourcesFitArgs)

@@ -13,7 +13,7 @@ import (
 var kubernetesPlugins = []string{
 	"PrioritySort", "SchedulingGates", "NodePorts", "VolumeRestrictions", "EBSLimits", "GCEPDLimits",
 	"NodeVolumeLimits", "AzureDiskLimits", "VolumeZone", "InterPodAffinity",
-	"DefaultPreemption", "ImageLocality", "DynamicResources",
+	"ImageLocality", "DynamicResources",
 }
 
 // multiPoint enables a plugin at every extension point it implements.

@@ -93,6 +93,8 @@ const (
 	NodeAffinity                    = "NodeAffinity"
 	TaintToleration                 = "TaintToleration"
 	PodTopologySpread               = "PodTopologySpread"
+	InterPodAffinity                = "InterPodAffinity"
+	SchedulingGates                 = "SchedulingGates"
 	VolumeBinding                   = "VolumeBinding"
 	DefaultBinder                   = "DefaultBinder"
 )
@@ -151,6 +153,7 @@ func DefaultPlugins() []PluginRef {
 		{Name: NodeResourcesFit, Weight: 1},
 		{Name: VolumeBinding},
 		{Name: PodTopologySpread, Weight: 2},
+		{Name: InterPodAffinity, Weight: 2},
 		{Name: NodeResourcesBalancedAllocation, Weight: 1},
 		{Name: DefaultBinder},
 	}

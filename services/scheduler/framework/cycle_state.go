@@ -18,6 +18,9 @@ type CycleState struct {
 	// not skip (filtersSet once RunPreFilter has computed them).
 	activeFilters []int
 	filtersSet    bool
+	// nominated holds the pods nominated to nodes, read once per cycle
+	// (NominatedPodsForCycle; nil: none).
+	nominated map[string][]*PodInfo
 	// RecordPluginMetrics says whether this cycle measures each plugin's
 	// duration (a sample of cycles do: timing every call costs).
 	RecordPluginMetrics bool

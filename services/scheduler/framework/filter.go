@@ -102,7 +102,7 @@ func (f *Framework) FindFeasible(ctx context.Context, state *CycleState, pod *Po
 		for ; i < hi; i++ {
 			idx := (start + i) % n
 			node := nodes[idx]
-			s := f.runFilter(ctx, state, pod, node, sampled && i%timedNodeEvery == 0)
+			s := f.runFilterWithNominated(ctx, state, pod, node, sampled && i%timedNodeEvery == 0)
 			switch {
 			case s.IsSuccess():
 				local = append(local, node)

@@ -112,6 +112,9 @@ type Handle interface {
 	// Volumes reads claims, persistent volumes and storage classes from
 	// the scheduler's informers (nil when the scheduler has none).
 	Volumes() VolumeLister
+	// Namespaces reads namespaces' labels from the scheduler's informer
+	// (nil when the scheduler has none).
+	Namespaces() NamespaceLister
 }
 
 // PluginFactory builds a plugin from its args (the typed args of

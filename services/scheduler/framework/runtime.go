@@ -33,6 +33,8 @@ type Options struct {
 	Metrics                  Metrics
 	// Volumes reads claims, volumes and classes (nil: none).
 	Volumes VolumeLister
+	// Namespaces reads namespaces' labels (nil: none).
+	Namespaces NamespaceLister
 }
 
 // Framework runs one profile's plugins. Its cycle methods (RunPreFilter
@@ -55,6 +57,7 @@ type Framework struct {
 
 	snapshot     *Snapshot
 	volumes      VolumeLister
+	namespaces   NamespaceLister
 	conn         grpc.ClientConnInterface
 	parallelizer Parallelizer
 	metrics      Metrics
@@ -79,6 +82,7 @@ func NewFramework(r Registry, p *config.Profile, o Options) (*Framework, error) 
 		parallelizer: NewParallelizer(o.Parallelism),
 		metrics:      o.Metrics,
 		volumes:      o.Volumes,
+		namespaces:   o.Namespaces,
 	}
 	if p.PercentageOfNodesToScore != nil {
 		f.percentage = *p.PercentageOfNodesToScore
@@ -175,6 +179,9 @@ func (f *Framework) Parallelizer() Parallelizer { return f.parallelizer }
 
 // Volumes implements Handle.
 func (f *Framework) Volumes() VolumeLister { return f.volumes }
+
+// Namespaces implements Handle.
+func (f *Framework) Namespaces() NamespaceLister { return f.namespaces }
 
 // HasFilterPlugins reports whether any Filter plugin is enabled.
 func (f *Framework) HasFilterPlugins() bool { return len(f.filter) > 0 }

@@ -15,6 +15,7 @@ func NewRegistry() framework.Registry {
 		config.NodeAffinity:                    NewNodeAffinity,
 		config.TaintToleration:                 NewTaintToleration,
 		config.PodTopologySpread:               NewPodTopologySpread,
+		config.InterPodAffinity:                NewInterPodAffinity,
 		config.VolumeBinding:                   NewVolumeBinding,
 		config.DefaultBinder:                   NewDefaultBinder,
 	}

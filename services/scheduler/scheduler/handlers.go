@@ -49,11 +49,18 @@ func (s *Scheduler) onPodAdd(p *corev1.Pod) {
 	case assigned(p):
 		if !finished(p) {
 			s.cache.AddPod(framework.NewPodInfo(p))
-			s.queue.MoveRejectedBy(config.PodTopologySpread, "AssignedPodAdd")
+			s.assignedPodAdded()
 		}
 	case s.ours(p):
 		s.queue.Add(framework.NewPodInfo(p))
 	}
+}
+
+// assignedPodAdded retries the pods that a pod placed somewhere can help:
+// those a spread constraint or a required pod affinity term rejected.
+func (s *Scheduler) assignedPodAdded() {
+	s.queue.MoveRejectedBy(config.PodTopologySpread, "AssignedPodAdd")
+	s.queue.MoveRejectedBy(config.InterPodAffinity, "AssignedPodAdd")
 }
 
 func (s *Scheduler) onPodUpdate(old, cur *corev1.Pod) {
@@ -65,7 +72,7 @@ func (s *Scheduler) onPodUpdate(old, cur *corev1.Pod) {
 			s.queue.Delete(uid)
 			if !finished(cur) {
 				s.cache.AddPod(framework.NewPodInfo(cur))
-				s.queue.MoveRejectedBy(config.PodTopologySpread, "AssignedPodAdd")
+				s.assignedPodAdded()
 			}
 			return
 		}

@@ -28,6 +28,9 @@ type metrics struct {
 	pluginDuration  *prometheus.HistogramVec // plugin, extension_point, status
 	binding         prometheus.Gauge
 	expired         prometheus.Counter
+	// Preemption (preemption.go).
+	preemptionAttempts prometheus.Counter
+	preemptionVictims  prometheus.Histogram
 }
 
 func newMetrics(reg prometheus.Registerer, q *queue.Queue, c *cache.Cache) (*metrics, error) {
@@ -64,8 +67,18 @@ func newMetrics(reg prometheus.Registerer, q *queue.Queue, c *cache.Cache) (*met
 			Name: "scheduler_cache_assumed_pods_expired_total",
 			Help: "Assumed pods whose bind was never confirmed by the watch within the TTL.",
 		}),
+		preemptionAttempts: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "scheduler_preemption_attempts_total",
+			Help: "Total preemption attempts in the cluster till now",
+		}),
+		preemptionVictims: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "scheduler_preemption_victims",
+			Help:    "Number of selected preemption victims",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 7),
+		}),
 	}
-	cs := []prometheus.Collector{m.attempts, m.attemptDuration, m.sli, m.pointDuration, m.pluginDuration, m.binding, m.expired}
+	cs := []prometheus.Collector{m.attempts, m.attemptDuration, m.sli, m.pointDuration, m.pluginDuration, m.binding, m.expired,
+		m.preemptionAttempts, m.preemptionVictims}
 	for _, qn := range []string{"active", "backoff", "unschedulable"} {
 		cs = append(cs, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name:        "scheduler_pending_pods",

@@ -58,7 +58,7 @@ func TestHundredPodsOnTenNodesNeverOvercommit(t *testing.T) {
 	}
 
 	e.createPod(newPod("one-too-many", "100m", ""))
-	const want = "FailedScheduling: 0/10 nodes are available: 10 Insufficient cpu."
+	const want = "FailedScheduling: 0/10 nodes are available: 10 Insufficient cpu. preemption: 0/10 nodes are available: 10 No preemption victims found for incoming pod."
 	e.await(10*time.Second, "one-too-many explained", func() (bool, string) {
 		evs := e.eventsFor("one-too-many")
 		return slices.Contains(evs, want), fmt.Sprint(evs)

@@ -26,6 +26,7 @@ func (s *Scheduler) scheduleOne(ctx context.Context, qp *queue.QueuedPodInfo) {
 	cycle := s.queue.SchedulingCycle()
 	state := framework.NewCycleState()
 	state.RecordPluginMetrics = s.rand.IntN(100) < pluginMetricsSamplePercent
+	fwk.NominatedPodsForCycle(state)
 
 	s.cache.UpdateSnapshot(s.snapshot)
 	host, err := s.schedulePod(ctx, fwk, state, qp.PodInfo)

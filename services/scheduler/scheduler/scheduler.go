@@ -103,7 +103,9 @@ type Scheduler struct {
 	nodes *informer.Informer[*corev1.Node]
 	// volumes is nil unless a profile enables VolumeBinding.
 	volumes *volumeInformers
-	podsc   *client.Resource[*corev1.Pod, *corev1.PodList]
+	// namespaces is nil unless a profile enables InterPodAffinity.
+	namespaces *namespaceInformer
+	podsc      *client.Resource[*corev1.Pod, *corev1.PodList]
 
 	queue     *queue.Queue
 	cache     *cache.Cache
@@ -182,12 +184,17 @@ func New(conn grpc.ClientConnInterface, cfg Config) (*Scheduler, error) {
 		s.volumes = newVolumeInformers(s, informer.Options{Logger: ilog, PageSize: 1000})
 		volumes = s.volumes
 	}
+	var namespaces framework.NamespaceLister
+	if usesPlugin(p, config.InterPodAffinity) {
+		s.namespaces = newNamespaceInformer(s, informer.Options{Logger: ilog, PageSize: 1000})
+		namespaces = s.namespaces
+	}
 	for i := range p.Profiles {
 		prof := &p.Profiles[i]
 		fw, err := framework.NewFramework(cfg.Registry, prof, framework.Options{
 			Snapshot: s.snapshot, Conn: conn, Parallelism: p.Parallelism,
 			PercentageOfNodesToScore: p.PercentageOfNodesToScore, Metrics: frameworkMetrics{m},
-			Volumes: volumes,
+			Volumes: volumes, Namespaces: namespaces,
 		})
 		if err != nil {
 			return nil, err
@@ -255,6 +262,9 @@ func (s *Scheduler) informers() []runnableInformer {
 	out := []runnableInformer{s.pods, s.nodes}
 	if s.volumes != nil {
 		out = append(out, s.volumes.claims, s.volumes.volumes, s.volumes.classes)
+	}
+	if s.namespaces != nil {
+		out = append(out, s.namespaces.inf)
 	}
 	return out
 }

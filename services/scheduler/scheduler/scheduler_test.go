@@ -108,7 +108,7 @@ func TestUnschedulablePodIsPlacedOnceANodeFits(t *testing.T) {
 	e.startScheduler(Config{})
 	e.createPod(newPod("huge", "4", "1Gi"))
 
-	const want = "0/5 nodes are available: 3 Insufficient cpu, 2 node(s) had untolerated taint {dedicated: gpu}."
+	const want = "0/5 nodes are available: 3 Insufficient cpu, 2 node(s) had untolerated taint {dedicated: gpu}. preemption: 0/5 nodes are available: 3 No preemption victims found for incoming pod, 2 Preemption is not helpful for scheduling."
 	e.await(10*time.Second, "a FailedScheduling event", func() (bool, string) {
 		evs := e.eventsFor("huge")
 		return slices.Contains(evs, "FailedScheduling: "+want), fmt.Sprint(evs)
@@ -167,7 +167,7 @@ func TestSpreadWaitsForAPodElsewhere(t *testing.T) {
 	e.createPod(p)
 	e.await(10*time.Second, "spread explained", func() (bool, string) {
 		evs := e.eventsFor("spread")
-		return slices.Contains(evs, "FailedScheduling: 0/2 nodes are available: 1 Insufficient cpu, 1 node(s) didn't match pod topology spread constraints."), fmt.Sprint(evs)
+		return slices.Contains(evs, "FailedScheduling: 0/2 nodes are available: 1 Insufficient cpu, 1 node(s) didn't match pod topology spread constraints. preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod."), fmt.Sprint(evs)
 	})
 	// Zone b gets its web pod (bound by hand, over capacity): zone a may
 	// take one more. The pod waited as unschedulable; only this event can

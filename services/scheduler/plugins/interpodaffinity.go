@@ -1,0 +1,325 @@
+package plugins
+
+import (
+	"context"
+	"slices"
+	"sync"
+
+	"skiff.dev/internal/labels"
+	"skiff.dev/services/scheduler/config"
+	"skiff.dev/services/scheduler/framework"
+)
+
+// Reasons of InterPodAffinity, as Kubernetes words them.
+const (
+	ReasonAffinityRulesNotMatch             = "node(s) didn't match pod affinity rules"
+	ReasonAntiAffinityRulesNotMatch         = "node(s) didn't match pod anti-affinity rules"
+	ReasonExistingAntiAffinityRulesNotMatch = "node(s) didn't satisfy existing pods anti-affinity rules"
+)
+
+// HardPodAffinityWeight is the score an existing pod's required affinity
+// term gives the nodes near it when the pod being placed matches it
+// (Kubernetes' InterPodAffinityArgs.hardPodAffinityWeight default).
+const HardPodAffinityWeight = 1
+
+// InterPodAffinityPlugin is InterPodAffinity: a pod's podAffinity and
+// podAntiAffinity terms, and the existing pods' anti-affinity terms, over
+// the nodes' topology domains (the value of a term's topologyKey label).
+//
+// Filter (required terms): a node is rejected when
+//   - some required affinity term of the pod has no matching pod in the
+//     node's domain (unless no pod anywhere matches and the pod matches
+//     its own terms: the first pod of a group);
+//   - some required anti-affinity term of the pod has a matching pod in
+//     the node's domain;
+//   - some pod in one of the node's domains has a required anti-affinity
+//     term the pod matches.
+//
+// PreFilter counts matching pods per (topologyKey, value) pair once per
+// pod: the pod's terms against every pod, and the required anti-affinity
+// terms of the pods that have some (NodeInfo.PodsWithRequiredAntiAffinity)
+// against the pod; Filter then only looks the node's labels up.
+//
+// Score (preferred terms): per domain, the sum of the weights of the
+// pod's preferred affinity terms that pods there match, minus those of
+// its preferred anti-affinity terms, plus, symmetrically, the existing
+// pods' preferred terms (and required affinity terms, with weight
+// HardPodAffinityWeight) the pod matches; normalized to 0..100 between
+// the lowest and the highest node.
+type InterPodAffinityPlugin struct {
+	h framework.Handle
+}
+
+var (
+	_ framework.PreFilterPlugin = (*InterPodAffinityPlugin)(nil)
+	_ framework.FilterPlugin    = (*InterPodAffinityPlugin)(nil)
+	_ framework.PreScorePlugin  = (*InterPodAffinityPlugin)(nil)
+	_ framework.ScorePlugin     = (*InterPodAffinityPlugin)(nil)
+)
+
+// NewInterPodAffinity builds InterPodAffinity (it takes no args).
+func NewInterPodAffinity(_ any, h framework.Handle) (framework.Plugin, error) {
+	return &InterPodAffinityPlugin{h: h}, nil
+}
+
+// Name implements framework.Plugin.
+func (p *InterPodAffinityPlugin) Name() string { return config.InterPodAffinity }
+
+const (
+	podAffinityFilterKey framework.StateKey = config.InterPodAffinity + "/filter"
+	podAffinityScoreKey  framework.StateKey = config.InterPodAffinity + "/score"
+)
+
+// nothing is the namespace selector of a term whose selector was resolved
+// to namespace names.
+var nothing = labels.Nothing()
+
+// topologyPair is one topology domain: a node label and its value.
+type topologyPair struct {
+	key, value string
+}
+
+// topologyCounts counts matching pods (or terms) per domain.
+type topologyCounts map[topologyPair]int64
+
+func (m topologyCounts) add(o topologyCounts) {
+	for k, v := range o {
+		m[k] += v
+	}
+}
+
+// affinityFilterState is what PreFilter computes for Filter.
+type affinityFilterState struct {
+	// The pod's required terms, their namespace selectors resolved.
+	affinityTerms, antiAffinityTerms []framework.AffinityTerm
+	// selfMatch: the pod matches all its own required affinity terms.
+	selfMatch bool
+	// Pods matching the pod's required affinity terms (counted only for
+	// pods matching all of them) and anti-affinity terms, per domain.
+	affinityCounts, antiAffinityCounts topologyCounts
+	// Existing pods' required anti-affinity terms the pod matches, per
+	// domain of the existing pod's node.
+	existingAntiAffinityCounts topologyCounts
+}
+
+// resolveNamespaces returns terms with each namespace selector (other
+// than {} and Nothing) replaced by the names of the namespaces it
+// matches now, as Kubernetes does once per cycle; terms is not changed.
+func (p *InterPodAffinityPlugin) resolveNamespaces(terms []framework.AffinityTerm) []framework.AffinityTerm {
+	var out []framework.AffinityTerm
+	for i := range terms {
+		t := &terms[i]
+		if t.NamespaceSelector.Empty() || t.NamespaceSelector.IsNothing() {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(terms)
+		}
+		var matching []string
+		if ns := p.namespaces(); ns != nil {
+			matching = ns.NamespacesMatching(t.NamespaceSelector)
+		}
+		out[i].Namespaces = append(slices.Clone(t.Namespaces), matching...)
+		out[i].NamespaceSelector = nothing
+	}
+	if out == nil {
+		return terms
+	}
+	return out
+}
+
+func (p *InterPodAffinityPlugin) namespaces() framework.NamespaceLister {
+	if p.h == nil {
+		return nil
+	}
+	return p.h.Namespaces()
+}
+
+// namespaceLabels are the labels of the pod's namespace (nil if unknown).
+func (p *InterPodAffinityPlugin) namespaceLabels(pod *framework.PodInfo) map[string]string {
+	if ns := p.namespaces(); ns != nil {
+		return ns.NamespaceLabels(pod.Pod.GetMetadata().GetNamespace())
+	}
+	return nil
+}
+
+// PreFilter implements framework.PreFilterPlugin: Skip when neither the
+// pod nor any existing pod has a required term that applies.
+func (p *InterPodAffinityPlugin) PreFilter(_ context.Context, state *framework.CycleState, pod *framework.PodInfo) (*framework.PreFilterResult, *framework.Status) {
+	if err := pod.AffinityError; err != nil {
+		return nil, framework.NewStatus(framework.UnschedulableAndUnresolvable, err.Error())
+	}
+	snap := p.h.Snapshot()
+	withAnti := snap.HavePodsWithRequiredAntiAffinityList
+	if len(pod.RequiredAffinityTerms) == 0 && len(pod.RequiredAntiAffinityTerms) == 0 && len(withAnti) == 0 {
+		return nil, framework.NewStatus(framework.Skip)
+	}
+	s := &affinityFilterState{
+		affinityTerms:     p.resolveNamespaces(pod.RequiredAffinityTerms),
+		antiAffinityTerms: p.resolveNamespaces(pod.RequiredAntiAffinityTerms),
+	}
+	s.selfMatch = framework.MatchesAll(s.affinityTerms, pod.Pod, nil)
+	s.existingAntiAffinityCounts = p.existingAntiAffinityCounts(pod, withAnti)
+	s.affinityCounts, s.antiAffinityCounts = p.incomingCounts(s, snap.List())
+	if len(s.existingAntiAffinityCounts) == 0 && len(s.affinityTerms) == 0 && len(s.antiAffinityTerms) == 0 {
+		return nil, framework.NewStatus(framework.Skip)
+	}
+	state.Write(podAffinityFilterKey, s)
+	return nil, nil
+}
+
+// existingAntiAffinityCounts counts, per domain, the required
+// anti-affinity terms of the pods on nodes that the pod matches.
+func (p *InterPodAffinityPlugin) existingAntiAffinityCounts(pod *framework.PodInfo, nodes []*framework.NodeInfo) topologyCounts {
+	counts := topologyCounts{}
+	if len(nodes) == 0 {
+		return counts
+	}
+	nsLabels := p.namespaceLabels(pod)
+	p.forEachNode(nodes, counts, func(ni *framework.NodeInfo, local topologyCounts) {
+		nl := ni.Node().GetMetadata().GetLabels()
+		for _, existing := range ni.PodsWithRequiredAntiAffinity {
+			for i := range existing.RequiredAntiAffinityTerms {
+				t := &existing.RequiredAntiAffinityTerms[i]
+				if v, ok := nl[t.TopologyKey]; ok && t.Matches(pod.Pod, nsLabels) {
+					local[topologyPair{t.TopologyKey, v}]++
+				}
+			}
+		}
+	})
+	return counts
+}
+
+// incomingCounts counts, per domain, the pods matching all the pod's
+// required affinity terms (once per term) and the pods matching each of
+// its required anti-affinity terms.
+func (p *InterPodAffinityPlugin) incomingCounts(s *affinityFilterState, nodes []*framework.NodeInfo) (affinity, anti topologyCounts) {
+	affinity, anti = topologyCounts{}, topologyCounts{}
+	if len(s.affinityTerms) == 0 && len(s.antiAffinityTerms) == 0 {
+		return affinity, anti
+	}
+	var mu sync.Mutex
+	p.h.Parallelizer().ForEachChunk(len(nodes), func(lo, hi int) bool {
+		aff, an := topologyCounts{}, topologyCounts{}
+		for _, ni := range nodes[lo:hi] {
+			nl := ni.Node().GetMetadata().GetLabels()
+			for _, existing := range ni.Pods {
+				if framework.MatchesAll(s.affinityTerms, existing.Pod, nil) {
+					for i := range s.affinityTerms {
+						if v, ok := nl[s.affinityTerms[i].TopologyKey]; ok {
+							aff[topologyPair{s.affinityTerms[i].TopologyKey, v}]++
+						}
+					}
+				}
+				for i := range s.antiAffinityTerms {
+					t := &s.antiAffinityTerms[i]
+					if v, ok := nl[t.TopologyKey]; ok && t.Matches(existing.Pod, nil) {
+						an[topologyPair{t.TopologyKey, v}]++
+					}
+				}
+			}
+		}
+		if len(aff) > 0 || len(an) > 0 {
+			mu.Lock()
+			affinity.add(aff)
+			anti.add(an)
+			mu.Unlock()
+		}
+		return true
+	})
+	return affinity, anti
+}
+
+// forEachNode runs fn over nodes in parallel chunks, each with counts of
+// its own, and adds them all to counts.
+func (p *InterPodAffinityPlugin) forEachNode(nodes []*framework.NodeInfo, counts topologyCounts, fn func(*framework.NodeInfo, topologyCounts)) {
+	var mu sync.Mutex
+	p.h.Parallelizer().ForEachChunk(len(nodes), func(lo, hi int) bool {
+		local := topologyCounts{}
+		for _, ni := range nodes[lo:hi] {
+			fn(ni, local)
+		}
+		if len(local) > 0 {
+			mu.Lock()
+			counts.add(local)
+			mu.Unlock()
+		}
+		return true
+	})
+}
+
+// Filter implements framework.FilterPlugin.
+func (p *InterPodAffinityPlugin) Filter(_ context.Context, state *framework.CycleState, _ *framework.PodInfo, node *framework.NodeInfo) *framework.Status {
+	s, ok := framework.ReadAs[*affinityFilterState](state, podAffinityFilterKey)
+	if !ok {
+		return framework.NewStatus(framework.Error, "InterPodAffinity: Filter without PreFilter")
+	}
+	nl := node.Node().GetMetadata().GetLabels()
+	if !s.satisfiesAffinity(nl) {
+		return framework.NewStatus(framework.UnschedulableAndUnresolvable, ReasonAffinityRulesNotMatch)
+	}
+	if !s.satisfiesAntiAffinity(nl) {
+		return framework.NewStatus(framework.Unschedulable, ReasonAntiAffinityRulesNotMatch)
+	}
+	if !s.satisfiesExistingAntiAffinity(nl) {
+		return framework.NewStatus(framework.Unschedulable, ReasonExistingAntiAffinityRulesNotMatch)
+	}
+	return nil
+}
+
+// satisfiesAffinity: every required affinity term has a matching pod in
+// the node's domain; the node must have every term's key. A pod that
+// matches its own terms may go anywhere with the keys when no pod
+// matches anywhere (the first pod of a group).
+func (s *affinityFilterState) satisfiesAffinity(nl map[string]string) bool {
+	podsExist := true
+	for i := range s.affinityTerms {
+		k := s.affinityTerms[i].TopologyKey
+		v, ok := nl[k]
+		if !ok {
+			return false
+		}
+		if s.affinityCounts[topologyPair{k, v}] <= 0 {
+			podsExist = false
+		}
+	}
+	return podsExist || (len(s.affinityCounts) == 0 && s.selfMatch)
+}
+
+// satisfiesAntiAffinity: no required anti-affinity term has a matching
+// pod in the node's domain.
+func (s *affinityFilterState) satisfiesAntiAffinity(nl map[string]string) bool {
+	if len(s.antiAffinityCounts) == 0 {
+		return true
+	}
+	for i := range s.antiAffinityTerms {
+		k := s.antiAffinityTerms[i].TopologyKey
+		if v, ok := nl[k]; ok && s.antiAffinityCounts[topologyPair{k, v}] > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// satisfiesExistingAntiAffinity: no existing pod's required anti-affinity
+// term that the pod matches covers one of the node's domains. It walks
+// the shorter of the counts and the node's labels.
+func (s *affinityFilterState) satisfiesExistingAntiAffinity(nl map[string]string) bool {
+	if len(s.existingAntiAffinityCounts) == 0 {
+		return true
+	}
+	if len(s.existingAntiAffinityCounts) < len(nl) {
+		for tp, n := range s.existingAntiAffinityCounts {
+			if v, ok := nl[tp.key]; ok && v == tp.value && n > 0 {
+				return false
+			}
+		}
+		return true
+	}
+	for k, v := range nl {
+		if s.existingAntiAffinityCounts[topologyPair{k, v}] > 0 {
+			return false
+		}
+	}
+	return true
+}
