@@ -213,15 +213,36 @@ func PodStatus(p *corev1.Pod) (reason string, ready, total, restarts int, lastRe
 	if st.GetReason() != "" {
 		reason = st.GetReason()
 	}
+	// Sidecars (init containers with restartPolicy Always) count as
+	// containers once started, and their restarts after initialization.
+	sidecars := map[string]bool{}
+	for _, c := range p.GetSpec().GetInitContainers() {
+		if c.GetRestartPolicy() == "Always" {
+			sidecars[c.GetName()] = true
+			total++
+		}
+	}
+	sidecarRestarts, lastSidecarRestart := 0, time.Time{}
 	initializing := false
 	for i, c := range st.GetInitContainerStatuses() {
 		restarts += int(c.GetRestartCount())
 		if t := c.GetLastState().GetTerminated().GetFinishedAt(); t != nil && t.AsTime().After(lastRestart) {
 			lastRestart = t.AsTime()
 		}
+		if sidecars[c.GetName()] {
+			sidecarRestarts += int(c.GetRestartCount())
+			if t := c.GetLastState().GetTerminated().GetFinishedAt(); t != nil && t.AsTime().After(lastSidecarRestart) {
+				lastSidecarRestart = t.AsTime()
+			}
+		}
 		term, wait := c.GetState().GetTerminated(), c.GetState().GetWaiting()
 		switch {
 		case term != nil && term.GetExitCode() == 0:
+			continue
+		case sidecars[c.GetName()] && c.GetStarted():
+			if c.GetReady() {
+				ready++
+			}
 			continue
 		case term != nil:
 			switch {
@@ -240,8 +261,8 @@ func PodStatus(p *corev1.Pod) (reason string, ready, total, restarts int, lastRe
 		initializing = true
 		break
 	}
-	if !initializing {
-		restarts = 0
+	if !initializing || initializedCondition(st) {
+		restarts, lastRestart = sidecarRestarts, lastSidecarRestart
 		hasRunning := false
 		cs := st.GetContainerStatuses()
 		for i := len(cs) - 1; i >= 0; i-- {
@@ -285,6 +306,15 @@ func PodStatus(p *corev1.Pod) (reason string, ready, total, restarts int, lastRe
 		reason = "Pending"
 	}
 	return reason, ready, total, restarts, lastRestart
+}
+
+func initializedCondition(st *corev1.PodStatus) bool {
+	for _, c := range st.GetConditions() {
+		if c.GetType() == "Initialized" {
+			return c.GetStatus() == "True"
+		}
+	}
+	return false
 }
 
 func podRow(obj object.Object, now time.Time) ([]string, []string) {
