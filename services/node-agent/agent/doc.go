@@ -18,8 +18,13 @@
 //	                 containers, found by the kubelet's labels), read afresh
 //	                 by each sync
 //	decide.go        computeActions, pure: spec + runtime state -> kill,
-//	                 create sandbox, start the next init container, start
+//	                 create sandbox, start init containers (initActions:
+//	                 the next one, and sidecars kept running), start
 //	                 containers, remove garbage
+//	sidecar.go       native sidecars (init containers with restartPolicy
+//	                 Always): their part in probes, Initialized,
+//	                 ContainersReady and the phase, and the stop order
+//	                 (main containers, then sidecars in reverse)
 //	sync.go          the executor: one sync of one pod (the controller
 //	                 runner guarantees one pod is never synced twice at once,
 //	                 and syncs different pods in parallel); image pulls by
