@@ -57,12 +57,17 @@ var bootstrapPolicy = []bootstrapRole{
 	// services/scheduler: pods, nodes and namespaces (InterPodAffinity's
 	// namespaceSelector) informers, Pods.Bind, the
 	// PodScheduled condition (pods/status), FailedScheduling events, its
-	// leader Lease (kube-system/skiff-scheduler by default).
+	// leader Lease (kube-system/skiff-scheduler by default); preemption
+	// reads PodDisruptionBudgets, writes the victims' DisruptionTarget
+	// condition and the preemptor's nominatedNodeName (pods/status) and
+	// deletes the victims.
 	{name: "system:kube-scheduler", users: user.Scheduler,
 		rules: []r{
 			{read, "core", "pods nodes namespaces persistentvolumeclaims persistentvolumes"},
 			{read, "storage.k8s.io", "storageclasses"},
+			{read, "policy", "poddisruptionbudgets"},
 			{"create", "core", "pods/binding"},
+			{"delete", "core", "pods"},
 			{"update patch", "core", "persistentvolumeclaims"},
 			{"update patch", "core", "pods/status"},
 			{"create update patch get", "core", "events"},

@@ -49,7 +49,7 @@ func TestDefault(t *testing.T) {
 	want := map[config.ExtensionPoint]string{
 		config.PreFilter:  "NodeName,NodeAffinity,VolumeBinding,PodTopologySpread,InterPodAffinity",
 		config.Filter:     "NodeUnschedulable,NodeName,TaintToleration,NodeAffinity,NodeResourcesFit,VolumeBinding,PodTopologySpread,InterPodAffinity",
-		config.PostFilter: "",
+		config.PostFilter: "DefaultPreemption",
 		config.PreScore:   "TaintToleration,NodeAffinity,PodTopologySpread,InterPodAffinity,NodeResourcesBalancedAllocation",
 		config.Score:      "TaintToleration*3,NodeAffinity*2,NodeResourcesFit*1,PodTopologySpread*2,InterPodAffinity*2,NodeResourcesBalancedAllocation*1",
 		config.Reserve:    "",

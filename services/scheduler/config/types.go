@@ -97,6 +97,7 @@ const (
 	SchedulingGates                 = "SchedulingGates"
 	VolumeBinding                   = "VolumeBinding"
 	DefaultBinder                   = "DefaultBinder"
+	DefaultPreemption               = "DefaultPreemption"
 )
 
 // Scoring strategies of NodeResourcesFit.
@@ -154,6 +155,7 @@ func DefaultPlugins() []PluginRef {
 		{Name: VolumeBinding},
 		{Name: PodTopologySpread, Weight: 2},
 		{Name: InterPodAffinity, Weight: 2},
+		{Name: DefaultPreemption},
 		{Name: NodeResourcesBalancedAllocation, Weight: 1},
 		{Name: DefaultBinder},
 	}

@@ -5,6 +5,7 @@ import (
 
 	"google.golang.org/grpc"
 
+	policyv1 "skiff.dev/proto/policy/v1"
 	"skiff.dev/services/scheduler/config"
 )
 
@@ -115,6 +116,15 @@ type Handle interface {
 	// Namespaces reads namespaces' labels from the scheduler's informer
 	// (nil when the scheduler has none).
 	Namespaces() NamespaceLister
+	// PDBs lists the PodDisruptionBudgets (none when the scheduler has no
+	// informer of them); shared, read only.
+	PDBs() []*policyv1.PodDisruptionBudget
+	// Preempter carries out preemptions (nil: none can be).
+	Preempter() Preempter
+	// RunFilterWithNominatedPods runs the Filter plugins on a node (which
+	// may be a changed copy of the snapshot's), counting the pods
+	// nominated there that pod must leave room for (preemption's dry runs).
+	RunFilterWithNominatedPods(ctx context.Context, state *CycleState, pod *PodInfo, node *NodeInfo) *Status
 }
 
 // PluginFactory builds a plugin from its args (the typed args of

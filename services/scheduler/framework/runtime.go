@@ -31,6 +31,11 @@ type Options struct {
 	// profile's, when set, wins.
 	PercentageOfNodesToScore int32
 	Metrics                  Metrics
+	// PDBs, Nominator and Preempter serve preemption (nil: no budgets,
+	// no nominations, no preemption).
+	PDBs      PDBLister
+	Nominator Nominator
+	Preempter Preempter
 	// Volumes reads claims, volumes and classes (nil: none).
 	Volumes VolumeLister
 	// Namespaces reads namespaces' labels (nil: none).
@@ -60,6 +65,9 @@ type Framework struct {
 	namespaces   NamespaceLister
 	conn         grpc.ClientConnInterface
 	parallelizer Parallelizer
+	pdbs         PDBLister
+	nominator    Nominator
+	preempter    Preempter
 	metrics      Metrics
 
 	scratch scratch
@@ -80,6 +88,9 @@ func NewFramework(r Registry, p *config.Profile, o Options) (*Framework, error) 
 		snapshot:     o.Snapshot,
 		conn:         o.Conn,
 		parallelizer: NewParallelizer(o.Parallelism),
+		pdbs:         o.PDBs,
+		nominator:    o.Nominator,
+		preempter:    o.Preempter,
 		metrics:      o.Metrics,
 		volumes:      o.Volumes,
 		namespaces:   o.Namespaces,

@@ -18,6 +18,7 @@ func NewRegistry() framework.Registry {
 		config.InterPodAffinity:                NewInterPodAffinity,
 		config.VolumeBinding:                   NewVolumeBinding,
 		config.DefaultBinder:                   NewDefaultBinder,
+		config.DefaultPreemption:               NewDefaultPreemption,
 	}
 }
 

@@ -52,7 +52,11 @@ func (s *Scheduler) onPodAdd(p *corev1.Pod) {
 			s.assignedPodAdded()
 		}
 	case s.ours(p):
-		s.queue.Add(framework.NewPodInfo(p))
+		pi := framework.NewPodInfo(p)
+		if node := p.GetStatus().GetNominatedNodeName(); node != "" {
+			s.nominator.set(pi, node)
+		}
+		s.queue.Add(pi)
 	}
 }
 
@@ -70,6 +74,7 @@ func (s *Scheduler) onPodUpdate(old, cur *corev1.Pod) {
 		if !assigned(old) {
 			// Bound (by us or another scheduler): confirm the assumption.
 			s.queue.Delete(uid)
+			s.nominator.forget(uid)
 			if !finished(cur) {
 				s.cache.AddPod(framework.NewPodInfo(cur))
 				s.assignedPodAdded()
@@ -90,9 +95,12 @@ func (s *Scheduler) onPodUpdate(old, cur *corev1.Pod) {
 			s.queue.MoveAllToActiveOrBackoff("AssignedPodUpdate")
 		}
 	case s.ours(cur):
-		s.queue.Update(framework.NewPodInfo(cur))
+		pi := framework.NewPodInfo(cur)
+		s.nominator.set(pi, cur.GetStatus().GetNominatedNodeName())
+		s.queue.Update(pi)
 	default:
 		s.queue.Delete(uid)
+		s.nominator.forget(uid)
 	}
 }
 
@@ -125,6 +133,7 @@ func (s *Scheduler) onPodDelete(p *corev1.Pod) {
 		return
 	}
 	s.queue.Delete(uid)
+	s.nominator.forget(uid)
 }
 
 func (s *Scheduler) onNodeAdd(n *corev1.Node) {

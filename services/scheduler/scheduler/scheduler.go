@@ -43,6 +43,7 @@ import (
 	"skiff.dev/internal/informer"
 	"skiff.dev/internal/workqueue"
 	corev1 "skiff.dev/proto/core/v1"
+	policyv1 "skiff.dev/proto/policy/v1"
 	"skiff.dev/services/scheduler/cache"
 	"skiff.dev/services/scheduler/config"
 	"skiff.dev/services/scheduler/framework"
@@ -105,7 +106,10 @@ type Scheduler struct {
 	volumes *volumeInformers
 	// namespaces is nil unless a profile enables InterPodAffinity.
 	namespaces *namespaceInformer
-	podsc      *client.Resource[*corev1.Pod, *corev1.PodList]
+	// pdbs is nil unless a profile enables DefaultPreemption.
+	pdbs      *informer.Informer[*policyv1.PodDisruptionBudget]
+	nominator *nominator
+	podsc     *client.Resource[*corev1.Pod, *corev1.PodList]
 
 	queue     *queue.Queue
 	cache     *cache.Cache
@@ -163,12 +167,13 @@ func New(conn grpc.ClientConnInterface, cfg Config) (*Scheduler, error) {
 			Clock: cfg.Clock, InitialBackoff: p.PodInitialBackoff, MaxBackoff: p.PodMaxBackoff,
 			MaxInUnschedulable: p.PodMaxInUnschedulablePodsDuration,
 		}),
-		cache:    cache.New(max(cfg.AssumedPodTTL, 0), nil),
-		snapshot: framework.NewEmptySnapshot(),
-		rand:     rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
-		bindSem:  make(chan struct{}, cfg.MaxBindsInFlight),
-		synced:   make(chan struct{}),
-		recorder: cfg.Recorder,
+		cache:     cache.New(max(cfg.AssumedPodTTL, 0), nil),
+		snapshot:  framework.NewEmptySnapshot(),
+		rand:      rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+		bindSem:   make(chan struct{}, cfg.MaxBindsInFlight),
+		synced:    make(chan struct{}),
+		recorder:  cfg.Recorder,
+		nominator: newNominator(),
 	}
 	m, err := newMetrics(cfg.Registerer, s.queue, s.cache)
 	if err != nil {
@@ -189,12 +194,18 @@ func New(conn grpc.ClientConnInterface, cfg Config) (*Scheduler, error) {
 		s.namespaces = newNamespaceInformer(s, informer.Options{Logger: ilog, PageSize: 1000})
 		namespaces = s.namespaces
 	}
+	var pdbs framework.PDBLister
+	if usesPreemption(p) {
+		s.pdbs = informer.New(informer.FromClient(client.PodDisruptionBudgets(conn)), informer.Options{Logger: ilog, PageSize: 1000})
+		pdbs = pdbLister{s.pdbs}
+	}
 	for i := range p.Profiles {
 		prof := &p.Profiles[i]
 		fw, err := framework.NewFramework(cfg.Registry, prof, framework.Options{
 			Snapshot: s.snapshot, Conn: conn, Parallelism: p.Parallelism,
 			PercentageOfNodesToScore: p.PercentageOfNodesToScore, Metrics: frameworkMetrics{m},
 			Volumes: volumes, Namespaces: namespaces,
+			PDBs: pdbs, Nominator: s.nominator, Preempter: s,
 		})
 		if err != nil {
 			return nil, err
@@ -265,6 +276,9 @@ func (s *Scheduler) informers() []runnableInformer {
 	}
 	if s.namespaces != nil {
 		out = append(out, s.namespaces.inf)
+	}
+	if s.pdbs != nil {
+		out = append(out, s.pdbs)
 	}
 	return out
 }
