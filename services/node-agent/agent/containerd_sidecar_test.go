@@ -67,11 +67,9 @@ func TestContainerdSidecars(t *testing.T) {
 	e.create(flaky)
 
 	t.Run("a Job's pod with sidecars succeeds, its sidecars stopped after it, in reverse order", func(t *testing.T) {
-		p := e.untilPhase("job", "Succeeded")
-		// The last status write may follow the phase's: wait for the
-		// sidecars' final states too.
-		p = e.untilPod("job", "sidecars terminated", func(p *corev1.Pod) (bool, string) {
-			return containerStatusOf(p, "proxy").GetState().GetTerminated() != nil &&
+		p := e.untilPod("job", "Succeeded, its sidecars terminated", func(p *corev1.Pod) (bool, string) {
+			return p.GetStatus().GetPhase() == "Succeeded" &&
+				containerStatusOf(p, "proxy").GetState().GetTerminated() != nil &&
 				containerStatusOf(p, "logger").GetState().GetTerminated() != nil, ""
 		})
 		if condition(p, "Initialized") != "True" {
