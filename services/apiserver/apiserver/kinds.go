@@ -133,6 +133,8 @@ func (s *Server) customize(strategy any) {
 				p.Status = &corev1.PodStatus{}
 			}
 			p.Status.QosClass = qos.Compute(p)
+			defaults.SchedulingGatedCondition(p)
+			defaults.PodAffinityLabelKeys(p)
 		}
 		// Ephemeral containers come through their subresource only.
 		st.ValidateCreate = validation.PodCreate
