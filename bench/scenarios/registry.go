@@ -75,8 +75,6 @@ func All() []*Scenario {
 		apiGetScenario(),
 		apiListScenario(),
 		schedulerScenario(),
-		schedAffinityScenario(),
-		preemptionScenario(),
 		nodeScenario(),
 		streamsScenario(),
 		leaderScenario(),

@@ -12,7 +12,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"skiff.dev/internal/apierrors"
 	"skiff.dev/internal/client"
 	"skiff.dev/internal/informer"
 	corev1 "skiff.dev/proto/core/v1"
@@ -41,67 +40,26 @@ func schedulerScenario() *Scenario {
 }
 
 func runScheduler(ctx context.Context, env *Env, rs *Results) error {
-	n := env.Config.SchedPods
-	m, err := measureScheduling(ctx, env, "scheduler", schedulerNamespace, func(i int) *corev1.Pod {
-		return benchPod(schedulerNamespace, i, map[string]string{"app": "sched-bench"})
-	})
-	if err != nil {
-		return err
-	}
-	rs.Add(figSchedPodsPerS, float64(n)/m.elapsed.Seconds(), fmt.Sprintf("%d pods on %d nodes, from the first create to the last bind seen through a watch: %.2fs", n, env.Config.SchedNodes, m.elapsed.Seconds()))
-	rs.Add(figSchedP50, ms(m.lat.Percentile(50)), "from each Create's call to its pod seen bound")
-	rs.Add(figSchedP99, ms(m.lat.Percentile(99)), latencyNote(&m.lat, "pods"))
-	rs.Add(figSchedCPU, float64(m.cpu.Microseconds())/float64(n), "process CPU (apiserver + etcd + scheduler + clients + observer) / pods")
-	return nil
-}
-
-// benchPod is the i-th pod a scheduler scenario creates: pod-NNNNN in
-// namespace with labels, requesting 100m and 128Mi.
-func benchPod(namespace string, i int, labels map[string]string) *corev1.Pod {
-	return &corev1.Pod{
-		Metadata: &metav1.ObjectMeta{Namespace: namespace, Name: fmt.Sprintf("pod-%05d", i), Labels: labels},
-		Spec: &corev1.PodSpec{Containers: []*corev1.Container{{
-			Name: "c", Image: "skiff.local/demo:v1",
-			Resources: &corev1.ResourceRequirements{Requests: map[string]string{"cpu": "100m", "memory": "128Mi"}},
-		}}},
-	}
-}
-
-// schedMeasure is what measureScheduling saw.
-type schedMeasure struct {
-	elapsed time.Duration // first create to last bind seen
-	cpu     time.Duration // process CPU meanwhile
-	lat     Histogram     // each pod's create to bind seen
-}
-
-// measureScheduling makes sure the SchedNodes nodes exist (the scenarios
-// share them), starts the real scheduler on its own connection, has
-// SchedClients clients create SchedPods pods (makePod(i), named pod-NNNNN
-// in namespace), and waits until a watch sees every one bound.
-func measureScheduling(ctx context.Context, env *Env, name, namespace string, makePod func(i int) *corev1.Pod) (*schedMeasure, error) {
 	cfg := env.Config
 	if cfg.SchedNodes <= 0 || cfg.SchedPods <= 0 {
-		return nil, fmt.Errorf("nothing to measure: %d nodes, %d pods", cfg.SchedNodes, cfg.SchedPods)
+		return fmt.Errorf("nothing to measure: %d nodes, %d pods", cfg.SchedNodes, cfg.SchedPods)
 	}
 	// Connections as separate processes would have them: the pod creators,
 	// the scheduler, the observer.
 	conns, err := env.dial(max(cfg.Conns, 1) + 2)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer closeAll(conns)
 	writers, schedConn, obsConn := conns[:len(conns)-2], conns[len(conns)-2], conns[len(conns)-1]
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	env.logf("%s: creating %d nodes (those not there yet)", name, cfg.SchedNodes)
+	env.logf("scheduler: creating %d nodes", cfg.SchedNodes)
 	if err := inParallel(ctx, cfg.SchedClients, cfg.SchedNodes, func(ctx context.Context, i int) error {
 		nodes := client.Nodes(writers[i%len(writers)])
 		name := fmt.Sprintf("sched-node-%04d", i)
 		n, err := nodes.Create(ctx, &corev1.Node{Metadata: &metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/hostname": name}}})
-		if apierrors.IsAlreadyExists(err) {
-			return nil
-		}
 		if err != nil {
 			return err
 		}
@@ -109,12 +67,12 @@ func measureScheduling(ctx context.Context, env *Env, name, namespace string, ma
 		_, err = nodes.UpdateStatus(ctx, n)
 		return err
 	}); err != nil {
-		return nil, fmt.Errorf("creating nodes: %w", err)
+		return fmt.Errorf("creating nodes: %w", err)
 	}
 
 	sched, err := scheduler.New(schedConn, scheduler.Config{Logger: zap.NewNop()})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	schedDone := make(chan struct{})
 	go func() { defer close(schedDone); _ = sched.Run(ctx) }()
@@ -126,7 +84,7 @@ func measureScheduling(ctx context.Context, env *Env, name, namespace string, ma
 	boundAt := make([]time.Time, n)
 	var bound atomic.Int64
 	allBound := make(chan struct{})
-	obs := informer.New(informer.FromClient(client.Pods(obsConn)), informer.Options{ListOptions: &metav1.ListOptions{Namespace: namespace}})
+	obs := informer.New(informer.FromClient(client.Pods(obsConn)), informer.Options{ListOptions: &metav1.ListOptions{Namespace: schedulerNamespace}})
 	obs.AddHandler(informer.Handler[*corev1.Pod]{OnUpdate: func(old, cur *corev1.Pod) {
 		if old.GetSpec().GetNodeName() != "" || cur.GetSpec().GetNodeName() == "" {
 			return
@@ -146,34 +104,47 @@ func measureScheduling(ctx context.Context, env *Env, name, namespace string, ma
 	select {
 	case <-sched.Synced():
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return ctx.Err()
 	}
 	if !informer.WaitForSync(ctx, obs) {
-		return nil, ctx.Err()
+		return ctx.Err()
 	}
 
-	env.logf("%s: %d clients create %d pods", name, cfg.SchedClients, n)
+	env.logf("scheduler: %d clients create %d pods", cfg.SchedClients, n)
 	settle()
 	cpu0, t0 := cpuTime(), time.Now()
 	if err := inParallel(ctx, cfg.SchedClients, n, func(ctx context.Context, i int) error {
+		p := &corev1.Pod{
+			Metadata: &metav1.ObjectMeta{Namespace: schedulerNamespace, Name: fmt.Sprintf("pod-%05d", i), Labels: map[string]string{"app": "sched-bench"}},
+			Spec: &corev1.PodSpec{Containers: []*corev1.Container{{
+				Name: "c", Image: "skiff.local/demo:v1",
+				Resources: &corev1.ResourceRequirements{Requests: map[string]string{"cpu": "100m", "memory": "128Mi"}},
+			}}},
+		}
 		created[i] = time.Now()
-		_, err := client.Pods(writers[i%len(writers)]).Create(ctx, makePod(i))
+		_, err := client.Pods(writers[i%len(writers)]).Create(ctx, p)
 		return err
 	}); err != nil {
-		return nil, fmt.Errorf("creating pods: %w", err)
+		return fmt.Errorf("creating pods: %w", err)
 	}
 	timeout := time.NewTimer(cfg.SchedTimeout)
 	defer timeout.Stop()
 	select {
 	case <-allBound:
 	case <-timeout.C:
-		return nil, fmt.Errorf("after %v only %d of %d pods were bound", cfg.SchedTimeout, bound.Load(), n)
+		return fmt.Errorf("after %v only %d of %d pods were bound", cfg.SchedTimeout, bound.Load(), n)
 	}
-	m := &schedMeasure{elapsed: time.Since(t0), cpu: cpuTime() - cpu0}
+	elapsed, cpu := time.Since(t0), cpuTime()-cpu0
+
+	var lat Histogram
 	for i := range n {
-		m.lat.Record(boundAt[i].Sub(created[i]))
+		lat.Record(boundAt[i].Sub(created[i]))
 	}
-	return m, nil
+	rs.Add(figSchedPodsPerS, float64(n)/elapsed.Seconds(), fmt.Sprintf("%d pods on %d nodes, from the first create to the last bind seen through a watch: %.2fs", n, cfg.SchedNodes, elapsed.Seconds()))
+	rs.Add(figSchedP50, ms(lat.Percentile(50)), "from each Create's call to its pod seen bound")
+	rs.Add(figSchedP99, ms(lat.Percentile(99)), latencyNote(&lat, "pods"))
+	rs.Add(figSchedCPU, float64(cpu.Microseconds())/float64(n), "process CPU (apiserver + etcd + scheduler + clients + observer) / pods")
+	return nil
 }
 
 // inParallel runs fn(ctx, 0..n-1) on workers goroutines and returns the

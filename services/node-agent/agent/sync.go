@@ -108,9 +108,8 @@ func (a *Agent) syncActive(ctx context.Context, pod *corev1.Pod, rt *podRuntime)
 	}
 	for _, k := range act.Kill {
 		changed = true
-		a.recorder.Event(pod, events.EventTypeNormal, k.Reason, k.Message)
-		if err := a.rt.StopContainer(ctx, k.ID, gracePeriod(pod)); err != nil && !cri.IsNotFound(err) {
-			res.errs = append(res.errs, fmt.Errorf("stopping container %s: %w", k.Name, err))
+		if err := a.stopContainer(ctx, pod, k.Name, k.ID, gracePeriod(pod), k.Message); err != nil { // hooks.go: preStop, then stop
+			res.errs = append(res.errs, err)
 		}
 	}
 	for _, id := range act.Remove {
@@ -266,10 +265,15 @@ func (a *Agent) createSandbox(ctx context.Context, pod *corev1.Pod, attempt uint
 	if err := os.MkdirAll(cfg.GetLogDirectory(), 0o755); err != nil {
 		return nil, fmt.Errorf("pod log directory: %w", err)
 	}
+	handler, err := runtimeHandler(ctx, a.runtimeClass, pod)
+	if err != nil {
+		a.recorder.Eventf(pod, events.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
+		return nil, err
+	}
 	// Once asked, a sandbox is made even if the agent is stopping: a call
 	// abandoned half-way leaves the runtime with a sandbox it cannot
 	// remove until it finishes. The runtime timeout still bounds it.
-	id, err := a.rt.RunPodSandbox(context.WithoutCancel(ctx), cfg, "")
+	id, err := a.rt.RunPodSandbox(context.WithoutCancel(ctx), cfg, handler)
 	if err != nil {
 		a.recorder.Eventf(pod, events.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %s", cri.Message(err))
 		return nil, fmt.Errorf("creating sandbox: %w", err)
@@ -333,6 +337,15 @@ func (a *Agent) startContainer(ctx context.Context, pod *corev1.Pod, c *corev1.C
 	if err == nil {
 		mounts, err = containerMounts(pod, c, paths)
 	}
+	if err == nil {
+		var hosts *runtimeapi.Mount
+		if hosts, err = ensureHostsMount(a.cfg.RootDir, pod, c, a.podIP(pod, sb.ip), a.cfg.ClusterDomain); hosts != nil {
+			mounts = append(mounts, hosts)
+		}
+	}
+	if err == nil {
+		mounts, err = withTerminationLog(a.cfg.RootDir, pod, c, mounts) // termination.go
+	}
 	var cfg *runtimeapi.ContainerConfig
 	if err == nil {
 		var user imageUser
@@ -371,6 +384,7 @@ func (a *Agent) startContainer(ctx context.Context, pod *corev1.Pod, c *corev1.C
 	}
 	a.recorder.Eventf(pod, events.EventTypeNormal, "Started", "Started container %s", name)
 	a.m.started.WithLabelValues(kind).Inc()
+	a.postStart(ctx, pod, c, id, a.podIP(pod, sb.ip), res) // hooks.go; a failure kills it and says so in res
 	return true, nil
 }
 
@@ -462,12 +476,9 @@ func (a *Agent) killPod(ctx context.Context, pod *corev1.Pod, rt *podRuntime, gr
 		left := graceLeft(grace, a.cfg.Clock.Now().Sub(start))
 		for _, c := range group {
 			wg.Go(func() {
-				if pod != nil {
-					a.recorder.Eventf(pod, events.EventTypeNormal, "Killing", "Stopping container %s", c.Name)
-				}
-				if err := a.rt.StopContainer(ctx, c.ID, left); err != nil && !cri.IsNotFound(err) {
+				if err := a.stopContainer(ctx, pod, c.Name, c.ID, left, ""); err != nil { // hooks.go: preStop, then stop
 					mu.Lock()
-					errs = append(errs, fmt.Errorf("stopping container %s: %w", c.Name, err))
+					errs = append(errs, err)
 					mu.Unlock()
 				}
 			})
@@ -619,6 +630,10 @@ func (a *Agent) writeStatus(ctx context.Context, pod *corev1.Pod, rt *podRuntime
 	if last != nil {
 		base = proto.Clone(pod).(*corev1.Pod)
 		base.Status = last
+		if resourceVersion(pod) > lastRV {
+			// Conditions others wrote since (a readiness gate's) count.
+			base.Status = withOthers(last, pod.GetStatus())
+		}
 	}
 	ready, started, _ := a.prober.snapshot(rt)
 	st := computeStatus(statusInput{
