@@ -75,6 +75,8 @@ func All() []*Scenario {
 		apiGetScenario(),
 		apiListScenario(),
 		schedulerScenario(),
+		schedAffinityScenario(),
+		preemptionScenario(),
 		nodeScenario(),
 		streamsScenario(),
 		leaderScenario(),

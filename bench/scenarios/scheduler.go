@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"skiff.dev/internal/apierrors"
 	"skiff.dev/internal/client"
 	"skiff.dev/internal/informer"
 	corev1 "skiff.dev/proto/core/v1"
@@ -40,26 +41,67 @@ func schedulerScenario() *Scenario {
 }
 
 func runScheduler(ctx context.Context, env *Env, rs *Results) error {
+	n := env.Config.SchedPods
+	m, err := measureScheduling(ctx, env, "scheduler", schedulerNamespace, func(i int) *corev1.Pod {
+		return benchPod(schedulerNamespace, i, map[string]string{"app": "sched-bench"})
+	})
+	if err != nil {
+		return err
+	}
+	rs.Add(figSchedPodsPerS, float64(n)/m.elapsed.Seconds(), fmt.Sprintf("%d pods on %d nodes, from the first create to the last bind seen through a watch: %.2fs", n, env.Config.SchedNodes, m.elapsed.Seconds()))
+	rs.Add(figSchedP50, ms(m.lat.Percentile(50)), "from each Create's call to its pod seen bound")
+	rs.Add(figSchedP99, ms(m.lat.Percentile(99)), latencyNote(&m.lat, "pods"))
+	rs.Add(figSchedCPU, float64(m.cpu.Microseconds())/float64(n), "process CPU (apiserver + etcd + scheduler + clients + observer) / pods")
+	return nil
+}
+
+// benchPod is the i-th pod a scheduler scenario creates: pod-NNNNN in
+// namespace with labels, requesting 100m and 128Mi.
+func benchPod(namespace string, i int, labels map[string]string) *corev1.Pod {
+	return &corev1.Pod{
+		Metadata: &metav1.ObjectMeta{Namespace: namespace, Name: fmt.Sprintf("pod-%05d", i), Labels: labels},
+		Spec: &corev1.PodSpec{Containers: []*corev1.Container{{
+			Name: "c", Image: "skiff.local/demo:v1",
+			Resources: &corev1.ResourceRequirements{Requests: map[string]string{"cpu": "100m", "memory": "128Mi"}},
+		}}},
+	}
+}
+
+// schedMeasure is what measureScheduling saw.
+type schedMeasure struct {
+	elapsed time.Duration // first create to last bind seen
+	cpu     time.Duration // process CPU meanwhile
+	lat     Histogram     // each pod's create to bind seen
+}
+
+// measureScheduling makes sure the SchedNodes nodes exist (the scenarios
+// share them), starts the real scheduler on its own connection, has
+// SchedClients clients create SchedPods pods (makePod(i), named pod-NNNNN
+// in namespace), and waits until a watch sees every one bound.
+func measureScheduling(ctx context.Context, env *Env, name, namespace string, makePod func(i int) *corev1.Pod) (*schedMeasure, error) {
 	cfg := env.Config
 	if cfg.SchedNodes <= 0 || cfg.SchedPods <= 0 {
-		return fmt.Errorf("nothing to measure: %d nodes, %d pods", cfg.SchedNodes, cfg.SchedPods)
+		return nil, fmt.Errorf("nothing to measure: %d nodes, %d pods", cfg.SchedNodes, cfg.SchedPods)
 	}
 	// Connections as separate processes would have them: the pod creators,
 	// the scheduler, the observer.
 	conns, err := env.dial(max(cfg.Conns, 1) + 2)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer closeAll(conns)
 	writers, schedConn, obsConn := conns[:len(conns)-2], conns[len(conns)-2], conns[len(conns)-1]
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	env.logf("scheduler: creating %d nodes", cfg.SchedNodes)
+	env.logf("%s: creating %d nodes (those not there yet)", name, cfg.SchedNodes)
 	if err := inParallel(ctx, cfg.SchedClients, cfg.SchedNodes, func(ctx context.Context, i int) error {
 		nodes := client.Nodes(writers[i%len(writers)])
 		name := fmt.Sprintf("sched-node-%04d", i)
 		n, err := nodes.Create(ctx, &corev1.Node{Metadata: &metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/hostname": name}}})
+		if apierrors.IsAlreadyExists(err) {
+			return nil
+		}
 		if err != nil {
 			return err
 		}
@@ -67,12 +109,12 @@ func runScheduler(ctx context.Context, env *Env, rs *Results) error {
 		_, err = nodes.UpdateStatus(ctx, n)
 		return err
 	}); err != nil {
-		return fmt.Errorf("creating nodes: %w", err)
+		return nil, fmt.Errorf("creating nodes: %w", err)
 	}
 
 	sched, err := scheduler.New(schedConn, scheduler.Config{Logger: zap.NewNop()})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	schedDone := make(chan struct{})
 	go func() { defer close(schedDone); _ = sched.Run(ctx) }()
@@ -84,7 +126,7 @@ func runScheduler(ctx context.Context, env *Env, rs *Results) error {
 	boundAt := make([]time.Time, n)
 	var bound atomic.Int64
 	allBound := make(chan struct{})
-	obs := informer.New(informer.FromClient(client.Pods(obsConn)), informer.Options{ListOptions: &metav1.ListOptions{Namespace: schedulerNamespace}})
+	obs := informer.New(informer.FromClient(client.Pods(obsConn)), informer.Options{ListOptions: &metav1.ListOptions{Namespace: namespace}})
 	obs.AddHandler(informer.Handler[*corev1.Pod]{OnUpdate: func(old, cur *corev1.Pod) {
 		if old.GetSpec().GetNodeName() != "" || cur.GetSpec().GetNodeName() == "" {
 			return
@@ -104,47 +146,34 @@ func runScheduler(ctx context.Context, env *Env, rs *Results) error {
 	select {
 	case <-sched.Synced():
 	case <-ctx.Done():
-		return ctx.Err()
+		return nil, ctx.Err()
 	}
 	if !informer.WaitForSync(ctx, obs) {
-		return ctx.Err()
+		return nil, ctx.Err()
 	}
 
-	env.logf("scheduler: %d clients create %d pods", cfg.SchedClients, n)
+	env.logf("%s: %d clients create %d pods", name, cfg.SchedClients, n)
 	settle()
 	cpu0, t0 := cpuTime(), time.Now()
 	if err := inParallel(ctx, cfg.SchedClients, n, func(ctx context.Context, i int) error {
-		p := &corev1.Pod{
-			Metadata: &metav1.ObjectMeta{Namespace: schedulerNamespace, Name: fmt.Sprintf("pod-%05d", i), Labels: map[string]string{"app": "sched-bench"}},
-			Spec: &corev1.PodSpec{Containers: []*corev1.Container{{
-				Name: "c", Image: "skiff.local/demo:v1",
-				Resources: &corev1.ResourceRequirements{Requests: map[string]string{"cpu": "100m", "memory": "128Mi"}},
-			}}},
-		}
 		created[i] = time.Now()
-		_, err := client.Pods(writers[i%len(writers)]).Create(ctx, p)
+		_, err := client.Pods(writers[i%len(writers)]).Create(ctx, makePod(i))
 		return err
 	}); err != nil {
-		return fmt.Errorf("creating pods: %w", err)
+		return nil, fmt.Errorf("creating pods: %w", err)
 	}
 	timeout := time.NewTimer(cfg.SchedTimeout)
 	defer timeout.Stop()
 	select {
 	case <-allBound:
 	case <-timeout.C:
-		return fmt.Errorf("after %v only %d of %d pods were bound", cfg.SchedTimeout, bound.Load(), n)
+		return nil, fmt.Errorf("after %v only %d of %d pods were bound", cfg.SchedTimeout, bound.Load(), n)
 	}
-	elapsed, cpu := time.Since(t0), cpuTime()-cpu0
-
-	var lat Histogram
+	m := &schedMeasure{elapsed: time.Since(t0), cpu: cpuTime() - cpu0}
 	for i := range n {
-		lat.Record(boundAt[i].Sub(created[i]))
+		m.lat.Record(boundAt[i].Sub(created[i]))
 	}
-	rs.Add(figSchedPodsPerS, float64(n)/elapsed.Seconds(), fmt.Sprintf("%d pods on %d nodes, from the first create to the last bind seen through a watch: %.2fs", n, cfg.SchedNodes, elapsed.Seconds()))
-	rs.Add(figSchedP50, ms(lat.Percentile(50)), "from each Create's call to its pod seen bound")
-	rs.Add(figSchedP99, ms(lat.Percentile(99)), latencyNote(&lat, "pods"))
-	rs.Add(figSchedCPU, float64(cpu.Microseconds())/float64(n), "process CPU (apiserver + etcd + scheduler + clients + observer) / pods")
-	return nil
+	return m, nil
 }
 
 // inParallel runs fn(ctx, 0..n-1) on workers goroutines and returns the

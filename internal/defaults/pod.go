@@ -85,6 +85,9 @@ func PodSpec(s *corev1.PodSpec) {
 	for _, c := range s.Containers {
 		container(c, s.HostNetwork)
 	}
+	for _, ec := range s.EphemeralContainers {
+		ephemeralContainer(ec) // ephemeral.go
+	}
 }
 
 // volumeSource defaults a volume's source as Kubernetes does: defaultMode

@@ -77,6 +77,7 @@ const (
 	ErrorTypeForbidden    ErrorType = "FieldValueForbidden"
 	ErrorTypeTooLong      ErrorType = "FieldValueTooLong"
 	ErrorTypeTooMany      ErrorType = "FieldValueTooMany"
+	ErrorTypeNotFound     ErrorType = "FieldValueNotFound"
 )
 
 // String is the human phrase printed before the detail.
@@ -96,6 +97,8 @@ func (t ErrorType) String() string {
 		return "Too long"
 	case ErrorTypeTooMany:
 		return "Too many"
+	case ErrorTypeNotFound:
+		return "Not found"
 	}
 	return string(t)
 }
@@ -115,7 +118,7 @@ func (e *Error) Error() string {
 	b.WriteString(": ")
 	b.WriteString(e.Type.String())
 	switch e.Type {
-	case ErrorTypeInvalid, ErrorTypeNotSupported, ErrorTypeDuplicate, ErrorTypeTooMany:
+	case ErrorTypeInvalid, ErrorTypeNotSupported, ErrorTypeDuplicate, ErrorTypeTooMany, ErrorTypeNotFound:
 		fmt.Fprintf(&b, ": %s", quote(e.BadValue))
 	}
 	if e.Detail != "" {
@@ -158,6 +161,11 @@ func NotSupported(p *Path, value any, allowed []string) *Error {
 // Duplicate says the value appears twice where it must be unique.
 func Duplicate(p *Path, value any) *Error {
 	return &Error{Type: ErrorTypeDuplicate, Field: p.String(), BadValue: value}
+}
+
+// NotFound says the value names something that does not exist.
+func NotFound(p *Path, value any) *Error {
+	return &Error{Type: ErrorTypeNotFound, Field: p.String(), BadValue: value}
 }
 
 // Forbidden says the field may not be set or changed here.

@@ -32,6 +32,7 @@ func TestErrorMessages(t *testing.T) {
 		{Invalid(p, -1, "must be greater than or equal to 0"), "spec.replicas: Invalid value: -1: must be greater than or equal to 0"},
 		{NotSupported(NewPath("spec", "restartPolicy"), "Sometimes", []string{"Always", "Never"}), `spec.restartPolicy: Unsupported value: "Sometimes": supported values: "Always", "Never"`},
 		{Duplicate(NewPath("spec", "containers").Index(1).Child("name"), "web"), `spec.containers[1].name: Duplicate value: "web"`},
+		{NotFound(NewPath("spec", "ephemeralContainers").Index(0).Child("targetContainerName"), "db"), `spec.ephemeralContainers[0].targetContainerName: Not found: "db"`},
 	}
 	for _, c := range cases {
 		if got := c.err.Error(); got != c.want {

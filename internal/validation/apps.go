@@ -140,6 +140,9 @@ func podTemplateSpec(t *corev1.PodTemplateSpec, p *field.Path) field.ErrorList {
 	mp := p.Child("metadata")
 	errs := Labels(t.Metadata.GetLabels(), mp.Child("labels"))
 	errs = append(errs, annotations(t.Metadata.GetAnnotations(), mp.Child("annotations"))...)
+	if len(t.GetSpec().GetEphemeralContainers()) > 0 {
+		errs = append(errs, field.Forbidden(p.Child("spec", "ephemeralContainers"), "ephemeral containers not allowed in pod template"))
+	}
 	return append(errs, PodSpec(t.Spec, p.Child("spec"))...)
 }
 

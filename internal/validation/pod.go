@@ -117,6 +117,7 @@ func PodSpec(spec *corev1.PodSpec, path *field.Path) field.ErrorList {
 	}
 	vols, errs := volumes(spec.Volumes, path.Child("volumes"))
 	errs = append(errs, containers(spec, vols, path)...)
+	errs = append(errs, ephemeralContainers(spec, vols, path)...) // ephemeral.go
 	errs = append(errs, supported(spec.RestartPolicy, restartPolicies, path.Child("restartPolicy"))...)
 	errs = append(errs, supported(spec.DnsPolicy, dnsPolicies, path.Child("dnsPolicy"))...)
 	errs = append(errs, podDNSConfig(spec.DnsPolicy, spec.DnsConfig, path.Child("dnsConfig"))...)

@@ -24,6 +24,7 @@
 //	limitranger.go               LimitRange defaults and bounds for pods
 //	defaulttolerationseconds.go  not-ready/unreachable tolerations for pods
 //	resourcequota.go             ResourceQuota, charged before the object is stored
+//	priority.go                  Priority: pods' priority from their PriorityClass
 //	webhooks.go                  Mutating/ValidatingAdmissionWebhook
 //
 // Sub-packages: quota (usage arithmetic shared with the resourcequota

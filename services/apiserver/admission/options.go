@@ -34,7 +34,7 @@ type Options struct {
 // DefaultPlugins are the command's --enable-admission-plugins.
 var DefaultPlugins = []string{
 	NamespaceLifecycleName, LimitRangerName, ServiceAccountName, NodeRestrictionName, DefaultTolerationSecondsName,
-	DefaultStorageClassName, StorageObjectInUseProtectionName,
+	DefaultStorageClassName, StorageObjectInUseProtectionName, PriorityName,
 	MutatingWebhookName, ValidatingWebhookName, ResourceQuotaName,
 }
 

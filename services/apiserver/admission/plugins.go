@@ -43,6 +43,7 @@ var catalogue = map[string]Factory{
 	DefaultStorageClassName:          newDefaultStorageClass,
 	StorageObjectInUseProtectionName: newStorageObjectInUseProtection,
 	NodeRestrictionName:              newNodeRestriction,
+	PriorityName:                     newPriority,
 }
 
 // Known lists the plugin names, sorted.

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"skiff.dev/internal/apierrors"
+	"skiff.dev/internal/ephemeral"
 	corev1 "skiff.dev/proto/core/v1"
 	"skiff.dev/services/apiserver/server"
 )
@@ -157,6 +158,9 @@ func streamContainer(pod *corev1.Pod, name string) (string, error) {
 		if c.GetName() == name {
 			return name, nil
 		}
+	}
+	if ephemeral.Find(pod.GetSpec(), name) != nil {
+		return name, nil // skiffctl debug attaches to one
 	}
 	return "", apierrors.NewBadRequest(fmt.Sprintf("container %s is not valid for pod %s", name, podName))
 }

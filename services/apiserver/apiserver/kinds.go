@@ -9,6 +9,7 @@ import (
 	"skiff.dev/internal/kinds"
 	"skiff.dev/internal/object"
 	"skiff.dev/internal/qos"
+	"skiff.dev/internal/validation"
 	appsv1 "skiff.dev/proto/apps/v1"
 	batchv1 "skiff.dev/proto/batch/v1"
 	corev1 "skiff.dev/proto/core/v1"
@@ -132,7 +133,11 @@ func (s *Server) customize(strategy any) {
 				p.Status = &corev1.PodStatus{}
 			}
 			p.Status.QosClass = qos.Compute(p)
+			defaults.SchedulingGatedCondition(p)
+			defaults.PodAffinityLabelKeys(p)
 		}
+		// Ephemeral containers come through their subresource only.
+		st.ValidateCreate = validation.PodCreate
 	case *registry.Strategy[*corev1.Node]:
 		st.KeepStatusOnCreate = true
 	case *registry.Strategy[*batchv1.Job]:

@@ -103,6 +103,9 @@ func resolveContainer(pod *corev1.Pod, o *corev1.PodLogOptions) (*corev1.PodLogO
 		main = append(main, c.GetName())
 	}
 	names = append(names, main...)
+	for _, ec := range pod.GetSpec().GetEphemeralContainers() {
+		names = append(names, ec.GetName())
+	}
 	out := corev1.PodLogOptions{
 		Namespace: o.GetNamespace(), Name: o.GetName(), Container: o.GetContainer(), Follow: o.GetFollow(),
 		TailLines: o.TailLines, SinceSeconds: o.SinceSeconds, Timestamps: o.GetTimestamps(), Previous: o.GetPrevious(),

@@ -127,10 +127,15 @@ func (r *Registry[T]) Create(ctx context.Context, obj T) (T, error) {
 		if r.strategy.PrepareForCreate != nil {
 			r.strategy.PrepareForCreate(obj)
 		}
+		var errs field.ErrorList
 		if r.strategy.Validate != nil {
-			if errs := r.strategy.Validate(obj); len(errs) > 0 {
-				return zero, r.invalid(obj, errs)
-			}
+			errs = r.strategy.Validate(obj)
+		}
+		if r.strategy.ValidateCreate != nil {
+			errs = append(errs, r.strategy.ValidateCreate(obj)...)
+		}
+		if len(errs) > 0 {
+			return zero, r.invalid(obj, errs)
 		}
 		if attrs != nil && attempt == 0 {
 			// Once: a quota charged for this create is not charged again

@@ -19,6 +19,10 @@ type Strategy[T object.Object] struct {
 	Validate func(T) field.ErrorList
 	// ValidateUpdate checks what may not change (called after Validate).
 	ValidateUpdate func(newObj, oldObj T) field.ErrorList
+	// ValidateCreate checks what only a new object must satisfy (called
+	// after Validate, on create only): a pod's ephemeral containers come
+	// later, through their subresource. nil: nothing.
+	ValidateCreate func(T) field.ErrorList
 	// Fields returns the kind's selectable fields beyond metadata.name and
 	// metadata.namespace (which are always there).
 	Fields func(T) map[string]string

@@ -151,6 +151,8 @@ func (rs Routes) Add(service, group, resource string, namespaced bool) {
 		"Logs":         {resource: resource, subresource: "log", verb: "get", metricVerb: "CONNECT"},
 		"CreateToken":  {resource: resource, subresource: "token", verb: "create", metricVerb: "POST"},
 		"Evict":        {resource: resource, subresource: "eviction", verb: "create", metricVerb: "POST"},
+		// Kubernetes' PUT (and PATCH, also authorized as update) of a pod's ephemeral containers.
+		"UpdateEphemeralContainers": {resource: resource, subresource: "ephemeralcontainers", verb: "update", metricVerb: "PUT"},
 		// The acting subresources, create on each as Kubernetes' POST.
 		"Exec":        {resource: resource, subresource: "exec", verb: "create", metricVerb: "CONNECT"},
 		"Attach":      {resource: resource, subresource: "attach", verb: "create", metricVerb: "CONNECT"},

@@ -53,6 +53,9 @@ func (s *Scheduler) onPodAdd(p *corev1.Pod) {
 		}
 	case s.ours(p):
 		pi := framework.NewPodInfo(p)
+		if !s.preEnqueue(pi) {
+			return
+		}
 		if node := p.GetStatus().GetNominatedNodeName(); node != "" {
 			s.nominator.set(pi, node)
 		}
@@ -96,6 +99,10 @@ func (s *Scheduler) onPodUpdate(old, cur *corev1.Pod) {
 		}
 	case s.ours(cur):
 		pi := framework.NewPodInfo(cur)
+		if !s.preEnqueue(pi) {
+			s.queue.Delete(uid)
+			return
+		}
 		s.nominator.set(pi, cur.GetStatus().GetNominatedNodeName())
 		s.queue.Update(pi)
 	default:
