@@ -76,7 +76,6 @@ func All() []*Scenario {
 		apiListScenario(),
 		schedulerScenario(),
 		schedAffinityScenario(),
-		preemptionScenario(),
 		nodeScenario(),
 		streamsScenario(),
 		leaderScenario(),
