@@ -60,6 +60,9 @@ type Agent struct {
 
 	registered atomic.Bool
 
+	// runtimeClass reads a RuntimeClass (a pod's runtimeClassName).
+	runtimeClass runtimeClassGetter
+
 	mu             sync.Mutex
 	runtimeName    string // from Version: the containerID scheme
 	runtimeVersion string
@@ -86,7 +89,7 @@ func New(cfg Config) (*Agent, error) {
 		cfg:          cfg,
 		log:          cfg.Logger.With(zap.String("node", cfg.NodeName)),
 		m:            newMetrics(cfg.Registerer),
-		machine:      readMachine(cfg.NodeIP, cfg.Hostname),
+		machine:      readMachine(cfg.NodeIP, cfg.Hostname, *cfg.hostFiles),
 		rt:           cri.New(cfg.Runtime, cri.Options{Metrics: cri.NewMetrics(cfg.Registerer), Timeout: cfg.RuntimeTimeout}),
 		podClient:    client.Pods(cfg.API),
 		nodes:        client.Nodes(cfg.API),
@@ -124,6 +127,10 @@ func New(cfg Config) (*Agent, error) {
 	}
 	a.tokens = &tokenCache{source: cfg.TokenSource, now: cfg.Clock.Now}
 	a.serviceEnv = newServiceEnvCache(client.Services(cfg.API), cfg.Clock.Now)
+	runtimeClasses := client.RuntimeClasses(cfg.API)
+	a.runtimeClass = func(ctx context.Context, name string) (*nodev1.RuntimeClass, error) {
+		return runtimeClasses.Get(ctx, "", name)
+	}
 	a.obs = newObserver(a.rt)
 	a.usage = &usageSampler{read: a.readStats, clock: cfg.Clock, window: cfg.UsageWindow}
 	promutil.MustRegister(cfg.Registerer, newStatsCollector(a))

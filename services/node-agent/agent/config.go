@@ -184,6 +184,9 @@ type Config struct {
 	// machineStats reads the machine's usage (readMachineStats; tests
 	// put in their own).
 	machineStats func() (machineSample, error)
+	// hostFiles are where status.nodeInfo is read from (nil: the
+	// machine's, defaultHostFiles; tests put in their own).
+	hostFiles *hostFiles
 }
 
 func (c *Config) defaults() error {
@@ -219,6 +222,9 @@ func (c *Config) defaults() error {
 	}
 	if c.machineStats == nil {
 		c.machineStats = readMachineStats
+	}
+	if c.hostFiles == nil {
+		c.hostFiles = &defaultHostFiles
 	}
 	if c.CrashLoopBackOffMax < c.CrashLoopBackOff {
 		c.CrashLoopBackOffMax = c.CrashLoopBackOff

@@ -122,14 +122,11 @@ type machine struct {
 	memory   string // "<n>Ki"
 	hostname string
 	ip       string
-	kernel   string
-	osImage  string
-	bootID   string
-	machID   string
+	system   systemInfo // status.nodeInfo's (nodeinfo.go)
 }
 
-func readMachine(nodeIP, hostname string) machine {
-	m := machine{cpus: runtime.NumCPU(), hostname: hostname, ip: nodeIP}
+func readMachine(nodeIP, hostname string, files hostFiles) machine {
+	m := machine{cpus: runtime.NumCPU(), hostname: hostname, ip: nodeIP, system: readSystemInfo(files)}
 	if m.hostname == "" {
 		m.hostname, _ = os.Hostname()
 	}
@@ -139,18 +136,7 @@ func readMachine(nodeIP, hostname string) machine {
 	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
 		m.memory = memTotal(b)
 	}
-	m.kernel = readTrim("/proc/sys/kernel/osrelease")
-	m.bootID = readTrim("/proc/sys/kernel/random/boot_id")
-	m.machID = readTrim("/etc/machine-id")
-	if b, err := os.ReadFile("/etc/os-release"); err == nil {
-		m.osImage = osImage(b)
-	}
 	return m
-}
-
-func readTrim(path string) string {
-	b, _ := os.ReadFile(path)
-	return strings.TrimSpace(string(b))
 }
 
 // memTotal reads MemTotal from /proc/meminfo as a quantity ("16318012Ki").
@@ -162,16 +148,6 @@ func memTotal(meminfo []byte) string {
 			if _, err := strconv.ParseUint(f[1], 10, 64); err == nil {
 				return f[1] + "Ki"
 			}
-		}
-	}
-	return ""
-}
-
-func osImage(osRelease []byte) string {
-	sc := bufio.NewScanner(bytes.NewReader(osRelease))
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "PRETTY_NAME="); ok {
-			return strings.Trim(v, `"`)
 		}
 	}
 	return ""
@@ -242,16 +218,12 @@ func (a *Agent) desiredNode(ready *corev1.NodeCondition) *corev1.Node {
 			Annotations: map[string]string{AnnLocalVolumeRoot: a.cfg.LocalVolumeRoot}},
 		Spec: &corev1.NodeSpec{Taints: taints},
 		Status: &corev1.NodeStatus{
-			Capacity:    capacity,
-			Allocatable: maps.Clone(capacity),
-			Phase:       "Running",
-			Conditions:  nodeConditions(nil, ready, a.cfg.Clock.Now()),
-			Addresses:   addrs,
-			NodeInfo: &corev1.NodeSystemInfo{
-				MachineId: a.machine.machID, BootId: a.machine.bootID, KernelVersion: a.machine.kernel,
-				OsImage: a.machine.osImage, ContainerRuntimeVersion: a.runtimeName + "://" + a.runtimeVersion,
-				KubeletVersion: Version, OperatingSystem: "linux", Architecture: runtime.GOARCH,
-			},
+			Capacity:        capacity,
+			Allocatable:     maps.Clone(capacity),
+			Phase:           "Running",
+			Conditions:      nodeConditions(nil, ready, a.cfg.Clock.Now()),
+			Addresses:       addrs,
+			NodeInfo:        nodeSystemInfo(a.machine.system, a.runtimeName, a.runtimeVersion),
 			DaemonEndpoints: &corev1.NodeDaemonEndpoints{KubeletEndpoint: &corev1.DaemonEndpoint{Port: a.cfg.Port}},
 		},
 	}

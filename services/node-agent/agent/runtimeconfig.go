@@ -49,10 +49,24 @@ func gracePeriod(p *corev1.Pod) int64 {
 	return 30
 }
 
+// namespaceOptions are the pod's Linux namespaces, as the kubelet's
+// namespacesForPod: the node's network, PIDs and IPC with hostNetwork,
+// hostPID and hostIPC; with shareProcessNamespace (and not hostPID) one
+// PID namespace for the pod, whose first process is the sandbox's pause.
 func namespaceOptions(p *corev1.Pod) *runtimeapi.NamespaceOption {
+	spec := p.GetSpec()
 	ns := &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_POD, Pid: runtimeapi.NamespaceMode_CONTAINER, Ipc: runtimeapi.NamespaceMode_POD}
-	if p.GetSpec().GetHostNetwork() {
+	if spec.GetHostNetwork() {
 		ns.Network = runtimeapi.NamespaceMode_NODE
+	}
+	switch {
+	case spec.GetHostPid():
+		ns.Pid = runtimeapi.NamespaceMode_NODE
+	case spec.GetShareProcessNamespace():
+		ns.Pid = runtimeapi.NamespaceMode_POD
+	}
+	if spec.GetHostIpc() {
+		ns.Ipc = runtimeapi.NamespaceMode_NODE
 	}
 	return ns
 }

@@ -131,6 +131,8 @@ func computeStatus(in statusInput) *corev1.PodStatus {
 				Message: fmt.Sprintf("containers with unready status: [%s]", strings.Join(notReady, " "))})
 		}
 	}
+	// Ready also waits for the readiness gates (readinessgates.go).
+	conds[len(conds)-1] = withReadinessGates(conds[len(conds)-1], spec.GetReadinessGates(), old.GetConditions())
 	oldConds := map[string]*corev1.PodCondition{}
 	for _, c := range old.GetConditions() {
 		oldConds[c.GetType()] = c

@@ -265,10 +265,15 @@ func (a *Agent) createSandbox(ctx context.Context, pod *corev1.Pod, attempt uint
 	if err := os.MkdirAll(cfg.GetLogDirectory(), 0o755); err != nil {
 		return nil, fmt.Errorf("pod log directory: %w", err)
 	}
+	handler, err := runtimeHandler(ctx, a.runtimeClass, pod)
+	if err != nil {
+		a.recorder.Eventf(pod, events.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
+		return nil, err
+	}
 	// Once asked, a sandbox is made even if the agent is stopping: a call
 	// abandoned half-way leaves the runtime with a sandbox it cannot
 	// remove until it finishes. The runtime timeout still bounds it.
-	id, err := a.rt.RunPodSandbox(context.WithoutCancel(ctx), cfg, "")
+	id, err := a.rt.RunPodSandbox(context.WithoutCancel(ctx), cfg, handler)
 	if err != nil {
 		a.recorder.Eventf(pod, events.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %s", cri.Message(err))
 		return nil, fmt.Errorf("creating sandbox: %w", err)
@@ -331,6 +336,12 @@ func (a *Agent) startContainer(ctx context.Context, pod *corev1.Pod, c *corev1.C
 	var mounts []*runtimeapi.Mount
 	if err == nil {
 		mounts, err = containerMounts(pod, c, paths)
+	}
+	if err == nil {
+		var hosts *runtimeapi.Mount
+		if hosts, err = ensureHostsMount(a.cfg.RootDir, pod, c, a.podIP(pod, sb.ip), a.cfg.ClusterDomain); hosts != nil {
+			mounts = append(mounts, hosts)
+		}
 	}
 	if err == nil {
 		mounts, err = withTerminationLog(a.cfg.RootDir, pod, c, mounts) // termination.go
@@ -619,6 +630,10 @@ func (a *Agent) writeStatus(ctx context.Context, pod *corev1.Pod, rt *podRuntime
 	if last != nil {
 		base = proto.Clone(pod).(*corev1.Pod)
 		base.Status = last
+		if resourceVersion(pod) > lastRV {
+			// Conditions others wrote since (a readiness gate's) count.
+			base.Status = withOthers(last, pod.GetStatus())
+		}
 	}
 	ready, started, _ := a.prober.snapshot(rt)
 	st := computeStatus(statusInput{
