@@ -107,6 +107,9 @@ type Assessment struct {
 //   - otherwise Ready: neither taint. A Ready=Unknown left from an outage
 //     stays for the agent to replace.
 //
+// In every state, a pressure condition True (MemoryPressure...) brings its
+// NoSchedule taint, and its taint goes once it is not (conditiontaints.go).
+//
 // A NoExecute taint the node already carries keeps its timeAdded (so that
 // tolerations count from when it was first added); one added now, or found
 // without timeAdded, gets now. Other taints are left alone.
@@ -124,6 +127,13 @@ func Assess(node *corev1.Node, heartbeat, now time.Time, grace time.Duration) As
 		}
 	}
 	a.Taints, a.TaintsChanged = taintsFor(node.GetSpec().GetTaints(), a.State.taintKey(), now)
+	conds := node.GetStatus().GetConditions()
+	if a.Conditions != nil {
+		conds = a.Conditions
+	}
+	var pressure bool
+	a.Taints, pressure = conditionTaints(a.Taints, conds) // conditiontaints.go
+	a.TaintsChanged = a.TaintsChanged || pressure
 	return a
 }
 

@@ -50,6 +50,7 @@ type Agent struct {
 	pleg       *pleg
 	net        *network.Manager // nil unless Config.ManagePodNetwork
 	local      *localVolumes    // deleted local-path volumes' cleanup
+	eviction   *evictionManager // memory pressure (eviction.go)
 	statusKick chan struct{}    // a node status sync now
 	recorder   events.Recorder
 	bcast      *events.Broadcaster // nil when Config.Recorder was given
@@ -74,6 +75,7 @@ type Agent struct {
 	lease          *coordinationv1.Lease
 	firstSeen      map[string]time.Time     // by pod uid, until the pod runs
 	lastStatus     map[string]writtenStatus // by pod uid: the status last written
+	failures       map[string]podFailure    // by pod uid: evictions to finish (eviction.go)
 
 	// networkWasReady: the network was ready at the last status check.
 	networkWasReady bool
@@ -98,6 +100,7 @@ func New(cfg Config) (*Agent, error) {
 		pullBackoff:  newBackoff(cfg.ImagePullBackOff, cfg.ImagePullBackOffMax),
 		firstSeen:    map[string]time.Time{},
 		lastStatus:   map[string]writtenStatus{},
+		failures:     map[string]podFailure{},
 		statusKick:   make(chan struct{}, 1),
 	}
 	if cfg.ManagePodNetwork {
@@ -154,6 +157,7 @@ func New(cfg Config) (*Agent, error) {
 		RateLimiter: workqueue.NewItemExponentialFailureRateLimiter[string](10*time.Millisecond, 30*time.Second),
 	})
 	a.local = newLocalVolumes(a)
+	a.eviction = newEvictionManager(a)
 	a.delay = newDelayer(cfg.Clock, a.ctrl.Enqueue)
 	a.prober = newProber(newProbeRunner(a.rt, cfg.ProbeDial), a.ctrl.Enqueue, a.recorder, a.log.Named("prober"))
 	a.pleg = newPLEG(a)
@@ -252,6 +256,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	a.delay.start(run)
 	bg.Go(func() { _ = a.ctrl.Run(run) })
 	bg.Go(func() { every(run, a.cfg.RelistPeriod, a.log, "relisting the runtime", a.pleg.relist) })
+	bg.Go(func() { a.eviction.run(run) })
 	bg.Go(func() { every(run, a.cfg.VolumeSyncPeriod, a.log, "", a.refreshVolumes) })
 	bg.Go(func() { every(run, a.cfg.LeaseRenewInterval, a.log, "renewing the node lease", a.renewLease) })
 	bg.Go(func() {

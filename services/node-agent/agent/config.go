@@ -147,6 +147,20 @@ type Config struct {
 	// it unless the previous call's sample is old enough (up to a minute).
 	UsageWindow time.Duration
 
+	// EvictionHard are the hard eviction thresholds (ParseEvictionHard of
+	// the kubelet's --eviction-hard; nil: the agent evicts nothing, and
+	// the command's default is DefaultEvictionHard): see eviction.go.
+	EvictionHard []Threshold
+	// EvictionMonitoringInterval: how often the thresholds are checked, on
+	// Clock (DefaultEvictionMonitoringInterval).
+	EvictionMonitoringInterval time.Duration
+	// EvictionPressureTransitionPeriod: how long MemoryPressure stays True
+	// after the threshold was last met (DefaultEvictionPressureTransitionPeriod).
+	EvictionPressureTransitionPeriod time.Duration
+	// evictionObserve reads the memory the eviction manager compares
+	// (observeMemory; tests put in their own).
+	evictionObserve func(ctx context.Context) (memoryObservation, error)
+
 	// VolumeSyncPeriod: how often the configMap, secret, downwardAPI and
 	// projected volumes of running pods are rewritten from their sources
 	// (the kubelet's sync period is about a minute).
@@ -215,6 +229,8 @@ func (c *Config) defaults() error {
 	setDefault(&c.LogFollowPoll, DefaultLogFollowPoll)
 	setDefault(&c.StatsTimeout, DefaultStatsTimeout)
 	setDefault(&c.UsageWindow, DefaultUsageWindow)
+	setDefault(&c.EvictionMonitoringInterval, DefaultEvictionMonitoringInterval)
+	setDefault(&c.EvictionPressureTransitionPeriod, DefaultEvictionPressureTransitionPeriod)
 	setDefault(&c.VolumeSyncPeriod, DefaultVolumeSyncPeriod)
 	setDefault(&c.SeccompProfileRoot, DefaultSeccompProfileRoot)
 	if err := checkSysctlPatterns(c.AllowedUnsafeSysctls); err != nil {

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -69,15 +70,21 @@ func readyCondition(st *runtimeapi.RuntimeStatus, err error) *corev1.NodeConditi
 }
 
 // nodeConditions are the conditions to post at now: ready as computed,
-// the pressure conditions False, each keeping its lastTransitionTime from
-// old when its status did not change.
-func nodeConditions(old []*corev1.NodeCondition, ready *corev1.NodeCondition, now time.Time) []*corev1.NodeCondition {
+// the pressure conditions True when named in pressure (MemoryPressure,
+// from the eviction manager), else False, each keeping its
+// lastTransitionTime from old when its status did not change.
+func nodeConditions(old []*corev1.NodeCondition, ready *corev1.NodeCondition, now time.Time, pressure ...string) []*corev1.NodeCondition {
 	ts := timestamppb.New(now)
 	prev := map[string]*corev1.NodeCondition{}
 	for _, c := range old {
 		prev[c.GetType()] = c
 	}
-	pressure := map[string][2]string{
+	underPressure := map[string][2]string{
+		"MemoryPressure": {"KubeletHasInsufficientMemory", "kubelet has insufficient memory available"},
+		"DiskPressure":   {"KubeletHasDiskPressure", "kubelet has disk pressure"},
+		"PIDPressure":    {"KubeletHasInsufficientPID", "kubelet has insufficient PID available"},
+	}
+	noPressure := map[string][2]string{
 		"MemoryPressure": {"KubeletHasSufficientMemory", "kubelet has sufficient memory available"},
 		"DiskPressure":   {"KubeletHasNoDiskPressure", "kubelet has no disk pressure"},
 		"PIDPressure":    {"KubeletHasSufficientPID", "kubelet has sufficient PID available"},
@@ -87,8 +94,10 @@ func nodeConditions(old []*corev1.NodeCondition, ready *corev1.NodeCondition, no
 		var c *corev1.NodeCondition
 		if typ == "Ready" {
 			c = proto.Clone(ready).(*corev1.NodeCondition)
+		} else if slices.Contains(pressure, typ) {
+			c = &corev1.NodeCondition{Type: typ, Status: "True", Reason: underPressure[typ][0], Message: underPressure[typ][1]}
 		} else {
-			c = &corev1.NodeCondition{Type: typ, Status: "False", Reason: pressure[typ][0], Message: pressure[typ][1]}
+			c = &corev1.NodeCondition{Type: typ, Status: "False", Reason: noPressure[typ][0], Message: noPressure[typ][1]}
 		}
 		c.LastHeartbeatTime = ts
 		if p, ok := prev[typ]; ok && p.GetStatus() == c.GetStatus() && p.GetLastTransitionTime() != nil {
@@ -264,7 +273,7 @@ func (a *Agent) register(ctx context.Context) error {
 			}
 		}
 		status := want.Status
-		status.Conditions = nodeConditions(cur.GetStatus().GetConditions(), ready, a.cfg.Clock.Now())
+		status.Conditions = nodeConditions(cur.GetStatus().GetConditions(), ready, a.cfg.Clock.Now(), a.pressureConditions()...)
 		next.Status = status
 		written, err := a.nodes.UpdateStatus(ctx, next)
 		if err != nil {
@@ -312,7 +321,7 @@ func (a *Agent) syncNodeStatus(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		next := nodeConditions(cur.GetStatus().GetConditions(), ready, now)
+		next := nodeConditions(cur.GetStatus().GetConditions(), ready, now, a.pressureConditions()...)
 		if !conditionsChanged(cur.GetStatus().GetConditions(), next) && now.Sub(reported) < a.cfg.NodeStatusReportPeriod {
 			return nil
 		}

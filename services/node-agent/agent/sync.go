@@ -88,6 +88,10 @@ func (a *Agent) syncPod(ctx context.Context, key string) (controller.Result, err
 // syncActive runs the actions computeActions decides and writes the
 // status that results.
 func (a *Agent) syncActive(ctx context.Context, pod *corev1.Pod, rt *podRuntime) (controller.Result, error) {
+	pod, err := a.evictionSync(ctx, pod, rt) // evicted, or refused under memory pressure
+	if err != nil {
+		return controller.Result{}, err
+	}
 	res := &syncResult{waiting: map[string]*corev1.ContainerStateWaiting{}}
 	_, startupOK, unhealthy := a.prober.snapshot(rt)
 	act := computeActions(pod, rt, unhealthy, startupOK)
@@ -537,6 +541,7 @@ func (a *Agent) forgetPod(uid, logDir string) {
 	a.mu.Lock()
 	delete(a.firstSeen, uid)
 	delete(a.lastStatus, uid)
+	delete(a.failures, uid)
 	a.mu.Unlock()
 	if uid != "" {
 		a.tokens.forget(uid)

@@ -70,6 +70,13 @@ type Options struct {
 	ImagePullBackOff       time.Duration
 	ImagePullBackOffMax    time.Duration
 
+	// EvictionHard are the hard eviction thresholds (--eviction-hard),
+	// checked every EvictionMonitoringInterval; MemoryPressure stays True
+	// EvictionPressureTransitionPeriod after the last one met.
+	EvictionHard                     []agent.Threshold
+	EvictionMonitoringInterval       time.Duration
+	EvictionPressureTransitionPeriod time.Duration
+
 	// SyncFrequency: how often running pods' configMap, secret,
 	// downwardAPI and projected volumes are rewritten from their sources.
 	SyncFrequency time.Duration
@@ -177,6 +184,14 @@ Flags:
 	fs.DurationVar(&o.CrashLoopBackOffMax, "crashloop-backoff-max", agent.DefaultCrashLoopBackOffMax, "longest crash-loop delay")
 	fs.DurationVar(&o.ImagePullBackOff, "image-pull-backoff", agent.DefaultImagePullBackOff, "first delay before pulling an image again after a failure (doubles each time)")
 	fs.DurationVar(&o.ImagePullBackOffMax, "image-pull-backoff-max", agent.DefaultImagePullBackOffMax, "longest image pull delay")
+	o.EvictionHard, _ = agent.ParseEvictionHard(agent.DefaultEvictionHard)
+	fs.Func("eviction-hard", "hard eviction thresholds, the kubelet's syntax: memory.available<100Mi or memory.available<10% (the only signal Skiff implements); below one the node reports MemoryPressure, refuses BestEffort pods and evicts one pod per --eviction-monitoring-interval; empty: none (default "+agent.DefaultEvictionHard+")", func(s string) error {
+		ts, err := agent.ParseEvictionHard(s)
+		o.EvictionHard = ts
+		return err
+	})
+	fs.DurationVar(&o.EvictionMonitoringInterval, "eviction-monitoring-interval", agent.DefaultEvictionMonitoringInterval, "how often the eviction thresholds are checked")
+	fs.DurationVar(&o.EvictionPressureTransitionPeriod, "eviction-pressure-transition-period", agent.DefaultEvictionPressureTransitionPeriod, "how long MemoryPressure stays True after the last threshold met")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -293,6 +308,7 @@ func Run(ctx context.Context, o *Options, log *zap.Logger, ready func(Addrs)) er
 		TokenSource:      agent.APITokenSource(conn),
 		CrashLoopBackOff: o.CrashLoopBackOff, CrashLoopBackOffMax: o.CrashLoopBackOffMax,
 		ImagePullBackOff: o.ImagePullBackOff, ImagePullBackOffMax: o.ImagePullBackOffMax,
+		EvictionHard: o.EvictionHard, EvictionMonitoringInterval: o.EvictionMonitoringInterval, EvictionPressureTransitionPeriod: o.EvictionPressureTransitionPeriod,
 		Logger: log, Registerer: reg,
 	})
 	if err != nil {
