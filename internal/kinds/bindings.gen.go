@@ -39,7 +39,7 @@ var bindings = []binding{
 	bind(client.PodDisruptionBudgets, def(defaults.PodDisruptionBudget), val(validation.PodDisruptionBudget), valUpdate(validation.PodDisruptionBudgetUpdate)),
 	bind(client.StorageClasses, def(defaults.StorageClass), val(validation.StorageClass), valUpdate(validation.StorageClassUpdate)),
 	bind(client.PriorityClasses, def(defaults.PriorityClass), val(validation.PriorityClass), valUpdate(validation.PriorityClassUpdate)),
-	bind(client.RuntimeClasses, nil, nil, nil),
+	bind(client.RuntimeClasses, nil, val(validation.RuntimeClass), valUpdate(validation.RuntimeClassUpdate)),
 	bind(client.MutatingWebhookConfigurations, def(defaults.MutatingWebhookConfiguration), val(validation.MutatingWebhookConfiguration), valUpdate(validation.MutatingWebhookConfigurationUpdate)),
 	bind(client.ValidatingWebhookConfigurations, def(defaults.ValidatingWebhookConfiguration), val(validation.ValidatingWebhookConfiguration), valUpdate(validation.ValidatingWebhookConfigurationUpdate)),
 }

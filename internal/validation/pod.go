@@ -127,6 +127,7 @@ func PodSpec(spec *corev1.PodSpec, path *field.Path) field.ErrorList {
 	errs = append(errs, affinity(spec.Affinity, path.Child("affinity"))...)
 	errs = append(errs, tolerations(spec.Tolerations, path.Child("tolerations"))...)
 	errs = append(errs, topologySpreadConstraints(spec.TopologySpreadConstraints, path.Child("topologySpreadConstraints"))...)
+	errs = append(errs, podNodeFields(spec, path)...) // runtimeclass.go
 	errs = append(errs, schedulingGates(spec.SchedulingGates, path.Child("schedulingGates"))...)
 	for _, ref := range []struct {
 		name, value string
