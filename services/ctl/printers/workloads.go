@@ -13,6 +13,7 @@ import (
 	batchv1 "skiff.dev/proto/batch/v1"
 	corev1 "skiff.dev/proto/core/v1"
 	metav1 "skiff.dev/proto/meta/v1"
+	nodev1 "skiff.dev/proto/node/v1"
 	policyv1 "skiff.dev/proto/policy/v1"
 	schedulingv1 "skiff.dev/proto/scheduling/v1"
 	storagev1 "skiff.dev/proto/storage/v1"
@@ -45,6 +46,8 @@ func workloadColumns(obj object.Object) (columns, bool) {
 		return columns{[]string{"NAME", "PROVISIONER", "RECLAIMPOLICY", "VOLUMEBINDINGMODE", "ALLOWVOLUMEEXPANSION", "AGE"}, nil, storageClassRow}, true
 	case *schedulingv1.PriorityClass:
 		return priorityClassColumns, true
+	case *nodev1.RuntimeClass:
+		return runtimeClassColumns, true
 	}
 	return columns{}, false
 }
