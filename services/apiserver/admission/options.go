@@ -34,7 +34,7 @@ type Options struct {
 // DefaultPlugins are the command's --enable-admission-plugins.
 var DefaultPlugins = []string{
 	NamespaceLifecycleName, LimitRangerName, ServiceAccountName, NodeRestrictionName, DefaultTolerationSecondsName,
-	DefaultStorageClassName, StorageObjectInUseProtectionName, PriorityName,
+	DefaultStorageClassName, StorageObjectInUseProtectionName, PriorityName, RuntimeClassName,
 	MutatingWebhookName, ValidatingWebhookName, ResourceQuotaName,
 }
 

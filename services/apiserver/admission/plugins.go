@@ -44,6 +44,7 @@ var catalogue = map[string]Factory{
 	StorageObjectInUseProtectionName: newStorageObjectInUseProtection,
 	NodeRestrictionName:              newNodeRestriction,
 	PriorityName:                     newPriority,
+	RuntimeClassName:                 newRuntimeClass,
 }
 
 // Known lists the plugin names, sorted.
