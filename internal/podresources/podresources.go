@@ -15,8 +15,9 @@
 //	           max over init container i of: i's amount + sum(sidecars before i) )
 //
 // where a sidecar's own term is the sum of the sidecars up to and including
-// it. The package does not count the pod's overhead, and does not decide
-// quality of service (package qos).
+// it, plus the pod's overhead (spec.overhead, set from its RuntimeClass;
+// overhead.go). The package does not decide quality of service (package
+// qos).
 package podresources
 
 import (
@@ -33,15 +34,21 @@ func IsSidecar(c *corev1.Container) bool {
 // Requests is the pod's effective request per resource. An unparsable
 // quantity (validation refuses them) counts as zero; the first one met is
 // returned as the error, the rest is still counted.
+//
+// The pod's overhead (spec.overhead, its RuntimeClass's) is added, as
+// Kubernetes' PodRequests does.
 func Requests(spec *corev1.PodSpec) (map[string]quantity.Quantity, error) {
-	return aggregate(spec, func(c *corev1.Container) map[string]string { return c.GetResources().GetRequests() })
+	total, err := aggregate(spec, func(c *corev1.Container) map[string]string { return c.GetResources().GetRequests() })
+	return withOverhead(total, spec, true, err)
 }
 
 // Limits is the pod's effective limit per resource, by the same arithmetic
 // as Requests over the containers' limits (a container that sets no limit
-// adds nothing).
+// adds nothing). The overhead is added to the resources that have a
+// limit, as Kubernetes' PodLimits does.
 func Limits(spec *corev1.PodSpec) (map[string]quantity.Quantity, error) {
-	return aggregate(spec, func(c *corev1.Container) map[string]string { return c.GetResources().GetLimits() })
+	total, err := aggregate(spec, func(c *corev1.Container) map[string]string { return c.GetResources().GetLimits() })
+	return withOverhead(total, spec, false, err)
 }
 
 func aggregate(spec *corev1.PodSpec, list func(*corev1.Container) map[string]string) (map[string]quantity.Quantity, error) {
