@@ -76,6 +76,7 @@ func All() []*Scenario {
 		apiListScenario(),
 		schedulerScenario(),
 		schedAffinityScenario(),
+		preemptionScenario(),
 		nodeScenario(),
 		streamsScenario(),
 		leaderScenario(),

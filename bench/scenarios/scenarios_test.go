@@ -35,8 +35,9 @@ func TestSelect(t *testing.T) {
 		prefix string
 		want   []string
 	}{
-		{"empty selects all", "", []string{"watch.fanout", "write", "api.get", "api.list", "scheduler", "scheduler.antiaffinity", "node", "streams", "leader", "controllers.rs", "jobs", "daemonset", "fairness", "fairness.flood", "memory", "services", "services.programming", "dns"}},
-		{"scheduler and its anti-affinity run", "scheduler", []string{"scheduler", "scheduler.antiaffinity"}},
+		{"empty selects all", "", []string{"watch.fanout", "write", "api.get", "api.list", "scheduler", "scheduler.antiaffinity", "scheduler.preemption", "node", "streams", "leader", "controllers.rs", "jobs", "daemonset", "fairness", "fairness.flood", "memory", "services", "services.programming", "dns"}},
+		{"scheduler, its anti-affinity run and preemption", "scheduler", []string{"scheduler", "scheduler.antiaffinity", "scheduler.preemption"}},
+		{"preemption alone", "scheduler.preemption", []string{"scheduler.preemption"}},
 		{"the anti-affinity run needs the basic one", "scheduler.antiaffinity", []string{"scheduler", "scheduler.antiaffinity"}},
 		{"controllers measure their API denominator themselves", "controllers", []string{"controllers.rs"}},
 		{"api runs the writes with their etcd denominator", "api", []string{"write", "api.get", "api.list"}},

@@ -5,7 +5,11 @@
 //	               then by when it entered (earlier first)
 //	backoffQ       failed recently: waits out its backoff, which doubles with
 //	               each attempt (PodInitialBackoff .. PodMaxBackoff), then
-//	               moves to activeQ
+//	               moves to activeQ; while activeQ is empty, a pod that
+//	               was unschedulable (not one that met an error) is popped
+//	               from here at once, as Kubernetes' SchedulerPopFromBackoffQ
+//	               does (an idle scheduler does not wait out a backoff: a
+//	               preemptor whose victims left binds at once)
 //	unschedulable  fit nowhere last time: waits until something that could
 //	               help happens (MoveAllToActiveOrBackoff: a node added or
 //	               changed, a pod deleted, an allocation dropped), or until
@@ -60,6 +64,7 @@ type QueuedPodInfo struct {
 	UnschedulablePlugins []string
 
 	backoffUntil time.Time
+	errored      bool      // its last attempt failed with an error
 	since        time.Time // entered the unschedulable set
 	seq          uint64    // ties on Timestamp keep arrival order
 	where        location
@@ -241,6 +246,9 @@ func (q *Queue) pushBackoff(qp *QueuedPodInfo) {
 	heap.Push(&q.backoff, qp)
 	q.pods[qp.UID()] = qp
 	q.poke()
+	if !qp.errored {
+		q.cond.Signal() // Pop may take it while activeQ is empty
+	}
 }
 
 // activeOrBackoffLocked sends qp to activeQ if its backoff is over, else
@@ -295,19 +303,37 @@ func (q *Queue) removeLocked(qp *QueuedPodInfo) {
 func (q *Queue) Pop() (qp *QueuedPodInfo, ok bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	for q.active.Len() == 0 && !q.closed {
+	for q.active.Len() == 0 && q.poppableBackoffLocked() == nil && !q.closed {
 		q.cond.Wait()
 	}
 	if q.closed {
 		return nil, false
 	}
-	qp = heap.Pop(&q.active).(*QueuedPodInfo)
+	if q.active.Len() > 0 {
+		qp = heap.Pop(&q.active).(*QueuedPodInfo)
+	} else {
+		qp = q.poppableBackoffLocked()
+		heap.Remove(&q.backoff, qp.index)
+	}
 	qp.where = nowhere
 	delete(q.pods, qp.UID())
 	qp.Attempts++
 	q.cycle++
 	q.inFlight[qp.UID()] = &flight{latest: qp.PodInfo}
 	return qp, true
+}
+
+// poppableBackoffLocked is the pod Pop takes from backoffQ when activeQ is
+// empty: of the pods there that were unschedulable (not errored), the one
+// whose backoff ends first; nil if none.
+func (q *Queue) poppableBackoffLocked() *QueuedPodInfo {
+	var best *QueuedPodInfo
+	for _, qp := range q.backoff.items {
+		if !qp.errored && (best == nil || backoffLess(qp, best)) {
+			best = qp
+		}
+	}
+	return best
 }
 
 // SchedulingCycle is the number of pods popped so far.
@@ -348,6 +374,7 @@ func (q *Queue) AddUnschedulableIfNotPresent(qp *QueuedPodInfo, podCycle int64, 
 	now := q.clock.Now()
 	qp.Timestamp = now
 	qp.backoffUntil = now.Add(q.backoffDuration(qp.Attempts))
+	qp.errored = !unschedulable
 	if !unschedulable || (f != nil && f.changed) || q.moveRequest >= podCycle || q.movedForLocked(qp, podCycle) {
 		q.pushBackoff(qp)
 		return

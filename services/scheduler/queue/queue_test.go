@@ -279,3 +279,44 @@ func TestMoveRejectedByOnlyMovesThatPluginsPods(t *testing.T) {
 		t.Errorf("spread is in %s, want backoff", w)
 	}
 }
+
+// TestIdleQueuePopsFromBackoff: while activeQ is empty, a pod that was
+// unschedulable and got moved during its backoff is popped at once (as
+// Kubernetes' SchedulerPopFromBackoffQ); one that met an error waits its
+// backoff out, and an active pod always comes first.
+func TestIdleQueuePopsFromBackoff(t *testing.T) {
+	q, _ := newQueue()
+	q.Add(pod("moved", 0))
+	q.Add(pod("errored", 5))
+	errored := pop(t, q)
+	moved := pop(t, q)
+	cycle := q.SchedulingCycle()
+	q.AddUnschedulableIfNotPresent(errored, cycle, false)
+	q.AddUnschedulableIfNotPresent(moved, cycle, true)
+	if w := where(q, "moved"); w != "unschedulable" {
+		t.Fatalf("moved is %s, want unschedulable", w)
+	}
+	q.MoveAllToActiveOrBackoff("AssignedPodDelete") // during its backoff
+	if w := where(q, "moved"); w != "backoff" {
+		t.Fatalf("moved is %s, want backoff", w)
+	}
+
+	q.Add(pod("new", 0))
+	if qp, _ := q.Pop(); qp.Pod.GetMetadata().GetName() != "new" {
+		t.Fatalf("popped %s before the active pod", qp.Pod.GetMetadata().GetName())
+	}
+	if qp, _ := q.Pop(); qp.Pod.GetMetadata().GetName() != "moved" {
+		t.Fatalf("popped %s, want moved (activeQ empty)", qp.Pod.GetMetadata().GetName())
+	}
+	if w := where(q, "errored"); w != "backoff" {
+		t.Fatalf("errored is %s, want backoff", w)
+	}
+	if l := q.Lengths(); l.Active != 0 || l.Backoff != 1 {
+		t.Fatalf("lengths %+v", l)
+	}
+	q.mu.Lock()
+	if p := q.poppableBackoffLocked(); p != nil {
+		t.Errorf("an errored pod would be popped before its backoff: %s", p.Key())
+	}
+	q.mu.Unlock()
+}

@@ -56,7 +56,11 @@ func (s *Scheduler) bind(ctx context.Context, fwk *framework.Framework, state *f
 	}
 	s.log.Info("bind failed; retrying after backoff", zap.String("pod", qp.Key()), zap.String("node", host), zap.Error(err))
 	s.recorders[fwk.ProfileName()].Eventf(qp.Pod, events.EventTypeWarning, "FailedScheduling", "Binding rejected: %v", err)
-	s.queue.AddUnschedulableIfNotPresent(qp, cycle, false) // qp is the queue's from here on
+	// A Conflict is no error of the pod's: it changed since its cycle
+	// began (often by the scheduler's own status writes: PodScheduled,
+	// nominatedNodeName), so it is retried as soon as the queue is idle,
+	// not after an error's backoff (the move above sends it to backoffQ).
+	s.queue.AddUnschedulableIfNotPresent(qp, cycle, apierrors.IsConflict(err)) // qp is the queue's from here on
 }
 
 // stillOurs reports whether the pod is still unbound and ours after its
