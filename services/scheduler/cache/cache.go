@@ -339,6 +339,7 @@ func (c *Cache) UpdateSnapshot(s *framework.Snapshot) {
 	if s.NodeInfoMap == nil {
 		s.NodeInfoMap = map[string]*framework.NodeInfo{}
 	}
+	s.EnsureAffinityIndex()
 	rebuild := false
 	// affinityChanged: a node's affinity lists became empty or non-empty,
 	// so the snapshot's lists of such nodes are rebuilt.
@@ -350,12 +351,14 @@ func (c *Cache) UpdateSnapshot(s *framework.Snapshot) {
 		name := it.info.Name()
 		if existing, ok := s.NodeInfoMap[name]; ok {
 			hadAffinity, hadAnti := len(existing.PodsWithAffinity) > 0, len(existing.PodsWithRequiredAntiAffinity) > 0
-			it.info.CopyTo(existing)
+			s.CopyNodeInfo(it.info, existing)
 			if hadAffinity != (len(existing.PodsWithAffinity) > 0) || hadAnti != (len(existing.PodsWithRequiredAntiAffinity) > 0) {
 				affinityChanged = true
 			}
 		} else {
-			s.NodeInfoMap[name] = it.info.Clone()
+			ni := it.info.Clone()
+			s.NodeInfoMap[name] = ni
+			s.IndexNodeInfo(ni)
 			rebuild = true
 		}
 	}
@@ -365,6 +368,7 @@ func (c *Cache) UpdateSnapshot(s *framework.Snapshot) {
 	if len(s.NodeInfoMap) > len(c.order) {
 		for name := range s.NodeInfoMap {
 			if it, ok := c.nodes[name]; !ok || it.info.Node() == nil {
+				s.UnindexNodeInfo(s.NodeInfoMap[name])
 				delete(s.NodeInfoMap, name)
 			}
 		}

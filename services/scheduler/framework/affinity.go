@@ -23,6 +23,22 @@ type AffinityTerm struct {
 	Selector          labels.Selector
 	TopologyKey       string
 	NamespaceSelector labels.Selector
+
+	// pairs are the label pairs Selector requires (requiredPairs); key is
+	// the term's termKey as parsed (empty when not yet computed). Both are
+	// set by the parser: a term built by hand has neither, and
+	// AffinityIndex then looks at every pod for it.
+	pairs []LabelPair
+	key   string
+}
+
+// ResolveNamespaces makes t select the pods of names as well as those of
+// its namespaces, in place of its namespace selector (which InterPodAffinity
+// resolves once per cycle).
+func (t *AffinityTerm) ResolveNamespaces(names []string) {
+	t.Namespaces = append(slices.Clone(t.Namespaces), names...)
+	t.NamespaceSelector = labels.Nothing()
+	t.key = ""
 }
 
 // WeightedAffinityTerm is a preferred term with its weight.
@@ -68,7 +84,9 @@ func newAffinityTerm(pod *corev1.Pod, t *corev1.PodAffinityTerm) (AffinityTerm, 
 	if len(ns) == 0 && t.GetNamespaceSelector() == nil {
 		ns = []string{pod.GetMetadata().GetNamespace()}
 	}
-	return AffinityTerm{Namespaces: ns, Selector: sel, TopologyKey: t.GetTopologyKey(), NamespaceSelector: nsSel}, nil
+	at := AffinityTerm{Namespaces: ns, Selector: sel, TopologyKey: t.GetTopologyKey(), NamespaceSelector: nsSel, pairs: requiredPairs(sel)}
+	at.key = termKey(&at)
+	return at, nil
 }
 
 func affinityTerms(pod *corev1.Pod, ts []*corev1.PodAffinityTerm) ([]AffinityTerm, error) {

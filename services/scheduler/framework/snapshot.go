@@ -15,13 +15,18 @@ type Snapshot struct {
 	// these instead of every node).
 	HavePodsWithAffinityList             []*NodeInfo
 	HavePodsWithRequiredAntiAffinityList []*NodeInfo
+	// AffinityIndex indexes the pods of NodeInfoMap by label and their
+	// required anti-affinity terms, for InterPodAffinity (nil: not kept;
+	// the plugin then scans every pod). Whoever changes NodeInfoMap keeps
+	// it in step (CopyNodeInfo, IndexNodeInfo, UnindexNodeInfo).
+	AffinityIndex *AffinityIndex
 	// Generation is the cache generation the snapshot reflects.
 	Generation int64
 }
 
 // NewEmptySnapshot returns a snapshot with no nodes.
 func NewEmptySnapshot() *Snapshot {
-	return &Snapshot{NodeInfoMap: map[string]*NodeInfo{}}
+	return &Snapshot{NodeInfoMap: map[string]*NodeInfo{}, AffinityIndex: NewAffinityIndex()}
 }
 
 // NewSnapshot returns a snapshot of nodes, in order (for tests and
@@ -31,6 +36,7 @@ func NewSnapshot(nodes ...*NodeInfo) *Snapshot {
 	for _, n := range nodes {
 		s.NodeInfoMap[n.Name()] = n
 		s.NodeInfoList = append(s.NodeInfoList, n)
+		s.IndexNodeInfo(n)
 	}
 	s.UpdateAffinityLists()
 	return s

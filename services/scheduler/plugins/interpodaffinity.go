@@ -5,7 +5,6 @@ import (
 	"slices"
 	"sync"
 
-	"skiff.dev/internal/labels"
 	"skiff.dev/services/scheduler/config"
 	"skiff.dev/services/scheduler/framework"
 )
@@ -70,10 +69,6 @@ const (
 	podAffinityScoreKey  framework.StateKey = config.InterPodAffinity + "/score"
 )
 
-// nothing is the namespace selector of a term whose selector was resolved
-// to namespace names.
-var nothing = labels.Nothing()
-
 // topologyPair is one topology domain: a node label and its value.
 type topologyPair struct {
 	key, value string
@@ -119,8 +114,7 @@ func (p *InterPodAffinityPlugin) resolveNamespaces(terms []framework.AffinityTer
 		if ns := p.namespaces(); ns != nil {
 			matching = ns.NamespacesMatching(t.NamespaceSelector)
 		}
-		out[i].Namespaces = append(slices.Clone(t.Namespaces), matching...)
-		out[i].NamespaceSelector = nothing
+		out[i].ResolveNamespaces(matching)
 	}
 	if out == nil {
 		return terms
@@ -159,8 +153,8 @@ func (p *InterPodAffinityPlugin) PreFilter(_ context.Context, state *framework.C
 		antiAffinityTerms: p.resolveNamespaces(pod.RequiredAntiAffinityTerms),
 	}
 	s.selfMatch = framework.MatchesAll(s.affinityTerms, pod.Pod, nil)
-	s.existingAntiAffinityCounts = p.existingAntiAffinityCounts(pod, withAnti)
-	s.affinityCounts, s.antiAffinityCounts = p.incomingCounts(s, snap.List())
+	s.existingAntiAffinityCounts = p.existingAntiAffinityCounts(pod, snap.AffinityIndex, withAnti)
+	s.affinityCounts, s.antiAffinityCounts = p.incomingCounts(s, snap.AffinityIndex, snap.List())
 	if len(s.existingAntiAffinityCounts) == 0 && len(s.affinityTerms) == 0 && len(s.antiAffinityTerms) == 0 {
 		return nil, framework.NewStatus(framework.Skip)
 	}
@@ -169,13 +163,27 @@ func (p *InterPodAffinityPlugin) PreFilter(_ context.Context, state *framework.C
 }
 
 // existingAntiAffinityCounts counts, per domain, the required
-// anti-affinity terms of the pods on nodes that the pod matches.
-func (p *InterPodAffinityPlugin) existingAntiAffinityCounts(pod *framework.PodInfo, nodes []*framework.NodeInfo) topologyCounts {
+// anti-affinity terms of the pods on nodes that the pod matches: from the
+// snapshot's index, the distinct terms that may select the pod, with
+// their instances per domain; without an index, every term of the pods
+// on nodes.
+func (p *InterPodAffinityPlugin) existingAntiAffinityCounts(pod *framework.PodInfo, idx *framework.AffinityIndex, nodes []*framework.NodeInfo) topologyCounts {
 	counts := topologyCounts{}
 	if len(nodes) == 0 {
 		return counts
 	}
 	nsLabels := p.namespaceLabels(pod)
+	if idx != nil {
+		idx.ForEachAntiAffinityTerm(pod.Pod, func(t *framework.AffinityTerm, byValue map[string]int64) {
+			if len(byValue) == 0 || !t.Matches(pod.Pod, nsLabels) {
+				return
+			}
+			for v, n := range byValue {
+				counts[topologyPair{t.TopologyKey, v}] += n
+			}
+		})
+		return counts
+	}
 	p.forEachNode(nodes, counts, func(ni *framework.NodeInfo, local topologyCounts) {
 		nl := ni.Node().GetMetadata().GetLabels()
 		for _, existing := range ni.PodsWithRequiredAntiAffinity {
@@ -192,10 +200,30 @@ func (p *InterPodAffinityPlugin) existingAntiAffinityCounts(pod *framework.PodIn
 
 // incomingCounts counts, per domain, the pods matching all the pod's
 // required affinity terms (once per term) and the pods matching each of
-// its required anti-affinity terms.
-func (p *InterPodAffinityPlugin) incomingCounts(s *affinityFilterState, nodes []*framework.NodeInfo) (affinity, anti topologyCounts) {
+// its required anti-affinity terms. With an index, a term (or the
+// affinity terms together) that requires a label pair looks only at the
+// pods having it; the others look at every pod of nodes.
+func (p *InterPodAffinityPlugin) incomingCounts(s *affinityFilterState, idx *framework.AffinityIndex, nodes []*framework.NodeInfo) (affinity, anti topologyCounts) {
 	affinity, anti = topologyCounts{}, topologyCounts{}
-	if len(s.affinityTerms) == 0 && len(s.antiAffinityTerms) == 0 {
+	scanAffinity := len(s.affinityTerms) > 0
+	scanAnti := s.antiAffinityTerms
+	if idx != nil {
+		if scanAffinity && idx.ForEachCandidatePod(s.affinityTerms, func(e *framework.PodInfo, ni *framework.NodeInfo) {
+			countAffinity(affinity, s.affinityTerms, e, ni.Node().GetMetadata().GetLabels())
+		}) {
+			scanAffinity = false
+		}
+		scanAnti = nil
+		for i := range s.antiAffinityTerms {
+			one := s.antiAffinityTerms[i : i+1]
+			if !idx.ForEachCandidatePod(one, func(e *framework.PodInfo, ni *framework.NodeInfo) {
+				countAntiAffinity(anti, one, e, ni.Node().GetMetadata().GetLabels())
+			}) {
+				scanAnti = append(scanAnti, one[0])
+			}
+		}
+	}
+	if !scanAffinity && len(scanAnti) == 0 {
 		return affinity, anti
 	}
 	var mu sync.Mutex
@@ -204,19 +232,10 @@ func (p *InterPodAffinityPlugin) incomingCounts(s *affinityFilterState, nodes []
 		for _, ni := range nodes[lo:hi] {
 			nl := ni.Node().GetMetadata().GetLabels()
 			for _, existing := range ni.Pods {
-				if framework.MatchesAll(s.affinityTerms, existing.Pod, nil) {
-					for i := range s.affinityTerms {
-						if v, ok := nl[s.affinityTerms[i].TopologyKey]; ok {
-							aff[topologyPair{s.affinityTerms[i].TopologyKey, v}]++
-						}
-					}
+				if scanAffinity {
+					countAffinity(aff, s.affinityTerms, existing, nl)
 				}
-				for i := range s.antiAffinityTerms {
-					t := &s.antiAffinityTerms[i]
-					if v, ok := nl[t.TopologyKey]; ok && t.Matches(existing.Pod, nil) {
-						an[topologyPair{t.TopologyKey, v}]++
-					}
-				}
+				countAntiAffinity(an, scanAnti, existing, nl)
 			}
 		}
 		if len(aff) > 0 || len(an) > 0 {
@@ -228,6 +247,30 @@ func (p *InterPodAffinityPlugin) incomingCounts(s *affinityFilterState, nodes []
 		return true
 	})
 	return affinity, anti
+}
+
+// countAffinity counts existing, on a node labelled nl, in the domain of
+// each of terms when it matches them all.
+func countAffinity(counts topologyCounts, terms []framework.AffinityTerm, existing *framework.PodInfo, nl map[string]string) {
+	if !framework.MatchesAll(terms, existing.Pod, nil) {
+		return
+	}
+	for i := range terms {
+		if v, ok := nl[terms[i].TopologyKey]; ok {
+			counts[topologyPair{terms[i].TopologyKey, v}]++
+		}
+	}
+}
+
+// countAntiAffinity counts existing, on a node labelled nl, in the domain
+// of each of terms it matches.
+func countAntiAffinity(counts topologyCounts, terms []framework.AffinityTerm, existing *framework.PodInfo, nl map[string]string) {
+	for i := range terms {
+		t := &terms[i]
+		if v, ok := nl[t.TopologyKey]; ok && t.Matches(existing.Pod, nil) {
+			counts[topologyPair{t.TopologyKey, v}]++
+		}
+	}
 }
 
 // forEachNode runs fn over nodes in parallel chunks, each with counts of

@@ -43,10 +43,14 @@ func (p *InterPodAffinityPlugin) PreScore(_ context.Context, state *framework.Cy
 	}
 	hasPreferred := len(pod.PreferredAffinityTerms) > 0 || len(pod.PreferredAntiAffinityTerms) > 0
 	snap := p.h.Snapshot()
-	// Without preferred terms of its own, only pods with terms can score.
+	// Without preferred terms of its own, only pods with terms can score:
+	// required affinity or preferred terms (required anti-affinity terms
+	// do not score).
 	scan := snap.HavePodsWithAffinityList
 	if hasPreferred {
 		scan = snap.List()
+	} else if idx := snap.AffinityIndex; idx != nil && !idx.HasScoringPods() {
+		return framework.NewStatus(framework.Skip)
 	}
 	if len(scan) == 0 {
 		return framework.NewStatus(framework.Skip)
