@@ -269,6 +269,9 @@ func (a *Agent) createSandbox(ctx context.Context, pod *corev1.Pod, attempt uint
 	if err := os.MkdirAll(cfg.GetLogDirectory(), 0o755); err != nil {
 		return nil, fmt.Errorf("pod log directory: %w", err)
 	}
+	if err := a.ensurePodCgroup(pod); err != nil { // podcgroup.go
+		return nil, err
+	}
 	handler, err := runtimeHandler(ctx, a.runtimeClass, pod)
 	if err != nil {
 		a.recorder.Eventf(pod, events.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
@@ -545,6 +548,9 @@ func (a *Agent) forgetPod(uid, logDir string) {
 	a.mu.Unlock()
 	if uid != "" {
 		a.tokens.forget(uid)
+		if err := a.removePodCgroup(uid); err != nil { // podcgroup.go
+			a.log.Warn("removing pod cgroup", zap.String("uid", uid), zap.Error(err))
+		}
 		if err := removePodDir(a.cfg.RootDir, uid); err != nil {
 			a.log.Warn("removing pod directory", zap.String("uid", uid), zap.Error(err))
 		}

@@ -42,7 +42,8 @@
 //
 //	true | false | exit N | sleep DUR | echo ARGS... | env | cat [FILE...] |
 //	write FILE TEXT | touch FILE | rm FILE | test-file FILE | get URL |
-//	tar cf - [-C DIR] PATH... | tar xf - [-C DIR] | ttysize | install SRC DST
+//	tar cf - [-C DIR] PATH... | tar xf - [-C DIR] | ttysize | install SRC DST |
+//	alloc SIZE
 //
 // and called by a tool's name (argv[0] "tar": a copy made by install, in
 // an emptyDir on PATH) it is that tool.
@@ -386,6 +387,7 @@ var tools = map[string]func(args []string, stdout, stderr io.Writer) int{
 	"install": installTool,
 	"tar":     tarTool,
 	"ttysize": ttySize,
+	"alloc":   allocTool,
 	"get": func(args []string, stdout, stderr io.Writer) int {
 		if len(args) != 1 {
 			fmt.Fprintln(stderr, "usage: get URL")
