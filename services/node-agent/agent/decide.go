@@ -30,6 +30,9 @@ type podActions struct {
 	InitStart []int
 	// Start are the indexes of spec.containers to start.
 	Start []int
+	// EphemeralStart are the indexes of spec.ephemeralContainers to start
+	// (once each: ephemeral.go).
+	EphemeralStart []int
 	// Kill are running containers to stop (unhealthy, or changed spec).
 	Kill []killAction
 	// Remove are dead containers no longer needed (garbage).
@@ -103,6 +106,13 @@ func computeActions(p *corev1.Pod, rt *podRuntime, unhealthy map[string]string, 
 		return a
 	}
 	a.SandboxID = sb.ID
+
+	// Ephemeral containers start in the ready sandbox, initialized or not.
+	var never []string
+	a.EphemeralStart, never = ephemeralActions(p, rt)
+	for _, id := range never {
+		a.Remove = appendUnique(a.Remove, id)
+	}
 
 	// Init containers, in order: each regular one to completion, each
 	// sidecar until started; sidecars are kept running.
@@ -296,6 +306,9 @@ func garbage(p *corev1.Pod, rt *podRuntime) []string {
 	}
 	for _, c := range p.GetSpec().GetContainers() {
 		names[c.GetName()] = true
+	}
+	for _, c := range p.GetSpec().GetEphemeralContainers() {
+		names[c.GetName()] = true // kept: it must not run again
 	}
 	var out []string
 	seen := map[string]int{}

@@ -135,6 +135,9 @@ type containerParams struct {
 	ImageUser imageUser
 	// SeccompProfileRoot holds Localhost seccomp profiles.
 	SeccompProfileRoot string
+	// Ephemeral: an ephemeral container's stdinOnce and target (nil for
+	// the others).
+	Ephemeral *ephemeralOptions
 }
 
 // containerConfig is the CRI container for c of pod p.
@@ -184,6 +187,7 @@ func containerConfig(p *corev1.Pod, c *corev1.Container, o containerParams) (*ru
 		},
 	}
 	res.OomScoreAdj = o.OOMScoreAdj
+	applyEphemeral(cfg, o.Ephemeral) // ephemeral.go
 	return cfg, nil
 }
 

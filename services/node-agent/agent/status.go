@@ -87,6 +87,7 @@ func computeStatus(in statusInput) *corev1.PodStatus {
 	for _, c := range spec.GetContainers() {
 		st.ContainerStatuses = append(st.ContainerStatuses, containerStatus(in, c, false, defaultWaiting, oldStatuses[c.GetName()]))
 	}
+	st.EphemeralContainerStatuses = ephemeralStatuses(in) // ephemeral.go
 
 	st.Phase = podPhase(p, rt, st, initDone)
 	if ph := old.GetPhase(); ph == "Succeeded" || ph == "Failed" {

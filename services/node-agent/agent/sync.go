@@ -18,6 +18,7 @@ import (
 	"skiff.dev/internal/apierrors"
 	"skiff.dev/internal/client"
 	"skiff.dev/internal/controller"
+	"skiff.dev/internal/ephemeral"
 	"skiff.dev/internal/events"
 	corev1 "skiff.dev/proto/core/v1"
 	metav1 "skiff.dev/proto/meta/v1"
@@ -135,7 +136,7 @@ func (a *Agent) syncActive(ctx context.Context, pod *corev1.Pod, rt *podRuntime)
 		a.prober.removePod(pod.GetMetadata().GetUid())
 	}
 
-	if !act.Terminal && len(res.errs) == 0 && (act.CreateSandbox || len(act.InitStart) > 0 || len(act.Start) > 0) {
+	if !act.Terminal && len(res.errs) == 0 && (act.CreateSandbox || len(act.InitStart) > 0 || len(act.Start) > 0 || len(act.EphemeralStart) > 0) {
 		release, err := a.acquireStart(ctx)
 		if err != nil {
 			return controller.Result{}, err
@@ -157,7 +158,7 @@ func (a *Agent) syncActive(ctx context.Context, pod *corev1.Pod, rt *podRuntime)
 			sb = &sandboxRef{id: cur.ID, ip: cur.IP, cfg: sandboxConfig(pod, cur.Attempt, a.cfg.PodLogDir, a.cfg.CgroupRoot)}
 		}
 	}
-	if sb != nil && (len(act.InitStart) > 0 || len(act.Start) > 0) {
+	if sb != nil && (len(act.InitStart) > 0 || len(act.Start) > 0 || len(act.EphemeralStart) > 0) {
 		get := a.sources.cached()
 		paths, err := prepareVolumes(ctx, a.volumeEnv(get), pod)
 		if err != nil {
@@ -179,6 +180,14 @@ func (a *Agent) syncActive(ctx context.Context, pod *corev1.Pod, rt *podRuntime)
 			}
 			for _, i := range act.Start {
 				c := pod.GetSpec().GetContainers()[i]
+				started, err := a.startContainer(ctx, pod, c, false, sb, rt, paths, get, res)
+				changed = changed || started
+				if err != nil {
+					res.errs = append(res.errs, err)
+				}
+			}
+			for _, i := range act.EphemeralStart { // ephemeral.go
+				c := ephemeral.Container(pod.GetSpec().GetEphemeralContainers()[i])
 				started, err := a.startContainer(ctx, pod, c, false, sb, rt, paths, get, res)
 				changed = changed || started
 				if err != nil {
@@ -353,12 +362,16 @@ func (a *Agent) startContainer(ctx context.Context, pod *corev1.Pod, c *corev1.C
 	if err == nil {
 		mounts, err = withTerminationLog(a.cfg.RootDir, pod, c, mounts) // termination.go
 	}
+	var eph *ephemeralOptions
+	if err == nil {
+		eph, err = ephemeralOptionsOf(pod, name, rt) // ephemeral.go: stdinOnce, the target's PID namespace
+	}
 	var cfg *runtimeapi.ContainerConfig
 	if err == nil {
 		var user imageUser
 		if user, err = a.imageUserOf(ctx, pod, c, imageRef); err == nil { // securitycontext.go
 			cfg, err = containerConfig(pod, c, containerParams{ImageRef: imageRef, RestartCount: restartCount, Env: env, Mounts: mounts, Init: init,
-				OOMScoreAdj: oomScoreAdj(pod, c, a.machine.memoryBytes()), ImageUser: user, SeccompProfileRoot: a.cfg.SeccompProfileRoot})
+				OOMScoreAdj: oomScoreAdj(pod, c, a.machine.memoryBytes()), ImageUser: user, SeccompProfileRoot: a.cfg.SeccompProfileRoot, Ephemeral: eph})
 		}
 	}
 	if err != nil {
