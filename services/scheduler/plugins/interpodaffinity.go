@@ -83,6 +83,54 @@ func (m topologyCounts) add(o topologyCounts) {
 	}
 }
 
+// keyedCounts are topologyCounts grouped by topology key (few), for
+// Filter: one lookup of a node label value per key instead of hashing a
+// (key, value) pair.
+type keyedCounts []keyCounts
+
+type keyCounts struct {
+	key    string
+	values map[string]int64
+}
+
+// byKey groups the positive counts of m by topology key.
+func (m topologyCounts) byKey() keyedCounts {
+	var out keyedCounts
+	for tp, n := range m {
+		if n <= 0 {
+			continue
+		}
+		i := slices.IndexFunc(out, func(kc keyCounts) bool { return kc.key == tp.key })
+		if i < 0 {
+			i = len(out)
+			out = append(out, keyCounts{key: tp.key, values: map[string]int64{}})
+		}
+		out[i].values[tp.value] = n
+	}
+	return out
+}
+
+// get is the count of domain (key, value).
+func (kc keyedCounts) get(key, value string) int64 {
+	for i := range kc {
+		if kc[i].key == key {
+			return kc[i].values[value]
+		}
+	}
+	return 0
+}
+
+// anyIn reports whether one of the node's domains (its labels nl) has a
+// count.
+func (kc keyedCounts) anyIn(nl map[string]string) bool {
+	for i := range kc {
+		if v, ok := nl[kc[i].key]; ok && kc[i].values[v] > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // affinityFilterState is what PreFilter computes for Filter.
 type affinityFilterState struct {
 	// The pod's required terms, their namespace selectors resolved.
@@ -95,6 +143,8 @@ type affinityFilterState struct {
 	// Existing pods' required anti-affinity terms the pod matches, per
 	// domain of the existing pod's node.
 	existingAntiAffinityCounts topologyCounts
+	// The three counts grouped by key, as Filter reads them.
+	affinityByKey, antiAffinityByKey, existingAntiAffinityByKey keyedCounts
 }
 
 // resolveNamespaces returns terms with each namespace selector (other
@@ -158,6 +208,9 @@ func (p *InterPodAffinityPlugin) PreFilter(_ context.Context, state *framework.C
 	if len(s.existingAntiAffinityCounts) == 0 && len(s.affinityTerms) == 0 && len(s.antiAffinityTerms) == 0 {
 		return nil, framework.NewStatus(framework.Skip)
 	}
+	s.affinityByKey = s.affinityCounts.byKey()
+	s.antiAffinityByKey = s.antiAffinityCounts.byKey()
+	s.existingAntiAffinityByKey = s.existingAntiAffinityCounts.byKey()
 	state.Write(podAffinityFilterKey, s)
 	return nil, nil
 }
@@ -322,7 +375,7 @@ func (s *affinityFilterState) satisfiesAffinity(nl map[string]string) bool {
 		if !ok {
 			return false
 		}
-		if s.affinityCounts[topologyPair{k, v}] <= 0 {
+		if s.affinityByKey.get(k, v) <= 0 {
 			podsExist = false
 		}
 	}
@@ -332,37 +385,11 @@ func (s *affinityFilterState) satisfiesAffinity(nl map[string]string) bool {
 // satisfiesAntiAffinity: no required anti-affinity term has a matching
 // pod in the node's domain.
 func (s *affinityFilterState) satisfiesAntiAffinity(nl map[string]string) bool {
-	if len(s.antiAffinityCounts) == 0 {
-		return true
-	}
-	for i := range s.antiAffinityTerms {
-		k := s.antiAffinityTerms[i].TopologyKey
-		if v, ok := nl[k]; ok && s.antiAffinityCounts[topologyPair{k, v}] > 0 {
-			return false
-		}
-	}
-	return true
+	return !s.antiAffinityByKey.anyIn(nl)
 }
 
 // satisfiesExistingAntiAffinity: no existing pod's required anti-affinity
-// term that the pod matches covers one of the node's domains. It walks
-// the shorter of the counts and the node's labels.
+// term that the pod matches covers one of the node's domains.
 func (s *affinityFilterState) satisfiesExistingAntiAffinity(nl map[string]string) bool {
-	if len(s.existingAntiAffinityCounts) == 0 {
-		return true
-	}
-	if len(s.existingAntiAffinityCounts) < len(nl) {
-		for tp, n := range s.existingAntiAffinityCounts {
-			if v, ok := nl[tp.key]; ok && v == tp.value && n > 0 {
-				return false
-			}
-		}
-		return true
-	}
-	for k, v := range nl {
-		if s.existingAntiAffinityCounts[topologyPair{k, v}] > 0 {
-			return false
-		}
-	}
-	return true
+	return !s.existingAntiAffinityByKey.anyIn(nl)
 }
