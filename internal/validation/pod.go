@@ -129,6 +129,9 @@ func PodSpec(spec *corev1.PodSpec, path *field.Path) field.ErrorList {
 	errs = append(errs, topologySpreadConstraints(spec.TopologySpreadConstraints, path.Child("topologySpreadConstraints"))...)
 	errs = append(errs, podNodeFields(spec, path)...) // runtimeclass.go
 	errs = append(errs, schedulingGates(spec.SchedulingGates, path.Child("schedulingGates"))...)
+	if spec.PreemptionPolicy != nil {
+		errs = append(errs, preemptionPolicy(spec.GetPreemptionPolicy(), path.Child("preemptionPolicy"))...) // priorityclass.go
+	}
 	for _, ref := range []struct {
 		name, value string
 		check       func(string) []string

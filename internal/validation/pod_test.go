@@ -35,6 +35,9 @@ func TestPodRules(t *testing.T) {
 	}{
 		{"restartPolicy Never is fine for a pod", func(p *corev1.Pod) { p.Spec.RestartPolicy = "Never" }, nil},
 		{"restartPolicy unsupported", func(p *corev1.Pod) { p.Spec.RestartPolicy = "Sometimes" }, []string{"spec.restartPolicy: Unsupported value"}},
+		{"preemptionPolicy Never is fine", func(p *corev1.Pod) { p.Spec.PreemptionPolicy = ptr("Never") }, nil},
+		{"preemptionPolicy unsupported", func(p *corev1.Pod) { p.Spec.PreemptionPolicy = ptr("Sometimes") },
+			[]string{`spec.preemptionPolicy: Unsupported value: "Sometimes"`}},
 		{"activeDeadlineSeconds not positive", func(p *corev1.Pod) { p.Spec.ActiveDeadlineSeconds = ptr[int64](0) },
 			[]string{"spec.activeDeadlineSeconds: Invalid value"}},
 		{"name missing", func(p *corev1.Pod) { p.Metadata.Name = "" }, []string{"metadata.name: Required value"}},
