@@ -23,7 +23,9 @@
 // UpdateSnapshot copies into a framework.Snapshot only the NodeInfos that
 // changed since the snapshot was last updated: nodes are kept in a list
 // ordered by their last change, newest first, and each change bumps a
-// generation number.
+// generation number. The snapshot's AffinityIndex (pods by label, the
+// distinct required anti-affinity terms with counts per domain) is
+// updated for those nodes only (framework.Snapshot.CopyNodeInfo).
 //
 // The package owns that accounting. It does not watch anything: the
 // scheduler's informer handlers call it. It does not decide which pods
