@@ -180,6 +180,9 @@ func (p *out) pod(pod *corev1.Pod, rel Related) {
 	if spec.GetPriorityClassName() != "" {
 		p.kv(0, "Priority Class Name", spec.GetPriorityClassName())
 	}
+	if spec.GetRuntimeClassName() != "" {
+		p.kv(0, "Runtime Class Name", spec.GetRuntimeClassName())
+	}
 	p.kv(0, "Service Account", orDefault(spec.GetServiceAccountName(), "default"))
 	node := orDefault(spec.GetNodeName(), "<none>")
 	if spec.GetNodeName() != "" && st.GetHostIp() != "" {
@@ -231,6 +234,20 @@ func (p *out) pod(pod *corev1.Pod, rel Related) {
 	p.line(0, "Containers:")
 	for _, c := range spec.GetContainers() {
 		p.container(c, statuses[c.GetName()])
+	}
+	if gates := spec.GetReadinessGates(); len(gates) > 0 {
+		p.line(0, "Readiness Gates:")
+		p.line(1, "Type\tStatus")
+		for _, g := range gates {
+			status := "<none>"
+			for _, c := range st.GetConditions() {
+				if c.GetType() == g.GetConditionType() {
+					status = c.GetStatus()
+					break
+				}
+			}
+			p.line(1, "%s \t%s ", g.GetConditionType(), status)
+		}
 	}
 	if len(st.GetConditions()) > 0 {
 		p.line(0, "Conditions:")

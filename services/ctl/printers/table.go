@@ -326,8 +326,29 @@ func podRow(obj object.Object, now time.Time) ([]string, []string) {
 	}
 	normal := []string{p.GetMetadata().GetName(), fmt.Sprintf("%d/%d", ready, total), reason, rs, Age(p.GetMetadata().GetCreationTimestamp(), now)}
 	ip := orNone(p.GetStatus().GetPodIp())
-	wide := []string{ip, orNone(p.GetSpec().GetNodeName()), orNone(p.GetStatus().GetNominatedNodeName()), "<none>"}
+	wide := []string{ip, orNone(p.GetSpec().GetNodeName()), orNone(p.GetStatus().GetNominatedNodeName()), readinessGates(p)}
 	return normal, wide
+}
+
+// readinessGates is kubectl's READINESS GATES column: the gates whose
+// condition is True over the gates, or <none>.
+func readinessGates(p *corev1.Pod) string {
+	gates := p.GetSpec().GetReadinessGates()
+	if len(gates) == 0 {
+		return "<none>"
+	}
+	ready := 0
+	for _, g := range gates {
+		for _, c := range p.GetStatus().GetConditions() {
+			if c.GetType() == g.GetConditionType() {
+				if c.GetStatus() == "True" {
+					ready++
+				}
+				break
+			}
+		}
+	}
+	return fmt.Sprintf("%d/%d", ready, len(gates))
 }
 
 func orNone(s string) string {
