@@ -94,6 +94,17 @@ func (l *lineAssembler) add(r logRecord) (logLine, bool) {
 	return logLine{ts: l.first, text: text}, true
 }
 
+// flush returns the line still open (its records all partial) as it
+// is, without a newline: the end of a log that does not end a line (a
+// prompt, a last write without one), which the kubelet shows too.
+func (l *lineAssembler) flush() (logLine, bool) {
+	if !l.open {
+		return logLine{}, false
+	}
+	l.open = false
+	return logLine{ts: l.first, text: append([]byte(nil), l.buf...)}, true
+}
+
 // logFilter selects and formats lines as PodLogOptions ask.
 type logFilter struct {
 	since      time.Time // zero: every line
@@ -271,6 +282,11 @@ func (a *Agent) streamLog(ctx context.Context, c *containerInfo, f logFilter, ta
 	if err != nil {
 		return apierrors.NewInternal(fmt.Errorf("reading log: %w", err))
 	}
+	if !follow {
+		if l, ok := asm.flush(); ok {
+			lines = append(lines, l)
+		}
+	}
 	var kept []logLine
 	for _, l := range lines {
 		if f.keep(l) {
@@ -311,6 +327,9 @@ func (a *Agent) streamLog(ctx context.Context, c *containerInfo, f logFilter, ta
 		lines, err = readMore()
 		if err != nil {
 			return apierrors.NewInternal(fmt.Errorf("reading log: %w", err))
+		}
+		if l, ok := asm.flush(); ok {
+			lines = append(lines, l)
 		}
 		return sendLines(lines)
 	}

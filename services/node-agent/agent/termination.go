@@ -141,8 +141,12 @@ func messageFromLog(path string) string {
 		data = append(data, '\n') // a last record without its newline still counts
 	}
 	var asm lineAssembler
+	lines := parseLines(data, &asm)
+	if l, ok := asm.flush(); ok { // the log ended inside a line
+		lines = append(lines, l)
+	}
 	var out []byte
-	for _, l := range tail(parseLines(data, &asm), maxTerminationMessageLogLines) {
+	for _, l := range tail(lines, maxTerminationMessageLogLines) {
 		out = append(out, l.text...)
 	}
 	if len(out) > maxTerminationMessageLogLength {

@@ -462,3 +462,24 @@ func TestOOMScoreAdj(t *testing.T) {
 		}
 	}
 }
+
+// TestLogEndsWithAPartialLine: output that does not end with a newline
+// (the runtime's last record is partial, P) is still shown, without a
+// newline, as the kubelet's log reader writes partial records as they are.
+func TestLogEndsWithAPartialLine(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "0.log")
+	data := "2026-01-01T00:00:01Z stdout F one\n" +
+		"2026-01-01T00:00:02Z stdout P tw\n" +
+		"2026-01-01T00:00:03Z stdout P o\n"
+	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var got []byte
+	err := (&Agent{}).streamLog(context.Background(), &containerInfo{LogPath: path}, logFilter{}, -1, false, func(b []byte) error {
+		got = append(got, b...)
+		return nil
+	})
+	if err != nil || string(got) != "one\ntwo" {
+		t.Fatalf("log %q, %v; want %q", got, err, "one\ntwo")
+	}
+}
