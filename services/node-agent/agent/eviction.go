@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -337,7 +338,12 @@ func (a *Agent) observeMemory(ctx context.Context) (memoryObservation, error) {
 	if snap.nodeErr != nil {
 		return memoryObservation{}, snap.nodeErr
 	}
-	return memoryObservation{capacity: a.machine.memoryBytes(), workingSet: int64(snap.node.workingSet), pods: snap.pods}, nil
+	capacity := a.machine.memoryBytes()
+	if capacity <= 0 {
+		// Without it every pod would look like a threshold crossed.
+		return memoryObservation{}, errors.New("the machine's memory is unknown (/proc/meminfo)")
+	}
+	return memoryObservation{capacity: capacity, workingSet: int64(snap.node.workingSet), pods: snap.pods}, nil
 }
 
 // pressureConditions are the node's pressure conditions that are True.
