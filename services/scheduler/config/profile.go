@@ -12,7 +12,7 @@ import (
 // may disable them (nothing to do) but not enable them.
 var kubernetesPlugins = []string{
 	"PrioritySort", "SchedulingGates", "NodePorts", "VolumeRestrictions", "EBSLimits", "GCEPDLimits",
-	"NodeVolumeLimits", "AzureDiskLimits", "VolumeZone", "InterPodAffinity",
+	"NodeVolumeLimits", "AzureDiskLimits", "VolumeZone",
 	"ImageLocality", "DynamicResources",
 }
 
