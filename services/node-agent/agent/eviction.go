@@ -17,6 +17,7 @@ import (
 	"skiff.dev/internal/apierrors"
 	"skiff.dev/internal/client"
 	"skiff.dev/internal/events"
+	"skiff.dev/internal/podresources"
 	"skiff.dev/internal/qos"
 	"skiff.dev/internal/quantity"
 	corev1 "skiff.dev/proto/core/v1"
@@ -171,38 +172,15 @@ func podMemoryUsage(s *podStats) (int64, bool) {
 	return sum, found
 }
 
-// podMemoryRequest is the kubelet's GetResourceRequestQuantity for memory:
-// the containers' requests summed, sidecars (init containers with
-// restartPolicy Always) added, each other init container's request (with
-// the sidecars started before it) taken when larger, and the pod's
-// overhead added when anything is requested.
+// podMemoryRequest is the pod's memory request in bytes, as Kubernetes'
+// PodRequests counts it (sidecars, init containers and overhead; package
+// podresources).
 func podMemoryRequest(p *corev1.Pod) int64 {
-	req := func(c *corev1.Container) int64 {
-		q, err := quantity.Parse(c.GetResources().GetRequests()["memory"])
-		if err != nil {
-			return 0
-		}
-		return q.Value()
+	req, _ := podresources.Requests(p.GetSpec())
+	if m, ok := req["memory"]; ok {
+		return m.Value()
 	}
-	var sum, sidecars int64
-	for _, c := range p.GetSpec().GetContainers() {
-		sum += req(c)
-	}
-	for _, c := range p.GetSpec().GetInitContainers() {
-		r := req(c)
-		if c.GetRestartPolicy() == "Always" {
-			sum += r
-			sidecars += r
-			continue
-		}
-		sum = max(sum, sidecars+r)
-	}
-	if sum > 0 {
-		if q, err := quantity.Parse(p.GetSpec().GetOverhead()["memory"]); err == nil {
-			sum += q.Value()
-		}
-	}
-	return sum
+	return 0
 }
 
 func podPriority(p *corev1.Pod) int32 { return p.GetSpec().GetPriority() }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"skiff.dev/internal/podresources"
 	"skiff.dev/internal/qos"
 	"skiff.dev/internal/quantity"
 	corev1 "skiff.dev/proto/core/v1"
@@ -29,50 +30,18 @@ type podCgroupConfig struct {
 	memory    int64
 }
 
-// podResourceSum is Kubernetes' PodRequests/PodLimits for one resource of
-// one list ("requests" or "limits"), in milli-units for cpu and units
-// otherwise: the containers' sum with the sidecars', or an init
-// container's value (with the sidecars started before it) when larger,
-// plus the pod's overhead. all reports whether every container (init ones
-// included) sets it above zero.
-func podResourceSum(p *corev1.Pod, list, name string) (sum int64, all bool) {
-	value := func(c *corev1.Container) int64 {
-		m := c.GetResources().GetRequests()
-		if list == "limits" {
-			m = c.GetResources().GetLimits()
-		}
-		q, err := quantity.Parse(m[name])
-		if err != nil || q.Sign() <= 0 {
-			all = false
-			return 0
-		}
-		if name == "cpu" {
-			return q.MilliValue()
-		}
-		return q.Value()
-	}
-	all = true
-	for _, c := range p.GetSpec().GetContainers() {
-		sum += value(c)
-	}
-	var sidecars int64
-	for _, c := range p.GetSpec().GetInitContainers() {
-		v := value(c)
-		if c.GetRestartPolicy() == "Always" {
-			sum += v
-			sidecars += v
-			continue
-		}
-		sum = max(sum, sidecars+v)
-	}
-	if q, err := quantity.Parse(p.GetSpec().GetOverhead()[name]); err == nil {
-		if name == "cpu" {
-			sum += q.MilliValue()
-		} else {
-			sum += q.Value()
+// limitedByAll reports whether every container, init containers
+// included, sets a limit of name above zero.
+func limitedByAll(spec *corev1.PodSpec, name string) bool {
+	for _, cs := range [][]*corev1.Container{spec.GetInitContainers(), spec.GetContainers()} {
+		for _, c := range cs {
+			q, err := quantity.Parse(c.GetResources().GetLimits()[name])
+			if err != nil || q.Sign() <= 0 {
+				return false
+			}
 		}
 	}
-	return sum, all
+	return true
 }
 
 // podCgroupResources is the kubelet's ResourceConfigForPod: BestEffort
@@ -84,15 +53,16 @@ func podCgroupResources(p *corev1.Pod) podCgroupConfig {
 	if qos.Of(p) == qos.BestEffort {
 		return podCgroupConfig{cpuShares: minShares}
 	}
-	cpuReq, _ := podResourceSum(p, "requests", "cpu")
-	cpuLim, cpuAll := podResourceSum(p, "limits", "cpu")
-	memLim, memAll := podResourceSum(p, "limits", "memory")
-	c := podCgroupConfig{cpuShares: milliCPUToShares(cpuReq)}
-	if cpuAll {
-		c.cpuQuota = milliCPUToQuota(cpuLim, quotaPeriod)
+	// Kubernetes' PodRequests and PodLimits: sidecars, init containers
+	// and the overhead counted (package podresources).
+	req, _ := podresources.Requests(p.GetSpec())
+	lim, _ := podresources.Limits(p.GetSpec())
+	c := podCgroupConfig{cpuShares: milliCPUToShares(req["cpu"].MilliValue())}
+	if limitedByAll(p.GetSpec(), "cpu") {
+		c.cpuQuota = milliCPUToQuota(lim["cpu"].MilliValue(), quotaPeriod)
 	}
-	if memAll {
-		c.memory = memLim
+	if limitedByAll(p.GetSpec(), "memory") {
+		c.memory = lim["memory"].Value()
 	}
 	return c
 }
