@@ -33,6 +33,13 @@
 //	                 write (only when it changed, retrying on conflict)
 //	runtimeconfig.go pure: the CRI sandbox and container configs (labels,
 //	                 log paths, ports, cgroup resources from quantities)
+//	podcgroup.go     the pod-level cgroup <CgroupRoot>/pod<uid> with the
+//	                 pod's summed limits, made before its sandbox
+//	eviction.go      the eviction manager: memory.available against
+//	                 EvictionHard every EvictionMonitoringInterval (on
+//	                 Config.Clock), MemoryPressure, one pod evicted per
+//	                 interval in the kubelet's order, BestEffort pods
+//	                 refused under pressure
 //	env.go, volumes.go environment (values, ConfigMap and Secret keys,
 //	                 envFrom, fieldRef, resourceFieldRef; serviceenv.go the
 //	                 Services' variables) and volumes (emptyDir, hostPath,
@@ -69,9 +76,9 @@
 // count from the container's annotation) and removes those of pods that
 // are gone.
 //
-// Clocks: Config.Clock drives backoffs, requeue delays and timestamps (a
-// fake clock steps crash-loop backoffs in tests); the periodic loops run
-// on the wall clock.
+// Clocks: Config.Clock drives backoffs, requeue delays, timestamps and
+// the eviction checks (a fake clock steps them in tests); the other
+// periodic loops run on the wall clock.
 //
 // The package owns no gRPC listener and no flags (see package app), and
 // does not manage images' disk usage, pod resizes or ephemeral storage.
