@@ -406,6 +406,7 @@ func (m *evictionManager) synchronize(ctx context.Context) (*corev1.Pod, error) 
 	p := active[0]
 	m.a.log.Info("eviction manager: evicting", zap.String("pod", keyOf(p)), zap.String("threshold", met[0].String()))
 	m.a.evictPod(p, evictionMessage(p, o.pods[p.GetMetadata().GetUid()], met[0], o))
+	m.a.m.evictions.WithLabelValues(met[0].Signal).Inc()
 	return p, nil
 }
 

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"skiff.dev/internal/workqueue"
 	corev1 "skiff.dev/proto/core/v1"
 	metav1 "skiff.dev/proto/meta/v1"
@@ -347,6 +349,12 @@ func TestEvictionUnderMemoryPressure(t *testing.T) {
 	src.set(4046*mi, stats)
 	step()
 	evicted("burstable")
+	e.mu.Lock()
+	a := e.agent
+	e.mu.Unlock()
+	if got := testutil.ToFloat64(a.m.evictions.WithLabelValues("memory.available")); got != 2 {
+		t.Errorf("kubelet_evictions{eviction_signal=memory.available} = %v, want 2", got)
+	}
 	if p := e.pod("guaranteed"); p.GetStatus().GetPhase() != "Running" {
 		t.Fatalf("guaranteed evicted with burstable: %s", brief(p.GetStatus()))
 	}

@@ -21,6 +21,7 @@ type metrics struct {
 	podWorker         prometheus.Histogram
 	started           *prometheus.CounterVec
 	startErrors       *prometheus.CounterVec
+	evictions         *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -54,6 +55,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		startErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "kubelet_started_containers_errors_total", Help: "Cumulative number of errors when starting containers, by waiting reason and type.",
 		}, []string{"code", "container_type"}),
+		evictions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kubelet_evictions", Help: "Cumulative number of pod evictions by eviction signal.",
+		}, []string{"eviction_signal"}),
 	}
 	m.podStart = promutil.MustRegister(reg, m.podStart)
 	m.relistDuration = promutil.MustRegister(reg, m.relistDuration)
@@ -63,6 +67,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m.podWorker = promutil.MustRegister(reg, m.podWorker)
 	m.started = promutil.MustRegister(reg, m.started)
 	m.startErrors = promutil.MustRegister(reg, m.startErrors)
+	m.evictions = promutil.MustRegister(reg, m.evictions)
 	return m
 }
 
