@@ -42,13 +42,27 @@ func TestSnapshotAffinityIndexFollowsCache(t *testing.T) {
 				Labels: map[string]string{"app": pick("web", "db"), "group": pick("g1", "g2", "g3")}},
 			Spec: &corev1.PodSpec{},
 		}
-		if r.IntN(2) == 0 {
+		term := func() *corev1.PodAffinityTerm {
+			return &corev1.PodAffinityTerm{
+				LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"group": pick("g1", "g2", "g3")}},
+				TopologyKey:   pick("kubernetes.io/hostname", "zone"),
+			}
+		}
+		switch r.IntN(4) {
+		case 0:
 			p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAffinity{
-				RequiredDuringSchedulingIgnoredDuringExecution: []*corev1.PodAffinityTerm{{
-					LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"group": pick("g1", "g2", "g3")}},
-					TopologyKey:   pick("kubernetes.io/hostname", "zone"),
-				}},
+				RequiredDuringSchedulingIgnoredDuringExecution: []*corev1.PodAffinityTerm{term()},
 			}}
+		case 1: // scoring terms: required affinity, preferred (anti-)affinity
+			p.Spec.Affinity = &corev1.Affinity{
+				PodAffinity: &corev1.PodAffinity{
+					RequiredDuringSchedulingIgnoredDuringExecution:  []*corev1.PodAffinityTerm{term()},
+					PreferredDuringSchedulingIgnoredDuringExecution: []*corev1.WeightedPodAffinityTerm{{Weight: 1 + r.Int32N(100), PodAffinityTerm: term()}},
+				},
+				PodAntiAffinity: &corev1.PodAffinity{
+					PreferredDuringSchedulingIgnoredDuringExecution: []*corev1.WeightedPodAffinityTerm{{Weight: 1 + r.Int32N(100), PodAffinityTerm: term()}},
+				},
+			}
 		}
 		return framework.NewPodInfo(p)
 	}

@@ -11,6 +11,11 @@ import (
 	corev1 "skiff.dev/proto/core/v1"
 )
 
+// HardPodAffinityWeight is the score an existing pod's required affinity
+// term gives the nodes near it when the pod being placed matches it
+// (Kubernetes' InterPodAffinityArgs.hardPodAffinityWeight default).
+const HardPodAffinityWeight = 1
+
 // LabelPair is one label, key=value.
 type LabelPair struct{ Key, Value string }
 
@@ -58,6 +63,9 @@ func termKey(t *AffinityTerm) string {
 //     unpaired terms when it requires none: the terms that may select a
 //     pod are those filed under one of the pod's labels, and the unpaired
 //     ones;
+//   - likewise the terms Score matches the pod being placed against
+//     (required affinity, preferred affinity and anti-affinity), with
+//     also the sum of their weights per value;
 //   - every pod by namespace and label pair, with its node: the pods a
 //     term may select are those of its namespaces having the rarest of
 //     the pairs its selector requires.
@@ -67,38 +75,129 @@ func termKey(t *AffinityTerm) string {
 // snapshot, it is written by one goroutine between cycles and only read
 // during a cycle (possibly in parallel).
 type AffinityIndex struct {
-	anti         map[string]*indexedTerm
-	antiByPair   map[LabelPair][]*indexedTerm
-	antiUnpaired []*indexedTerm
+	// anti holds the required anti-affinity terms; scoringTerms the terms
+	// Score matches the pod being placed against (required affinity with
+	// weight HardPodAffinityWeight, preferred affinity with its weight,
+	// preferred anti-affinity with minus its weight).
+	anti, scoringTerms termIndex
 	// pods: namespace -> label pair -> pod -> its node.
 	pods map[string]map[LabelPair]map[*PodInfo]*NodeInfo
-	// scoring counts the pods with terms InterPodAffinity's Score matches
-	// the pod being placed against (required affinity, preferred terms).
+	// scoring counts the pods with scoring terms.
 	scoring int
 	// scratch counts a node's pods while CopyNodeInfo diffs them.
 	scratch map[*PodInfo]int
 }
 
-// indexedTerm is one distinct required anti-affinity term.
+// termIndex holds distinct terms (by termKey), each filed under one of
+// the label pairs its selector requires (the pair with the fewest terms
+// when the term was first indexed), or among the unpaired terms.
+type termIndex struct {
+	terms    map[string]*indexedTerm
+	byPair   map[LabelPair][]*indexedTerm
+	unpaired []*indexedTerm
+}
+
+// indexedTerm is one distinct term.
 type indexedTerm struct {
 	term   AffinityTerm
 	key    string
 	pair   LabelPair
 	paired bool
 	// refs is the number of instances (pod, term) indexed; counts those
-	// on nodes with the topology key, per value.
-	refs   int
-	counts map[string]int64
+	// on nodes with the topology key, per value, and weights the sum of
+	// their weights (scoring terms only).
+	refs    int
+	counts  map[string]int64
+	weights map[string]int64
+}
+
+func newTermIndex() termIndex {
+	return termIndex{terms: map[string]*indexedTerm{}, byPair: map[LabelPair][]*indexedTerm{}}
+}
+
+// add indexes an instance of t, of weight w, on a node labelled nl.
+func (ti *termIndex) add(t *AffinityTerm, nl map[string]string, w int64) {
+	key := termKey(t)
+	it := ti.terms[key]
+	if it == nil {
+		it = &indexedTerm{term: *t, key: key, counts: map[string]int64{}}
+		best := -1
+		for _, lp := range t.pairs {
+			if n := len(ti.byPair[lp]); best < 0 || n < best {
+				it.pair, it.paired, best = lp, true, n
+			}
+		}
+		if it.paired {
+			ti.byPair[it.pair] = append(ti.byPair[it.pair], it)
+		} else {
+			ti.unpaired = append(ti.unpaired, it)
+		}
+		ti.terms[key] = it
+	}
+	it.refs++
+	if v, ok := nl[t.TopologyKey]; ok {
+		it.counts[v]++
+		if w != 0 {
+			if it.weights == nil {
+				it.weights = map[string]int64{}
+			}
+			it.weights[v] += w
+		}
+	}
+}
+
+// remove undoes add(t, nl, w).
+func (ti *termIndex) remove(t *AffinityTerm, nl map[string]string, w int64) {
+	it := ti.terms[termKey(t)]
+	if it == nil {
+		return
+	}
+	if v, ok := nl[t.TopologyKey]; ok {
+		if it.counts[v]--; it.counts[v] <= 0 {
+			delete(it.counts, v)
+			delete(it.weights, v)
+		} else if w != 0 {
+			it.weights[v] -= w
+		}
+	}
+	if it.refs--; it.refs > 0 {
+		return
+	}
+	delete(ti.terms, it.key)
+	if !it.paired {
+		ti.unpaired = removeTerm(ti.unpaired, it)
+		return
+	}
+	if list := removeTerm(ti.byPair[it.pair], it); len(list) > 0 {
+		ti.byPair[it.pair] = list
+	} else {
+		delete(ti.byPair, it.pair)
+	}
+}
+
+// forEach calls fn for each term that may select a pod labelled ls:
+// those filed under one of its labels, and the unpaired ones.
+func (ti *termIndex) forEach(ls map[string]string, fn func(*indexedTerm)) {
+	if len(ti.terms) == 0 {
+		return
+	}
+	for k, v := range ls {
+		for _, it := range ti.byPair[LabelPair{k, v}] {
+			fn(it)
+		}
+	}
+	for _, it := range ti.unpaired {
+		fn(it)
+	}
 }
 
 // NewAffinityIndex returns an empty index.
 func NewAffinityIndex() *AffinityIndex {
 	return &AffinityIndex{
-		anti:       map[string]*indexedTerm{},
-		antiByPair: map[LabelPair][]*indexedTerm{},
-		pods:       map[string]map[LabelPair]map[*PodInfo]*NodeInfo{},
-		scoring:    0,
-		scratch:    map[*PodInfo]int{},
+		anti:         newTermIndex(),
+		scoringTerms: newTermIndex(),
+		pods:         map[string]map[LabelPair]map[*PodInfo]*NodeInfo{},
+		scratch:      map[*PodInfo]int{},
 	}
 }
 
@@ -127,19 +226,32 @@ func (x *AffinityIndex) addPod(pi *PodInfo, ni *NodeInfo) {
 			set[pi] = ni
 		}
 	}
-	if len(pi.RequiredAntiAffinityTerms) > 0 {
-		nl := ni.Node().GetMetadata().GetLabels()
-		for i := range pi.RequiredAntiAffinityTerms {
-			t := &pi.RequiredAntiAffinityTerms[i]
-			it := x.antiTerm(t)
-			it.refs++
-			if v, ok := nl[t.TopologyKey]; ok {
-				it.counts[v]++
-			}
-		}
-	}
+	x.forEachTerm(pi, ni, (*termIndex).add)
 	if hasScoringTerms(pi) {
 		x.scoring++
+	}
+}
+
+// forEachTerm calls op with each of pi's required anti-affinity and
+// scoring terms, its index and weight, and the labels of pi's node ni.
+func (x *AffinityIndex) forEachTerm(pi *PodInfo, ni *NodeInfo, op func(*termIndex, *AffinityTerm, map[string]string, int64)) {
+	if !pi.HasAffinity() {
+		return
+	}
+	nl := ni.Node().GetMetadata().GetLabels()
+	for i := range pi.RequiredAntiAffinityTerms {
+		op(&x.anti, &pi.RequiredAntiAffinityTerms[i], nl, 0)
+	}
+	for i := range pi.RequiredAffinityTerms {
+		op(&x.scoringTerms, &pi.RequiredAffinityTerms[i], nl, HardPodAffinityWeight)
+	}
+	for i := range pi.PreferredAffinityTerms {
+		t := &pi.PreferredAffinityTerms[i]
+		op(&x.scoringTerms, &t.AffinityTerm, nl, int64(t.Weight))
+	}
+	for i := range pi.PreferredAntiAffinityTerms {
+		t := &pi.PreferredAntiAffinityTerms[i]
+		op(&x.scoringTerms, &t.AffinityTerm, nl, -int64(t.Weight))
 	}
 }
 
@@ -162,62 +274,9 @@ func (x *AffinityIndex) removePod(pi *PodInfo, ni *NodeInfo) {
 			delete(x.pods, m.GetNamespace())
 		}
 	}
-	if len(pi.RequiredAntiAffinityTerms) > 0 {
-		nl := ni.Node().GetMetadata().GetLabels()
-		for i := range pi.RequiredAntiAffinityTerms {
-			t := &pi.RequiredAntiAffinityTerms[i]
-			it := x.anti[termKey(t)]
-			if it == nil {
-				continue
-			}
-			if v, ok := nl[t.TopologyKey]; ok {
-				if it.counts[v]--; it.counts[v] <= 0 {
-					delete(it.counts, v)
-				}
-			}
-			if it.refs--; it.refs <= 0 {
-				x.dropAntiTerm(it)
-			}
-		}
-	}
+	x.forEachTerm(pi, ni, (*termIndex).remove)
 	if hasScoringTerms(pi) {
 		x.scoring--
-	}
-}
-
-// antiTerm returns t's entry, filing a new one under the pair of t's
-// selector that has the fewest terms so far.
-func (x *AffinityIndex) antiTerm(t *AffinityTerm) *indexedTerm {
-	key := termKey(t)
-	if it := x.anti[key]; it != nil {
-		return it
-	}
-	it := &indexedTerm{term: *t, key: key, counts: map[string]int64{}}
-	best := -1
-	for _, lp := range t.pairs {
-		if n := len(x.antiByPair[lp]); best < 0 || n < best {
-			it.pair, it.paired, best = lp, true, n
-		}
-	}
-	if it.paired {
-		x.antiByPair[it.pair] = append(x.antiByPair[it.pair], it)
-	} else {
-		x.antiUnpaired = append(x.antiUnpaired, it)
-	}
-	x.anti[key] = it
-	return it
-}
-
-func (x *AffinityIndex) dropAntiTerm(it *indexedTerm) {
-	delete(x.anti, it.key)
-	if !it.paired {
-		x.antiUnpaired = removeTerm(x.antiUnpaired, it)
-		return
-	}
-	if list := removeTerm(x.antiByPair[it.pair], it); len(list) > 0 {
-		x.antiByPair[it.pair] = list
-	} else {
-		delete(x.antiByPair, it.pair)
 	}
 }
 
@@ -280,17 +339,17 @@ func (x *AffinityIndex) HasScoringPods() bool { return x.scoring > 0 }
 // checks with Matches), with the term's instances per value of its
 // topology key. counts must not be changed.
 func (x *AffinityIndex) ForEachAntiAffinityTerm(pod *corev1.Pod, fn func(t *AffinityTerm, counts map[string]int64)) {
-	if len(x.anti) == 0 {
-		return
-	}
-	for k, v := range pod.GetMetadata().GetLabels() {
-		for _, it := range x.antiByPair[LabelPair{k, v}] {
-			fn(&it.term, it.counts)
-		}
-	}
-	for _, it := range x.antiUnpaired {
-		fn(&it.term, it.counts)
-	}
+	x.anti.forEach(pod.GetMetadata().GetLabels(), func(it *indexedTerm) { fn(&it.term, it.counts) })
+}
+
+// ForEachScoringTerm calls fn for each distinct scoring term of the
+// indexed pods (required affinity, preferred affinity and anti-affinity)
+// that may select pod (the caller checks with Matches), with, per value
+// of its topology key, its instances and the sum of their weights (minus
+// for preferred anti-affinity, HardPodAffinityWeight for required
+// affinity). The maps must not be changed.
+func (x *AffinityIndex) ForEachScoringTerm(pod *corev1.Pod, fn func(t *AffinityTerm, counts, weights map[string]int64)) {
+	x.scoringTerms.forEach(pod.GetMetadata().GetLabels(), func(it *indexedTerm) { fn(&it.term, it.counts, it.weights) })
 }
 
 // ForEachCandidatePod calls fn for each indexed pod, with its node, that
@@ -396,13 +455,21 @@ func (s *Snapshot) EnsureAffinityIndex() {
 // pods and nodes; the number of pods with scoring terms.
 func (x *AffinityIndex) String() string {
 	var b strings.Builder
-	for _, key := range slices.Sorted(maps.Keys(x.anti)) {
-		it := x.anti[key]
-		fmt.Fprintf(&b, "anti %q refs=%d", strings.ReplaceAll(key, "\x00", " | "), it.refs)
-		for _, v := range slices.Sorted(maps.Keys(it.counts)) {
-			fmt.Fprintf(&b, " %s:%d", v, it.counts[v])
+	for _, ti := range []struct {
+		name string
+		*termIndex
+	}{{"anti", &x.anti}, {"scoring", &x.scoringTerms}} {
+		for _, key := range slices.Sorted(maps.Keys(ti.terms)) {
+			it := ti.terms[key]
+			fmt.Fprintf(&b, "%s %q refs=%d", ti.name, strings.ReplaceAll(key, "\x00", " | "), it.refs)
+			for _, v := range slices.Sorted(maps.Keys(it.counts)) {
+				fmt.Fprintf(&b, " %s:%d", v, it.counts[v])
+				if ti.name != "anti" {
+					fmt.Fprintf(&b, "(w%d)", it.weights[v])
+				}
+			}
+			b.WriteByte('\n')
 		}
-		b.WriteByte('\n')
 	}
 	for _, ns := range slices.Sorted(maps.Keys(x.pods)) {
 		byPair := x.pods[ns]

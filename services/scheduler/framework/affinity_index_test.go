@@ -269,3 +269,49 @@ func TestAffinityIndexCandidatePods(t *testing.T) {
 		t.Errorf("two terms: got %v, %v; want [a2@n1], true", got, ok)
 	}
 }
+
+// The scoring terms (required affinity at HardPodAffinityWeight,
+// preferred affinity at its weight, preferred anti-affinity at minus its
+// weight) are kept once per distinct term with their weights summed per
+// domain; required anti-affinity does not score.
+func TestAffinityIndexScoringTerms(t *testing.T) {
+	webHost := func() *corev1.PodAffinityTerm { return antiTerm(hostKey, sel(nil, "app", "web")) }
+	p1 := labelled("default", "p1", "app", "db")
+	p1.Spec.Affinity = &corev1.Affinity{
+		PodAffinity: &corev1.PodAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution:  []*corev1.PodAffinityTerm{webHost()},
+			PreferredDuringSchedulingIgnoredDuringExecution: []*corev1.WeightedPodAffinityTerm{{Weight: 10, PodAffinityTerm: webHost()}},
+		},
+		PodAntiAffinity: &corev1.PodAffinity{
+			PreferredDuringSchedulingIgnoredDuringExecution: []*corev1.WeightedPodAffinityTerm{{Weight: 4, PodAffinityTerm: webHost()}},
+		},
+	}
+	p2 := labelled("default", "p2", "app", "db")
+	p2.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAffinity{
+		PreferredDuringSchedulingIgnoredDuringExecution: []*corev1.WeightedPodAffinityTerm{{Weight: 30, PodAffinityTerm: webHost()}},
+	}}
+	p3 := withAnti(labelled("default", "p3", "app", "db"), webHost())
+	s := framework.NewSnapshot(
+		framework.NewNodeInfo(zoneNode("n1", "a"), infos(p1)...),
+		framework.NewNodeInfo(zoneNode("n2", "a"), infos(p2, p3)...),
+	)
+	type seen struct {
+		sel            string
+		counts, weight map[string]int64
+	}
+	var got []seen
+	s.AffinityIndex.ForEachScoringTerm(labelled("default", "w", "app", "web"), func(t *framework.AffinityTerm, counts, weights map[string]int64) {
+		got = append(got, seen{t.Selector.String(), maps.Clone(counts), maps.Clone(weights)})
+	})
+	if len(got) != 1 || got[0].sel != "app=web" ||
+		!maps.Equal(got[0].counts, map[string]int64{"n1": 3, "n2": 1}) ||
+		!maps.Equal(got[0].weight, map[string]int64{"n1": 1 + 10 - 4, "n2": -30}) {
+		t.Fatalf("scoring terms for app=web: %+v; want one app=web with counts n1:3 n2:1, weights n1:7 n2:-30", got)
+	}
+	if !s.AffinityIndex.HasScoringPods() {
+		t.Error("HasScoringPods = false")
+	}
+	if !strings.Contains(s.AffinityIndex.String(), "scoring 2\n") {
+		t.Errorf("want 2 scoring pods (p3's required anti-affinity does not score):\n%s", s.AffinityIndex)
+	}
+}

@@ -19,7 +19,7 @@ const (
 // HardPodAffinityWeight is the score an existing pod's required affinity
 // term gives the nodes near it when the pod being placed matches it
 // (Kubernetes' InterPodAffinityArgs.hardPodAffinityWeight default).
-const HardPodAffinityWeight = 1
+const HardPodAffinityWeight = framework.HardPodAffinityWeight
 
 // InterPodAffinityPlugin is InterPodAffinity: a pod's podAffinity and
 // podAntiAffinity terms, and the existing pods' anti-affinity terms, over

@@ -124,6 +124,14 @@ func (g randomAffinity) terms(max int) []*corev1.PodAffinityTerm {
 	return out
 }
 
+func (g randomAffinity) weighted() []*corev1.WeightedPodAffinityTerm {
+	var out []*corev1.WeightedPodAffinityTerm
+	for range 1 + g.r.IntN(2) {
+		out = append(out, &corev1.WeightedPodAffinityTerm{Weight: 1 + g.r.Int32N(100), PodAffinityTerm: g.term()})
+	}
+	return out
+}
+
 func (g randomAffinity) pod(name string, termChance int) *corev1.Pod {
 	p := &corev1.Pod{
 		Metadata: &metav1.ObjectMeta{Namespace: g.pick(randomNamespaces...), Name: name, Uid: "uid-" + name, Labels: g.labels()},
@@ -134,8 +142,11 @@ func (g randomAffinity) pod(name string, termChance int) *corev1.Pod {
 			PodAffinity:     &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: g.terms(1)},
 			PodAntiAffinity: &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: g.terms(2)},
 		}
-		if g.r.IntN(4) == 0 {
-			p.Spec.Affinity.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution = []*corev1.WeightedPodAffinityTerm{{Weight: 5, PodAffinityTerm: g.term()}}
+		if g.r.IntN(3) == 0 {
+			p.Spec.Affinity.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution = g.weighted()
+		}
+		if g.r.IntN(3) == 0 {
+			p.Spec.Affinity.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution = g.weighted()
 		}
 	}
 	return p
@@ -221,10 +232,16 @@ func TestInterPodAffinityIndexMatchesScan(t *testing.T) {
 
 // BenchmarkInterPodAffinityAntiAffinity is one pod's PreFilter, Filter of
 // every node and PreScore as in bench's scheduler.antiaffinity: 1,000
-// nodes holding 5,000 pods in groups of 10 with required anti-affinity on
-// the hostname, with the snapshot's index and with the plain scan:
+// nodes holding 5,000 pods in groups of 10 with anti-affinity on the
+// hostname (required, as the bench, or preferred), with the snapshot's
+// index and with the plain scan:
 // go test -run XXX -bench InterPodAffinityAntiAffinity ./plugins/
 func BenchmarkInterPodAffinityAntiAffinity(b *testing.B) {
+	b.Run("required", func(b *testing.B) { benchmarkAntiAffinity(b, false) })
+	b.Run("preferred", func(b *testing.B) { benchmarkAntiAffinity(b, true) })
+}
+
+func benchmarkAntiAffinity(b *testing.B, preferred bool) {
 	group := func(i int) *corev1.Pod {
 		g := fmt.Sprintf("g%04d", i/10)
 		p := &corev1.Pod{
@@ -232,9 +249,13 @@ func BenchmarkInterPodAffinityAntiAffinity(b *testing.B) {
 				Labels: map[string]string{"app": "antiaffinity-bench", "group": g}},
 			Spec: &corev1.PodSpec{},
 		}
-		return requireAntiAffinity(p, &corev1.PodAffinityTerm{
+		t := &corev1.PodAffinityTerm{
 			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"group": g}}, TopologyKey: hostname,
-		})
+		}
+		if preferred {
+			return preferAntiAffinity(p, weighted(100, t))
+		}
+		return requireAntiAffinity(p, t)
 	}
 	var nodes []*framework.NodeInfo
 	for i := range 1000 {
@@ -259,11 +280,14 @@ func BenchmarkInterPodAffinityAntiAffinity(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				state := framework.NewCycleState()
-				if _, st := p.PreFilter(ctx, state, incoming); !st.IsSuccess() {
+				_, st := p.PreFilter(ctx, state, incoming)
+				if !st.IsSuccess() && !st.IsSkip() {
 					b.Fatal(st)
 				}
 				for _, n := range nodes {
-					p.Filter(ctx, state, incoming, n)
+					if !st.IsSkip() {
+						p.Filter(ctx, state, incoming, n)
+					}
 				}
 				p.PreScore(ctx, state, incoming, nodes)
 			}

@@ -37,29 +37,50 @@ type affinityScoreState struct {
 // weights of the preferred terms (the pod's, matched by the pods there;
 // theirs, matched by the pod) and the existing pods' required affinity
 // terms the pod matches. Skip when nothing scored.
+//
+// With the snapshot's index, each of the pod's preferred terms that
+// requires a label pair looks only at the pods having it (the others at
+// every pod), and the existing pods' terms are read from the index's
+// distinct scoring terms that may select the pod, with their weights per
+// domain. Without it, every pod with terms (every pod, when the pod has
+// preferred terms) is looked at.
 func (p *InterPodAffinityPlugin) PreScore(_ context.Context, state *framework.CycleState, pod *framework.PodInfo, nodes []*framework.NodeInfo) *framework.Status {
 	if len(nodes) == 0 || pod.AffinityError != nil {
 		return framework.NewStatus(framework.Skip)
 	}
-	hasPreferred := len(pod.PreferredAffinityTerms) > 0 || len(pod.PreferredAntiAffinityTerms) > 0
 	snap := p.h.Snapshot()
-	// Without preferred terms of its own, only pods with terms can score:
-	// required affinity or preferred terms (required anti-affinity terms
-	// do not score).
-	scan := snap.HavePodsWithAffinityList
-	if hasPreferred {
-		scan = snap.List()
-	} else if idx := snap.AffinityIndex; idx != nil && !idx.HasScoringPods() {
-		return framework.NewStatus(framework.Skip)
-	}
-	if len(scan) == 0 {
-		return framework.NewStatus(framework.Skip)
-	}
+	idx := snap.AffinityIndex
 	affinity := p.resolveWeighted(pod.PreferredAffinityTerms)
 	anti := p.resolveWeighted(pod.PreferredAntiAffinityTerms)
 	nsLabels := p.namespaceLabels(pod)
-
 	scores := topologyScores{}
+
+	// What is left to scan: the pod's terms the index cannot narrow, and
+	// (without an index) the existing pods' terms.
+	scanAffinity, scanAnti := affinity, anti
+	existingTerms := idx == nil
+	if idx != nil {
+		scanAffinity = scoreCandidates(idx, scores, affinity, 1)
+		scanAnti = scoreCandidates(idx, scores, anti, -1)
+		idx.ForEachScoringTerm(pod.Pod, func(t *framework.AffinityTerm, counts, weights map[string]int64) {
+			if len(counts) == 0 || !t.Matches(pod.Pod, nsLabels) {
+				return
+			}
+			for v, n := range counts {
+				if n > 0 {
+					scores.add(t.TopologyKey, v, weights[v])
+				}
+			}
+		})
+	}
+	var scan []*framework.NodeInfo
+	scanAll := len(scanAffinity)+len(scanAnti) > 0
+	switch {
+	case scanAll:
+		scan = snap.List()
+	case existingTerms:
+		scan = snap.HavePodsWithAffinityList
+	}
 	var mu sync.Mutex
 	p.h.Parallelizer().ForEachChunk(len(scan), func(lo, hi int) bool {
 		local := topologyScores{}
@@ -69,11 +90,11 @@ func (p *InterPodAffinityPlugin) PreScore(_ context.Context, state *framework.Cy
 				continue
 			}
 			pods := ni.PodsWithAffinity
-			if hasPreferred {
+			if scanAll {
 				pods = ni.Pods
 			}
 			for _, existing := range pods {
-				scoreExisting(local, pod, existing, nl, affinity, anti, nsLabels)
+				scoreExisting(local, pod, existing, nl, scanAffinity, scanAnti, existingTerms, nsLabels)
 			}
 		}
 		if len(local) > 0 {
@@ -90,10 +111,31 @@ func (p *InterPodAffinityPlugin) PreScore(_ context.Context, state *framework.Cy
 	return nil
 }
 
+// scoreCandidates adds to m, for each of terms (resolved), sign times its
+// weight in the domain of each pod that the index offers and the term
+// matches; it returns the terms the index cannot narrow (no required
+// label pair).
+func scoreCandidates(idx *framework.AffinityIndex, m topologyScores, terms []framework.WeightedAffinityTerm, sign int64) []framework.WeightedAffinityTerm {
+	var left []framework.WeightedAffinityTerm
+	for i := range terms {
+		t := &terms[i].AffinityTerm
+		w := sign * int64(terms[i].Weight)
+		if !idx.ForEachCandidatePod([]framework.AffinityTerm{*t}, func(e *framework.PodInfo, ni *framework.NodeInfo) {
+			if v, ok := ni.Node().GetMetadata().GetLabels()[t.TopologyKey]; ok && t.Matches(e.Pod, nil) {
+				m.add(t.TopologyKey, v, w)
+			}
+		}) {
+			left = append(left, terms[i])
+		}
+	}
+	return left
+}
+
 // scoreExisting adds to m what one existing pod on a node labelled nl
-// contributes.
+// contributes: matching the pod's terms affinity and anti, and, when
+// existingTerms, its own terms matched by the pod.
 func scoreExisting(m topologyScores, pod, existing *framework.PodInfo, nl map[string]string,
-	affinity, anti []framework.WeightedAffinityTerm, nsLabels map[string]string) {
+	affinity, anti []framework.WeightedAffinityTerm, existingTerms bool, nsLabels map[string]string) {
 	term := func(t *framework.AffinityTerm, w int64, target *framework.PodInfo, ns map[string]string) {
 		if v, ok := nl[t.TopologyKey]; ok && t.Matches(target.Pod, ns) {
 			m.add(t.TopologyKey, v, w)
@@ -108,6 +150,9 @@ func scoreExisting(m topologyScores, pod, existing *framework.PodInfo, nl map[st
 		term(&anti[i].AffinityTerm, -int64(anti[i].Weight), existing, nil)
 	}
 	// The existing pod's terms, matched by the pod.
+	if !existingTerms {
+		return
+	}
 	for i := range existing.RequiredAffinityTerms {
 		term(&existing.RequiredAffinityTerms[i], HardPodAffinityWeight, pod, nsLabels)
 	}
