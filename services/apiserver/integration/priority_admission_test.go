@@ -102,7 +102,11 @@ func TestPriorityAdmission(t *testing.T) {
 		{"unknown class", withClass("lost", "foo"), `pods "lost" is forbidden: no PriorityClass with name foo was found`},
 		{"another priority", func() *corev1.Pod { p := withClass("cheat", "high"); p.Spec.Priority = proto.Int32(5000); return p }(),
 			`pods "cheat" is forbidden: the integer value of priority (5000) must not be provided in pod spec; priority admission controller computed 1000 from the given PriorityClass name`},
-		{"another preemption policy", func() *corev1.Pod { p := withClass("pushy", "batch"); p.Spec.PreemptionPolicy = proto.String("PreemptLowerPriority"); return p }(),
+		{"another preemption policy", func() *corev1.Pod {
+			p := withClass("pushy", "batch")
+			p.Spec.PreemptionPolicy = proto.String("PreemptLowerPriority")
+			return p
+		}(),
 			`pods "pushy" is forbidden: the string value of PreemptionPolicy (PreemptLowerPriority) must not be provided in pod spec; priority admission controller computed Never from the given PriorityClass name`},
 	}
 	for _, c := range refused {
