@@ -404,3 +404,21 @@ func deref(v any) any {
 	}
 	return v
 }
+
+// TestDeprecatedServiceAccount: spec.serviceAccount, Kubernetes' old name
+// of serviceAccountName, gives it when it is empty and reads back equal to
+// it, as Kubernetes' v1 conversion of PodSpec.
+func TestDeprecatedServiceAccount(t *testing.T) {
+	for _, tc := range []struct{ name, alias, wantName, wantAlias string }{
+		{"", "builder", "builder", "builder"},
+		{"runner", "", "runner", "runner"},
+		{"runner", "builder", "runner", "runner"},
+		{"", "", "", ""},
+	} {
+		s := &corev1.PodSpec{ServiceAccountName: tc.name, ServiceAccount: tc.alias}
+		defaults.PodSpec(s)
+		if s.ServiceAccountName != tc.wantName || s.ServiceAccount != tc.wantAlias {
+			t.Errorf("name %q alias %q: got %q %q, want %q %q", tc.name, tc.alias, s.ServiceAccountName, s.ServiceAccount, tc.wantName, tc.wantAlias)
+		}
+	}
+}

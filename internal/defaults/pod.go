@@ -61,6 +61,13 @@ func PodSpec(s *corev1.PodSpec) {
 	if s.RestartPolicy == "" {
 		s.RestartPolicy = "Always"
 	}
+	// serviceAccount is the deprecated name of serviceAccountName: it
+	// gives it when it is empty, and reads back equal to it (Kubernetes'
+	// v1 PodSpec conversion).
+	if s.ServiceAccountName == "" {
+		s.ServiceAccountName = s.ServiceAccount
+	}
+	s.ServiceAccount = s.ServiceAccountName
 	if s.DnsPolicy == "" {
 		s.DnsPolicy = "ClusterFirst"
 	}

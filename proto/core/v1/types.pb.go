@@ -389,9 +389,13 @@ type PodSpec struct {
 	// the pod's PriorityClass.
 	PreemptionPolicy *string `protobuf:"bytes,33,opt,name=preemption_policy,json=preemptionPolicy,proto3,oneof" json:"preemption_policy,omitempty"`
 	// Overhead is the RuntimeClass's pod overhead, set at admission.
-	Overhead      map[string]string `protobuf:"bytes,34,rep,name=overhead,proto3" json:"overhead,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Overhead map[string]string `protobuf:"bytes,34,rep,name=overhead,proto3" json:"overhead,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// ServiceAccount is Kubernetes' deprecated alias of serviceAccountName:
+	// it gives serviceAccountName when that is empty, and always reads back
+	// equal to it.
+	ServiceAccount string `protobuf:"bytes,35,opt,name=service_account,json=serviceAccount,proto3" json:"service_account,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *PodSpec) Reset() {
@@ -660,6 +664,13 @@ func (x *PodSpec) GetOverhead() map[string]string {
 		return x.Overhead
 	}
 	return nil
+}
+
+func (x *PodSpec) GetServiceAccount() string {
+	if x != nil {
+		return x.ServiceAccount
+	}
+	return ""
 }
 
 type HostAlias struct {
@@ -9650,7 +9661,7 @@ const file_skiff_core_v1_types_proto_rawDesc = "" +
 	"\x06status\x18\x05 \x01(\v2\x18.skiff.core.v1.PodStatusR\x06status\"t\n" +
 	"\x0fPodTemplateSpec\x125\n" +
 	"\bmetadata\x18\x01 \x01(\v2\x19.skiff.meta.v1.ObjectMetaR\bmetadata\x12*\n" +
-	"\x04spec\x18\x02 \x01(\v2\x16.skiff.core.v1.PodSpecR\x04spec\"\xd2\x11\n" +
+	"\x04spec\x18\x02 \x01(\v2\x16.skiff.core.v1.PodSpecR\x04spec\"\xfb\x11\n" +
 	"\aPodSpec\x12/\n" +
 	"\avolumes\x18\x01 \x03(\v2\x15.skiff.core.v1.VolumeR\avolumes\x12A\n" +
 	"\x0finit_containers\x18\x02 \x03(\v2\x18.skiff.core.v1.ContainerR\x0einitContainers\x128\n" +
@@ -9690,7 +9701,8 @@ const file_skiff_core_v1_types_proto_rawDesc = "" +
 	"\x14ephemeral_containers\x18\x1f \x03(\v2!.skiff.core.v1.EphemeralContainerR\x13ephemeralContainers\x12K\n" +
 	"\x10scheduling_gates\x18  \x03(\v2 .skiff.core.v1.PodSchedulingGateR\x0fschedulingGates\x120\n" +
 	"\x11preemption_policy\x18! \x01(\tH\aR\x10preemptionPolicy\x88\x01\x01\x12F\n" +
-	"\boverhead\x18\" \x03(\v2$.skiff.core.v1.PodSpec.OverheadEntryB\x04\xc8\xf3\x18\x01R\boverhead\x1a?\n" +
+	"\boverhead\x18\" \x03(\v2$.skiff.core.v1.PodSpec.OverheadEntryB\x04\xc8\xf3\x18\x01R\boverhead\x12'\n" +
+	"\x0fservice_account\x18# \x01(\tR\x0eserviceAccount\x1a?\n" +
 	"\x11NodeSelectorEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a;\n" +

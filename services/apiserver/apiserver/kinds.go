@@ -133,6 +133,7 @@ func (s *Server) customize(strategy any) {
 				p.Status = &corev1.PodStatus{}
 			}
 			p.Status.QosClass = qos.Compute(p)
+			p.Spec.ServiceAccount = p.Spec.ServiceAccountName // the ServiceAccount admission plugin may have named it
 			defaults.SchedulingGatedCondition(p)
 			defaults.PodAffinityLabelKeys(p)
 		}

@@ -43,8 +43,8 @@ func TestServiceAccountAdmission(t *testing.T) {
 			t.Fatal(err)
 		}
 		spec := got.GetSpec()
-		if spec.GetServiceAccountName() != "default" {
-			t.Errorf("serviceAccountName %q, want default", spec.GetServiceAccountName())
+		if spec.GetServiceAccountName() != "default" || spec.GetServiceAccount() != "default" {
+			t.Errorf("serviceAccountName %q, serviceAccount %q: want both default (the deprecated name reads back equal)", spec.GetServiceAccountName(), spec.GetServiceAccount())
 		}
 		if len(spec.GetVolumes()) != 1 {
 			t.Fatalf("volumes %v", spec.GetVolumes())
@@ -66,6 +66,17 @@ func TestServiceAccountAdmission(t *testing.T) {
 			if len(m) != 1 || m[0].GetName() != v.GetName() || m[0].GetMountPath() != path || !m[0].GetReadOnly() {
 				t.Errorf("container %s mounts %v", c.GetName(), m)
 			}
+		}
+	})
+	t.Run("the deprecated serviceAccount names the account", func(t *testing.T) {
+		p := pod("default", "old-style")
+		p.Spec.ServiceAccount = "quiet"
+		got, err := pods.Create(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.GetSpec().GetServiceAccountName() != "quiet" || got.GetSpec().GetServiceAccount() != "quiet" {
+			t.Errorf("serviceAccountName %q, serviceAccount %q: want quiet", got.GetSpec().GetServiceAccountName(), got.GetSpec().GetServiceAccount())
 		}
 	})
 	t.Run("a container with its own mount at the path keeps it", func(t *testing.T) {
