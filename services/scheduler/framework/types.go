@@ -109,21 +109,7 @@ func ParseResourceList(list map[string]string) (Resource, error) {
 			}
 			continue
 		}
-		switch name {
-		case ResourceCPU:
-			r.MilliCPU = q.MilliValue()
-		case ResourceMemory:
-			r.Memory = q.Value()
-		case ResourceEphemeralStorage:
-			r.EphemeralStorage = q.Value()
-		case ResourcePods:
-			r.AllowedPodNumber = q.Value()
-		default:
-			if r.Scalar == nil {
-				r.Scalar = map[string]int64{}
-			}
-			r.Scalar[name] = q.MilliValue()
-		}
+		r.set(name, q)
 	}
 	return r, firstErr
 }
@@ -132,23 +118,29 @@ func ParseResourceList(list map[string]string) (Resource, error) {
 func resourceOf(list map[string]quantity.Quantity) Resource {
 	var r Resource
 	for name, q := range list {
-		switch name {
-		case ResourceCPU:
-			r.MilliCPU = q.MilliValue()
-		case ResourceMemory:
-			r.Memory = q.Value()
-		case ResourceEphemeralStorage:
-			r.EphemeralStorage = q.Value()
-		case ResourcePods:
-			r.AllowedPodNumber = q.Value()
-		default:
-			if r.Scalar == nil {
-				r.Scalar = map[string]int64{}
-			}
-			r.Scalar[name] = q.MilliValue()
-		}
+		r.set(name, q)
 	}
 	return r
+}
+
+// set records one resource's quantity: cpu in millicores, memory,
+// ephemeral storage and pods as whole values, others in thousandths.
+func (r *Resource) set(name string, q quantity.Quantity) {
+	switch name {
+	case ResourceCPU:
+		r.MilliCPU = q.MilliValue()
+	case ResourceMemory:
+		r.Memory = q.Value()
+	case ResourceEphemeralStorage:
+		r.EphemeralStorage = q.Value()
+	case ResourcePods:
+		r.AllowedPodNumber = q.Value()
+	default:
+		if r.Scalar == nil {
+			r.Scalar = map[string]int64{}
+		}
+		r.Scalar[name] = q.MilliValue()
+	}
 }
 
 // PodInfo is a pod with what the scheduler derives from it once: its
