@@ -490,32 +490,47 @@ func probe(pr *corev1.Probe, p *field.Path, readiness bool) field.ErrorList {
 }
 
 func probeHandler(pr *corev1.Probe, p *field.Path) field.ErrorList {
+	return oneHandler(p,
+		handler{"exec", pr.Exec != nil, func(p *field.Path) field.ErrorList { return execAction(pr.Exec, p) }},
+		handler{"httpGet", pr.HttpGet != nil, func(p *field.Path) field.ErrorList { return httpGetAction(pr.HttpGet, p) }},
+		handler{"tcpSocket", pr.TcpSocket != nil, func(p *field.Path) field.ErrorList { return portNumOrName(pr.TcpSocket.Port, p.Child("port")) }},
+		handler{"grpc", pr.Grpc != nil, func(p *field.Path) field.ErrorList { return grpcAction(pr.Grpc, p) }})
+}
+
+// handler is one action a probe or a lifecycle hook may take: its field
+// name, whether it is given, and its own checks (at its path).
+type handler struct {
+	name  string
+	set   bool
+	check func(*field.Path) field.ErrorList
+}
+
+// oneHandler checks that exactly one of the handlers is given (Kubernetes'
+// messages) and checks the first one given.
+func oneHandler(p *field.Path, hs ...handler) field.ErrorList {
 	var errs field.ErrorList
 	n := 0
-	more := func(name string) bool {
-		if n > 0 {
-			errs = append(errs, field.Forbidden(p.Child(name), "may not specify more than 1 handler type"))
-			return false
+	for _, h := range hs {
+		if !h.set {
+			continue
 		}
-		n++
-		return true
-	}
-	if pr.Exec != nil && more("exec") && len(pr.Exec.Command) == 0 {
-		errs = append(errs, field.Required(p.Child("exec", "command"), ""))
-	}
-	if h := pr.HttpGet; h != nil && more("httpGet") {
-		errs = append(errs, httpGetAction(h, p.Child("httpGet"))...)
-	}
-	if t := pr.TcpSocket; t != nil && more("tcpSocket") {
-		errs = append(errs, portNumOrName(t.Port, p.Child("tcpSocket", "port"))...)
-	}
-	if g := pr.Grpc; g != nil && more("grpc") {
-		errs = append(errs, grpcAction(g, p.Child("grpc"))...)
+		if n++; n > 1 {
+			errs = append(errs, field.Forbidden(p.Child(h.name), "may not specify more than 1 handler type"))
+			continue
+		}
+		errs = append(errs, h.check(p.Child(h.name))...)
 	}
 	if n == 0 {
 		errs = append(errs, field.Required(p, "must specify a handler type"))
 	}
 	return errs
+}
+
+func execAction(e *corev1.ExecAction, p *field.Path) field.ErrorList {
+	if len(e.Command) == 0 {
+		return field.ErrorList{field.Required(p.Child("command"), "")}
+	}
+	return nil
 }
 
 // portNumOrName checks a port given as a number (1-65535) or as the name

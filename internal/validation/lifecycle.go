@@ -49,32 +49,11 @@ func lifecycle(l *corev1.Lifecycle, grace *int64, p *field.Path) field.ErrorList
 // tcpSocket and sleep. tcpSocket passes, as in Kubernetes, where it is kept
 // for compatibility and fails when the hook runs.
 func lifecycleHandler(h *corev1.LifecycleHandler, grace *int64, p *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	n := 0
-	more := func(name string) bool {
-		if n > 0 {
-			errs = append(errs, field.Forbidden(p.Child(name), "may not specify more than 1 handler type"))
-			return false
-		}
-		n++
-		return true
-	}
-	if h.Exec != nil && more("exec") && len(h.Exec.Command) == 0 {
-		errs = append(errs, field.Required(p.Child("exec", "command"), ""))
-	}
-	if h.HttpGet != nil && more("httpGet") {
-		errs = append(errs, httpGetAction(h.HttpGet, p.Child("httpGet"))...)
-	}
-	if h.TcpSocket != nil && more("tcpSocket") {
-		errs = append(errs, portNumOrName(h.TcpSocket.Port, p.Child("tcpSocket", "port"))...)
-	}
-	if h.Sleep != nil && more("sleep") {
-		errs = append(errs, sleepAction(h.Sleep, grace, p.Child("sleep"))...)
-	}
-	if n == 0 {
-		errs = append(errs, field.Required(p, "must specify a handler type"))
-	}
-	return errs
+	return oneHandler(p,
+		handler{"exec", h.Exec != nil, func(p *field.Path) field.ErrorList { return execAction(h.Exec, p) }},
+		handler{"httpGet", h.HttpGet != nil, func(p *field.Path) field.ErrorList { return httpGetAction(h.HttpGet, p) }},
+		handler{"tcpSocket", h.TcpSocket != nil, func(p *field.Path) field.ErrorList { return portNumOrName(h.TcpSocket.Port, p.Child("port")) }},
+		handler{"sleep", h.Sleep != nil, func(p *field.Path) field.ErrorList { return sleepAction(h.Sleep, grace, p) }})
 }
 
 // sleepAction: 0 up to the pod's terminationGracePeriodSeconds (Kubernetes
