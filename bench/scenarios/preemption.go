@@ -161,11 +161,13 @@ func runPreemption(ctx context.Context, env *Env, rs *Results) error {
 		return ctx.Err()
 	}
 
-	env.logf("scheduler.preemption: %d high-priority pods, one at a time", preemptionPods)
+	// Each high pod takes a node for good: no more of them than nodes.
+	n := min(preemptionPods, nNodes)
+	env.logf("scheduler.preemption: %d high-priority pods, one at a time", n)
 	settle()
 	var lat Histogram
 	cpu0 := cpuTime()
-	for i := range preemptionPods {
+	for i := range n {
 		name := fmt.Sprintf("high-%04d", i)
 		ch := make(chan struct{})
 		mu.Lock()
@@ -190,7 +192,7 @@ func runPreemption(ctx context.Context, env *Env, rs *Results) error {
 	cpu := cpuTime() - cpu0
 	rs.Add(figPreemptP50, ms(lat.Percentile(50)), "from each high pod's Create to its bind seen through a watch (a victim evicted and gone meanwhile)")
 	rs.Add(figPreemptP99, ms(lat.Percentile(99)), latencyNote(&lat, "preemptions"))
-	rs.Add(figPreemptCPU, float64(cpu.Microseconds())/float64(preemptionPods),
+	rs.Add(figPreemptCPU, float64(cpu.Microseconds())/float64(n),
 		fmt.Sprintf("process CPU (apiserver + etcd + scheduler + simulated agents + observer) / preemption, %d nodes", nNodes))
 	return nil
 }
