@@ -21,6 +21,8 @@
 //	              or 502 with the error; 404 without -backend
 //	GET /resolve?name=N  the addresses N resolves to, one a line, sorted
 //	              (the pod's resolv.conf: cluster DNS), 404 when none
+//	GET /grpc-health?service=S&status=NOT_SERVING  sets the gRPC health
+//	              status of service S (with -grpc-listen): drives grpc probes
 //
 // Every request is logged to stdout as one line. Flags, each defaulting to
 // the environment variable in brackets:
@@ -35,6 +37,11 @@
 //	-shutdown-delay [SHUTDOWN_DELAY] on SIGTERM, keep serving this long
 //	              (while the Service's endpoints drop the pod), then close
 //	              the connections and exit 0
+//	-grpc-listen  [GRPC_PORT, as ":$GRPC_PORT"] also serve the standard gRPC
+//	              health service (grpc.health.v1.Health) there, in plain
+//	              text, the overall service "" SERVING; none by default
+//	-grpc-services [GRPC_SERVICES] more health services at start, comma
+//	              separated, each NAME (SERVING) or NAME=STATUS
 //
 // SIGTERM and SIGINT make it exit 0. With a tool name as first argument it
 // runs that tool instead of the server, which gives exec probes and init
@@ -69,6 +76,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"google.golang.org/grpc/health"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -99,6 +108,8 @@ func serve(args []string) int {
 	ignoreTerm := fs.Bool("ignore-sigterm", os.Getenv("IGNORE_SIGTERM") == "1", "ignore SIGTERM [IGNORE_SIGTERM=1]")
 	backend := fs.String("backend", os.Getenv("BACKEND"), "the URL /call gets [BACKEND]")
 	shutdownDelay := fs.String("shutdown-delay", envOr("SHUTDOWN_DELAY", "0"), "on SIGTERM, keep serving this long, then exit [SHUTDOWN_DELAY]")
+	grpcListen := fs.String("grpc-listen", defaultGRPCListen(), "also serve grpc.health.v1 at this address [GRPC_PORT]")
+	grpcServices := fs.String("grpc-services", os.Getenv("GRPC_SERVICES"), "health services at start: NAME or NAME=STATUS, comma separated [GRPC_SERVICES]")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -139,6 +150,19 @@ func serve(args []string) int {
 		return 1
 	}
 	fmt.Printf("demo %s on %s listening on %s\n", srv.version, host, ln.Addr())
+	if *grpcListen != "" {
+		if srv.health, err = newHealth(*grpcServices); err != nil {
+			fmt.Fprintln(os.Stderr, "demo: -grpc-services:", err)
+			return 2
+		}
+		gln, err := net.Listen("tcp", *grpcListen)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "demo:", err)
+			return 1
+		}
+		fmt.Printf("demo %s on %s serving grpc.health.v1 on %s\n", srv.version, host, gln.Addr())
+		serveGRPCHealth(gln, srv.health)
+	}
 
 	hs := &http.Server{Handler: srv.handler(), ReadHeaderTimeout: 10 * time.Second}
 	sigs := make(chan os.Signal, 1)
@@ -185,6 +209,7 @@ type server struct {
 	backend       string // the URL /call gets
 	client        *http.Client
 	lookup        func(ctx context.Context, host string) ([]string, error)
+	health        *health.Server // with -grpc-listen
 	failed        atomic.Bool
 	now           func() time.Time
 	out           io.Writer
@@ -219,6 +244,7 @@ func (s *server) handler() http.Handler {
 		fmt.Fprintln(w, "ready")
 	})
 	mux.HandleFunc("/call", s.call)
+	mux.HandleFunc("/grpc-health", s.setGRPCHealth)
 	mux.HandleFunc("/resolve", func(w http.ResponseWriter, r *http.Request) {
 		addrs, err := s.lookup(r.Context(), r.URL.Query().Get("name"))
 		if err != nil || len(addrs) == 0 {
@@ -420,6 +446,13 @@ func defaultListen() string {
 		return ":" + p
 	}
 	return ":8080"
+}
+
+func defaultGRPCListen() string {
+	if p := os.Getenv("GRPC_PORT"); p != "" {
+		return ":" + p
+	}
+	return ""
 }
 
 func envOr(key, def string) string {
