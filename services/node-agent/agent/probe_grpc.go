@@ -10,6 +10,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
@@ -34,10 +35,18 @@ func (r *probeRunner) runGRPC(ctx context.Context, g *corev1.GRPCAction, podIP s
 		return false, fmt.Sprintf("error: failed to connect service at %q: %+v", addr, err)
 	}
 	defer conn.Close()
+	// The kubelet dials blocking (grpc.WithBlock): a server not
+	// listening yet is retried until the timeout, which says so.
+	if err := waitConnected(ctx, conn); err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return false, fmt.Sprintf("timeout: failed to connect service %q within %v: %+v", addr, timeout, err)
+		}
+		return false, fmt.Sprintf("error: failed to connect service at %q: %+v", addr, err)
+	}
 	resp, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{Service: g.GetService()},
 		grpc.WaitForReady(false))
 	if err != nil {
-		return false, grpcProbeError(err, addr, timeout)
+		return false, grpcProbeError(err, timeout)
 	}
 	if resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
 		return false, fmt.Sprintf("service unhealthy (responded with %q)", resp.GetStatus().String())
@@ -45,17 +54,30 @@ func (r *probeRunner) runGRPC(ctx context.Context, g *corev1.GRPCAction, podIP s
 	return true, ""
 }
 
+// waitConnected connects conn and waits until it is ready, as a blocking
+// dial does: failed attempts are retried (with gRPC's backoff) until ctx
+// ends, whose error it returns.
+func waitConnected(ctx context.Context, conn *grpc.ClientConn) error {
+	conn.Connect()
+	for {
+		s := conn.GetState()
+		if s == connectivity.Ready {
+			return nil
+		}
+		if !conn.WaitForStateChange(ctx, s) {
+			return ctx.Err()
+		}
+	}
+}
+
 // grpcProbeError is the kubelet's message for a failed Check.
-func grpcProbeError(err error, addr string, timeout time.Duration) string {
+func grpcProbeError(err error, timeout time.Duration) string {
 	st, ok := status.FromError(err)
 	switch {
 	case ok && st.Code() == codes.Unimplemented:
 		return fmt.Sprintf("error: this server does not implement the grpc health protocol (grpc.health.v1.Health): %s", st.Message())
 	case ok && st.Code() == codes.DeadlineExceeded, errors.Is(err, context.DeadlineExceeded):
 		return fmt.Sprintf("timeout: health rpc did not complete within %v", timeout)
-	case ok && st.Code() == codes.Unavailable:
-		// Not connected: the kubelet dials first and reports this so.
-		return fmt.Sprintf("error: failed to connect service at %q: %s", addr, st.Message())
 	}
 	return fmt.Sprintf("error: health rpc probe failed: %+v", err)
 }

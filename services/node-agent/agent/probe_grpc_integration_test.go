@@ -18,8 +18,8 @@ import (
 
 // grpc startup, readiness and liveness probes through the agent: the
 // simulated pods' addresses lead to a real gRPC health server on loopback
-// (building an image that serves grpc.health.v1 was not worth it: the
-// prober's dial is the only part the pod's network would change).
+// (TestContainerdGRPCProbes does it on a real containerd, the demo image
+// serving grpc.health.v1).
 func TestGRPCProbes(t *testing.T) {
 	hs := health.NewServer()
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)

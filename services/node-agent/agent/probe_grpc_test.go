@@ -75,7 +75,8 @@ func TestGRPCProbe(t *testing.T) {
 		{"unknown service", healthy, proto.String("cache"), false, "error: health rpc probe failed: rpc error: code = NotFound"},
 		{"no health service", bare, nil, false, "error: this server does not implement the grpc health protocol (grpc.health.v1.Health): "},
 		{"timeout", slow, nil, false, "timeout: health rpc did not complete within 1s"},
-		{"refused", refused, nil, false, `error: failed to connect service at "127.0.0.1:` + strconv.Itoa(int(refused)) + `"`},
+		// The kubelet's dial blocks until connected or the timeout.
+		{"refused", refused, nil, false, `timeout: failed to connect service "127.0.0.1:` + strconv.Itoa(int(refused)) + `" within 1s: context deadline exceeded`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pr := &corev1.Probe{Grpc: &corev1.GRPCAction{Port: tc.port, Service: tc.service}, TimeoutSeconds: 1}
