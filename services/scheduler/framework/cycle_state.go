@@ -1,5 +1,7 @@
 package framework
 
+import "slices"
+
 // StateKey names a plugin's data in a CycleState.
 type StateKey string
 
@@ -26,8 +28,41 @@ type CycleState struct {
 	RecordPluginMetrics bool
 }
 
+// StateData is plugin data that PreFilterExtensions change after
+// PreFilter: a cloned CycleState holds a Clone of it, which the clone's
+// changes must not reach the original through. Data that is not
+// StateData is shared by the clones (read only after PreFilter).
+type StateData interface {
+	Clone() StateData
+}
+
 // NewCycleState returns an empty state.
 func NewCycleState() *CycleState { return &CycleState{} }
+
+// Clone returns a copy of c for a changed node (preemption's dry run on
+// one node, a node with nominated pods added): its StateData is cloned,
+// the rest shared. Clone only reads c: several goroutines may clone the
+// same state at once.
+func (c *CycleState) Clone() *CycleState {
+	out := &CycleState{
+		skipFilter:          slices.Clone(c.skipFilter),
+		skipScore:           slices.Clone(c.skipScore),
+		activeFilters:       slices.Clone(c.activeFilters),
+		filtersSet:          c.filtersSet,
+		nominated:           c.nominated,
+		RecordPluginMetrics: c.RecordPluginMetrics,
+	}
+	if len(c.data) > 0 {
+		out.data = make(map[StateKey]any, len(c.data))
+		for k, v := range c.data {
+			if sd, ok := v.(StateData); ok {
+				v = sd.Clone()
+			}
+			out.data[k] = v
+		}
+	}
+	return out
+}
 
 // Write stores data under key.
 func (c *CycleState) Write(key StateKey, data any) {

@@ -33,6 +33,22 @@ type PreFilterPlugin interface {
 	// PreFilter may store state for Filter in state, narrow the nodes, reject
 	// the pod, or return Skip so its Filter is not called for this pod.
 	PreFilter(ctx context.Context, state *CycleState, pod *PodInfo) (*PreFilterResult, *Status)
+	// PreFilterExtensions is nil when the plugin's PreFilter state does
+	// not depend on the other pods (nothing to update when one is added
+	// or removed).
+	PreFilterExtensions() PreFilterExtensions
+}
+
+// PreFilterExtensions keep a plugin's PreFilter state true to a node that
+// differs from the snapshot's by one pod: after AddPod (or RemovePod) the
+// state is what PreFilter would have computed had the pod been on (or off)
+// the node, so Filter judges the changed node right. Preemption's dry runs
+// remove victims with them, and filtering adds the pods nominated to a
+// node; both on a clone of the cycle's state (CycleState.Clone), which
+// only these calls change. node already holds the change.
+type PreFilterExtensions interface {
+	AddPod(ctx context.Context, state *CycleState, podToSchedule, podToAdd *PodInfo, node *NodeInfo) *Status
+	RemovePod(ctx context.Context, state *CycleState, podToSchedule, podToRemove *PodInfo, node *NodeInfo) *Status
 }
 
 // FilterPlugin says whether a pod may run on a node. Filter is called
@@ -125,6 +141,12 @@ type Handle interface {
 	// may be a changed copy of the snapshot's), counting the pods
 	// nominated there that pod must leave room for (preemption's dry runs).
 	RunFilterWithNominatedPods(ctx context.Context, state *CycleState, pod *PodInfo, node *NodeInfo) *Status
+	// RunPreFilterExtensionAddPod and RunPreFilterExtensionRemovePod run
+	// the PreFilter plugins' extensions (those PreFilter did not skip) on
+	// state, a clone of the cycle's, after podToAdd was added to node
+	// (podToRemove removed from it). A failure is an Error.
+	RunPreFilterExtensionAddPod(ctx context.Context, state *CycleState, podToSchedule, podToAdd *PodInfo, node *NodeInfo) *Status
+	RunPreFilterExtensionRemovePod(ctx context.Context, state *CycleState, podToSchedule, podToRemove *PodInfo, node *NodeInfo) *Status
 }
 
 // PluginFactory builds a plugin from its args (the typed args of

@@ -73,9 +73,11 @@ func (f *Framework) NominatedPodsForCycle(state *CycleState) {
 
 // RunFilterWithNominatedPods runs the Filter plugins on node as Kubernetes
 // does with nominated pods: when pods of priority at least pod's are
-// nominated there, pod must fit with them added, and also without them
-// (a filter such as pod anti-affinity may pass only with them). The node
-// is not changed.
+// nominated there, pod must fit with them added (to a copy of the node,
+// and through the PreFilter extensions to a clone of state, so that pod
+// affinity and topology spread count them as well as resources do), and
+// also without them (a filter such as pod affinity may pass only with
+// them). Neither node nor state is changed.
 func (f *Framework) RunFilterWithNominatedPods(ctx context.Context, state *CycleState, pod *PodInfo, node *NodeInfo) *Status {
 	return f.runFilterWithNominated(ctx, state, pod, node, false)
 }
@@ -83,11 +85,14 @@ func (f *Framework) RunFilterWithNominatedPods(ctx context.Context, state *Cycle
 func (f *Framework) runFilterWithNominated(ctx context.Context, state *CycleState, pod *PodInfo, node *NodeInfo, timed bool) *Status {
 	if state.nominated != nil {
 		if extra := nominatedFor(state.nominated, pod, node.Name()); len(extra) > 0 {
-			with := node.Clone()
+			with, withState := node.Clone(), state.Clone()
 			for _, p := range extra {
 				with.AddPod(p)
+				if s := f.RunPreFilterExtensionAddPod(ctx, withState, pod, p, with); !s.IsSuccess() {
+					return s
+				}
 			}
-			if s := f.runFilter(ctx, state, pod, with, timed); !s.IsSuccess() {
+			if s := f.runFilter(ctx, withState, pod, with, timed); !s.IsSuccess() {
 				return s
 			}
 		}

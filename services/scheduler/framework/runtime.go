@@ -51,6 +51,7 @@ type Framework struct {
 	percentage int32
 
 	preFilter    []PreFilterPlugin
+	preFilterExt []preFilterExt
 	filter       []FilterPlugin
 	postFilter   []PostFilterPlugin
 	preScore     []PreScorePlugin
@@ -127,6 +128,11 @@ func NewFramework(r Registry, p *config.Profile, o Options) (*Framework, error) 
 	}
 	if len(f.bind) == 0 {
 		return nil, fmt.Errorf("profile %q: no bind plugin enabled", p.SchedulerName)
+	}
+	for _, pl := range f.preFilter {
+		if ext := pl.PreFilterExtensions(); ext != nil {
+			f.preFilterExt = append(f.preFilterExt, preFilterExt{name: pl.Name(), ext: ext})
+		}
 	}
 	f.scratch.filterTimes = make([]callTimes, len(f.filter))
 	f.scratch.scoreTimes = make([]callTimes, len(f.score))
@@ -282,6 +288,46 @@ func (f *Framework) RunPreFilter(ctx context.Context, state *CycleState, pod *Po
 	}
 	state.filtersSet = true
 	return result, nil
+}
+
+// preFilterExt is a PreFilter plugin's non-nil PreFilterExtensions.
+type preFilterExt struct {
+	name string
+	ext  PreFilterExtensions
+}
+
+// RunPreFilterExtensionAddPod implements Handle: it runs AddPod of the
+// PreFilter plugins that have extensions and did not skip the pod.
+func (f *Framework) RunPreFilterExtensionAddPod(ctx context.Context, state *CycleState, podToSchedule, podToAdd *PodInfo, node *NodeInfo) *Status {
+	for _, pe := range f.preFilterExt {
+		if contains(state.skipFilter, pe.name) {
+			continue
+		}
+		if s := pe.ext.AddPod(ctx, state, podToSchedule, podToAdd, node); !s.IsSuccess() {
+			return extensionError("AddPod", pe.name, s)
+		}
+	}
+	return nil
+}
+
+// RunPreFilterExtensionRemovePod implements Handle: it runs RemovePod of
+// the PreFilter plugins that have extensions and did not skip the pod.
+func (f *Framework) RunPreFilterExtensionRemovePod(ctx context.Context, state *CycleState, podToSchedule, podToRemove *PodInfo, node *NodeInfo) *Status {
+	for _, pe := range f.preFilterExt {
+		if contains(state.skipFilter, pe.name) {
+			continue
+		}
+		if s := pe.ext.RemovePod(ctx, state, podToSchedule, podToRemove, node); !s.IsSuccess() {
+			return extensionError("RemovePod", pe.name, s)
+		}
+	}
+	return nil
+}
+
+// extensionError words an extension's failure as Kubernetes does: always
+// an Error (the state can no longer be trusted).
+func extensionError(call, plugin string, s *Status) *Status {
+	return NewStatus(Error, fmt.Sprintf("running %s on PreFilter plugin %q: %s", call, plugin, s.Message())).WithPlugin(plugin)
 }
 
 func mergePreFilterResults(a, b *PreFilterResult) *PreFilterResult {

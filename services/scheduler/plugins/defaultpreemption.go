@@ -194,7 +194,7 @@ func (pl *DefaultPreemption) dryRun(ctx context.Context, state *framework.CycleS
 	pl.h.Parallelizer().ForEachChunk(n, func(lo, hi int) bool {
 		for i := lo; i < hi; i++ {
 			ni := nodes[(offset+i)%n].Clone()
-			victims, nViolating, s := SelectVictimsOnNode(ctx, pl.h, state, pod, ni, pdbs)
+			victims, nViolating, s := SelectVictimsOnNode(ctx, pl.h, state.Clone(), pod, ni, pdbs)
 			mu.Lock()
 			switch {
 			case s.IsSuccess() && len(victims) > 0:
@@ -230,15 +230,28 @@ func (pl *DefaultPreemption) dryRun(ctx context.Context, state *framework.CycleS
 // selectVictimsOnNode: remove every lower-priority pod; if pod still does
 // not fit, the node is no candidate; else add them back one by one, most
 // important first (those whose eviction would violate a budget before the
-// others), keeping out only those without which pod no longer fits. ni is
-// changed (pass a clone). The victims come most important first, with
-// how many of them violate a budget.
+// others), keeping out only those without which pod no longer fits. Each
+// removal and addition goes to the PreFilter plugins' state too (their
+// PreFilterExtensions), so that pod affinity and topology spread see the
+// node as it would be. ni and state are changed (pass clones). The
+// victims come most important first, with how many of them violate a
+// budget.
 func SelectVictimsOnNode(ctx context.Context, h framework.Handle, state *framework.CycleState, pod *framework.PodInfo, ni *framework.NodeInfo, pdbs []*policyv1.PodDisruptionBudget) ([]*framework.PodInfo, int, *framework.Status) {
+	remove := func(p *framework.PodInfo) *framework.Status {
+		ni.RemovePod(p)
+		return h.RunPreFilterExtensionRemovePod(ctx, state, pod, p, ni)
+	}
+	add := func(p *framework.PodInfo) *framework.Status {
+		ni.AddPod(p)
+		return h.RunPreFilterExtensionAddPod(ctx, state, pod, p, ni)
+	}
 	var potential []*framework.PodInfo
 	for _, p := range slices.Clone(ni.Pods) {
 		if p.Priority() < pod.Priority() {
 			potential = append(potential, p)
-			ni.RemovePod(p)
+			if s := remove(p); !s.IsSuccess() {
+				return nil, 0, s
+			}
 		}
 	}
 	if len(potential) == 0 {
@@ -252,13 +265,17 @@ func SelectVictimsOnNode(ctx context.Context, h framework.Handle, state *framewo
 	var victims []*framework.PodInfo
 	numViolating := 0
 	reprieve := func(p *framework.PodInfo) (fits bool, s *framework.Status) {
-		ni.AddPod(p)
+		if s := add(p); !s.IsSuccess() {
+			return false, s
+		}
 		s = h.RunFilterWithNominatedPods(ctx, state, pod, ni)
 		if s.Code() == framework.Error {
 			return false, s
 		}
 		if !s.IsSuccess() {
-			ni.RemovePod(p)
+			if s := remove(p); !s.IsSuccess() {
+				return false, s
+			}
 			victims = append(victims, p)
 			return false, nil
 		}

@@ -40,6 +40,15 @@ func (h *preemptionHandle) RunFilterWithNominatedPods(ctx context.Context, state
 	return h.fit.Filter(ctx, state, pod, node)
 }
 
+// The PreFilter extensions: Fit has none.
+func (h *preemptionHandle) RunPreFilterExtensionAddPod(context.Context, *framework.CycleState, *framework.PodInfo, *framework.PodInfo, *framework.NodeInfo) *framework.Status {
+	return nil
+}
+
+func (h *preemptionHandle) RunPreFilterExtensionRemovePod(context.Context, *framework.CycleState, *framework.PodInfo, *framework.PodInfo, *framework.NodeInfo) *framework.Status {
+	return nil
+}
+
 func (h *preemptionHandle) Preempt(_ context.Context, _ *framework.PodInfo, node string, victims []*framework.PodInfo) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"skiff.dev/services/scheduler/config"
 	"skiff.dev/services/scheduler/framework"
@@ -131,12 +132,23 @@ func (kc keyedCounts) anyIn(nl map[string]string) bool {
 	return false
 }
 
-// affinityFilterState is what PreFilter computes for Filter.
+// affinityFilterState is what PreFilter computes for Filter; AddPod and
+// RemovePod (interpodaffinity_extensions.go) keep its counts true to a
+// node with a pod more or less.
 type affinityFilterState struct {
 	// The pod's required terms, their namespace selectors resolved.
 	affinityTerms, antiAffinityTerms []framework.AffinityTerm
 	// selfMatch: the pod matches all its own required affinity terms.
 	selfMatch bool
+	// namespaceLabels are the labels of the pod's namespace, which the
+	// existing pods' namespace selectors are matched against.
+	namespaceLabels map[string]string
+	*affinityTally
+}
+
+// affinityTally is the counts of an affinityFilterState, which its clones
+// share until one of them changes them (affinityFilterState.mutable).
+type affinityTally struct {
 	// Pods matching the pod's required affinity terms (counted only for
 	// pods matching all of them) and anti-affinity terms, per domain.
 	affinityCounts, antiAffinityCounts topologyCounts
@@ -145,6 +157,8 @@ type affinityFilterState struct {
 	existingAntiAffinityCounts topologyCounts
 	// The three counts grouped by key, as Filter reads them.
 	affinityByKey, antiAffinityByKey, existingAntiAffinityByKey keyedCounts
+	// shared is set once a clone of the state shares the tally.
+	shared atomic.Bool
 }
 
 // resolveNamespaces returns terms with each namespace selector (other
@@ -201,9 +215,11 @@ func (p *InterPodAffinityPlugin) PreFilter(_ context.Context, state *framework.C
 	s := &affinityFilterState{
 		affinityTerms:     p.resolveNamespaces(pod.RequiredAffinityTerms),
 		antiAffinityTerms: p.resolveNamespaces(pod.RequiredAntiAffinityTerms),
+		namespaceLabels:   p.namespaceLabels(pod),
+		affinityTally:     &affinityTally{},
 	}
 	s.selfMatch = framework.MatchesAll(s.affinityTerms, pod.Pod, nil)
-	s.existingAntiAffinityCounts = p.existingAntiAffinityCounts(pod, snap.AffinityIndex, withAnti)
+	s.existingAntiAffinityCounts = p.existingAntiAffinityCounts(pod, s.namespaceLabels, snap.AffinityIndex, withAnti)
 	s.affinityCounts, s.antiAffinityCounts = p.incomingCounts(s, snap.AffinityIndex, snap.List())
 	if len(s.existingAntiAffinityCounts) == 0 && len(s.affinityTerms) == 0 && len(s.antiAffinityTerms) == 0 {
 		return nil, framework.NewStatus(framework.Skip)
@@ -220,12 +236,11 @@ func (p *InterPodAffinityPlugin) PreFilter(_ context.Context, state *framework.C
 // snapshot's index, the distinct terms that may select the pod, with
 // their instances per domain; without an index, every term of the pods
 // on nodes.
-func (p *InterPodAffinityPlugin) existingAntiAffinityCounts(pod *framework.PodInfo, idx *framework.AffinityIndex, nodes []*framework.NodeInfo) topologyCounts {
+func (p *InterPodAffinityPlugin) existingAntiAffinityCounts(pod *framework.PodInfo, nsLabels map[string]string, idx *framework.AffinityIndex, nodes []*framework.NodeInfo) topologyCounts {
 	counts := topologyCounts{}
 	if len(nodes) == 0 {
 		return counts
 	}
-	nsLabels := p.namespaceLabels(pod)
 	if idx != nil {
 		idx.ForEachAntiAffinityTerm(pod.Pod, func(t *framework.AffinityTerm, byValue map[string]int64) {
 			if len(byValue) == 0 || !t.Matches(pod.Pod, nsLabels) {

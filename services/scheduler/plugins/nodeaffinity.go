@@ -38,6 +38,10 @@ const (
 	affinityScoreKey  framework.StateKey = config.NodeAffinity + "/score"
 )
 
+// PreFilterExtensions implements framework.PreFilterPlugin: none (its
+// PreFilter does not look at the other pods).
+func (NodeAffinityPlugin) PreFilterExtensions() framework.PreFilterExtensions { return nil }
+
 // PreFilter implements framework.PreFilterPlugin: Skip when the pod has
 // neither a node selector nor required affinity; narrow the nodes when
 // every required term names nodes by metadata.name.

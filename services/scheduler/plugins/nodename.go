@@ -27,6 +27,10 @@ func NewNodeName(any, framework.Handle) (framework.Plugin, error) { return NodeN
 // Name implements framework.Plugin.
 func (NodeNamePlugin) Name() string { return config.NodeName }
 
+// PreFilterExtensions implements framework.PreFilterPlugin: none (its
+// PreFilter does not look at the other pods).
+func (NodeNamePlugin) PreFilterExtensions() framework.PreFilterExtensions { return nil }
+
 // PreFilter implements framework.PreFilterPlugin: Skip without a node name,
 // else only that node.
 func (NodeNamePlugin) PreFilter(_ context.Context, _ *framework.CycleState, pod *framework.PodInfo) (*framework.PreFilterResult, *framework.Status) {

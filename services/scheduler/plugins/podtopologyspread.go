@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"sync/atomic"
 
 	"skiff.dev/internal/labels"
 	corev1 "skiff.dev/proto/core/v1"
@@ -144,13 +145,27 @@ func countMatching(pods []*framework.PodInfo, sel labels.Selector, namespace str
 	return n
 }
 
-// spreadFilterState is what PreFilter computes for Filter.
+// spreadFilterState is what PreFilter computes for Filter; AddPod and
+// RemovePod (podtopologyspread_extensions.go) keep its counts true to a
+// node with a pod more or less.
 type spreadFilterState struct {
 	constraints []Constraint
-	counts      SpreadCounts
+	// namespace and affinity: the pods counted are the namespace's, on
+	// the nodes affinity (the pod's required node affinity) allows.
+	namespace string
+	affinity  RequiredNodeAffinity
+	*spreadTally
+}
+
+// spreadTally is the counts of a spreadFilterState, which its clones
+// share until one of them changes them (spreadFilterState.mutable).
+type spreadTally struct {
+	counts SpreadCounts
 	// minMatch is, per constraint, the smallest domain's count (0 when
 	// there are fewer domains than minDomains).
 	minMatch []int
+	// shared is set once a clone of the state shares the tally.
+	shared atomic.Bool
 }
 
 // PreFilter implements framework.PreFilterPlugin: Skip without
@@ -163,8 +178,12 @@ func (p *PodTopologySpreadPlugin) PreFilter(_ context.Context, state *framework.
 	if len(cs) == 0 {
 		return nil, framework.NewStatus(framework.Skip)
 	}
-	counts := CountSpread(p.h.Snapshot().List(), cs, pod.Pod.GetMetadata().GetNamespace(), GetRequiredNodeAffinity(pod.Pod))
-	state.Write(spreadFilterKey, &spreadFilterState{constraints: cs, counts: counts, minMatch: MinMatch(cs, counts)})
+	ns, affinity := pod.Pod.GetMetadata().GetNamespace(), GetRequiredNodeAffinity(pod.Pod)
+	counts := CountSpread(p.h.Snapshot().List(), cs, ns, affinity)
+	state.Write(spreadFilterKey, &spreadFilterState{
+		constraints: cs, namespace: ns, affinity: affinity,
+		spreadTally: &spreadTally{counts: counts, minMatch: MinMatch(cs, counts)},
+	})
 	return nil, nil
 }
 
@@ -173,18 +192,23 @@ func (p *PodTopologySpreadPlugin) PreFilter(_ context.Context, state *framework.
 func MinMatch(cs []Constraint, counts SpreadCounts) []int {
 	out := make([]int, len(cs))
 	for i, c := range cs {
-		m, first := 0, true
-		for _, n := range counts[i] {
-			if first || n < m {
-				m, first = n, false
-			}
-		}
-		if c.MinDomains > 0 && len(counts[i]) < int(c.MinDomains) {
-			m = 0
-		}
-		out[i] = m
+		out[i] = minMatchOf(c, counts[i])
 	}
 	return out
+}
+
+// minMatchOf is MinMatch of one constraint.
+func minMatchOf(c Constraint, counts map[string]int) int {
+	if c.MinDomains > 0 && len(counts) < int(c.MinDomains) {
+		return 0
+	}
+	m, first := 0, true
+	for _, n := range counts {
+		if first || n < m {
+			m, first = n, false
+		}
+	}
+	return m
 }
 
 // Filter implements framework.FilterPlugin.

@@ -178,6 +178,10 @@ func (pl *VolumeBindingPlugin) volumes() framework.VolumeLister {
 	return pl.h.Volumes()
 }
 
+// PreFilterExtensions implements framework.PreFilterPlugin: none (its
+// PreFilter does not look at the other pods).
+func (*VolumeBindingPlugin) PreFilterExtensions() framework.PreFilterExtensions { return nil }
+
 // PreFilter implements framework.PreFilterPlugin: Skip for a pod without
 // claims; reject a pod whose claims cannot be used on any node.
 func (pl *VolumeBindingPlugin) PreFilter(_ context.Context, state *framework.CycleState, pod *framework.PodInfo) (*framework.PreFilterResult, *framework.Status) {
