@@ -300,8 +300,14 @@ func TestAuthzBootstrapRolesForTheControlPlane(t *testing.T) {
 
 		_, err = pods.Create(ctx, &corev1.Pod{Metadata: objMeta("team-a", "sneaky"), Spec: podSpec()})
 		denied(t, "create a pod", err, `User "system:kube-scheduler" cannot create resource "pods"`)
-		_, err = pods.Delete(ctx, &metav1.DeleteRequest{Namespace: "team-a", Name: "web"})
-		denied(t, "delete a pod", err, `cannot delete resource "pods"`)
+		if cur != nil {
+			// It may delete pods (preemption's victims), not change them.
+			_, err = pods.Update(ctx, cur)
+			denied(t, "update a pod", err, `cannot update resource "pods"`)
+		}
+		mustCreate(t, client.Pods(s.Conn).Create, &corev1.Pod{Metadata: objMeta("team-a", "victim"), Spec: podSpec()})
+		_, err = pods.Delete(ctx, &metav1.DeleteRequest{Namespace: "team-a", Name: "victim"})
+		allowed(t, "delete a pod (a preemption victim)", err)
 		_, err = client.Nodes(sched).Delete(ctx, &metav1.DeleteRequest{Name: "node-1"})
 		denied(t, "delete a node", err, `cannot delete resource "nodes"`)
 		_, err = client.ConfigMaps(sched).Get(ctx, "team-a", "cfg")
