@@ -11,12 +11,19 @@
 //	            plugin rejects is infeasible; for large clusters the search
 //	            stops once enough feasible nodes are found
 //	            (NumFeasibleNodesToFind, Kubernetes' percentageOfNodesToScore)
-//	PostFilter  only when no node fits (e.g. preemption); none built in
+//	PostFilter  only when no node fits (e.g. preemption, DefaultPreemption)
 //	PreScore    once per pod over the feasible nodes (or Skip)
 //	Score       per plugin per feasible node, 0..MaxNodeScore (score.go)
 //	NormalizeScore per plugin over all its node scores, then the weighted sum
 //	Reserve     after the scheduler chose a node and assumed the pod there
 //	Bind        asynchronously, the first bind plugin that does not Skip
+//
+// A PreFilter plugin whose state counts the other pods (InterPodAffinity,
+// PodTopologySpread) has PreFilterExtensions, AddPod and RemovePod, which
+// update that state for a node with one pod more or less: Filter runs them
+// on a clone of the cycle's state (CycleState.Clone) for the pods
+// nominated to a node, and preemption's dry run for each victim it
+// removes and each pod it gives back, as Kubernetes does.
 //
 // Glossary. NodeInfo: a node and the pods on it (bound or assumed) with
 // their summed requests; the scheduler reads them from a Snapshot taken
