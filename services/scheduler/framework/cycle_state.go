@@ -9,7 +9,8 @@ type StateKey string
 // cycle (PreFilter for Filter, PreScore for Score). It is written only by
 // the one-per-pod extension points (PreFilter, PreScore), which run on the
 // scheduling goroutine before the parallel ones that read it, so it needs
-// no lock.
+// no lock. The PreFilter extensions change only clones of it (Clone), each
+// used by one goroutine.
 type CycleState struct {
 	data map[StateKey]any
 	// skipFilter and skipScore list plugins that asked (with Skip) not to
