@@ -472,6 +472,17 @@ func TestPodGracefulDeleteAndBind(t *testing.T) {
 	if e := apierrors.FromError(err); !apierrors.IsConflict(e) || !strings.Contains(e.Error(), "already assigned") {
 		t.Fatalf("second bind: want Conflict 'already assigned', got %v", err)
 	}
+	// A pod with scheduling gates is not bound (its nodeName may not be set
+	// until they are cleared).
+	gatedSpec := podSpec()
+	gatedSpec.SchedulingGates = []*corev1.PodSchedulingGate{{Name: "example.com/wait"}}
+	if _, err := pods.Create(ctx, &corev1.Pod{Metadata: meta("default", "gated"), Spec: gatedSpec}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = podsSvc.Bind(ctx, &corev1.Binding{Metadata: &metav1.ObjectMeta{Namespace: "default", Name: "gated"}, Target: &corev1.ObjectReference{Name: "n1"}})
+	if e := apierrors.FromError(err); !apierrors.IsInvalid(e) || !strings.Contains(e.Error(), "spec.nodeName: Forbidden: cannot be set until all schedulingGates have been cleared") {
+		t.Fatalf("bind of a gated pod: want Invalid 'cannot be set until all schedulingGates have been cleared', got %v", err)
+	}
 	// A bound pod is only marked on delete; the node agent's delete with grace 0 removes it.
 	marked, err := pods.Delete(ctx, &metav1.DeleteRequest{Namespace: "default", Name: "web"})
 	if err != nil || marked.Metadata.DeletionTimestamp == nil || marked.Metadata.GetDeletionGracePeriodSeconds() != 30 {
