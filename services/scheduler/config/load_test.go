@@ -243,6 +243,17 @@ func TestParseBadFiles(t *testing.T) {
 			want: []string{`policy.yaml:4:23: podMaxBackoffSeconds: must not be less than podInitialBackoffSeconds (2s < 5s)`},
 		},
 		{
+			name: "SchedulingGates cannot be disabled",
+			yaml: header + `profiles:
+  - schedulerName: default-scheduler
+    plugins:
+      preEnqueue:
+        disabled:
+          - name: SchedulingGates
+`,
+			want: []string{`policy.yaml:8:19: profiles[0].plugins.preEnqueue.disabled[0].name: plugin "SchedulingGates" cannot be disabled: skiff-scheduler always keeps pods with spec.schedulingGates out of its queue`},
+		},
+		{
 			name: "unknown plugin with its line",
 			yaml: header + `profiles:
   - schedulerName: default-scheduler

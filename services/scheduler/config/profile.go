@@ -8,8 +8,9 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// kubernetesPlugins are kube-scheduler plugins Skiff does not have. A file
-// may disable them (nothing to do) but not enable them.
+// kubernetesPlugins are kube-scheduler plugins Skiff does not have as
+// configurable plugins. A file may disable them (nothing to do) but not
+// enable them; SchedulingGates, which Skiff always runs, it may not disable.
 var kubernetesPlugins = []string{
 	"PrioritySort", "SchedulingGates", "NodePorts", "VolumeRestrictions", "EBSLimits", "GCEPDLimits",
 	"NodeVolumeLimits", "AzureDiskLimits", "VolumeZone",
@@ -161,6 +162,8 @@ func (d *decoder) pluginSet(n *yaml.Node, path, point string) *pluginSet {
 				switch {
 				case ref.Name == "*":
 					s.disabledAll = true
+				case ref.Name == SchedulingGates:
+					d.fail(fieldNode(item, "name"), ip+".name", "plugin %q cannot be disabled: skiff-scheduler always keeps pods with spec.schedulingGates out of its queue", ref.Name)
 				case !d.isKnown(ref.Name) && !slices.Contains(kubernetesPlugins, ref.Name):
 					d.fail(fieldNode(item, "name"), ip+".name", "unknown plugin %q (available: %s)", ref.Name, d.available())
 				default:
