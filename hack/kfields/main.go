@@ -14,6 +14,13 @@
 // value type is its struct type after unwrapping pointers, slices, arrays
 // and maps; a type with its own JSON encoding (metav1.Time, Quantity,
 // IntOrString, RawExtension...) and any non-struct is a leaf.
+//
+// Beside the fields it records each field's strategic merge patch facts
+// (its patchStrategy and patchMergeKey struct tags) and each type's and
+// field's description (the SwaggerDoc method k8s.io/api generates from
+// the Go comments): what an OpenAPI document in Kubernetes' shape needs
+// and reflection can see. The +listType and +listMapKey markers are
+// comments that reach no compiled code, so they are not recorded.
 package main
 
 import (
@@ -54,9 +61,11 @@ func main() {
 
 // table is what the generated file holds.
 type table struct {
-	roots   map[string]string   // "apps/v1/Deployment" -> "apps/v1.Deployment"
-	skipped []string            // declared kinds k8s.io/api does not have
-	types   map[string][]string // type name -> "json" or "json:Type", in declaration order
+	roots   map[string]string    // "apps/v1/Deployment" -> "apps/v1.Deployment"
+	skipped []string             // declared kinds k8s.io/api does not have
+	types   map[string][]string  // type name -> "json" or "json:Type", in declaration order
+	patches map[string][2]string // "type.json" -> {patchStrategy, patchMergeKey}
+	docs    map[string]string    // "type" and "type.json" -> description
 }
 
 func generate() ([]byte, error) {
@@ -66,7 +75,7 @@ func generate() ([]byte, error) {
 			return nil, err
 		}
 	}
-	t := &table{roots: map[string]string{}, types: map[string][]string{}}
+	t := &table{roots: map[string]string{}, types: map[string][]string{}, patches: map[string][2]string{}, docs: map[string]string{}}
 	for _, k := range decl.All {
 		gvk := schema.GroupVersionKind{Group: k.Group, Version: k.Version, Kind: k.Kind}
 		key := gvk.GroupVersion().String() + "/" + k.Kind
@@ -98,12 +107,33 @@ func (t *table) walk(rt reflect.Type) string {
 	}
 	t.types[name] = nil // mark before recursing: types refer to themselves (JSONSchemaProps-like)
 	var fields []string
-	t.fields(rt, &fields)
+	t.fields(name, rt, &fields)
 	t.types[name] = fields
 	return name
 }
 
-func (t *table) fields(rt reflect.Type, out *[]string) {
+var swaggerDoc = reflect.TypeFor[interface{ SwaggerDoc() map[string]string }]()
+
+// describe records the descriptions of rt's own fields (those of an
+// inlined struct come from its own SwaggerDoc) under the type name, and
+// rt's own description when rt is the named type itself.
+func (t *table) describe(name string, rt reflect.Type, self bool) {
+	if !rt.Implements(swaggerDoc) {
+		return
+	}
+	doc := reflect.Zero(rt).Interface().(interface{ SwaggerDoc() map[string]string }).SwaggerDoc()
+	for k, v := range doc {
+		switch {
+		case k == "" && self:
+			t.docs[name] = v
+		case k != "":
+			t.docs[name+"."+k] = v
+		}
+	}
+}
+
+func (t *table) fields(name string, rt reflect.Type, out *[]string) {
+	t.describe(name, rt, typeName(rt) == name)
 	for i := range rt.NumField() {
 		f := rt.Field(i)
 		tag := f.Tag.Get("json")
@@ -114,7 +144,7 @@ func (t *table) fields(rt reflect.Type, out *[]string) {
 		if f.Anonymous && jsonName == "" {
 			ft := unwrap(f.Type)
 			if ft.Kind() == reflect.Struct && !ownJSON(ft) {
-				t.fields(ft, out) // inline
+				t.fields(name, ft, out) // inline
 				continue
 			}
 		}
@@ -123,6 +153,9 @@ func (t *table) fields(rt reflect.Type, out *[]string) {
 		}
 		if jsonName == "" {
 			jsonName = f.Name
+		}
+		if strategy, key := f.Tag.Get("patchStrategy"), f.Tag.Get("patchMergeKey"); strategy != "" || key != "" {
+			t.patches[name+"."+jsonName] = [2]string{strategy, key}
 		}
 		if child := t.walk(f.Type); child != "" {
 			*out = append(*out, jsonName+":"+child)
@@ -200,6 +233,24 @@ var types = map[string]string{
 `)
 	for _, k := range sortedKeys(t.types) {
 		fmt.Fprintf(&b, "%q: %q,\n", k, strings.Join(t.types[k], " "))
+	}
+	b.WriteString(`}
+
+// patches holds the strategic merge patch facts of the fields that have
+// them ("type.json"): the patchStrategy and patchMergeKey tags.
+var patches = map[string][2]string{
+`)
+	for _, k := range sortedKeys(t.patches) {
+		fmt.Fprintf(&b, "%q: {%q, %q},\n", k, t.patches[k][0], t.patches[k][1])
+	}
+	b.WriteString(`}
+
+// docs holds Kubernetes' descriptions of the types ("type") and of their
+// fields ("type.json"), from k8s.io/api's SwaggerDoc methods.
+var docs = map[string]string{
+`)
+	for _, k := range sortedKeys(t.docs) {
+		fmt.Fprintf(&b, "%q: %q,\n", k, t.docs[k])
 	}
 	b.WriteString("}\n")
 	return format.Source(b.Bytes())

@@ -7,7 +7,11 @@
 // JSON fields in Kubernetes' order with the type of each field's value
 // ("" for a leaf: strings, numbers, quantities, times, maps of strings).
 // Type names are Kubernetes' package and name: "core/v1.PodSpec",
-// "meta/v1.ObjectMeta".
+// "meta/v1.ObjectMeta". Beside the fields it keeps the facts an OpenAPI
+// document in Kubernetes' shape needs that reflection can see: each
+// field's strategic merge patch strategy and merge key (PatchStrategy)
+// and Kubernetes' descriptions of types and fields (Doc). The
+// +listType/+listMapKey markers are comments and are not in the table.
 //
 // Callers walk a Kubernetes type beside their own: Root (or ForMessage
 // for a Skiff proto message) gives the type to start from, Field the type

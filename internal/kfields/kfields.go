@@ -70,6 +70,26 @@ func Fields(typeName string) []string {
 	return append([]string(nil), t.names...)
 }
 
+// PatchStrategy is a field's strategic merge patch facts, Kubernetes'
+// patchStrategy and patchMergeKey struct tags: strategy is "merge",
+// "replace", "retainKeys" or "merge,retainKeys" (empty for the default,
+// replace); mergeKey is the field that identifies a list's elements
+// ("containerPort" for core/v1.Container's ports). Both are empty for a
+// field without the tags or a type the table does not hold.
+func PatchStrategy(typeName, jsonName string) (strategy, mergeKey string) {
+	p := patches[typeName+"."+jsonName]
+	return p[0], p[1]
+}
+
+// Doc is Kubernetes' description of a type (jsonName empty) or of one of
+// its fields, from the Go comments of k8s.io/api; "" when there is none.
+func Doc(typeName, jsonName string) string {
+	if jsonName == "" {
+		return docs[typeName]
+	}
+	return docs[typeName+"."+jsonName]
+}
+
 // Types are the names of every type the table holds, in no order.
 func Types() []string {
 	out := make([]string, 0, len(types))

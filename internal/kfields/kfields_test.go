@@ -2,6 +2,7 @@ package kfields
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"skiff.dev/internal/kinds/decl"
@@ -88,5 +89,35 @@ func TestEveryDeclaredKind(t *testing.T) {
 				t.Errorf("%s.%s is of type %s, which the table does not hold", name, f, child)
 			}
 		}
+	}
+}
+
+func TestPatchStrategyAndDoc(t *testing.T) {
+	for _, c := range []struct{ typ, field, strategy, key string }{
+		{"core/v1.Container", "ports", "merge", "containerPort"},
+		{"core/v1.PodSpec", "containers", "merge", "name"},
+		{"core/v1.PodSpec", "volumes", "merge,retainKeys", "name"},
+		{"meta/v1.ObjectMeta", "finalizers", "merge", ""},
+		{"apps/v1.DeploymentSpec", "strategy", "retainKeys", ""},
+		{"core/v1.Container", "image", "", ""},
+		{"core/v1.Flavour", "ports", "", ""},
+	} {
+		strategy, key := PatchStrategy(c.typ, c.field)
+		if strategy != c.strategy || key != c.key {
+			t.Errorf("PatchStrategy(%q, %q) = %q, %q; want %q, %q", c.typ, c.field, strategy, key, c.strategy, c.key)
+		}
+	}
+	if d := Doc("core/v1.Pod", ""); !strings.HasPrefix(d, "Pod is a collection of containers") {
+		t.Errorf("Doc(core/v1.Pod) = %q", d)
+	}
+	if d := Doc("core/v1.Container", "image"); !strings.Contains(d, "Container image name") {
+		t.Errorf("Doc(core/v1.Container, image) = %q", d)
+	}
+	// A field of an inlined struct is described under the outer type.
+	if d := Doc("core/v1.EphemeralContainer", "image"); d == "" {
+		t.Error("Doc(core/v1.EphemeralContainer, image) is empty")
+	}
+	if d := Doc("core/v1.Container", "flavour"); d != "" {
+		t.Errorf("Doc of a field nobody has = %q", d)
 	}
 }
