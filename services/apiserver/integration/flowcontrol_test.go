@@ -519,6 +519,32 @@ func TestListHoldsItsSeatsUntilTheClientHasReadIt(t *testing.T) {
 	}
 	sig.Until(t, 30*time.Second, "the given-up List's seats to be given back", ctx.Done(), seatsFree)
 	p.resume()
+
+	// A client whose connection goes away before it has read the answer
+	// (a process that exits) gives the seats back too.
+	p2 := newGatedProxy(t, s.Addr())
+	cfg.Server = p2.addr
+	conn2, err := client.Dial(cfg, grpc.WithInitialWindowSize(64<<10), grpc.WithInitialConnWindowSize(64<<10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.ConfigMaps(conn2).Get(ctx, "slow", "cm-0000"); err != nil {
+		t.Fatal(err)
+	}
+	listed = metricValue(t, s, "apiserver_request_total", lists)
+	p2.pause()
+	go func() {
+		_, err := client.ConfigMaps(conn2).List(ctx, &metav1.ListOptions{Namespace: "slow"})
+		got <- err
+	}()
+	sig.Until(t, 30*time.Second, "the third List's handler to return", ctx.Done(), func() (bool, string) {
+		n := metricValue(t, s, "apiserver_request_total", lists)
+		return n > listed, fmt.Sprintf("%v Lists counted, %v before", n, listed)
+	})
+	conn2.Close()
+	<-got
+	p2.resume()
+	sig.Until(t, 30*time.Second, "the seats of a List whose client went away to be given back", ctx.Done(), seatsFree)
 }
 
 // gatedProxy forwards one client's TCP connection to a server; pause

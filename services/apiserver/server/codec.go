@@ -57,8 +57,7 @@ func (l *encodedList) buffers() mem.BufferSlice {
 func (l *encodedList) wire() mem.BufferSlice {
 	out := l.buffers()
 	if h := l.hold; h != nil && h.release != nil && len(out) > 0 {
-		out[len(out)-1] = releasedWhenFreed(l.pieces[len(l.pieces)-1], h.release)
-		h.release = nil
+		out[len(out)-1] = releasedWhenFreed(l.pieces[len(l.pieces)-1], h.toBuffer())
 	}
 	return out
 }

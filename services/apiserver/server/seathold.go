@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"sync"
 
 	"google.golang.org/grpc/stats"
 )
@@ -18,13 +19,84 @@ import (
 // leaves the call's release there. The codec moves a List's to the last
 // piece of the list it gives the transport (codec.go: encodedList.wire),
 // which frees it once it has written the whole list, or dropped it with
-// the call; any other call's release runs at the call's End (after its
+// the call (a connection that ends with it unwritten never frees it: its
+// ConnEnd gives the seats back); any other call's release runs at the call's End (after its
 // answer and status are handed to the transport, or it failed).
 
 type seatHoldKey struct{}
 
 // seatHold is one call's release, run at its End.
-type seatHold struct{ release func() }
+type seatHold struct {
+	release func()
+	conn    *connHold // the call's connection's (nil: no stats handler's)
+}
+
+// toBuffer takes the call's release for the buffer that gives it back
+// once the transport has freed it. A transport that closes its connection
+// with the buffer unwritten never frees it: the connection's end gives
+// back the seats of every such buffer (HandleConn), once.
+func (h *seatHold) toBuffer() func() {
+	release := h.release
+	h.release = nil
+	if h.conn == nil {
+		return release
+	}
+	return h.conn.add(release)
+}
+
+type connHoldKey struct{}
+
+// connHold is what a connection's calls gave to buffers not yet freed.
+type connHold struct {
+	mu      sync.Mutex
+	ended   bool
+	pending map[*pendingRelease]struct{}
+}
+
+type pendingRelease struct {
+	once    sync.Once
+	release func()
+	conn    *connHold
+}
+
+func (p *pendingRelease) run() {
+	p.once.Do(func() {
+		p.conn.mu.Lock()
+		delete(p.conn.pending, p)
+		p.conn.mu.Unlock()
+		p.release()
+	})
+}
+
+// add registers release and returns what runs it at most once; on an
+// ended connection it runs at once (nothing will be written).
+func (c *connHold) add(release func()) func() {
+	p := &pendingRelease{release: release, conn: c}
+	c.mu.Lock()
+	ended := c.ended
+	if !ended {
+		c.pending[p] = struct{}{}
+	}
+	c.mu.Unlock()
+	if ended {
+		p.run()
+	}
+	return p.run
+}
+
+// end gives back what the connection's unwritten buffers hold.
+func (c *connHold) end() {
+	c.mu.Lock()
+	c.ended = true
+	left := make([]*pendingRelease, 0, len(c.pending))
+	for p := range c.pending {
+		left = append(left, p)
+	}
+	c.mu.Unlock()
+	for _, p := range left {
+		p.run()
+	}
+}
 
 // StatsHandler returns the stats handler that releases held seats: the
 // apiserver's gRPC server must have it for seats to be held past the
@@ -34,7 +106,8 @@ func (c *Chain) StatsHandler() stats.Handler { return seatHolder{} }
 type seatHolder struct{}
 
 func (seatHolder) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context {
-	return context.WithValue(ctx, seatHoldKey{}, &seatHold{})
+	conn, _ := ctx.Value(connHoldKey{}).(*connHold)
+	return context.WithValue(ctx, seatHoldKey{}, &seatHold{conn: conn})
 }
 
 func (seatHolder) HandleRPC(ctx context.Context, s stats.RPCStats) {
@@ -47,8 +120,18 @@ func (seatHolder) HandleRPC(ctx context.Context, s stats.RPCStats) {
 	}
 }
 
-func (seatHolder) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context { return ctx }
-func (seatHolder) HandleConn(context.Context, stats.ConnStats)                       {}
+func (seatHolder) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context {
+	return context.WithValue(ctx, connHoldKey{}, &connHold{pending: map[*pendingRelease]struct{}{}})
+}
+
+func (seatHolder) HandleConn(ctx context.Context, s stats.ConnStats) {
+	if _, end := s.(*stats.ConnEnd); !end {
+		return
+	}
+	if c, _ := ctx.Value(connHoldKey{}).(*connHold); c != nil {
+		c.end()
+	}
+}
 
 // holdUntilEnd hands release to the call's stats handler and returns
 // what the caller runs instead: nothing if the handler takes it, else
