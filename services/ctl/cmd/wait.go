@@ -227,6 +227,11 @@ func (r *root) waitOne(ctx context.Context, ref objectRef, w waitFor, deadline t
 	timedOut := func() error {
 		return &exitError{code: 1, msg: fmt.Sprintf("timed out waiting for the condition on %s/%s", ref.kind.Resource, ref.name)}
 	}
+	// expired: the wait's deadline passed, seen by the client or first by
+	// the server, which enforces the call's propagated deadline.
+	expired := func(err error) bool {
+		return ctx.Err() != nil || apierrors.ReasonForError(err) == apierrors.ReasonTimeout && !time.Now().Before(deadline.Add(-time.Second))
+	}
 	for {
 		obj, err := cl.Get(ctx, ref.namespace, ref.name)
 		rv := ""
@@ -237,7 +242,7 @@ func (r *root) waitOne(ctx context.Context, ref objectRef, w waitFor, deadline t
 			}
 			obj = nil
 		case err != nil:
-			if ctx.Err() != nil {
+			if expired(err) {
 				return timedOut()
 			}
 			return err
@@ -252,7 +257,7 @@ func (r *root) waitOne(ctx context.Context, ref objectRef, w waitFor, deadline t
 		}
 		watch, err := cl.Watch(ctx, &metav1.ListOptions{Namespace: ref.namespace, FieldSelector: "metadata.name=" + ref.name, ResourceVersion: rv})
 		if err != nil {
-			if ctx.Err() != nil {
+			if expired(err) {
 				return timedOut()
 			}
 			return err
@@ -261,7 +266,7 @@ func (r *root) waitOne(ctx context.Context, ref objectRef, w waitFor, deadline t
 			typ, o, err := watch.Next()
 			if err != nil {
 				watch.Stop()
-				if ctx.Err() != nil {
+				if expired(err) {
 					return timedOut()
 				}
 				if errors.Is(err, io.EOF) || apierrors.IsServiceUnavailable(err) || apierrors.IsExpired(err) {
