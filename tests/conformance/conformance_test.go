@@ -40,7 +40,7 @@ import (
 	"skiff.dev/services/controller-manager/garbagecollector"
 	"skiff.dev/services/controller-manager/manager/managertest"
 	"skiff.dev/services/ctl/cmd"
-	"skiff.dev/services/ctl/manifest"
+	"skiff.dev/internal/manifest"
 	"skiff.dev/services/ctl/printers"
 )
 

@@ -12,7 +12,7 @@ import (
 	"skiff.dev/internal/client"
 	"skiff.dev/internal/object"
 	"skiff.dev/services/ctl/apply"
-	"skiff.dev/services/ctl/manifest"
+	"skiff.dev/internal/manifest"
 )
 
 // errServerDryRun is the answer to --dry-run=server until the apiserver

@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"skiff.dev/services/ctl/config"
-	"skiff.dev/services/ctl/manifest"
+	"skiff.dev/internal/manifest"
 	"skiff.dev/services/ctl/printers"
 )
 

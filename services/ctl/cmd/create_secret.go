@@ -26,7 +26,7 @@ import (
 	metav1 "skiff.dev/proto/meta/v1"
 	"skiff.dev/services/ctl/apply"
 	"skiff.dev/services/ctl/kinds"
-	"skiff.dev/services/ctl/manifest"
+	"skiff.dev/internal/manifest"
 )
 
 // The create commands that build an object from flags (create secret

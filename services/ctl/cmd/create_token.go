@@ -12,7 +12,7 @@ import (
 	"skiff.dev/internal/apierrors"
 	corev1 "skiff.dev/proto/core/v1"
 	metav1 "skiff.dev/proto/meta/v1"
-	"skiff.dev/services/ctl/manifest"
+	"skiff.dev/internal/manifest"
 )
 
 // tokenOptions are create token's flags.

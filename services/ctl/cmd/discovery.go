@@ -11,7 +11,7 @@ import (
 	"skiff.dev/internal/version"
 	discoveryv1 "skiff.dev/proto/discovery/v1"
 	"skiff.dev/services/ctl/kinds"
-	"skiff.dev/services/ctl/manifest"
+	"skiff.dev/internal/manifest"
 	"skiff.dev/services/ctl/printers"
 )
 

@@ -9,7 +9,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"skiff.dev/internal/apierrors"
-	"skiff.dev/services/ctl/manifest"
+	"skiff.dev/internal/manifest"
 )
 
 // message renders an error as one line for stderr, the way kubectl words

@@ -13,7 +13,7 @@ import (
 	"skiff.dev/internal/apierrors"
 	"skiff.dev/internal/object"
 	"skiff.dev/services/ctl/kinds"
-	"skiff.dev/services/ctl/manifest"
+	"skiff.dev/internal/manifest"
 )
 
 // prepared is one document of a manifest, decoded and checked, ready to send.

@@ -13,7 +13,7 @@ import (
 
 	"skiff.dev/internal/object"
 	"skiff.dev/services/ctl/kinds"
-	"skiff.dev/services/ctl/manifest"
+	"skiff.dev/internal/manifest"
 	"skiff.dev/services/ctl/printers"
 	"skiff.dev/services/ctl/printers/jsonpath"
 )

@@ -13,7 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
-	"skiff.dev/services/ctl/manifest"
+	"skiff.dev/internal/manifest"
 )
 
 // newLogger logs to w when --v is 1 or more.

@@ -14,7 +14,7 @@ import (
 	"skiff.dev/internal/apierrors"
 	"skiff.dev/internal/object"
 	metav1 "skiff.dev/proto/meta/v1"
-	"skiff.dev/services/ctl/manifest"
+	"skiff.dev/internal/manifest"
 )
 
 // waitFor is a parsed --for: what makes an object's wait end.

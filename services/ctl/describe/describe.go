@@ -26,7 +26,7 @@ import (
 	discoveryv1 "skiff.dev/proto/discovery/v1"
 	metav1 "skiff.dev/proto/meta/v1"
 	schedulingv1 "skiff.dev/proto/scheduling/v1"
-	"skiff.dev/services/ctl/manifest"
+	"skiff.dev/internal/manifest"
 	"skiff.dev/services/ctl/printers"
 )
 
