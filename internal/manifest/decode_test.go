@@ -214,9 +214,9 @@ func TestDecodeRefusesKubernetesFieldsSkiffLacks(t *testing.T) {
 		{
 			name:    "in metadata",
 			msg:     &corev1.ConfigMap{},
-			src:     `metadata: {name: a, managedFields: [{manager: kubectl}]}`,
-			want:    []string{"metadata.managedFields" + refused},
-			lenient: []string{"metadata.managedFields" + refused},
+			src:     `metadata: {name: a, selfLink: /api/v1/namespaces/default/configmaps/a}`,
+			want:    []string{"metadata.selfLink" + refused},
+			lenient: []string{"metadata.selfLink" + refused},
 		},
 		{
 			name: "a kind's status: the server ignores it, so only a validating decoder refuses",

@@ -53,8 +53,11 @@ type ObjectMeta struct {
 	Annotations                map[string]string      `protobuf:"bytes,11,rep,name=annotations,proto3" json:"annotations,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	OwnerReferences            []*OwnerReference      `protobuf:"bytes,12,rep,name=owner_references,json=ownerReferences,proto3" json:"owner_references,omitempty"`
 	Finalizers                 []string               `protobuf:"bytes,13,rep,name=finalizers,proto3" json:"finalizers,omitempty"`
-	unknownFields              protoimpl.UnknownFields
-	sizeCache                  protoimpl.SizeCache
+	// ManagedFields records which field manager set which fields (server-side
+	// apply); maintained by the apiserver on every write of the HTTP API.
+	ManagedFields []*ManagedFieldsEntry `protobuf:"bytes,14,rep,name=managed_fields,json=managedFields,proto3" json:"managed_fields,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ObjectMeta) Reset() {
@@ -178,6 +181,156 @@ func (x *ObjectMeta) GetFinalizers() []string {
 	return nil
 }
 
+func (x *ObjectMeta) GetManagedFields() []*ManagedFieldsEntry {
+	if x != nil {
+		return x.ManagedFields
+	}
+	return nil
+}
+
+// ManagedFieldsEntry is one manager's fields of an object, as Kubernetes'.
+type ManagedFieldsEntry struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Manager string                 `protobuf:"bytes,1,opt,name=manager,proto3" json:"manager,omitempty"`
+	// Operation is Apply or Update.
+	Operation  string                 `protobuf:"bytes,2,opt,name=operation,proto3" json:"operation,omitempty"`
+	ApiVersion string                 `protobuf:"bytes,3,opt,name=api_version,json=apiVersion,proto3" json:"api_version,omitempty"`
+	Time       *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=time,proto3" json:"time,omitempty"`
+	// FieldsType is "FieldsV1".
+	FieldsType string    `protobuf:"bytes,5,opt,name=fields_type,json=fieldsType,proto3" json:"fields_type,omitempty"`
+	FieldsV1   *FieldsV1 `protobuf:"bytes,6,opt,name=fields_v1,json=fieldsV1,proto3" json:"fields_v1,omitempty"`
+	// Subresource is the subresource written ("status"), or empty.
+	Subresource   string `protobuf:"bytes,7,opt,name=subresource,proto3" json:"subresource,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ManagedFieldsEntry) Reset() {
+	*x = ManagedFieldsEntry{}
+	mi := &file_skiff_meta_v1_meta_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ManagedFieldsEntry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ManagedFieldsEntry) ProtoMessage() {}
+
+func (x *ManagedFieldsEntry) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_meta_v1_meta_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ManagedFieldsEntry.ProtoReflect.Descriptor instead.
+func (*ManagedFieldsEntry) Descriptor() ([]byte, []int) {
+	return file_skiff_meta_v1_meta_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ManagedFieldsEntry) GetManager() string {
+	if x != nil {
+		return x.Manager
+	}
+	return ""
+}
+
+func (x *ManagedFieldsEntry) GetOperation() string {
+	if x != nil {
+		return x.Operation
+	}
+	return ""
+}
+
+func (x *ManagedFieldsEntry) GetApiVersion() string {
+	if x != nil {
+		return x.ApiVersion
+	}
+	return ""
+}
+
+func (x *ManagedFieldsEntry) GetTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Time
+	}
+	return nil
+}
+
+func (x *ManagedFieldsEntry) GetFieldsType() string {
+	if x != nil {
+		return x.FieldsType
+	}
+	return ""
+}
+
+func (x *ManagedFieldsEntry) GetFieldsV1() *FieldsV1 {
+	if x != nil {
+		return x.FieldsV1
+	}
+	return nil
+}
+
+func (x *ManagedFieldsEntry) GetSubresource() string {
+	if x != nil {
+		return x.Subresource
+	}
+	return ""
+}
+
+// FieldsV1 is a set of fields in Kubernetes' fieldsV1 format: a JSON
+// object ({"f:metadata":{"f:labels":{"f:app":{}}}}), kept as its bytes and
+// written into JSON as that object (not as a string).
+type FieldsV1 struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Raw           []byte                 `protobuf:"bytes,1,opt,name=raw,proto3" json:"raw,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FieldsV1) Reset() {
+	*x = FieldsV1{}
+	mi := &file_skiff_meta_v1_meta_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FieldsV1) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FieldsV1) ProtoMessage() {}
+
+func (x *FieldsV1) ProtoReflect() protoreflect.Message {
+	mi := &file_skiff_meta_v1_meta_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FieldsV1.ProtoReflect.Descriptor instead.
+func (*FieldsV1) Descriptor() ([]byte, []int) {
+	return file_skiff_meta_v1_meta_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *FieldsV1) GetRaw() []byte {
+	if x != nil {
+		return x.Raw
+	}
+	return nil
+}
+
 // OwnerReference points from a dependent to its owner (garbage collection).
 type OwnerReference struct {
 	state              protoimpl.MessageState `protogen:"open.v1"`
@@ -193,7 +346,7 @@ type OwnerReference struct {
 
 func (x *OwnerReference) Reset() {
 	*x = OwnerReference{}
-	mi := &file_skiff_meta_v1_meta_proto_msgTypes[1]
+	mi := &file_skiff_meta_v1_meta_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -205,7 +358,7 @@ func (x *OwnerReference) String() string {
 func (*OwnerReference) ProtoMessage() {}
 
 func (x *OwnerReference) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_meta_v1_meta_proto_msgTypes[1]
+	mi := &file_skiff_meta_v1_meta_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -218,7 +371,7 @@ func (x *OwnerReference) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OwnerReference.ProtoReflect.Descriptor instead.
 func (*OwnerReference) Descriptor() ([]byte, []int) {
-	return file_skiff_meta_v1_meta_proto_rawDescGZIP(), []int{1}
+	return file_skiff_meta_v1_meta_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *OwnerReference) GetApiVersion() string {
@@ -277,7 +430,7 @@ type ListMeta struct {
 
 func (x *ListMeta) Reset() {
 	*x = ListMeta{}
-	mi := &file_skiff_meta_v1_meta_proto_msgTypes[2]
+	mi := &file_skiff_meta_v1_meta_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -289,7 +442,7 @@ func (x *ListMeta) String() string {
 func (*ListMeta) ProtoMessage() {}
 
 func (x *ListMeta) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_meta_v1_meta_proto_msgTypes[2]
+	mi := &file_skiff_meta_v1_meta_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -302,7 +455,7 @@ func (x *ListMeta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMeta.ProtoReflect.Descriptor instead.
 func (*ListMeta) Descriptor() ([]byte, []int) {
-	return file_skiff_meta_v1_meta_proto_rawDescGZIP(), []int{2}
+	return file_skiff_meta_v1_meta_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ListMeta) GetResourceVersion() string {
@@ -337,7 +490,7 @@ type LabelSelector struct {
 
 func (x *LabelSelector) Reset() {
 	*x = LabelSelector{}
-	mi := &file_skiff_meta_v1_meta_proto_msgTypes[3]
+	mi := &file_skiff_meta_v1_meta_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -349,7 +502,7 @@ func (x *LabelSelector) String() string {
 func (*LabelSelector) ProtoMessage() {}
 
 func (x *LabelSelector) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_meta_v1_meta_proto_msgTypes[3]
+	mi := &file_skiff_meta_v1_meta_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -362,7 +515,7 @@ func (x *LabelSelector) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LabelSelector.ProtoReflect.Descriptor instead.
 func (*LabelSelector) Descriptor() ([]byte, []int) {
-	return file_skiff_meta_v1_meta_proto_rawDescGZIP(), []int{3}
+	return file_skiff_meta_v1_meta_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *LabelSelector) GetMatchLabels() map[string]string {
@@ -391,7 +544,7 @@ type LabelSelectorRequirement struct {
 
 func (x *LabelSelectorRequirement) Reset() {
 	*x = LabelSelectorRequirement{}
-	mi := &file_skiff_meta_v1_meta_proto_msgTypes[4]
+	mi := &file_skiff_meta_v1_meta_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -403,7 +556,7 @@ func (x *LabelSelectorRequirement) String() string {
 func (*LabelSelectorRequirement) ProtoMessage() {}
 
 func (x *LabelSelectorRequirement) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_meta_v1_meta_proto_msgTypes[4]
+	mi := &file_skiff_meta_v1_meta_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -416,7 +569,7 @@ func (x *LabelSelectorRequirement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LabelSelectorRequirement.ProtoReflect.Descriptor instead.
 func (*LabelSelectorRequirement) Descriptor() ([]byte, []int) {
-	return file_skiff_meta_v1_meta_proto_rawDescGZIP(), []int{4}
+	return file_skiff_meta_v1_meta_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *LabelSelectorRequirement) GetKey() string {
@@ -456,7 +609,7 @@ type Condition struct {
 
 func (x *Condition) Reset() {
 	*x = Condition{}
-	mi := &file_skiff_meta_v1_meta_proto_msgTypes[5]
+	mi := &file_skiff_meta_v1_meta_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -468,7 +621,7 @@ func (x *Condition) String() string {
 func (*Condition) ProtoMessage() {}
 
 func (x *Condition) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_meta_v1_meta_proto_msgTypes[5]
+	mi := &file_skiff_meta_v1_meta_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -481,7 +634,7 @@ func (x *Condition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Condition.ProtoReflect.Descriptor instead.
 func (*Condition) Descriptor() ([]byte, []int) {
-	return file_skiff_meta_v1_meta_proto_rawDescGZIP(), []int{5}
+	return file_skiff_meta_v1_meta_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Condition) GetType() string {
@@ -540,7 +693,7 @@ type IntOrString struct {
 
 func (x *IntOrString) Reset() {
 	*x = IntOrString{}
-	mi := &file_skiff_meta_v1_meta_proto_msgTypes[6]
+	mi := &file_skiff_meta_v1_meta_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -552,7 +705,7 @@ func (x *IntOrString) String() string {
 func (*IntOrString) ProtoMessage() {}
 
 func (x *IntOrString) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_meta_v1_meta_proto_msgTypes[6]
+	mi := &file_skiff_meta_v1_meta_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -565,7 +718,7 @@ func (x *IntOrString) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IntOrString.ProtoReflect.Descriptor instead.
 func (*IntOrString) Descriptor() ([]byte, []int) {
-	return file_skiff_meta_v1_meta_proto_rawDescGZIP(), []int{6}
+	return file_skiff_meta_v1_meta_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *IntOrString) GetValue() isIntOrString_Value {
@@ -621,7 +774,7 @@ type TypeMeta struct {
 
 func (x *TypeMeta) Reset() {
 	*x = TypeMeta{}
-	mi := &file_skiff_meta_v1_meta_proto_msgTypes[7]
+	mi := &file_skiff_meta_v1_meta_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -633,7 +786,7 @@ func (x *TypeMeta) String() string {
 func (*TypeMeta) ProtoMessage() {}
 
 func (x *TypeMeta) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_meta_v1_meta_proto_msgTypes[7]
+	mi := &file_skiff_meta_v1_meta_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -646,7 +799,7 @@ func (x *TypeMeta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TypeMeta.ProtoReflect.Descriptor instead.
 func (*TypeMeta) Descriptor() ([]byte, []int) {
-	return file_skiff_meta_v1_meta_proto_rawDescGZIP(), []int{7}
+	return file_skiff_meta_v1_meta_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *TypeMeta) GetApiVersion() string {
@@ -678,7 +831,7 @@ type PartialObjectMetadata struct {
 
 func (x *PartialObjectMetadata) Reset() {
 	*x = PartialObjectMetadata{}
-	mi := &file_skiff_meta_v1_meta_proto_msgTypes[8]
+	mi := &file_skiff_meta_v1_meta_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -690,7 +843,7 @@ func (x *PartialObjectMetadata) String() string {
 func (*PartialObjectMetadata) ProtoMessage() {}
 
 func (x *PartialObjectMetadata) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_meta_v1_meta_proto_msgTypes[8]
+	mi := &file_skiff_meta_v1_meta_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -703,7 +856,7 @@ func (x *PartialObjectMetadata) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartialObjectMetadata.ProtoReflect.Descriptor instead.
 func (*PartialObjectMetadata) Descriptor() ([]byte, []int) {
-	return file_skiff_meta_v1_meta_proto_rawDescGZIP(), []int{8}
+	return file_skiff_meta_v1_meta_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *PartialObjectMetadata) GetApiVersion() string {
@@ -738,7 +891,7 @@ type GetRequest struct {
 
 func (x *GetRequest) Reset() {
 	*x = GetRequest{}
-	mi := &file_skiff_meta_v1_meta_proto_msgTypes[9]
+	mi := &file_skiff_meta_v1_meta_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -750,7 +903,7 @@ func (x *GetRequest) String() string {
 func (*GetRequest) ProtoMessage() {}
 
 func (x *GetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_meta_v1_meta_proto_msgTypes[9]
+	mi := &file_skiff_meta_v1_meta_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -763,7 +916,7 @@ func (x *GetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRequest.ProtoReflect.Descriptor instead.
 func (*GetRequest) Descriptor() ([]byte, []int) {
-	return file_skiff_meta_v1_meta_proto_rawDescGZIP(), []int{9}
+	return file_skiff_meta_v1_meta_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *GetRequest) GetNamespace() string {
@@ -802,13 +955,19 @@ type ListOptions struct {
 	AllowWatchBookmarks bool `protobuf:"varint,7,opt,name=allow_watch_bookmarks,json=allowWatchBookmarks,proto3" json:"allow_watch_bookmarks,omitempty"`
 	// TimeoutSeconds ends a Watch after that many seconds (0 = no timeout).
 	TimeoutSeconds int64 `protobuf:"varint,8,opt,name=timeout_seconds,json=timeoutSeconds,proto3" json:"timeout_seconds,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// ResourceVersionMatch says how a List's resource_version applies:
+	// "NotOlderThan" or "Exact" (Kubernetes' resourceVersionMatch).
+	ResourceVersionMatch string `protobuf:"bytes,9,opt,name=resource_version_match,json=resourceVersionMatch,proto3" json:"resource_version_match,omitempty"`
+	// SendInitialEvents: a Watch starts with the current state as ADDED
+	// events, then a BOOKMARK annotated k8s.io/initial-events-end.
+	SendInitialEvents *bool `protobuf:"varint,10,opt,name=send_initial_events,json=sendInitialEvents,proto3,oneof" json:"send_initial_events,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *ListOptions) Reset() {
 	*x = ListOptions{}
-	mi := &file_skiff_meta_v1_meta_proto_msgTypes[10]
+	mi := &file_skiff_meta_v1_meta_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -820,7 +979,7 @@ func (x *ListOptions) String() string {
 func (*ListOptions) ProtoMessage() {}
 
 func (x *ListOptions) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_meta_v1_meta_proto_msgTypes[10]
+	mi := &file_skiff_meta_v1_meta_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -833,7 +992,7 @@ func (x *ListOptions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOptions.ProtoReflect.Descriptor instead.
 func (*ListOptions) Descriptor() ([]byte, []int) {
-	return file_skiff_meta_v1_meta_proto_rawDescGZIP(), []int{10}
+	return file_skiff_meta_v1_meta_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ListOptions) GetNamespace() string {
@@ -892,6 +1051,20 @@ func (x *ListOptions) GetTimeoutSeconds() int64 {
 	return 0
 }
 
+func (x *ListOptions) GetResourceVersionMatch() string {
+	if x != nil {
+		return x.ResourceVersionMatch
+	}
+	return ""
+}
+
+func (x *ListOptions) GetSendInitialEvents() bool {
+	if x != nil && x.SendInitialEvents != nil {
+		return *x.SendInitialEvents
+	}
+	return false
+}
+
 // Preconditions must hold for a Delete to proceed.
 type Preconditions struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`
@@ -903,7 +1076,7 @@ type Preconditions struct {
 
 func (x *Preconditions) Reset() {
 	*x = Preconditions{}
-	mi := &file_skiff_meta_v1_meta_proto_msgTypes[11]
+	mi := &file_skiff_meta_v1_meta_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -915,7 +1088,7 @@ func (x *Preconditions) String() string {
 func (*Preconditions) ProtoMessage() {}
 
 func (x *Preconditions) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_meta_v1_meta_proto_msgTypes[11]
+	mi := &file_skiff_meta_v1_meta_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -928,7 +1101,7 @@ func (x *Preconditions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Preconditions.ProtoReflect.Descriptor instead.
 func (*Preconditions) Descriptor() ([]byte, []int) {
-	return file_skiff_meta_v1_meta_proto_rawDescGZIP(), []int{11}
+	return file_skiff_meta_v1_meta_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Preconditions) GetUid() string {
@@ -960,7 +1133,7 @@ type DeleteRequest struct {
 
 func (x *DeleteRequest) Reset() {
 	*x = DeleteRequest{}
-	mi := &file_skiff_meta_v1_meta_proto_msgTypes[12]
+	mi := &file_skiff_meta_v1_meta_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -972,7 +1145,7 @@ func (x *DeleteRequest) String() string {
 func (*DeleteRequest) ProtoMessage() {}
 
 func (x *DeleteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_meta_v1_meta_proto_msgTypes[12]
+	mi := &file_skiff_meta_v1_meta_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -985,7 +1158,7 @@ func (x *DeleteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteRequest.ProtoReflect.Descriptor instead.
 func (*DeleteRequest) Descriptor() ([]byte, []int) {
-	return file_skiff_meta_v1_meta_proto_rawDescGZIP(), []int{12}
+	return file_skiff_meta_v1_meta_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *DeleteRequest) GetNamespace() string {
@@ -1037,7 +1210,7 @@ type WatchResponse struct {
 
 func (x *WatchResponse) Reset() {
 	*x = WatchResponse{}
-	mi := &file_skiff_meta_v1_meta_proto_msgTypes[13]
+	mi := &file_skiff_meta_v1_meta_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1049,7 +1222,7 @@ func (x *WatchResponse) String() string {
 func (*WatchResponse) ProtoMessage() {}
 
 func (x *WatchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_meta_v1_meta_proto_msgTypes[13]
+	mi := &file_skiff_meta_v1_meta_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1062,7 +1235,7 @@ func (x *WatchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchResponse.ProtoReflect.Descriptor instead.
 func (*WatchResponse) Descriptor() ([]byte, []int) {
-	return file_skiff_meta_v1_meta_proto_rawDescGZIP(), []int{13}
+	return file_skiff_meta_v1_meta_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *WatchResponse) GetEvents() []*WatchEvent {
@@ -1085,7 +1258,7 @@ type WatchEvent struct {
 
 func (x *WatchEvent) Reset() {
 	*x = WatchEvent{}
-	mi := &file_skiff_meta_v1_meta_proto_msgTypes[14]
+	mi := &file_skiff_meta_v1_meta_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1097,7 +1270,7 @@ func (x *WatchEvent) String() string {
 func (*WatchEvent) ProtoMessage() {}
 
 func (x *WatchEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_meta_v1_meta_proto_msgTypes[14]
+	mi := &file_skiff_meta_v1_meta_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1110,7 +1283,7 @@ func (x *WatchEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchEvent.ProtoReflect.Descriptor instead.
 func (*WatchEvent) Descriptor() ([]byte, []int) {
-	return file_skiff_meta_v1_meta_proto_rawDescGZIP(), []int{14}
+	return file_skiff_meta_v1_meta_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *WatchEvent) GetType() string {
@@ -1146,7 +1319,7 @@ type Status struct {
 
 func (x *Status) Reset() {
 	*x = Status{}
-	mi := &file_skiff_meta_v1_meta_proto_msgTypes[15]
+	mi := &file_skiff_meta_v1_meta_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1158,7 +1331,7 @@ func (x *Status) String() string {
 func (*Status) ProtoMessage() {}
 
 func (x *Status) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_meta_v1_meta_proto_msgTypes[15]
+	mi := &file_skiff_meta_v1_meta_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1171,7 +1344,7 @@ func (x *Status) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Status.ProtoReflect.Descriptor instead.
 func (*Status) Descriptor() ([]byte, []int) {
-	return file_skiff_meta_v1_meta_proto_rawDescGZIP(), []int{15}
+	return file_skiff_meta_v1_meta_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Status) GetStatus() string {
@@ -1223,7 +1396,7 @@ type StatusDetails struct {
 
 func (x *StatusDetails) Reset() {
 	*x = StatusDetails{}
-	mi := &file_skiff_meta_v1_meta_proto_msgTypes[16]
+	mi := &file_skiff_meta_v1_meta_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1235,7 +1408,7 @@ func (x *StatusDetails) String() string {
 func (*StatusDetails) ProtoMessage() {}
 
 func (x *StatusDetails) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_meta_v1_meta_proto_msgTypes[16]
+	mi := &file_skiff_meta_v1_meta_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1248,7 +1421,7 @@ func (x *StatusDetails) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusDetails.ProtoReflect.Descriptor instead.
 func (*StatusDetails) Descriptor() ([]byte, []int) {
-	return file_skiff_meta_v1_meta_proto_rawDescGZIP(), []int{16}
+	return file_skiff_meta_v1_meta_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *StatusDetails) GetName() string {
@@ -1308,7 +1481,7 @@ type StatusCause struct {
 
 func (x *StatusCause) Reset() {
 	*x = StatusCause{}
-	mi := &file_skiff_meta_v1_meta_proto_msgTypes[17]
+	mi := &file_skiff_meta_v1_meta_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1320,7 +1493,7 @@ func (x *StatusCause) String() string {
 func (*StatusCause) ProtoMessage() {}
 
 func (x *StatusCause) ProtoReflect() protoreflect.Message {
-	mi := &file_skiff_meta_v1_meta_proto_msgTypes[17]
+	mi := &file_skiff_meta_v1_meta_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1333,7 +1506,7 @@ func (x *StatusCause) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusCause.ProtoReflect.Descriptor instead.
 func (*StatusCause) Descriptor() ([]byte, []int) {
-	return file_skiff_meta_v1_meta_proto_rawDescGZIP(), []int{17}
+	return file_skiff_meta_v1_meta_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *StatusCause) GetReason() string {
@@ -1408,7 +1581,7 @@ var File_skiff_meta_v1_meta_proto protoreflect.FileDescriptor
 
 const file_skiff_meta_v1_meta_proto_rawDesc = "" +
 	"\n" +
-	"\x18skiff/meta/v1/meta.proto\x12\rskiff.meta.v1\x1a google/protobuf/descriptor.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xb2\x06\n" +
+	"\x18skiff/meta/v1/meta.proto\x12\rskiff.meta.v1\x1a google/protobuf/descriptor.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xfc\x06\n" +
 	"\n" +
 	"ObjectMeta\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12#\n" +
@@ -1428,14 +1601,27 @@ const file_skiff_meta_v1_meta_proto_rawDesc = "" +
 	"\x10owner_references\x18\f \x03(\v2\x1d.skiff.meta.v1.OwnerReferenceR\x0fownerReferences\x12\x1e\n" +
 	"\n" +
 	"finalizers\x18\r \x03(\tR\n" +
-	"finalizers\x1a9\n" +
+	"finalizers\x12H\n" +
+	"\x0emanaged_fields\x18\x0e \x03(\v2!.skiff.meta.v1.ManagedFieldsEntryR\rmanagedFields\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a>\n" +
 	"\x10AnnotationsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B \n" +
-	"\x1e_deletion_grace_period_seconds\"\xef\x01\n" +
+	"\x1e_deletion_grace_period_seconds\"\x96\x02\n" +
+	"\x12ManagedFieldsEntry\x12\x18\n" +
+	"\amanager\x18\x01 \x01(\tR\amanager\x12\x1c\n" +
+	"\toperation\x18\x02 \x01(\tR\toperation\x12\x1f\n" +
+	"\vapi_version\x18\x03 \x01(\tR\n" +
+	"apiVersion\x12.\n" +
+	"\x04time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\x1f\n" +
+	"\vfields_type\x18\x05 \x01(\tR\n" +
+	"fieldsType\x124\n" +
+	"\tfields_v1\x18\x06 \x01(\v2\x17.skiff.meta.v1.FieldsV1R\bfieldsV1\x12 \n" +
+	"\vsubresource\x18\a \x01(\tR\vsubresource\"\x1c\n" +
+	"\bFieldsV1\x12\x10\n" +
+	"\x03raw\x18\x01 \x01(\fR\x03raw\"\xef\x01\n" +
 	"\x0eOwnerReference\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\tR\n" +
 	"apiVersion\x12\x12\n" +
@@ -1486,7 +1672,7 @@ const file_skiff_meta_v1_meta_proto_rawDesc = "" +
 	"\n" +
 	"GetRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
-	"\x04name\x18\x02 \x01(\tR\x04name\"\xb3\x02\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\"\xb6\x03\n" +
 	"\vListOptions\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12%\n" +
 	"\x0elabel_selector\x18\x02 \x01(\tR\rlabelSelector\x12%\n" +
@@ -1495,7 +1681,11 @@ const file_skiff_meta_v1_meta_proto_rawDesc = "" +
 	"\bcontinue\x18\x05 \x01(\tR\bcontinue\x12)\n" +
 	"\x10resource_version\x18\x06 \x01(\tR\x0fresourceVersion\x122\n" +
 	"\x15allow_watch_bookmarks\x18\a \x01(\bR\x13allowWatchBookmarks\x12'\n" +
-	"\x0ftimeout_seconds\x18\b \x01(\x03R\x0etimeoutSeconds\"L\n" +
+	"\x0ftimeout_seconds\x18\b \x01(\x03R\x0etimeoutSeconds\x124\n" +
+	"\x16resource_version_match\x18\t \x01(\tR\x14resourceVersionMatch\x123\n" +
+	"\x13send_initial_events\x18\n" +
+	" \x01(\bH\x00R\x11sendInitialEvents\x88\x01\x01B\x16\n" +
+	"\x14_send_initial_events\"L\n" +
 	"\rPreconditions\x12\x10\n" +
 	"\x03uid\x18\x01 \x01(\tR\x03uid\x12)\n" +
 	"\x10resource_version\x18\x02 \x01(\tR\x0fresourceVersion\"\x84\x02\n" +
@@ -1546,54 +1736,59 @@ func file_skiff_meta_v1_meta_proto_rawDescGZIP() []byte {
 	return file_skiff_meta_v1_meta_proto_rawDescData
 }
 
-var file_skiff_meta_v1_meta_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
+var file_skiff_meta_v1_meta_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_skiff_meta_v1_meta_proto_goTypes = []any{
 	(*ObjectMeta)(nil),                // 0: skiff.meta.v1.ObjectMeta
-	(*OwnerReference)(nil),            // 1: skiff.meta.v1.OwnerReference
-	(*ListMeta)(nil),                  // 2: skiff.meta.v1.ListMeta
-	(*LabelSelector)(nil),             // 3: skiff.meta.v1.LabelSelector
-	(*LabelSelectorRequirement)(nil),  // 4: skiff.meta.v1.LabelSelectorRequirement
-	(*Condition)(nil),                 // 5: skiff.meta.v1.Condition
-	(*IntOrString)(nil),               // 6: skiff.meta.v1.IntOrString
-	(*TypeMeta)(nil),                  // 7: skiff.meta.v1.TypeMeta
-	(*PartialObjectMetadata)(nil),     // 8: skiff.meta.v1.PartialObjectMetadata
-	(*GetRequest)(nil),                // 9: skiff.meta.v1.GetRequest
-	(*ListOptions)(nil),               // 10: skiff.meta.v1.ListOptions
-	(*Preconditions)(nil),             // 11: skiff.meta.v1.Preconditions
-	(*DeleteRequest)(nil),             // 12: skiff.meta.v1.DeleteRequest
-	(*WatchResponse)(nil),             // 13: skiff.meta.v1.WatchResponse
-	(*WatchEvent)(nil),                // 14: skiff.meta.v1.WatchEvent
-	(*Status)(nil),                    // 15: skiff.meta.v1.Status
-	(*StatusDetails)(nil),             // 16: skiff.meta.v1.StatusDetails
-	(*StatusCause)(nil),               // 17: skiff.meta.v1.StatusCause
-	nil,                               // 18: skiff.meta.v1.ObjectMeta.LabelsEntry
-	nil,                               // 19: skiff.meta.v1.ObjectMeta.AnnotationsEntry
-	nil,                               // 20: skiff.meta.v1.LabelSelector.MatchLabelsEntry
-	(*timestamppb.Timestamp)(nil),     // 21: google.protobuf.Timestamp
-	(*descriptorpb.FieldOptions)(nil), // 22: google.protobuf.FieldOptions
+	(*ManagedFieldsEntry)(nil),        // 1: skiff.meta.v1.ManagedFieldsEntry
+	(*FieldsV1)(nil),                  // 2: skiff.meta.v1.FieldsV1
+	(*OwnerReference)(nil),            // 3: skiff.meta.v1.OwnerReference
+	(*ListMeta)(nil),                  // 4: skiff.meta.v1.ListMeta
+	(*LabelSelector)(nil),             // 5: skiff.meta.v1.LabelSelector
+	(*LabelSelectorRequirement)(nil),  // 6: skiff.meta.v1.LabelSelectorRequirement
+	(*Condition)(nil),                 // 7: skiff.meta.v1.Condition
+	(*IntOrString)(nil),               // 8: skiff.meta.v1.IntOrString
+	(*TypeMeta)(nil),                  // 9: skiff.meta.v1.TypeMeta
+	(*PartialObjectMetadata)(nil),     // 10: skiff.meta.v1.PartialObjectMetadata
+	(*GetRequest)(nil),                // 11: skiff.meta.v1.GetRequest
+	(*ListOptions)(nil),               // 12: skiff.meta.v1.ListOptions
+	(*Preconditions)(nil),             // 13: skiff.meta.v1.Preconditions
+	(*DeleteRequest)(nil),             // 14: skiff.meta.v1.DeleteRequest
+	(*WatchResponse)(nil),             // 15: skiff.meta.v1.WatchResponse
+	(*WatchEvent)(nil),                // 16: skiff.meta.v1.WatchEvent
+	(*Status)(nil),                    // 17: skiff.meta.v1.Status
+	(*StatusDetails)(nil),             // 18: skiff.meta.v1.StatusDetails
+	(*StatusCause)(nil),               // 19: skiff.meta.v1.StatusCause
+	nil,                               // 20: skiff.meta.v1.ObjectMeta.LabelsEntry
+	nil,                               // 21: skiff.meta.v1.ObjectMeta.AnnotationsEntry
+	nil,                               // 22: skiff.meta.v1.LabelSelector.MatchLabelsEntry
+	(*timestamppb.Timestamp)(nil),     // 23: google.protobuf.Timestamp
+	(*descriptorpb.FieldOptions)(nil), // 24: google.protobuf.FieldOptions
 }
 var file_skiff_meta_v1_meta_proto_depIdxs = []int32{
-	21, // 0: skiff.meta.v1.ObjectMeta.creation_timestamp:type_name -> google.protobuf.Timestamp
-	21, // 1: skiff.meta.v1.ObjectMeta.deletion_timestamp:type_name -> google.protobuf.Timestamp
-	18, // 2: skiff.meta.v1.ObjectMeta.labels:type_name -> skiff.meta.v1.ObjectMeta.LabelsEntry
-	19, // 3: skiff.meta.v1.ObjectMeta.annotations:type_name -> skiff.meta.v1.ObjectMeta.AnnotationsEntry
-	1,  // 4: skiff.meta.v1.ObjectMeta.owner_references:type_name -> skiff.meta.v1.OwnerReference
-	20, // 5: skiff.meta.v1.LabelSelector.match_labels:type_name -> skiff.meta.v1.LabelSelector.MatchLabelsEntry
-	4,  // 6: skiff.meta.v1.LabelSelector.match_expressions:type_name -> skiff.meta.v1.LabelSelectorRequirement
-	21, // 7: skiff.meta.v1.Condition.last_transition_time:type_name -> google.protobuf.Timestamp
-	0,  // 8: skiff.meta.v1.PartialObjectMetadata.metadata:type_name -> skiff.meta.v1.ObjectMeta
-	11, // 9: skiff.meta.v1.DeleteRequest.preconditions:type_name -> skiff.meta.v1.Preconditions
-	14, // 10: skiff.meta.v1.WatchResponse.events:type_name -> skiff.meta.v1.WatchEvent
-	16, // 11: skiff.meta.v1.Status.details:type_name -> skiff.meta.v1.StatusDetails
-	17, // 12: skiff.meta.v1.StatusDetails.causes:type_name -> skiff.meta.v1.StatusCause
-	22, // 13: skiff.meta.v1.quantity:extendee -> google.protobuf.FieldOptions
-	22, // 14: skiff.meta.v1.micro_time:extendee -> google.protobuf.FieldOptions
-	22, // 15: skiff.meta.v1.emit_zero:extendee -> google.protobuf.FieldOptions
-	16, // [16:16] is the sub-list for method output_type
-	16, // [16:16] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	13, // [13:16] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	23, // 0: skiff.meta.v1.ObjectMeta.creation_timestamp:type_name -> google.protobuf.Timestamp
+	23, // 1: skiff.meta.v1.ObjectMeta.deletion_timestamp:type_name -> google.protobuf.Timestamp
+	20, // 2: skiff.meta.v1.ObjectMeta.labels:type_name -> skiff.meta.v1.ObjectMeta.LabelsEntry
+	21, // 3: skiff.meta.v1.ObjectMeta.annotations:type_name -> skiff.meta.v1.ObjectMeta.AnnotationsEntry
+	3,  // 4: skiff.meta.v1.ObjectMeta.owner_references:type_name -> skiff.meta.v1.OwnerReference
+	1,  // 5: skiff.meta.v1.ObjectMeta.managed_fields:type_name -> skiff.meta.v1.ManagedFieldsEntry
+	23, // 6: skiff.meta.v1.ManagedFieldsEntry.time:type_name -> google.protobuf.Timestamp
+	2,  // 7: skiff.meta.v1.ManagedFieldsEntry.fields_v1:type_name -> skiff.meta.v1.FieldsV1
+	22, // 8: skiff.meta.v1.LabelSelector.match_labels:type_name -> skiff.meta.v1.LabelSelector.MatchLabelsEntry
+	6,  // 9: skiff.meta.v1.LabelSelector.match_expressions:type_name -> skiff.meta.v1.LabelSelectorRequirement
+	23, // 10: skiff.meta.v1.Condition.last_transition_time:type_name -> google.protobuf.Timestamp
+	0,  // 11: skiff.meta.v1.PartialObjectMetadata.metadata:type_name -> skiff.meta.v1.ObjectMeta
+	13, // 12: skiff.meta.v1.DeleteRequest.preconditions:type_name -> skiff.meta.v1.Preconditions
+	16, // 13: skiff.meta.v1.WatchResponse.events:type_name -> skiff.meta.v1.WatchEvent
+	18, // 14: skiff.meta.v1.Status.details:type_name -> skiff.meta.v1.StatusDetails
+	19, // 15: skiff.meta.v1.StatusDetails.causes:type_name -> skiff.meta.v1.StatusCause
+	24, // 16: skiff.meta.v1.quantity:extendee -> google.protobuf.FieldOptions
+	24, // 17: skiff.meta.v1.micro_time:extendee -> google.protobuf.FieldOptions
+	24, // 18: skiff.meta.v1.emit_zero:extendee -> google.protobuf.FieldOptions
+	19, // [19:19] is the sub-list for method output_type
+	19, // [19:19] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	16, // [16:19] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_skiff_meta_v1_meta_proto_init() }
@@ -1602,20 +1797,21 @@ func file_skiff_meta_v1_meta_proto_init() {
 		return
 	}
 	file_skiff_meta_v1_meta_proto_msgTypes[0].OneofWrappers = []any{}
-	file_skiff_meta_v1_meta_proto_msgTypes[1].OneofWrappers = []any{}
-	file_skiff_meta_v1_meta_proto_msgTypes[2].OneofWrappers = []any{}
-	file_skiff_meta_v1_meta_proto_msgTypes[6].OneofWrappers = []any{
+	file_skiff_meta_v1_meta_proto_msgTypes[3].OneofWrappers = []any{}
+	file_skiff_meta_v1_meta_proto_msgTypes[4].OneofWrappers = []any{}
+	file_skiff_meta_v1_meta_proto_msgTypes[8].OneofWrappers = []any{
 		(*IntOrString_IntVal)(nil),
 		(*IntOrString_StrVal)(nil),
 	}
 	file_skiff_meta_v1_meta_proto_msgTypes[12].OneofWrappers = []any{}
+	file_skiff_meta_v1_meta_proto_msgTypes[14].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_skiff_meta_v1_meta_proto_rawDesc), len(file_skiff_meta_v1_meta_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   21,
+			NumMessages:   23,
 			NumExtensions: 3,
 			NumServices:   0,
 		},
