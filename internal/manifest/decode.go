@@ -276,6 +276,12 @@ func (d *decoder) mapField(path string, fd protoreflect.FieldDescriptor, v any, 
 			continue
 		}
 		if vd.Message() != nil {
+			if val, ok := d.special(p, vd.Message(), e); ok {
+				if val.IsValid() {
+					mp.Set(key.MapKey(), val)
+				}
+				continue
+			}
 			sub, ok := e.(map[string]any)
 			if !ok {
 				d.fail(p, "expected an object, got %s", describe(e))
