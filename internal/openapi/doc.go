@@ -18,8 +18,18 @@
 // Descriptions, patch strategies and merge keys are Kubernetes' own, from
 // internal/kfields, for the fields Kubernetes has.
 //
-// What the package does not know: +listType/+listMapKey (comments in
-// Kubernetes' source, out of reach of internal/kfields), required fields
-// and defaults. Serving the documents (content types, ETags, the protobuf
+// Server-side apply builds its schema (structured-merge-diff's) from the
+// OpenAPI 3.0 documents, so they carry what it needs as Kubernetes'
+// documents do: x-kubernetes-list-type and x-kubernetes-list-map-keys,
+// x-kubernetes-map-type for atomic maps and structs, the defaults of
+// fields (a list map's key missing from an element takes its default:
+// a container port's protocol is TCP), and managedFields' fieldsV1 as a
+// free-form object. These are markers in the comments of Kubernetes'
+// source (+listType, +listMapKey, +mapType, +structType, +default), out
+// of reach of internal/kfields' reflection; markers.gen.go holds them,
+// read from k8s.io/api's source by TestKubernetesMarkers.
+//
+// What the package does not know: required fields, unions, and the
+// markers of fields Kubernetes does not have. Serving the documents (content types, ETags, the protobuf
 // form of /openapi/v2 that client-go asks for) is the HTTP server's work.
 package openapi

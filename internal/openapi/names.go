@@ -15,9 +15,11 @@ const (
 	intOrStringName = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
 	timeName        = "io.k8s.apimachinery.pkg.apis.meta.v1.Time"
 	microTimeName   = "io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime"
+	fieldsV1Name    = "io.k8s.apimachinery.pkg.apis.meta.v1.FieldsV1"
 
 	protoIntOrString = "skiff.meta.v1.IntOrString"
 	protoTimestamp   = "google.protobuf.Timestamp"
+	protoFieldsV1    = "skiff.meta.v1.FieldsV1"
 )
 
 // renamed are Skiff messages whose Kubernetes type lives in another

@@ -380,3 +380,48 @@ func TestDeterministic(t *testing.T) {
 		t.Error("two builds of /openapi/v3 differ")
 	}
 }
+
+// TestServerSideApplyFacts: the extensions server-side apply reads (list
+// types and their keys, atomic maps and structs, the defaults of keys)
+// are Kubernetes', and managedFields' fieldsV1 is a free-form object, as
+// in Kubernetes' documents.
+func TestServerSideApplyFacts(t *testing.T) {
+	each(t, build(t), func(t *testing.T, d *doc, ks []*kinds.Kind) {
+		if _, ok := d.defs["io.k8s.api.core.v1.Pod"]; !ok {
+			return
+		}
+		c := d.def("io.k8s.api.core.v1.Container")
+		ports := d.prop(c, "ports")
+		if ports["x-kubernetes-list-type"] != "map" || fmt.Sprint(ports["x-kubernetes-list-map-keys"]) != "[containerPort protocol]" {
+			t.Errorf("Container.ports = %v", ports)
+		}
+		if env := d.prop(c, "env"); env["x-kubernetes-list-type"] != "map" || fmt.Sprint(env["x-kubernetes-list-map-keys"]) != "[name]" {
+			t.Errorf("Container.env = %v", env)
+		}
+		if got := d.prop(d.def("io.k8s.api.core.v1.ContainerPort"), "protocol")["default"]; got != "TCP" {
+			t.Errorf("ContainerPort.protocol default = %v", got)
+		}
+		spec := d.def("io.k8s.api.core.v1.PodSpec")
+		if got := d.prop(spec, "tolerations")["x-kubernetes-list-type"]; got != "atomic" {
+			t.Errorf("PodSpec.tolerations list type = %v", got)
+		}
+		if got := d.prop(spec, "nodeSelector")["x-kubernetes-map-type"]; got != "atomic" {
+			t.Errorf("PodSpec.nodeSelector map type = %v", got)
+		}
+		meta := d.def("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta")
+		if got := d.prop(meta, "finalizers")["x-kubernetes-list-type"]; got != "set" {
+			t.Errorf("ObjectMeta.finalizers list type = %v", got)
+		}
+		if got := d.prop(meta, "managedFields")["x-kubernetes-list-type"]; got != "atomic" {
+			t.Errorf("ObjectMeta.managedFields list type = %v", got)
+		}
+		entry := d.def(d.refOf(d.prop(meta, "managedFields")["items"].(map[string]any)))
+		fields := d.def(d.refOf(d.prop(entry, "fieldsV1")))
+		if _, props := fields["properties"]; fields["type"] != "object" || props {
+			t.Errorf("FieldsV1 = %v", fields)
+		}
+		if got := d.def("io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector")["x-kubernetes-map-type"]; got != "atomic" {
+			t.Errorf("LabelSelector map type = %v", got)
+		}
+	})
+}

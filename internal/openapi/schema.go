@@ -1,6 +1,7 @@
 package openapi
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -92,6 +93,9 @@ func (s *schemas) message(md protoreflect.MessageDescriptor) (string, error) {
 	if d := kfields.Doc(ktype, ""); d != "" {
 		def["description"] = d
 	}
+	if st := structTypes[ktype]; st != "" {
+		def["x-kubernetes-map-type"] = st
+	}
 	props := map[string]any{}
 	fds := md.Fields()
 	for i := range fds.Len() {
@@ -112,6 +116,9 @@ func (s *schemas) message(md protoreflect.MessageDescriptor) (string, error) {
 			if key != "" {
 				extra["x-kubernetes-patch-merge-key"] = key
 			}
+		}
+		if err := markerExtensions(fd, fieldMarkers[ktype+"."+json], extra); err != nil {
+			return "", fmt.Errorf("%s: %w", fd.FullName(), err)
 		}
 		props[json] = s.with(sch, extra)
 	}
@@ -142,6 +149,35 @@ func (s *schemas) field(fd protoreflect.FieldDescriptor) (map[string]any, error)
 	return s.value(fd, quantity, micro)
 }
 
+// markerExtensions adds to extra the extensions Kubernetes' OpenAPI
+// writes for a field's markers (markers.go): x-kubernetes-list-type and
+// x-kubernetes-list-map-keys on a list, x-kubernetes-map-type on a map or
+// a message, and the default. A marker that does not fit the Skiff field
+// (a list marker on a field that is not a list) is left out.
+func markerExtensions(fd protoreflect.FieldDescriptor, m fieldMarker, extra map[string]any) error {
+	if fd.IsList() && m.listType != "" {
+		extra["x-kubernetes-list-type"] = m.listType
+		if m.listType == "map" {
+			keys := make([]any, len(m.listMapKeys))
+			for i, k := range m.listMapKeys {
+				keys[i] = k
+			}
+			extra["x-kubernetes-list-map-keys"] = keys
+		}
+	}
+	if m.mapType != "" && (fd.IsMap() || (!fd.IsList() && fd.Message() != nil)) {
+		extra["x-kubernetes-map-type"] = m.mapType
+	}
+	if m.def != "" && !fd.IsList() && !fd.IsMap() {
+		var v any
+		if err := json.Unmarshal([]byte(m.def), &v); err != nil {
+			return fmt.Errorf("default %s: %w", m.def, err)
+		}
+		extra["default"] = v
+	}
+	return nil
+}
+
 // value is the schema of one value of fd (an element of a list, a value
 // of a map), as Skiff's JSON codec writes it.
 func (s *schemas) value(fd protoreflect.FieldDescriptor, quantity, micro bool) (map[string]any, error) {
@@ -149,6 +185,8 @@ func (s *schemas) value(fd protoreflect.FieldDescriptor, quantity, micro bool) (
 		switch md.FullName() {
 		case protoIntOrString:
 			return s.scalar(intOrStringName), nil
+		case protoFieldsV1:
+			return s.scalar(fieldsV1Name), nil
 		case protoTimestamp:
 			if micro {
 				return s.scalar(microTimeName), nil
@@ -219,6 +257,8 @@ func (s *schemas) scalarSchema(name string) map[string]any {
 			d["type"] = "string"
 		}
 		return d
+	case fieldsV1Name:
+		return map[string]any{"type": "object", "description": "FieldsV1 stores a set of fields in a data structure like a Trie, in JSON format.\n\nEach key is either a '.' representing the field itself, and will always map to an empty set, or a string representing a sub-field or item. The string will follow one of these four formats: 'f:<name>', where <name> is the name of a field in a struct, or key in a map 'v:<value>', where <value> is the exact json formatted value of a list item 'i:<index>', where <index> is position of a item in a list 'k:<keys>', where <keys> is a map of  a list item's key fields to their unique values If a key maps to an empty Fields value, the field that key represents is part of the set.\n\nThe exact format is defined in sigs.k8s.io/structured-merge-diff"}
 	case microTimeName:
 		return map[string]any{"type": "string", "format": "date-time", "description": "MicroTime is version of Time with microsecond level precision."}
 	default: // timeName
