@@ -19,30 +19,6 @@ import (
 	"skiff.dev/internal/object"
 )
 
-// FieldError is one problem with one field of a document.
-type FieldError struct {
-	Path string // "spec.template.spec.containers[0].image"
-	Msg  string
-}
-
-func (e *FieldError) Error() string {
-	if e.Path == "" {
-		return e.Msg
-	}
-	return e.Path + ": " + e.Msg
-}
-
-// Errors are every problem found in one document.
-type Errors []*FieldError
-
-func (l Errors) Error() string {
-	parts := make([]string, len(l))
-	for i, e := range l {
-		parts[i] = e.Error()
-	}
-	return strings.Join(parts, "; ")
-}
-
 // DecodeOptions adjust Decode.
 type DecodeOptions struct {
 	// AllowUnknown ignores fields that neither Skiff's kind nor
@@ -59,6 +35,9 @@ const notSupported = "field is not supported by Skiff (see docs/fields.md)"
 const (
 	intOrStringName = "skiff.meta.v1.IntOrString"
 	timestampName   = "google.protobuf.Timestamp"
+	// A FieldsV1 (managedFields[].fieldsV1) is the JSON object its raw
+	// bytes hold, as Kubernetes' FieldsV1 is; raw is that object compact.
+	fieldsV1Name = "skiff.meta.v1.FieldsV1"
 )
 
 // A field of quantities (a string or map of strings, declared with the
@@ -116,7 +95,11 @@ type decoder struct {
 }
 
 func (d *decoder) fail(path, format string, args ...any) {
-	d.errs = append(d.errs, &FieldError{Path: path, Msg: fmt.Sprintf(format, args...)})
+	d.failAs(ErrorInvalid, path, format, args...)
+}
+
+func (d *decoder) failAs(t ErrorType, path, format string, args ...any) {
+	d.errs = append(d.errs, &FieldError{Path: path, Msg: fmt.Sprintf(format, args...), Type: t})
 }
 
 func join(path, name string) string {
@@ -145,7 +128,7 @@ func (d *decoder) message(path string, obj map[string]any, m protoreflect.Messag
 		fd, ok := fi.byJSON[k]
 		p := join(path, k)
 		if !ok {
-			d.missing(p, k, fi, ktype)
+			d.missing(p, k, v, fi, ktype)
 			continue
 		}
 		kchild, _ := kfields.Field(ktype, k)
@@ -180,11 +163,12 @@ func (d *decoder) message(path string, obj map[string]any, m protoreflect.Messag
 
 // missing reports the key k, which m's message (fi) does not have: a field
 // of Kubernetes' type is not supported (refused whatever the options, but
-// in a kind's status, which the server ignores); any other is unknown.
-func (d *decoder) missing(path, k string, fi *fieldIndex, ktype string) {
+// in a kind's status, which the server ignores, or when its value is
+// empty); any other is unknown.
+func (d *decoder) missing(path, k string, v any, fi *fieldIndex, ktype string) {
 	if _, ok := kfields.Field(ktype, k); ok {
-		if !d.opts.AllowUnknown || !inStatus(path) {
-			d.fail(path, notSupported)
+		if !isEmpty(v) && (!d.opts.AllowUnknown || !inStatus(path)) {
+			d.failAs(ErrorNotSupported, path, notSupported)
 		}
 		return
 	}
@@ -203,12 +187,33 @@ func (d *decoder) missing(path, k string, fi *fieldIndex, ktype string) {
 	}
 	switch s := Suggest(k, candidates); {
 	case s == "":
-		d.fail(path, "unknown field")
+		d.failAs(ErrorUnknown, path, "unknown field")
 	case kubernetesOnly[s]:
-		d.fail(path, "unknown field, did you mean %q? (not supported by Skiff)", s)
+		d.failAs(ErrorUnknown, path, "unknown field, did you mean %q? (not supported by Skiff)", s)
 	default:
-		d.fail(path, "unknown field, did you mean %q?", s)
+		d.failAs(ErrorUnknown, path, "unknown field, did you mean %q?", s)
 	}
+}
+
+// isEmpty reports whether v is an empty value (null, {}, [], ""): what
+// kubectl and client-go write for a field they do not set
+// ("creationTimestamp": null, "status": {}, "resources": {}), accepted and
+// dropped for a field Skiff does not support. 0 and false are values:
+// every scalar field Kubernetes has and Skiff lacks is omitempty, so its
+// clients send 0 or false only from a pointer set on purpose (hostUsers:
+// false asks for a user namespace; dropping it would run the pod without).
+func isEmpty(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return true
+	case map[string]any:
+		return len(x) == 0
+	case []any:
+		return len(x) == 0
+	case string:
+		return x == ""
+	}
+	return false
 }
 
 // inStatus reports whether the path is in the status of the decoded
@@ -312,7 +317,7 @@ func (d *decoder) mapField(path string, fd protoreflect.FieldDescriptor, v any, 
 func (d *decoder) special(path string, md protoreflect.MessageDescriptor, v any) (protoreflect.Value, bool) {
 	switch md.FullName() {
 	case intOrStringName:
-		ios := newIntOrString(md)
+		ios := newMessage(md)
 		switch x := v.(type) {
 		case int64:
 			if x < math.MinInt32 || x > math.MaxInt32 {
@@ -345,14 +350,25 @@ func (d *decoder) special(path string, md protoreflect.MessageDescriptor, v any)
 			return protoreflect.Value{}, true
 		}
 		return protoreflect.ValueOfMessage(timestamppb.New(t).ProtoReflect()), true
+	case fieldsV1Name:
+		obj, ok := v.(map[string]any)
+		if !ok {
+			d.fail(path, "expected an object, got %s", describe(v))
+			return protoreflect.Value{}, true
+		}
+		raw := strings.TrimSuffix(CompactJSON(obj), "\n")
+		fv := newMessage(md)
+		fv.Set(md.Fields().ByName("raw"), protoreflect.ValueOfBytes([]byte(raw)))
+		return protoreflect.ValueOfMessage(fv), true
 	}
 	return protoreflect.Value{}, false
 }
 
-func newIntOrString(md protoreflect.MessageDescriptor) protoreflect.Message {
+// newMessage makes a message of one of the special types.
+func newMessage(md protoreflect.MessageDescriptor) protoreflect.Message {
 	mt, err := protoTypes.FindMessageByName(md.FullName())
 	if err != nil {
-		panic(err) // the IntOrString type is linked in by every kind that uses it
+		panic(err) // the type is linked in by every kind that uses it
 	}
 	return mt.New()
 }

@@ -1,7 +1,9 @@
 package manifest
 
 import (
+	"bytes"
 	"encoding/base64"
+	"encoding/json"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -82,6 +84,8 @@ func encodeValue(fd protoreflect.FieldDescriptor, v protoreflect.Value) any {
 			ts := &timestamppb.Timestamp{}
 			proto.Merge(ts, v.Message().Interface())
 			return FormatTime(ts.AsTime(), object.MicroTime(fd))
+		case fieldsV1Name:
+			return fieldsV1Tree(v.Message().Get(md.Fields().ByName("raw")).Bytes())
 		}
 		return encodeMessage(v.Message())
 	}
@@ -119,4 +123,24 @@ func encodeScalar(fd protoreflect.FieldDescriptor, v protoreflect.Value) any {
 		return int64(v.Enum())
 	}
 	return nil
+}
+
+// fieldsV1Tree is the JSON value a FieldsV1 holds as a generic tree: {}
+// when it holds nothing, nil (the field left out) when its bytes are not
+// JSON.
+func fieldsV1Tree(raw []byte) any {
+	if len(raw) == 0 {
+		return map[string]any{}
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil || dec.More() {
+		return nil
+	}
+	tree, err := fromJSON(v)
+	if err != nil {
+		return nil
+	}
+	return tree
 }
