@@ -1,19 +1,14 @@
 package manifest
 
 import (
-	"encoding/base64"
 	"fmt"
-	"math"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"skiff.dev/internal/kfields"
 	"skiff.dev/internal/object"
@@ -315,203 +310,55 @@ func (d *decoder) mapField(path string, fd protoreflect.FieldDescriptor, v any, 
 // special decodes the messages written as scalars. ok is false for other
 // messages; the value is invalid when the input was wrong (reported).
 func (d *decoder) special(path string, md protoreflect.MessageDescriptor, v any) (protoreflect.Value, bool) {
+	var val protoreflect.Value
+	var msg string
 	switch md.FullName() {
 	case intOrStringName:
-		ios := newMessage(md)
-		switch x := v.(type) {
-		case int64:
-			if x < math.MinInt32 || x > math.MaxInt32 {
-				d.fail(path, "integer %d out of range", x)
-				return protoreflect.Value{}, true
-			}
-			ios.Set(md.Fields().ByName("int_val"), protoreflect.ValueOfInt32(int32(x)))
-		case float64:
-			if x != math.Trunc(x) || x < math.MinInt32 || x > math.MaxInt32 {
-				d.fail(path, "expected an integer or a string, got %s", describe(v))
-				return protoreflect.Value{}, true
-			}
-			ios.Set(md.Fields().ByName("int_val"), protoreflect.ValueOfInt32(int32(x)))
-		case string:
-			ios.Set(md.Fields().ByName("str_val"), protoreflect.ValueOfString(x))
-		default:
-			d.fail(path, "expected an integer or a string, got %s", describe(v))
-			return protoreflect.Value{}, true
-		}
-		return protoreflect.ValueOfMessage(ios), true
+		val, msg = convertIntOrString(md, treeValue(v))
 	case timestampName:
-		s, ok := v.(string)
-		if !ok {
-			d.fail(path, "expected an RFC 3339 time, got %s", describe(v))
-			return protoreflect.Value{}, true
-		}
-		t, err := time.Parse(time.RFC3339Nano, s)
-		if err != nil {
-			d.fail(path, "expected an RFC 3339 time (2006-01-02T15:04:05Z), got %q", s)
-			return protoreflect.Value{}, true
-		}
-		return protoreflect.ValueOfMessage(timestamppb.New(t).ProtoReflect()), true
+		val, msg = convertTimestamp(treeValue(v))
 	case fieldsV1Name:
 		obj, ok := v.(map[string]any)
 		if !ok {
-			d.fail(path, "expected an object, got %s", describe(v))
-			return protoreflect.Value{}, true
+			msg = "expected an object, got " + describe(v)
+			break
 		}
 		raw := strings.TrimSuffix(CompactJSON(obj), "\n")
 		fv := newMessage(md)
-		fv.Set(md.Fields().ByName("raw"), protoreflect.ValueOfBytes([]byte(raw)))
-		return protoreflect.ValueOfMessage(fv), true
+		fv.Set(md.Fields().ByNumber(fieldsV1RawNumber), protoreflect.ValueOfBytes([]byte(raw)))
+		val = protoreflect.ValueOfMessage(fv)
+	default:
+		return protoreflect.Value{}, false
 	}
-	return protoreflect.Value{}, false
+	if msg != "" {
+		d.fail(path, "%s", msg)
+	}
+	return val, true
 }
 
-// newMessage makes a message of one of the special types.
-func newMessage(md protoreflect.MessageDescriptor) protoreflect.Message {
-	mt, err := protoTypes.FindMessageByName(md.FullName())
-	if err != nil {
-		panic(err) // the type is linked in by every kind that uses it
-	}
-	return mt.New()
-}
+// fieldsV1RawNumber is the field number of FieldsV1's raw.
+const fieldsV1RawNumber = 1
 
 // quantity accepts a string or a number (cpu: 1, cpu: 0.5).
 func (d *decoder) quantity(path string, v any) (protoreflect.Value, bool) {
-	switch x := v.(type) {
-	case string:
-		return protoreflect.ValueOfString(x), true
-	case int64:
-		return protoreflect.ValueOfString(strconv.FormatInt(x, 10)), true
-	case float64:
-		return protoreflect.ValueOfString(strconv.FormatFloat(x, 'f', -1, 64)), true
-	}
-	d.fail(path, "expected a quantity (a string such as \"500m\" or a number), got %s", describe(v))
-	return protoreflect.Value{}, false
+	val, msg := convertQuantity(treeValue(v))
+	return d.check(path, val, msg)
 }
 
 func (d *decoder) scalar(path string, fd protoreflect.FieldDescriptor, v any) (protoreflect.Value, bool) {
-	bad := func() (protoreflect.Value, bool) {
-		d.fail(path, "expected %s, got %s", kindName(fd), describe(v))
+	quantity := fd.Kind() == protoreflect.StringKind && object.Quantity(fd)
+	val, msg := convertScalar(fd, quantity, treeValue(v))
+	return d.check(path, val, msg)
+}
+
+// check reports a conversion's problem at path.
+func (d *decoder) check(path string, v protoreflect.Value, msg string) (protoreflect.Value, bool) {
+	if msg != "" {
+		d.fail(path, "%s", msg)
 		return protoreflect.Value{}, false
 	}
-	switch fd.Kind() {
-	case protoreflect.StringKind:
-		if object.Quantity(fd) {
-			return d.quantity(path, v)
-		}
-		s, ok := v.(string)
-		if !ok {
-			return bad()
-		}
-		return protoreflect.ValueOfString(s), true
-	case protoreflect.BoolKind:
-		b, ok := v.(bool)
-		if !ok {
-			return bad()
-		}
-		return protoreflect.ValueOfBool(b), true
-	case protoreflect.BytesKind:
-		s, ok := v.(string)
-		if !ok {
-			return bad()
-		}
-		b, err := base64.StdEncoding.DecodeString(s)
-		if err != nil {
-			d.fail(path, "expected base64 data: %v", err)
-			return protoreflect.Value{}, false
-		}
-		return protoreflect.ValueOfBytes(b), true
-	case protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Sfixed32Kind:
-		i, ok := integer(v, math.MinInt32, math.MaxInt32)
-		if !ok {
-			return bad()
-		}
-		return protoreflect.ValueOfInt32(int32(i)), true
-	case protoreflect.Int64Kind, protoreflect.Sint64Kind, protoreflect.Sfixed64Kind:
-		i, ok := integer(v, math.MinInt64, math.MaxInt64)
-		if !ok {
-			return bad()
-		}
-		return protoreflect.ValueOfInt64(i), true
-	case protoreflect.Uint32Kind, protoreflect.Fixed32Kind:
-		i, ok := integer(v, 0, math.MaxUint32)
-		if !ok {
-			return bad()
-		}
-		return protoreflect.ValueOfUint32(uint32(i)), true
-	case protoreflect.Uint64Kind, protoreflect.Fixed64Kind:
-		i, ok := integer(v, 0, math.MaxInt64)
-		if !ok {
-			return bad()
-		}
-		return protoreflect.ValueOfUint64(uint64(i)), true
-	case protoreflect.FloatKind, protoreflect.DoubleKind:
-		switch x := v.(type) {
-		case int64:
-			return protoreflect.ValueOfFloat64(float64(x)), true
-		case float64:
-			if fd.Kind() == protoreflect.FloatKind {
-				return protoreflect.ValueOfFloat32(float32(x)), true
-			}
-			return protoreflect.ValueOfFloat64(x), true
-		}
-		return bad()
-	case protoreflect.EnumKind:
-		switch x := v.(type) {
-		case string:
-			if ev := fd.Enum().Values().ByName(protoreflect.Name(x)); ev != nil {
-				return protoreflect.ValueOfEnum(ev.Number()), true
-			}
-		case int64:
-			if ev := fd.Enum().Values().ByNumber(protoreflect.EnumNumber(x)); ev != nil {
-				return protoreflect.ValueOfEnum(ev.Number()), true
-			}
-		}
-		return bad()
-	}
-	return bad()
+	return v, true
 }
 
-func integer(v any, lo, hi int64) (int64, bool) {
-	switch x := v.(type) {
-	case int64:
-		return x, x >= lo && x <= hi
-	case float64:
-		if x != math.Trunc(x) || x < float64(lo) || x > float64(hi) {
-			return 0, false
-		}
-		return int64(x), true
-	}
-	return 0, false
-}
-
-func kindName(fd protoreflect.FieldDescriptor) string {
-	switch fd.Kind() {
-	case protoreflect.StringKind:
-		return "a string"
-	case protoreflect.BoolKind:
-		return "a boolean"
-	case protoreflect.BytesKind:
-		return "base64 data"
-	case protoreflect.FloatKind, protoreflect.DoubleKind:
-		return "a number"
-	case protoreflect.EnumKind:
-		return "one of the values of " + string(fd.Enum().Name())
-	case protoreflect.MessageKind:
-		return "an object"
-	}
-	return "an integer"
-}
-
-// describe renders a value for "got ..." messages.
-func describe(v any) string {
-	switch x := v.(type) {
-	case string:
-		return fmt.Sprintf("string %q", x)
-	case int64:
-		return fmt.Sprintf("integer %d", x)
-	case float64:
-		return "number " + strconv.FormatFloat(x, 'g', -1, 64)
-	case bool:
-		return fmt.Sprintf("boolean %v", x)
-	}
-	return typeName(v)
-}
+// describe renders a tree value for "got ..." messages.
+func describe(v any) string { return treeValue(v).describe() }
