@@ -74,6 +74,11 @@ type Controller struct {
 	lastSync sync.Map
 	queue    *controller.Controller
 	metrics  *metrics
+
+	// cacheReadHook, when set (tests), runs in each sync between its
+	// reads of the controller's memory and of the pods cache, with the
+	// Job's key: the informer may apply events there.
+	cacheReadHook func(key string)
 }
 
 // New builds the controller on the shared pods and Jobs informers and

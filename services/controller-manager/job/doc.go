@@ -28,6 +28,7 @@
 //
 // Expectations (package expectations for creations and deletions,
 // expectations.go for finalizer removals) keep a burst of writes from
-// being made twice before the informer shows them. The package does not adopt orphan pods (Kubernetes' ClaimPods) and
+// being made twice before the informer shows them; a sync reads them
+// before the pods cache. The package does not adopt orphan pods (Kubernetes' ClaimPods) and
 // does not delete finished Jobs (see package ttlafterfinished).
 package job

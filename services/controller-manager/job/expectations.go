@@ -45,7 +45,10 @@ func (e *finalizerExpectations) observed(key, uid string) {
 }
 
 // pending returns a copy of the uids whose finalizer removal is in flight
-// for key.
+// for key. Read it before the pods cache, as package expectations'
+// Satisfied: a removal observed in between then makes a pod look in
+// flight and finalizer-free at once (harmless), never holding its
+// finalizer and not in flight (counted again).
 func (e *finalizerExpectations) pending(key string) map[string]struct{} {
 	e.mu.Lock()
 	defer e.mu.Unlock()

@@ -72,12 +72,19 @@ func (c *Controller) Reconcile(ctx context.Context, key string) (res controller.
 	if j.Status == nil {
 		j.Status = &batchv1.JobStatus{}
 	}
-	// Expectations before the cache: a pod observed in between makes the
-	// sync wait for nothing, never act on a stale count.
+	// The controller's memory before the cache: a pod observed in between
+	// makes the sync wait for nothing, never act on a stale count. A
+	// finalizer removal observed after the cache was read would leave
+	// the pod there with its finalizer (not counted, as it seems) and no
+	// longer in flight: counted a second time.
 	satisfied := c.expectations.Satisfied(key)
+	pending := c.finalizers.pending(key)
+	if c.cacheReadHook != nil {
+		c.cacheReadHook(key)
+	}
 	v := &view{
 		job: j, pods: c.podsOf(j), now: c.clock.Now(), satisfied: satisfied,
-		pendingFinalizers: c.finalizers.pending(key),
+		pendingFinalizers: pending,
 		backoff:           c.backoffs.get(key),
 		backoffBase:       c.opts.BackoffBase, backoffMax: c.opts.BackoffMax,
 	}
