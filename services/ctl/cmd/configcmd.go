@@ -7,9 +7,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"skiff.dev/services/ctl/config"
 	"skiff.dev/internal/manifest"
-	"skiff.dev/services/ctl/printers"
+	"skiff.dev/internal/printers"
+	"skiff.dev/services/ctl/config"
 )
 
 func (r *root) configCmd() *cobra.Command {

@@ -8,11 +8,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"skiff.dev/internal/apierrors"
+	"skiff.dev/internal/manifest"
+	"skiff.dev/internal/printers"
 	"skiff.dev/internal/version"
 	discoveryv1 "skiff.dev/proto/discovery/v1"
 	"skiff.dev/services/ctl/kinds"
-	"skiff.dev/internal/manifest"
-	"skiff.dev/services/ctl/printers"
 )
 
 // clientVersion is skiffctl's version (internal/version), shaped as

@@ -12,8 +12,9 @@ import (
 
 	"skiff.dev/internal/apierrors"
 	"skiff.dev/internal/object"
+	"skiff.dev/internal/printers"
 	metav1 "skiff.dev/proto/meta/v1"
-	"skiff.dev/services/ctl/printers"
+	ctlprinters "skiff.dev/services/ctl/printers"
 )
 
 type getFlags struct {
@@ -239,7 +240,7 @@ func (r *root) watch(ctx context.Context, ref resourceRef, g *getFlags, f *forma
 			}
 			return
 		case "custom-columns":
-			t, err := printers.CustomColumnsTable(f.columns, []any{encode(ref.kind, obj)})
+			t, err := ctlprinters.CustomColumnsTable(f.columns, []any{encode(ref.kind, obj)})
 			if err != nil {
 				fmt.Fprintln(r.env.Err, "error: "+err.Error())
 				return

@@ -11,10 +11,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"skiff.dev/internal/object"
-	"skiff.dev/services/ctl/kinds"
 	"skiff.dev/internal/manifest"
-	"skiff.dev/services/ctl/printers"
+	"skiff.dev/internal/object"
+	"skiff.dev/internal/printers"
+	"skiff.dev/services/ctl/kinds"
+	ctlprinters "skiff.dev/services/ctl/printers"
 	"skiff.dev/services/ctl/printers/jsonpath"
 )
 
@@ -50,7 +51,7 @@ func (p *printFlags) addTemplates(c *cobra.Command) {
 type format struct {
 	name    string // "", wide, yaml, json, name, jsonpath or custom-columns
 	tmpl    *jsonpath.Template
-	columns []printers.Column
+	columns []ctlprinters.Column
 }
 
 // templateFormats are the -o formats that take an argument (-o NAME=ARG).
@@ -93,7 +94,7 @@ func (p *printFlags) parseFormat(allowed ...string) (*format, error) {
 		}
 		return &format{name: "jsonpath", tmpl: t.AllowMissingKeys(p.allowMissingKeys)}, nil
 	case "custom-columns":
-		cols, err := printers.ParseCustomColumns(arg)
+		cols, err := ctlprinters.ParseCustomColumns(arg)
 		if err != nil {
 			return nil, err
 		}
@@ -106,7 +107,7 @@ func (p *printFlags) parseFormat(allowed ...string) (*format, error) {
 		if err != nil {
 			return nil, err
 		}
-		cols, err := printers.ReadCustomColumns(strings.NewReader(text))
+		cols, err := ctlprinters.ReadCustomColumns(strings.NewReader(text))
 		if err != nil {
 			return nil, err
 		}
@@ -146,7 +147,7 @@ func (f *format) printTrees(w io.Writer, trees []any, single bool) error {
 
 // printColumns prints objects' JSON forms as -o custom-columns.
 func (f *format) printColumns(w io.Writer, trees []any, noHeaders bool) error {
-	t, err := printers.CustomColumnsTable(f.columns, trees)
+	t, err := ctlprinters.CustomColumnsTable(f.columns, trees)
 	if err != nil {
 		return err
 	}
@@ -172,7 +173,7 @@ func sortObjects(k *kinds.Kind, objs []object.Object, field string) ([]object.Ob
 	for i, o := range objs {
 		trees[i] = encode(k, o)
 	}
-	order, err := printers.SortOrder(trees, field)
+	order, err := ctlprinters.SortOrder(trees, field)
 	if err != nil {
 		return nil, err
 	}

@@ -15,11 +15,11 @@ import (
 
 	"skiff.dev/internal/apierrors"
 	"skiff.dev/internal/client"
+	"skiff.dev/internal/printers"
 	"skiff.dev/internal/quantity"
 	corev1 "skiff.dev/proto/core/v1"
 	metav1 "skiff.dev/proto/meta/v1"
 	metricsv1beta1 "skiff.dev/proto/metrics/v1beta1"
-	"skiff.dev/services/ctl/printers"
 )
 
 // top reads the resource metrics API (metrics.k8s.io/v1beta1, which the

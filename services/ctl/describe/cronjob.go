@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"skiff.dev/internal/printers"
 	batchv1 "skiff.dev/proto/batch/v1"
-	"skiff.dev/services/ctl/printers"
 )
 
 // cronJob describes a CronJob as kubectl does: its schedule and policies,

@@ -6,8 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"skiff.dev/internal/printers"
 	appsv1 "skiff.dev/proto/apps/v1"
-	"skiff.dev/services/ctl/printers"
 )
 
 // daemonSet describes a DaemonSet as kubectl's DaemonSetDescriber does:

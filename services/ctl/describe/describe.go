@@ -19,15 +19,15 @@ import (
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"skiff.dev/internal/manifest"
 	"skiff.dev/internal/object"
+	"skiff.dev/internal/printers"
 	appsv1 "skiff.dev/proto/apps/v1"
 	batchv1 "skiff.dev/proto/batch/v1"
 	corev1 "skiff.dev/proto/core/v1"
 	discoveryv1 "skiff.dev/proto/discovery/v1"
 	metav1 "skiff.dev/proto/meta/v1"
 	schedulingv1 "skiff.dev/proto/scheduling/v1"
-	"skiff.dev/internal/manifest"
-	"skiff.dev/services/ctl/printers"
 )
 
 // Related are the objects a description shows beside the object itself.

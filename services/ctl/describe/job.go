@@ -7,9 +7,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"skiff.dev/internal/printers"
 	batchv1 "skiff.dev/proto/batch/v1"
 	corev1 "skiff.dev/proto/core/v1"
-	"skiff.dev/services/ctl/printers"
 )
 
 // Job writes the description of a Job as kubectl's describeJob does,

@@ -5,10 +5,10 @@ import (
 	"slices"
 	"strings"
 
+	"skiff.dev/internal/printers"
 	"skiff.dev/internal/storageclass"
 	appsv1 "skiff.dev/proto/apps/v1"
 	corev1 "skiff.dev/proto/core/v1"
-	"skiff.dev/services/ctl/printers"
 )
 
 // statefulSet describes a StatefulSet as kubectl's StatefulSetDescriber

@@ -8,8 +8,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"skiff.dev/internal/printers"
 	corev1 "skiff.dev/proto/core/v1"
-	"skiff.dev/services/ctl/printers"
 )
 
 // PersistentVolume writes the description of a PersistentVolume as

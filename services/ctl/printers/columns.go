@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 
+	tables "skiff.dev/internal/printers"
 	"skiff.dev/services/ctl/printers/jsonpath"
 )
 
@@ -97,8 +98,8 @@ func ReadCustomColumns(r io.Reader) ([]Column, error) {
 // CustomColumnsTable is the table of trees (objects' JSON forms) in
 // cols: a cell joins its values with ',' (as Go prints them, maps too),
 // "<none>" when there are none.
-func CustomColumnsTable(cols []Column, trees []any) (Table, error) {
-	t := Table{}
+func CustomColumnsTable(cols []Column, trees []any) (tables.Table, error) {
+	t := tables.Table{}
 	for _, c := range cols {
 		t.Header = append(t.Header, c.Header)
 	}
@@ -107,7 +108,7 @@ func CustomColumnsTable(cols []Column, trees []any) (Table, error) {
 		for i, c := range cols {
 			results, err := c.Path.FindResults(tree)
 			if err != nil {
-				return Table{}, err
+				return tables.Table{}, err
 			}
 			var vals []string
 			for _, vs := range results {

@@ -3,6 +3,8 @@ package printers
 import (
 	"strings"
 	"testing"
+
+	tables "skiff.dev/internal/printers"
 )
 
 func tree(name string, replicas any, labels map[string]any, images ...string) any {
@@ -54,7 +56,7 @@ func TestCustomColumns(t *testing.T) {
 		t.Fatal(err)
 	}
 	var b strings.Builder
-	if err := PrintTable(&b, tb, false); err != nil {
+	if err := tables.PrintTable(&b, tb, false); err != nil {
 		t.Fatal(err)
 	}
 	want := "NAME   IMAGE                     REPLICAS   LABELS\n" +
