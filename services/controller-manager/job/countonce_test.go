@@ -171,3 +171,59 @@ func TestJobCountsAPodOnceWhenItsFinalizerRemovalIsSeenMidSync(t *testing.T) {
 		t.Errorf("status.succeeded %d; the Job has %d pods, %d of them succeeded; want 2, 2, 2", st.GetSucceeded(), pods, succeeded)
 	}
 }
+
+// TestJobCreatesNoMorePodsThanNeeded: pods that finish as soon as they
+// run never make the controller exceed parallelism (active pods, counted
+// on the pods' watch events, in the order the apiserver wrote them) nor
+// create more pods than completions.
+func TestJobCreatesNoMorePodsThanNeeded(t *testing.T) {
+	for _, tc := range []struct {
+		name                     string
+		completions, parallelism int32
+	}{
+		{"parallelism below completions", 30, 4},
+		{"parallelism above completions", 100, 500},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := start(t, exitWith(0), Options{})
+			var mu sync.Mutex
+			created, maxActive := 0, 0
+			active := map[string]bool{}
+			track := func(p *corev1.Pod, gone bool) {
+				if controllerutil.ControllerOf(p.GetMetadata()).GetName() != "many" {
+					return
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				uid := p.GetMetadata().GetUid()
+				if ph := p.GetStatus().GetPhase(); gone || ph == "Succeeded" || ph == "Failed" {
+					delete(active, uid)
+					return
+				}
+				active[uid] = true
+				maxActive = max(maxActive, len(active))
+			}
+			// Added before the Job exists: no pod of it is replayed.
+			c.Pods().AddHandler(informer.Handler[*corev1.Pod]{
+				OnAdd: func(p *corev1.Pod) {
+					mu.Lock()
+					if controllerutil.ControllerOf(p.GetMetadata()).GetName() == "many" {
+						created++
+					}
+					mu.Unlock()
+					track(p, false)
+				},
+				OnUpdate: func(_, p *corev1.Pod) { track(p, false) },
+				OnDelete: func(p *corev1.Pod) { track(p, true) },
+			})
+			c.create(newJob("many", tc.completions, tc.parallelism))
+			j := c.awaitCondition("many", "Complete")
+			mu.Lock()
+			defer mu.Unlock()
+			if st := j.GetStatus(); st.GetSucceeded() != tc.completions || created != int(tc.completions) || maxActive > int(min(tc.parallelism, tc.completions)) {
+				t.Errorf("status.succeeded %d, %d pods created, at most %d active at once; want %d, %d, at most %d",
+					st.GetSucceeded(), created, maxActive, tc.completions, tc.completions, min(tc.parallelism, tc.completions))
+			}
+		})
+	}
+}
