@@ -97,9 +97,16 @@ func (c *Config) Credentials() ([]grpc.DialOption, error) {
 	return append(opts, grpc.WithTransportCredentials(credentials.NewTLS(tc))), nil
 }
 
-// TLSConfig is the TLS configuration of cfg (not for Insecure).
+// GRPCProtocol is the ALPN protocol Skiff's gRPC clients offer before
+// h2: the apiserver's port serves gRPC and Kubernetes' HTTP API, and hands
+// a connection that negotiates this protocol to its native gRPC server
+// (any other gRPC client is served too, through its HTTP server, slower).
+const GRPCProtocol = "skiff-grpc"
+
+// TLSConfig is the TLS configuration of cfg (not for Insecure). It offers
+// GRPCProtocol, then h2 (added by gRPC's credentials).
 func (c *Config) TLSConfig() (*tls.Config, error) {
-	tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: c.ServerName, InsecureSkipVerify: c.InsecureSkipVerify}
+	tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: c.ServerName, InsecureSkipVerify: c.InsecureSkipVerify, NextProtos: []string{GRPCProtocol}}
 	ca := c.CAData
 	if ca == nil && c.CAFile != "" {
 		b, err := os.ReadFile(c.CAFile)

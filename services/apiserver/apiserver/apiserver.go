@@ -7,11 +7,14 @@ package apiserver
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -38,6 +41,7 @@ import (
 	"skiff.dev/services/apiserver/authz"
 	"skiff.dev/services/apiserver/encryption"
 	"skiff.dev/services/apiserver/flowcontrol"
+	"skiff.dev/services/apiserver/httpapi"
 	"skiff.dev/services/apiserver/registry"
 	"skiff.dev/services/apiserver/scheme"
 	"skiff.dev/services/apiserver/server"
@@ -186,6 +190,11 @@ type Server struct {
 	caches      []runner
 	counts      []func() (string, int)
 	grpc        *grpc.Server
+	methods     *server.Methods // the gRPC API's methods, for the HTTP API
+	http        *http.Server    // the HTTP API (package httpapi), on the same port
+	serverTLS   *tls.Config     // the port's (nil: plain text)
+	serving     atomic.Bool     // caches loaded, post-start hooks done: readyz
+	stopping    atomic.Bool     // shutting down: livez fails
 	health      *health.Server
 	logs        *logProxy // Pods.Logs, to the node agents
 	lis         net.Listener
@@ -297,7 +306,7 @@ func newServer(cfg Config, tr *tracing.Tracing) (*Server, error) {
 	chain := server.NewChain(s.routes, server.NewMetrics(reg), s.log)
 	chain.AccessLog = cfg.AccessLog
 	grpcMetrics := grpcmetrics.New(reg)
-	serverCreds, loopbackCreds, err := s.wireTLS()
+	serverTLS, loopbackCreds, err := s.wireTLS()
 	if err != nil {
 		s.closeEtcd()
 		return nil, err
@@ -307,7 +316,8 @@ func newServer(cfg Config, tr *tracing.Tracing) (*Server, error) {
 		return nil, err
 	}
 	opts := []grpc.ServerOption{
-		grpc.Creds(serverCreds),
+		// The port's Split has done the TLS handshake (httpapi.Split).
+		grpc.Creds(httpapi.Handshaken{}),
 		grpc.ForceServerCodecV2(server.NewCodec()),
 		grpc.ChainUnaryInterceptor(grpcMetrics.UnaryServerInterceptor(), chain.Unary),
 		grpc.ChainStreamInterceptor(grpcMetrics.StreamServerInterceptor(), chain.Stream),
@@ -321,7 +331,8 @@ func newServer(cfg Config, tr *tracing.Tracing) (*Server, error) {
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
 	}
 	s.grpc = grpc.NewServer(append(opts, s.tracing.ServerOptions()...)...)
-	s.install(s.grpc)
+	s.methods = server.NewMethods(chain)
+	s.install(s.methods.Registrar(s.grpc))
 	s.logs.dial = s.tracing.DialOptions()
 	if err := s.wireSecurity(chain); err != nil {
 		s.closeEtcd()
@@ -336,6 +347,21 @@ func newServer(cfg Config, tr *tracing.Tracing) (*Server, error) {
 	if s.lis, err = net.Listen("tcp", cfg.Listen); err != nil {
 		s.closeEtcd()
 		return nil, fmt.Errorf("listen %s: %w", cfg.Listen, err)
+	}
+	s.serverTLS = serverTLS
+	s.http = &http.Server{
+		Handler: httpapi.New(httpapi.Config{
+			GRPC:    s.grpc,
+			Methods: s.methods,
+			Version: version.Info{GitVersion: cfg.GitVersion, GitCommit: cfg.GitCommit, GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH},
+			Ready:   s.serving.Load,
+			Live:    func() bool { return !s.stopping.Load() },
+			Log:     s.log,
+		}),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       90 * time.Second,
+		MaxHeaderBytes:    1 << 20,
+		ErrorLog:          zap.NewStdLog(s.log.Named("http")),
 	}
 	if cfg.MetricsListen != "" {
 		if s.metricsL, err = net.Listen("tcp", cfg.MetricsListen); err != nil {
@@ -405,9 +431,18 @@ func (s *Server) Run(ctx context.Context) error {
 	s.measure(ctx) // the size metrics exist from the first scrape
 	wg.Add(1)
 	go func() { defer wg.Done(); s.maintain(runCtx) }()
-	errc := make(chan error, 2)
-	go func() { errc <- s.grpc.Serve(s.lis) }()
-	go func() { _ = s.grpc.Serve(s.loopbackLis) }()
+	errc := make(chan error, 3)
+	// One port, two protocols (httpapi.Split); the loopback's connections
+	// are all gRPC.
+	grpcL, httpL := httpapi.Split(s.lis, s.serverTLS, s.log)
+	loopL, _ := httpapi.Split(s.loopbackLis, s.serverTLS, s.log)
+	go func() { errc <- s.grpc.Serve(grpcL) }()
+	go func() { _ = s.grpc.Serve(loopL) }()
+	go func() {
+		if err := s.http.Serve(httpL); err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) {
+			errc <- err
+		}
+	}()
 	hooksCtx, stopHooks := context.WithCancel(runCtx)
 	defer stopHooks()
 	for _, h := range s.postStart {
@@ -430,6 +465,7 @@ func (s *Server) Run(ctx context.Context) error {
 		}()
 	}
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	s.serving.Store(true)
 	s.log.Info("apiserver serving", zap.String("grpc", s.Addr()), zap.String("metrics", s.MetricsAddr()), zap.String("etcd", s.EtcdEndpoint()), zap.Int("kinds", len(s.scheme.Kinds())))
 
 	var err error
@@ -439,6 +475,8 @@ func (s *Server) Run(ctx context.Context) error {
 		s.log.Error("server failed", zap.Error(err))
 	}
 	s.log.Info("apiserver shutting down")
+	s.stopping.Store(true)
+	s.serving.Store(false)
 	s.health.Shutdown()
 	stopCaches() // ends every watch with a ServiceUnavailable status
 	done := make(chan struct{})
@@ -450,6 +488,11 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	s.logs.close()
 	_ = s.loopback.Close()
+	{
+		hctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_ = s.http.Shutdown(hctx)
+		cancel()
+	}
 	if s.metrics != nil {
 		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		_ = s.metrics.Shutdown(sctx)

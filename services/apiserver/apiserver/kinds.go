@@ -31,7 +31,7 @@ var standardVerbs = []string{"create", "get", "list", "update", "delete", "watch
 // install registers every kind and its gRPC service on srv, their Lists
 // sent as the endpoints encode them (server.EncodedLists), then what
 // needs several kinds: the pod log proxy and the resource metrics API.
-func (s *Server) install(srv *grpc.Server) {
+func (s *Server) install(srv grpc.ServiceRegistrar) {
 	g := server.EncodedLists(srv)
 	s.installKinds(g)
 	s.logs = newLogProxy(registryOf[*corev1.Pod](s, kinds.MustGet("", "v1", "Pod")), registryOf[*corev1.Node](s, kinds.MustGet("", "v1", "Node")))

@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"slices"
 	"time"
@@ -20,12 +21,12 @@ import (
 	"skiff.dev/services/apiserver/server"
 )
 
-// wireTLS returns the credentials the gRPC server serves with and those of
-// the loopback client (which must trust the server's certificate). With
-// cfg.Authn off both are plain text.
-func (s *Server) wireTLS() (serverCreds, loopbackCreds credentials.TransportCredentials, err error) {
+// wireTLS returns the TLS configuration the server's port serves with
+// (nil with cfg.Authn off: plain text) and the loopback client's
+// credentials (which must trust the server's certificate).
+func (s *Server) wireTLS() (serverTLS *tls.Config, loopbackCreds credentials.TransportCredentials, err error) {
 	if !s.cfg.Authn.Enabled {
-		return insecure.NewCredentials(), insecure.NewCredentials(), nil
+		return nil, insecure.NewCredentials(), nil
 	}
 	m, err := s.inClusterNames(s.cfg.Authn).Material(s.cfg.DataDir, s.now())
 	if err != nil {
@@ -35,7 +36,9 @@ func (s *Server) wireTLS() (serverCreds, loopbackCreds credentials.TransportCred
 	if m.CA != nil {
 		s.log.Info("TLS material", zap.String("pki", s.cfg.Authn.PKIDirIn(s.cfg.DataDir)), zap.Strings("servingNames", m.ServingNames()))
 	}
-	return credentials.NewTLS(m.ServerTLS()), credentials.NewTLS(m.LoopbackTLS()), nil
+	loop := m.LoopbackTLS()
+	loop.NextProtos = []string{client.GRPCProtocol}
+	return m.ServerTLS(), credentials.NewTLS(loop), nil
 }
 
 // inClusterNames adds to the serving certificate the apiserver issues

@@ -46,13 +46,14 @@ var bootstrapPolicy = []bootstrapRole{
 			{read, "metrics.k8s.io", "pods nodes"},
 		}},
 
-	// Every authenticated user may discover the API and use reflection;
-	// everyone may ask the version (health checks pass without
-	// authorization anyway).
+	// Every authenticated user may discover the API (gRPC discovery and
+	// reflection; the HTTP API's discovery and OpenAPI documents, as
+	// Kubernetes' system:discovery); everyone may ask the version (health
+	// checks pass without authorization anyway).
 	{name: "system:discovery", groups: user.AllAuthenticated,
-		paths: "/skiff.discovery.v1.Discovery/* /grpc.reflection.*"},
+		paths: "/skiff.discovery.v1.Discovery/* /grpc.reflection.* /api /api/* /apis /apis/* /openapi /openapi/* /version /version/"},
 	{name: "system:public-info-viewer", groups: user.AllAuthenticated + " " + user.AllUnauthenticated,
-		paths: "/skiff.discovery.v1.Discovery/Version /grpc.health.v1.Health/*"},
+		paths: "/skiff.discovery.v1.Discovery/Version /grpc.health.v1.Health/* /version /version/ /healthz /livez /readyz"},
 
 	// services/scheduler: pods, nodes and namespaces (InterPodAffinity's
 	// namespaceSelector) informers, Pods.Bind, the

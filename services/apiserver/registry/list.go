@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"skiff.dev/internal/apierrors"
+	"skiff.dev/internal/field"
 	"skiff.dev/internal/fields"
 	"skiff.dev/internal/labels"
 	"skiff.dev/internal/object"
@@ -120,11 +121,14 @@ func (r *Registry[T]) List(ctx context.Context, opts *metav1.ListOptions) (*List
 	if opts.GetLimit() < 0 {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("limit %d: must be 0 (no limit) or more", opts.GetLimit()))
 	}
+	if err := validateListOptions(opts, false); err != nil {
+		return nil, err
+	}
 	rv, err := storage.ParseRV(opts.GetResourceVersion())
 	if err != nil {
 		return nil, err
 	}
-	if opts.GetLimit() > 0 || opts.GetContinue() != "" {
+	if opts.GetLimit() > 0 || opts.GetContinue() != "" || opts.GetResourceVersionMatch() == MatchExact {
 		return r.listPaged(ctx, prefix, pred, opts, rv)
 	}
 	if err := r.waitFresh(ctx, opts.GetResourceVersion(), rv); err != nil {
@@ -170,7 +174,7 @@ func (r *Registry[T]) listPaged(ctx context.Context, prefix string, pred watchca
 			return nil, err
 		}
 		start, rev = t.Start, t.Rev
-	} else if opts.GetResourceVersion() != "" && opts.GetResourceVersion() != "0" {
+	} else if opts.GetResourceVersion() != "" && opts.GetResourceVersion() != "0" && opts.GetResourceVersionMatch() != MatchNotOlderThan {
 		rev = rv // an exact revision was asked for
 	}
 	var snap watchcache.Snapshot[T]
@@ -234,9 +238,67 @@ func (r *Registry[T]) Watch(ctx context.Context, opts *metav1.ListOptions) (*wat
 	if err != nil {
 		return nil, err
 	}
+	if err := validateListOptions(opts, true); err != nil {
+		return nil, err
+	}
 	rv, err := storage.ParseRV(opts.GetResourceVersion())
 	if err != nil {
 		return nil, err
 	}
+	if opts.SendInitialEvents != nil {
+		// The state at least as new as the resourceVersion ("": a
+		// consistent read; "0": any) as ADDED events, or none of it.
+		if err := r.waitFresh(ctx, opts.GetResourceVersion(), rv); err != nil {
+			return nil, err
+		}
+		rv = 0
+		if !opts.GetSendInitialEvents() {
+			rv = r.cache.Revision()
+		}
+	}
 	return r.cache.Watch(ctx, rv, prefix, pred, opts.GetAllowWatchBookmarks())
+}
+
+// Kubernetes' resourceVersionMatch values.
+const (
+	MatchNotOlderThan = "NotOlderThan"
+	MatchExact        = "Exact"
+)
+
+// validateListOptions checks resourceVersionMatch and sendInitialEvents
+// as Kubernetes' ValidateListOptions does, in its words.
+func validateListOptions(opts *metav1.ListOptions, watch bool) error {
+	var errs field.ErrorList
+	match := opts.GetResourceVersionMatch()
+	matchPath := field.NewPath("resourceVersionMatch")
+	if opts.SendInitialEvents != nil {
+		switch {
+		case !watch:
+			errs = append(errs, field.Forbidden(field.NewPath("sendInitialEvents"), "sendInitialEvents is forbidden for list"))
+		default:
+			if !opts.GetAllowWatchBookmarks() {
+				errs = append(errs, field.Forbidden(field.NewPath("allowWatchBookmarks"), "allowWatchBookmarks must be set to true when sendInitialEvents is set"))
+			}
+			if match != MatchNotOlderThan {
+				errs = append(errs, field.Forbidden(matchPath, "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"))
+			}
+		}
+	} else if match != "" {
+		switch {
+		case watch:
+			errs = append(errs, field.Forbidden(matchPath, "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"))
+		case match != MatchNotOlderThan && match != MatchExact:
+			errs = append(errs, field.NotSupported(matchPath, match, []string{MatchExact, MatchNotOlderThan}))
+		case opts.GetResourceVersion() == "":
+			errs = append(errs, field.Forbidden(matchPath, "resourceVersionMatch is forbidden unless resourceVersion is provided"))
+		case opts.GetContinue() != "":
+			errs = append(errs, field.Forbidden(matchPath, "resourceVersionMatch is forbidden when continue is provided"))
+		case match == MatchExact && opts.GetResourceVersion() == "0":
+			errs = append(errs, field.Forbidden(matchPath, `resourceVersionMatch "exact" is forbidden for resourceVersion "0"`))
+		}
+	}
+	if len(errs) > 0 {
+		return apierrors.NewInvalid("ListOptions", "", errs)
+	}
+	return nil
 }

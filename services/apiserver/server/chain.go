@@ -145,12 +145,19 @@ func (rs Routes) Add(service, group, resource string, namespaced bool) {
 		"UpdateStatus": {resource: resource, subresource: "status", verb: "update", metricVerb: "PUT"},
 		"Delete":       {resource: resource, verb: "delete", metricVerb: "DELETE"},
 		"Watch":        {resource: resource, verb: "watch", metricVerb: "WATCH"},
-		"Bind":         {resource: resource, subresource: "binding", verb: "create", metricVerb: "POST"},
-		"GetScale":     {resource: resource, subresource: "scale", verb: "get", metricVerb: "GET"},
-		"UpdateScale":  {resource: resource, subresource: "scale", verb: "update", metricVerb: "PUT"},
-		"Logs":         {resource: resource, subresource: "log", verb: "get", metricVerb: "CONNECT"},
-		"CreateToken":  {resource: resource, subresource: "token", verb: "create", metricVerb: "POST"},
-		"Evict":        {resource: resource, subresource: "eviction", verb: "create", metricVerb: "POST"},
+		// The HTTP API's verbs that are no one method (Methods.Admit): a
+		// PATCH (a get and an update) and a DELETECOLLECTION (a list and
+		// deletes), each authorized once under its own verb, as Kubernetes'.
+		"Patch":            {resource: resource, verb: "patch", metricVerb: "PATCH"},
+		"PatchStatus":      {resource: resource, subresource: "status", verb: "patch", metricVerb: "PATCH"},
+		"PatchScale":       {resource: resource, subresource: "scale", verb: "patch", metricVerb: "PATCH"},
+		"DeleteCollection": {resource: resource, verb: "deletecollection", metricVerb: "DELETE"},
+		"Bind":             {resource: resource, subresource: "binding", verb: "create", metricVerb: "POST"},
+		"GetScale":         {resource: resource, subresource: "scale", verb: "get", metricVerb: "GET"},
+		"UpdateScale":      {resource: resource, subresource: "scale", verb: "update", metricVerb: "PUT"},
+		"Logs":             {resource: resource, subresource: "log", verb: "get", metricVerb: "CONNECT"},
+		"CreateToken":      {resource: resource, subresource: "token", verb: "create", metricVerb: "POST"},
+		"Evict":            {resource: resource, subresource: "eviction", verb: "create", metricVerb: "POST"},
 		// Kubernetes' PUT (and PATCH, also authorized as update) of a pod's ephemeral containers.
 		"UpdateEphemeralContainers": {resource: resource, subresource: "ephemeralcontainers", verb: "update", metricVerb: "PUT"},
 		// The acting subresources, create on each as Kubernetes' POST.

@@ -242,6 +242,16 @@ func (ep *Endpoint[E, S, L, W]) Watch(opts *metav1.ListOptions, stream grpc.Serv
 		return err
 	}
 	w.Initial = nil
+	if opts.GetSendInitialEvents() {
+		// The end of the initial state, as Kubernetes marks it.
+		obj, err := ep.bookmark(w.InitialRev, InitialEventsEndAnnotation)
+		if err != nil {
+			return apierrors.NewInternal(err)
+		}
+		if err := stream.SendMsg(rawBatch{frameEvent(watchcache.Bookmark, obj)}); err != nil {
+			return err
+		}
+	}
 	// The watch cache publishes events in batches, at most one per batch
 	// interval; each is sent as it comes, in messages this watcher shares
 	// with every other watcher of the same namespace and version when it
@@ -320,7 +330,7 @@ func (ep *Endpoint[E, S, L, W]) endOfWatch(ctx context.Context, opts *metav1.Lis
 // version and type, shared by every watcher.
 func (ep *Endpoint[E, S, L, W]) event(d watchcache.Delivery[S]) ([]byte, error) {
 	if d.Type == watchcache.Bookmark {
-		obj, err := ep.bookmark(d.Rev)
+		obj, err := ep.bookmark(d.Rev, "")
 		if err != nil {
 			return nil, apierrors.NewInternal(err)
 		}
@@ -362,10 +372,20 @@ func (ep *Endpoint[E, S, L, W]) encode(s S) ([]byte, error) {
 	return proto.Marshal(e)
 }
 
-func (ep *Endpoint[E, S, L, W]) bookmark(rev int64) ([]byte, error) {
+// InitialEventsEndAnnotation marks the BOOKMARK that ends a watch's
+// initial state (sendInitialEvents), as Kubernetes'.
+const InitialEventsEndAnnotation = "k8s.io/initial-events-end"
+
+// bookmark is a BOOKMARK event's object at rev, annotated with
+// annotation: "true" when annotation is given.
+func (ep *Endpoint[E, S, L, W]) bookmark(rev int64, annotation string) ([]byte, error) {
 	e := ep.newObj()
 	k := ep.ver.Kind
 	object.SetTypeMeta(e, k.GVK.GroupVersion.String(), k.GVK.Kind)
-	object.Meta(e).ResourceVersion = strconv.FormatInt(rev, 10)
+	meta := object.Meta(e)
+	meta.ResourceVersion = strconv.FormatInt(rev, 10)
+	if annotation != "" {
+		meta.Annotations = map[string]string{annotation: "true"}
+	}
 	return proto.Marshal(e)
 }

@@ -37,6 +37,8 @@ type Watcher[T object.Object] struct {
 	// ADDED events (watch from 0). A watch from a revision starts with the
 	// window's events after it instead, read like any others.
 	Initial []Delivery[T]
+	// InitialRev is the revision of the state Initial holds (watch from 0).
+	InitialRev int64
 }
 
 // Done is closed when the cache ends the watch (shutdown, relist, too slow).
@@ -257,6 +259,7 @@ func (c *Cache[T]) Watch(ctx context.Context, rev int64, prefix string, pred Pre
 	w.bookmark = c.progressRev
 	w.start = c.next
 	if rev == 0 {
+		w.InitialRev = c.rev
 		c.ascendPrefix(prefix, func(e *Entry[T]) bool {
 			if pred == nil || pred(e) {
 				w.Initial = append(w.Initial, Delivery[T]{Type: Added, Event: &Event[T]{Type: Added, Rev: e.Rev, Cur: e}})

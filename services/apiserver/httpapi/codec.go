@@ -1,0 +1,97 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"mime"
+	"net/http"
+	"strings"
+
+	"google.golang.org/protobuf/proto"
+
+	"skiff.dev/internal/apierrors"
+	"skiff.dev/internal/manifest"
+)
+
+// The wire shape of the HTTP API is Kubernetes' JSON, by the codec skiffctl
+// uses for manifests (internal/manifest): field names, quantities,
+// int-or-string, RFC 3339 times, base64 bytes, empty fields omitted.
+
+// fieldValidation is the fieldValidation query parameter: Strict refuses
+// unknown and duplicate fields, Warn (the default, as Kubernetes') drops
+// them with a warning, Ignore drops them silently.
+type fieldValidation string
+
+const (
+	validationStrict fieldValidation = "Strict"
+	validationWarn   fieldValidation = "Warn"
+	validationIgnore fieldValidation = "Ignore"
+)
+
+func parseFieldValidation(r *http.Request) (fieldValidation, error) {
+	switch v := fieldValidation(r.URL.Query().Get("fieldValidation")); v {
+	case "":
+		return validationWarn, nil
+	case validationStrict, validationWarn, validationIgnore:
+		return v, nil
+	default:
+		return "", apierrors.NewBadRequest(fmt.Sprintf("fieldValidation: invalid value %q: supported values are \"Ignore\", \"Warn\", \"Strict\"", v))
+	}
+}
+
+// encodeJSON is msg in Kubernetes' JSON.
+func encodeJSON(msg proto.Message) []byte {
+	b, err := json.Marshal(manifest.Encode(msg))
+	if err != nil {
+		// The tree holds only strings, numbers, booleans, maps and lists.
+		panic(err)
+	}
+	return b
+}
+
+// decodeBody decodes a request body into msg. warnings are what Warn
+// validation dropped, each to go in a Warning header.
+func decodeBody(r *http.Request, body []byte, msg proto.Message, v fieldValidation) (warnings []string, err error) {
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		mt, _, _ := mime.ParseMediaType(ct)
+		if mt != "application/json" && mt != "application/yaml" && mt != "*/*" {
+			return nil, unsupportedMediaType(mt)
+		}
+	}
+	tree, err := manifest.ParseYAML(body)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml: %v", err))
+	}
+	obj, ok := tree.(map[string]any)
+	if !ok {
+		return nil, apierrors.NewBadRequest("the body of the request is not a JSON object")
+	}
+	err = manifest.Decode(obj, msg, manifest.DecodeOptions{AllowUnknown: v != validationStrict})
+	return nil, decodeError(msg, err)
+}
+
+// decodeError is the API error of a body the codec refused: a 400 naming
+// every field at fault, as Kubernetes' strict decoding error does
+// (`strict decoding error: unknown field "spec.foo"`).
+func decodeError(msg proto.Message, err error) error {
+	if err == nil {
+		return nil
+	}
+	var errs manifest.Errors
+	if !errors.As(err, &errs) {
+		return apierrors.NewBadRequest(err.Error())
+	}
+	msgs := make([]string, 0, len(errs))
+	for _, e := range errs {
+		msgs = append(msgs, e.Error())
+	}
+	return apierrors.NewBadRequest("strict decoding error: " + strings.Join(msgs, ", "))
+}
+
+func unsupportedMediaType(mt string) error {
+	se := apierrors.NewBadRequest(fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml (got %s)", mt))
+	se.Status.Reason = "UnsupportedMediaType"
+	se.Status.Code = http.StatusUnsupportedMediaType
+	return se
+}

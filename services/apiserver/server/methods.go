@@ -1,0 +1,224 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/proto"
+)
+
+// Methods knows every method registered through its Registrar, to call it
+// in-process: the HTTP API (package httpapi) serves Kubernetes' REST
+// requests by calling the same methods, through the same chain
+// (authentication, fairness, authorization, audit, metrics), as a gRPC
+// client's call does.
+type Methods struct {
+	chain  *Chain
+	mu     sync.RWMutex
+	unary  map[string]unaryMethod
+	stream map[string]streamMethod
+}
+
+type unaryMethod struct {
+	srv     any
+	handler grpc.MethodHandler
+}
+
+type streamMethod struct {
+	srv  any
+	desc grpc.StreamDesc
+}
+
+// NewMethods returns an empty table whose calls pass chain.
+func NewMethods(chain *Chain) *Methods {
+	return &Methods{chain: chain, unary: map[string]unaryMethod{}, stream: map[string]streamMethod{}}
+}
+
+// Registrar records the services registered on r (after EncodedLists'
+// changes, when it wraps r) and registers them on r.
+func (m *Methods) Registrar(r grpc.ServiceRegistrar) grpc.ServiceRegistrar {
+	return recording{ServiceRegistrar: r, m: m}
+}
+
+type recording struct {
+	grpc.ServiceRegistrar
+	m *Methods
+}
+
+func (r recording) RegisterService(desc *grpc.ServiceDesc, impl any) {
+	r.m.mu.Lock()
+	for _, md := range desc.Methods {
+		r.m.unary["/"+desc.ServiceName+"/"+md.MethodName] = unaryMethod{srv: impl, handler: md.Handler}
+	}
+	for _, sd := range desc.Streams {
+		r.m.stream["/"+desc.ServiceName+"/"+sd.StreamName] = streamMethod{srv: impl, desc: sd}
+	}
+	r.m.mu.Unlock()
+	r.ServiceRegistrar.RegisterService(desc, impl)
+}
+
+// Has says whether the unary or streaming method exists.
+func (m *Methods) Has(fullMethod string) bool {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	_, u := m.unary[fullMethod]
+	_, s := m.stream[fullMethod]
+	return u || s
+}
+
+func (m *Methods) unaryOf(fullMethod string) (unaryMethod, error) {
+	m.mu.RLock()
+	um, ok := m.unary[fullMethod]
+	m.mu.RUnlock()
+	if !ok {
+		return um, fmt.Errorf("no method %s", fullMethod)
+	}
+	return um, nil
+}
+
+// Call calls a unary method with req through the chain and returns its
+// answer (a List's encoded answer decoded into resp's type when resp is
+// given: pass the method's response message). ctx carries what the chain
+// authenticates by: the peer (TLS state) and incoming metadata
+// (authorization, x-request-id).
+func (m *Methods) Call(ctx context.Context, fullMethod string, req, resp proto.Message) (proto.Message, error) {
+	um, err := m.unaryOf(fullMethod)
+	if err != nil {
+		return nil, err
+	}
+	out, err := um.handler(um.srv, ctx, merging(req), m.chain.Unary)
+	return answer(out, err, resp)
+}
+
+// CallDirect calls a unary method's handler without the chain, for a
+// request the chain has already admitted as a whole (an HTTP PATCH is a
+// get and an update of its own, authorized once as patch).
+func (m *Methods) CallDirect(ctx context.Context, fullMethod string, req, resp proto.Message) (proto.Message, error) {
+	um, err := m.unaryOf(fullMethod)
+	if err != nil {
+		return nil, err
+	}
+	out, err := um.handler(um.srv, ctx, merging(req), nil)
+	return answer(out, toStatus(err), resp)
+}
+
+// Admit runs a request that is not one method (an HTTP PATCH,
+// DELETECOLLECTION, a discovery document) through the chain as
+// fullMethod: its route (Routes) names its resource and verb, req its
+// namespace and name. handler does the work, with CallDirect.
+func (m *Methods) Admit(ctx context.Context, fullMethod string, req any, handler func(ctx context.Context) (proto.Message, error)) (proto.Message, error) {
+	out, err := m.chain.Unary(ctx, req, &grpc.UnaryServerInfo{FullMethod: fullMethod}, func(ctx context.Context, _ any) (any, error) {
+		return handler(ctx)
+	})
+	if err != nil {
+		return nil, err
+	}
+	msg, _ := out.(proto.Message)
+	return msg, nil
+}
+
+func merging(req proto.Message) func(any) error {
+	return func(v any) error {
+		proto.Merge(v.(proto.Message), req)
+		return nil
+	}
+}
+
+func answer(out any, err error, resp proto.Message) (proto.Message, error) {
+	if err != nil {
+		return nil, err
+	}
+	switch v := out.(type) {
+	case *encodedList:
+		if resp == nil {
+			return v.Message()
+		}
+		if err := v.unmarshal(resp); err != nil {
+			return nil, err
+		}
+		return resp, nil
+	case proto.Message:
+		return v, nil
+	}
+	return nil, fmt.Errorf("method answered %T", out)
+}
+
+// Stream calls a server-streaming method with req through the chain.
+// established runs once the handler answers (its header or first
+// message); send gets each message's encoding (a watch's messages are
+// shared encodings: decode them as metav1.WatchResponse or the kind's
+// watch response).
+func (m *Methods) Stream(ctx context.Context, fullMethod string, req proto.Message, established func(), send func([]byte) error) error {
+	m.mu.RLock()
+	sm, ok := m.stream[fullMethod]
+	m.mu.RUnlock()
+	if !ok {
+		return fmt.Errorf("no method %s", fullMethod)
+	}
+	ss := &callStream{ctx: ctx, req: req, established: established, send: send}
+	info := &grpc.StreamServerInfo{FullMethod: fullMethod, IsClientStream: sm.desc.ClientStreams, IsServerStream: sm.desc.ServerStreams}
+	return m.chain.Stream(sm.srv, ss, info, sm.desc.Handler)
+}
+
+// callStream is an in-process server stream: its one request is req.
+type callStream struct {
+	ctx         context.Context
+	req         proto.Message
+	received    bool
+	established func()
+	answered    bool
+	send        func([]byte) error
+}
+
+func (s *callStream) answer() {
+	if !s.answered {
+		s.answered = true
+		if s.established != nil {
+			s.established()
+		}
+	}
+}
+
+func (s *callStream) SetHeader(metadata.MD) error  { return nil }
+func (s *callStream) SendHeader(metadata.MD) error { s.answer(); return nil }
+func (s *callStream) SetTrailer(metadata.MD)       {}
+func (s *callStream) Context() context.Context     { return s.ctx }
+
+func (s *callStream) SendMsg(v any) error {
+	s.answer()
+	var b []byte
+	switch v := v.(type) {
+	case rawBatch:
+		for _, p := range v {
+			b = append(b, p...)
+		}
+	case proto.Message:
+		var err error
+		if b, err = proto.Marshal(v); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("stream sent %T", v)
+	}
+	return s.send(b)
+}
+
+func (s *callStream) RecvMsg(v any) error {
+	if s.received {
+		return io.EOF
+	}
+	s.received = true
+	switch t := v.(type) {
+	case *decodeTarget:
+		proto.Merge(t.msg, s.req)
+	case proto.Message:
+		proto.Merge(t, s.req)
+	default:
+		return fmt.Errorf("stream received into %T", v)
+	}
+	return nil
+}
