@@ -1,22 +1,27 @@
 package printers
 
 import (
-	"strconv"
 	"time"
 
 	"skiff.dev/internal/object"
 	schedulingv1 "skiff.dev/proto/scheduling/v1"
 )
 
-// priorityClassColumns are kubectl's columns of a PriorityClass.
-var priorityClassColumns = columns{[]string{"NAME", "VALUE", "GLOBAL-DEFAULT", "AGE", "PREEMPTIONPOLICY"}, nil, priorityClassRow}
+// priorityClassTable: VALUE is an integer and GLOBAL-DEFAULT a boolean,
+// as Kubernetes has them; PREEMPTIONPOLICY is not an -o wide column there.
+var priorityClassTable = kindTable{[]Column{
+	nameColumn,
+	typed("integer", column("Value", doc("scheduling/v1.PriorityClass", "value"))),
+	typed("boolean", column("Global-Default", doc("scheduling/v1.PriorityClass", "globalDefault"))),
+	ageColumn,
+	column("PreemptionPolicy", doc("scheduling/v1.PriorityClass", "preemptionPolicy")),
+}, priorityClassCells}
 
-func priorityClassRow(obj object.Object, now time.Time) ([]string, []string) {
+func priorityClassCells(obj object.Object, now time.Time) []any {
 	pc := obj.(*schedulingv1.PriorityClass)
 	policy := "PreemptLowerPriority"
 	if pc.PreemptionPolicy != nil {
 		policy = pc.GetPreemptionPolicy()
 	}
-	return []string{pc.GetMetadata().GetName(), strconv.Itoa(int(pc.GetValue())), strconv.FormatBool(pc.GetGlobalDefault()),
-		Age(pc.GetMetadata().GetCreationTimestamp(), now), policy}, nil
+	return []any{pc.GetMetadata().GetName(), int64(pc.GetValue()), pc.GetGlobalDefault(), Age(pc.GetMetadata().GetCreationTimestamp(), now), policy}
 }

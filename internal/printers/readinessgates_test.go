@@ -1,7 +1,6 @@
 package printers
 
 import (
-	"strings"
 	"testing"
 
 	corev1 "skiff.dev/proto/core/v1"
@@ -26,12 +25,12 @@ func TestReadinessGatesColumn(t *testing.T) {
 		{gated(&corev1.PodCondition{Type: "example.com/lb", Status: "True"}, &corev1.PodCondition{Type: "example.com/dns", Status: "False"}), "1/2"},
 		{gated(&corev1.PodCondition{Type: "example.com/lb", Status: "True"}, &corev1.PodCondition{Type: "example.com/dns", Status: "True"}), "2/2"},
 	} {
-		_, wide := podRow(tc.pod, now)
-		if got := wide[len(wide)-1]; got != tc.want {
+		row := Row(tc.pod, Options{Wide: true, Now: now})
+		if got := row[len(row)-1]; got != tc.want {
 			t.Errorf("conditions %v: READINESS GATES %q, want %q", tc.pod.GetStatus().GetConditions(), got, tc.want)
 		}
 	}
-	if cols := columnsFor(&corev1.Pod{}); !strings.Contains(strings.Join(cols.wide, ","), "READINESS GATES") {
-		t.Errorf("wide columns %v", cols.wide)
+	if h := Header(&corev1.Pod{}, Options{Wide: true}); h[len(h)-1] != "READINESS GATES" {
+		t.Errorf("wide columns %v", h)
 	}
 }

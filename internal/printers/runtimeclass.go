@@ -7,10 +7,8 @@ import (
 	nodev1 "skiff.dev/proto/node/v1"
 )
 
-// runtimeClassColumns are kubectl's columns of a RuntimeClass.
-var runtimeClassColumns = columns{[]string{"NAME", "HANDLER", "AGE"}, nil, runtimeClassRow}
-
-func runtimeClassRow(obj object.Object, now time.Time) ([]string, []string) {
+// runtimeClassTable are kubectl's columns of a RuntimeClass.
+var runtimeClassTable = kindTable{[]Column{nameColumn, column("Handler", doc("node/v1.RuntimeClass", "handler")), ageColumn}, func(obj object.Object, now time.Time) []any {
 	rc := obj.(*nodev1.RuntimeClass)
-	return []string{rc.GetMetadata().GetName(), rc.GetHandler(), Age(rc.GetMetadata().GetCreationTimestamp(), now)}, nil
-}
+	return []any{rc.GetMetadata().GetName(), rc.GetHandler(), Age(rc.GetMetadata().GetCreationTimestamp(), now)}
+}}

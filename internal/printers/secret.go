@@ -1,17 +1,23 @@
 package printers
 
 import (
-	"strconv"
 	"time"
 
 	"skiff.dev/internal/object"
 	corev1 "skiff.dev/proto/core/v1"
 )
 
-// secretRow: NAME TYPE DATA AGE, as kubectl; DATA counts the keys, never
-// shows a value.
-func secretRow(obj object.Object, now time.Time) ([]string, []string) {
+// secretTable: NAME TYPE DATA AGE, as kubectl; DATA counts the keys (an
+// integer in a string column, as in Kubernetes), never shows a value.
+var secretTable = kindTable{[]Column{
+	nameColumn,
+	column("Type", doc("core/v1.Secret", "type")),
+	column("Data", doc("core/v1.Secret", "data")),
+	ageColumn,
+}, secretCells}
+
+func secretCells(obj object.Object, now time.Time) []any {
 	s := obj.(*corev1.Secret)
 	m := s.GetMetadata()
-	return []string{m.GetName(), s.GetType(), strconv.Itoa(len(s.GetData())), Age(m.GetCreationTimestamp(), now)}, nil
+	return []any{m.GetName(), s.GetType(), int64(len(s.GetData())), Age(m.GetCreationTimestamp(), now)}
 }

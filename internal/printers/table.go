@@ -42,75 +42,14 @@ type Table struct {
 	Rows   [][]string
 }
 
-// columns of one kind: the normal ones, then the -o wide ones.
-type columns struct {
-	normal, wide []string
-	row          func(obj object.Object, now time.Time) (normal, wide []string)
-}
-
-func columnsFor(obj object.Object) columns {
-	if c, ok := ownColumns(obj); ok {
-		return c
-	}
-	return columns{[]string{"NAME", "AGE"}, nil, func(obj object.Object, now time.Time) ([]string, []string) {
-		m := obj.GetMetadata()
-		return []string{m.GetName(), Age(m.GetCreationTimestamp(), now)}, nil
-	}}
-}
-
-// HasColumns says whether skiffctl has table columns of obj's kind (as
-// kubectl's), not only NAME and AGE (the conformance test requires them
-// of every kind).
-func HasColumns(obj object.Object) bool {
-	_, ok := ownColumns(obj)
-	return ok
-}
-
-// ownColumns are the columns of obj's kind, if it has its own.
-func ownColumns(obj object.Object) (columns, bool) {
-	switch obj.(type) {
-	case *corev1.Pod:
-		return columns{[]string{"NAME", "READY", "STATUS", "RESTARTS", "AGE"}, []string{"IP", "NODE", "NOMINATED NODE", "READINESS GATES"}, podRow}, true
-	case *appsv1.Deployment, *appsv1beta1.Deployment:
-		return columns{[]string{"NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE"}, []string{"CONTAINERS", "IMAGES", "SELECTOR"}, deploymentRow}, true
-	case *appsv1.ReplicaSet:
-		return columns{[]string{"NAME", "DESIRED", "CURRENT", "READY", "AGE"}, []string{"CONTAINERS", "IMAGES", "SELECTOR"}, replicaSetRow}, true
-	case *corev1.Node:
-		return columns{[]string{"NAME", "STATUS", "ROLES", "AGE", "VERSION"}, []string{"INTERNAL-IP", "EXTERNAL-IP", "OS-IMAGE", "KERNEL-VERSION", "CONTAINER-RUNTIME"}, nodeRow}, true
-	case *corev1.Namespace:
-		return columns{[]string{"NAME", "STATUS", "AGE"}, nil, namespaceRow}, true
-	case *corev1.Event:
-		return columns{[]string{"LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"}, []string{"SOURCE", "FIRST SEEN", "COUNT", "NAME"}, eventRow}, true
-	case *coordinationv1.Lease:
-		return columns{[]string{"NAME", "HOLDER", "AGE"}, nil, leaseRow}, true
-	case *corev1.ConfigMap:
-		return columns{[]string{"NAME", "DATA", "AGE"}, nil, configMapRow}, true
-	case *corev1.Secret:
-		return columns{[]string{"NAME", "TYPE", "DATA", "AGE"}, nil, secretRow}, true
-	case *corev1.ResourceQuota:
-		return columns{[]string{"NAME", "AGE", "REQUEST", "LIMIT"}, nil, resourceQuotaRow}, true
-	case *rbacv1.RoleBinding, *rbacv1.ClusterRoleBinding:
-		return columns{[]string{"NAME", "ROLE", "AGE"}, []string{"USERS", "GROUPS", "SERVICEACCOUNTS"}, bindingRow}, true
-	case *admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfiguration:
-		return columns{[]string{"NAME", "WEBHOOKS", "AGE"}, nil, webhookConfigurationRow}, true
-	case *corev1.ServiceAccount:
-		return columns{[]string{"NAME", "SECRETS", "AGE"}, nil, serviceAccountRow}, true
-	case *corev1.Service:
-		return columns{[]string{"NAME", "TYPE", "CLUSTER-IP", "EXTERNAL-IP", "PORT(S)", "AGE"}, []string{"SELECTOR"}, serviceRow}, true
-	case *discoveryv1.EndpointSlice:
-		return columns{[]string{"NAME", "ADDRESSTYPE", "PORTS", "ENDPOINTS", "AGE"}, nil, endpointSliceRow}, true
-	case *corev1.LimitRange, *rbacv1.Role, *rbacv1.ClusterRole:
-		return columns{[]string{"NAME", "CREATED AT"}, nil, createdAtRow}, true
-	}
-	return workloadColumns(obj)
-}
-
-// Header returns the header of a table of objects like obj.
+// Header returns the header of a table of objects like obj: its kind's
+// columns upper-cased, as kubectl prints them (-o wide: all of them).
 func Header(obj object.Object, o Options) []string {
-	c := columnsFor(obj)
-	h := slices.Clone(c.normal)
-	if o.Wide {
-		h = append(h, c.wide...)
+	var h []string
+	for _, c := range tableOf(obj).columns {
+		if c.Priority == 0 || o.Wide {
+			h = append(h, strings.ToUpper(c.Name))
+		}
 	}
 	if o.WithNamespace {
 		h = append([]string{"NAMESPACE"}, h...)
@@ -126,11 +65,13 @@ func Header(obj object.Object, o Options) []string {
 
 // Row returns obj's row.
 func Row(obj object.Object, o Options) []string {
-	c := columnsFor(obj)
-	n, w := c.row(obj, o.Now)
-	r := slices.Clone(n)
-	if o.Wide {
-		r = append(r, w...)
+	t := tableOf(obj)
+	cells := t.cells(obj, o.Now)
+	var r []string
+	for i, c := range t.columns {
+		if c.Priority == 0 || o.Wide {
+			r = append(r, fmt.Sprint(cells[i]))
+		}
 	}
 	if o.WithNamespace {
 		r = append([]string{obj.GetMetadata().GetNamespace()}, r...)
@@ -317,17 +258,28 @@ func initializedCondition(st *corev1.PodStatus) bool {
 	return false
 }
 
-func podRow(obj object.Object, now time.Time) ([]string, []string) {
+var podTable = kindTable{[]Column{
+	nameColumn,
+	column("Ready", "The aggregate readiness state of this pod for accepting traffic."),
+	column("Status", "The aggregate status of the containers in this pod."),
+	column("Restarts", "The number of times the containers in this pod have been restarted and when the last container in this pod has restarted."),
+	ageColumn,
+	wide(column("IP", doc("core/v1.PodStatus", "podIP"))),
+	wide(column("Node", doc("core/v1.PodSpec", "nodeName"))),
+	wide(column("Nominated Node", doc("core/v1.PodStatus", "nominatedNodeName"))),
+	wide(column("Readiness Gates", doc("core/v1.PodSpec", "readinessGates"))),
+}, podCells}
+
+// podCells: RESTARTS is a string, "2 (5m ago)", as Kubernetes' is.
+func podCells(obj object.Object, now time.Time) []any {
 	p := obj.(*corev1.Pod)
 	reason, ready, total, restarts, last := PodStatus(p)
 	rs := strconv.Itoa(restarts)
 	if restarts > 0 && !last.IsZero() {
 		rs += " (" + HumanDuration(now.Sub(last)) + " ago)"
 	}
-	normal := []string{p.GetMetadata().GetName(), fmt.Sprintf("%d/%d", ready, total), reason, rs, Age(p.GetMetadata().GetCreationTimestamp(), now)}
-	ip := orNone(p.GetStatus().GetPodIp())
-	wide := []string{ip, orNone(p.GetSpec().GetNodeName()), orNone(p.GetStatus().GetNominatedNodeName()), readinessGates(p)}
-	return normal, wide
+	return []any{p.GetMetadata().GetName(), fmt.Sprintf("%d/%d", ready, total), reason, rs, Age(p.GetMetadata().GetCreationTimestamp(), now),
+		orNone(p.GetStatus().GetPodIp()), orNone(p.GetSpec().GetNodeName()), orNone(p.GetStatus().GetNominatedNodeName()), readinessGates(p)}
 }
 
 // readinessGates is kubectl's READINESS GATES column: the gates whose
@@ -369,7 +321,17 @@ func containersAndImages(spec *corev1.PodSpec) (string, string) {
 	return strings.Join(names, ","), strings.Join(images, ",")
 }
 
-func deploymentRow(obj object.Object, now time.Time) ([]string, []string) {
+var deploymentTable = kindTable{[]Column{
+	nameColumn,
+	column("Ready", "Number of the pod with ready state"),
+	column("Up-to-date", doc("apps/v1.DeploymentStatus", "updatedReplicas")),
+	column("Available", doc("apps/v1.DeploymentStatus", "availableReplicas")),
+	ageColumn, containersColumn, imagesColumn, selectorColumn("apps/v1.DeploymentSpec"),
+}, deploymentCells}
+
+// deploymentCells: UP-TO-DATE and AVAILABLE are integers in string
+// columns, as Kubernetes has them.
+func deploymentCells(obj object.Object, now time.Time) []any {
 	var (
 		meta     *metav1.ObjectMeta
 		replicas int32
@@ -384,18 +346,25 @@ func deploymentRow(obj object.Object, now time.Time) ([]string, []string) {
 		meta, replicas, st, tmpl, sel = d.GetMetadata(), d.GetSpec().GetReplicas(), d.GetStatus(), d.GetSpec().GetTemplate(), d.GetSpec().GetSelector()
 	}
 	containers, images := containersAndImages(tmpl.GetSpec())
-	normal := []string{meta.GetName(), fmt.Sprintf("%d/%d", st.GetReadyReplicas(), replicas),
-		strconv.Itoa(int(st.GetUpdatedReplicas())), strconv.Itoa(int(st.GetAvailableReplicas())), Age(meta.GetCreationTimestamp(), now)}
-	return normal, []string{containers, images, FormatSelector(sel)}
+	return []any{meta.GetName(), fmt.Sprintf("%d/%d", st.GetReadyReplicas(), replicas),
+		int64(st.GetUpdatedReplicas()), int64(st.GetAvailableReplicas()), Age(meta.GetCreationTimestamp(), now),
+		containers, images, FormatSelector(sel)}
 }
 
-func replicaSetRow(obj object.Object, now time.Time) ([]string, []string) {
+var replicaSetTable = kindTable{[]Column{
+	nameColumn,
+	typed("integer", column("Desired", doc("apps/v1.ReplicaSetSpec", "replicas"))),
+	typed("integer", column("Current", doc("apps/v1.ReplicaSetStatus", "replicas"))),
+	typed("integer", column("Ready", doc("apps/v1.ReplicaSetStatus", "readyReplicas"))),
+	ageColumn, containersColumn, imagesColumn, selectorColumn("apps/v1.ReplicaSetSpec"),
+}, replicaSetCells}
+
+func replicaSetCells(obj object.Object, now time.Time) []any {
 	rs := obj.(*appsv1.ReplicaSet)
 	containers, images := containersAndImages(rs.GetSpec().GetTemplate().GetSpec())
-	normal := []string{rs.GetMetadata().GetName(), strconv.Itoa(int(rs.GetSpec().GetReplicas())),
-		strconv.Itoa(int(rs.GetStatus().GetReplicas())), strconv.Itoa(int(rs.GetStatus().GetReadyReplicas())),
-		Age(rs.GetMetadata().GetCreationTimestamp(), now)}
-	return normal, []string{containers, images, FormatSelector(rs.GetSpec().GetSelector())}
+	return []any{rs.GetMetadata().GetName(), int64(rs.GetSpec().GetReplicas()), int64(rs.GetStatus().GetReplicas()),
+		int64(rs.GetStatus().GetReadyReplicas()), Age(rs.GetMetadata().GetCreationTimestamp(), now),
+		containers, images, FormatSelector(rs.GetSpec().GetSelector())}
 }
 
 // ---------------------------------------------------------------- nodes
@@ -449,11 +418,24 @@ func nodeAddress(n *corev1.Node, typ string) string {
 	return "<none>"
 }
 
-func nodeRow(obj object.Object, now time.Time) ([]string, []string) {
+var nodeTable = kindTable{[]Column{
+	nameColumn,
+	column("Status", "The status of the node"),
+	column("Roles", "The roles of the node"),
+	ageColumn,
+	column("Version", doc("core/v1.NodeSystemInfo", "kubeletVersion")),
+	wide(column("Internal-IP", doc("core/v1.NodeStatus", "addresses"))),
+	wide(column("External-IP", doc("core/v1.NodeStatus", "addresses"))),
+	wide(column("OS-Image", doc("core/v1.NodeSystemInfo", "osImage"))),
+	wide(column("Kernel-Version", doc("core/v1.NodeSystemInfo", "kernelVersion"))),
+	wide(column("Container-Runtime", doc("core/v1.NodeSystemInfo", "containerRuntimeVersion"))),
+}, nodeCells}
+
+func nodeCells(obj object.Object, now time.Time) []any {
 	n := obj.(*corev1.Node)
 	info := n.GetStatus().GetNodeInfo()
-	normal := []string{n.GetMetadata().GetName(), NodeStatus(n), NodeRoles(n), Age(n.GetMetadata().GetCreationTimestamp(), now), orNone(info.GetKubeletVersion())}
-	return normal, []string{nodeAddress(n, "InternalIP"), nodeAddress(n, "ExternalIP"), orUnknown(info.GetOsImage()), orUnknown(info.GetKernelVersion()), orUnknown(info.GetContainerRuntimeVersion())}
+	return []any{n.GetMetadata().GetName(), NodeStatus(n), NodeRoles(n), Age(n.GetMetadata().GetCreationTimestamp(), now), orNone(info.GetKubeletVersion()),
+		nodeAddress(n, "InternalIP"), nodeAddress(n, "ExternalIP"), orUnknown(info.GetOsImage()), orUnknown(info.GetKernelVersion()), orUnknown(info.GetContainerRuntimeVersion())}
 }
 
 func orUnknown(s string) string {
@@ -465,20 +447,22 @@ func orUnknown(s string) string {
 
 // ---------------------------------------------------------------- the rest
 
-func namespaceRow(obj object.Object, now time.Time) ([]string, []string) {
+var namespaceTable = kindTable{[]Column{nameColumn, column("Status", "The status of the namespace"), ageColumn}, func(obj object.Object, now time.Time) []any {
 	ns := obj.(*corev1.Namespace)
-	return []string{ns.GetMetadata().GetName(), ns.GetStatus().GetPhase(), Age(ns.GetMetadata().GetCreationTimestamp(), now)}, nil
-}
+	return []any{ns.GetMetadata().GetName(), ns.GetStatus().GetPhase(), Age(ns.GetMetadata().GetCreationTimestamp(), now)}
+}}
 
-func leaseRow(obj object.Object, now time.Time) ([]string, []string) {
+var leaseTable = kindTable{[]Column{nameColumn, column("Holder", doc("coordination/v1.LeaseSpec", "holderIdentity")), ageColumn}, func(obj object.Object, now time.Time) []any {
 	l := obj.(*coordinationv1.Lease)
-	return []string{l.GetMetadata().GetName(), l.GetSpec().GetHolderIdentity(), Age(l.GetMetadata().GetCreationTimestamp(), now)}, nil
-}
+	return []any{l.GetMetadata().GetName(), l.GetSpec().GetHolderIdentity(), Age(l.GetMetadata().GetCreationTimestamp(), now)}
+}}
 
-func configMapRow(obj object.Object, now time.Time) ([]string, []string) {
+// configMapTable: DATA counts the keys of data and binaryData, an integer
+// in a string column as in Kubernetes.
+var configMapTable = kindTable{[]Column{nameColumn, column("Data", doc("core/v1.ConfigMap", "data")), ageColumn}, func(obj object.Object, now time.Time) []any {
 	cm := obj.(*corev1.ConfigMap)
-	return []string{cm.GetMetadata().GetName(), strconv.Itoa(len(cm.GetData()) + len(cm.GetBinaryData())), Age(cm.GetMetadata().GetCreationTimestamp(), now)}, nil
-}
+	return []any{cm.GetMetadata().GetName(), int64(len(cm.GetData()) + len(cm.GetBinaryData())), Age(cm.GetMetadata().GetCreationTimestamp(), now)}
+}}
 
 // EventLastSeen is when an event last happened: lastTimestamp, else
 // eventTime, else firstTimestamp, else its creation.
@@ -519,7 +503,22 @@ func EventSource(e *corev1.Event) string {
 	return s
 }
 
-func eventRow(obj object.Object, now time.Time) ([]string, []string) {
+// eventTable: Kubernetes' -o wide columns of an event come between the
+// others; COUNT is an integer in a string column, as in Kubernetes.
+var eventTable = kindTable{[]Column{
+	column("Last Seen", doc("core/v1.Event", "lastTimestamp")),
+	column("Type", doc("core/v1.Event", "type")),
+	column("Reason", doc("core/v1.Event", "reason")),
+	column("Object", doc("core/v1.Event", "involvedObject")),
+	wide(column("Subobject", doc("core/v1.ObjectReference", "fieldPath"))),
+	wide(column("Source", doc("core/v1.Event", "source"))),
+	column("Message", doc("core/v1.Event", "message")),
+	wide(column("First Seen", doc("core/v1.Event", "firstTimestamp"))),
+	wide(column("Count", doc("core/v1.Event", "count"))),
+	wide(nameColumn),
+}, eventCells}
+
+func eventCells(obj object.Object, now time.Time) []any {
 	e := obj.(*corev1.Event)
 	io := e.GetInvolvedObject()
 	ref := strings.ToLower(io.GetKind()) + "/" + io.GetName()
@@ -527,9 +526,8 @@ func eventRow(obj object.Object, now time.Time) ([]string, []string) {
 	if count == 0 {
 		count = 1
 	}
-	normal := []string{HumanDuration(now.Sub(EventLastSeen(e))), e.GetType(), e.GetReason(), ref, strings.TrimSpace(e.GetMessage())}
-	wide := []string{EventSource(e), HumanDuration(now.Sub(EventFirstSeen(e))), strconv.Itoa(int(count)), e.GetMetadata().GetName()}
-	return normal, wide
+	return []any{HumanDuration(now.Sub(EventLastSeen(e))), e.GetType(), e.GetReason(), ref, io.GetFieldPath(), EventSource(e),
+		strings.TrimSpace(e.GetMessage()), HumanDuration(now.Sub(EventFirstSeen(e))), int64(count), e.GetMetadata().GetName()}
 }
 
 // SortEvents orders events by when they were last seen, oldest first.
@@ -552,9 +550,16 @@ func SortEventsIf(objs []object.Object) []object.Object {
 	return objs
 }
 
-// resourceQuotaRow shows used/hard per resource as kubectl does: limits.*
-// under LIMIT, everything else under REQUEST.
-func resourceQuotaRow(obj object.Object, now time.Time) ([]string, []string) {
+var resourceQuotaTable = kindTable{[]Column{
+	nameColumn,
+	column("Request", "Request represents a minimum amount of cpu/memory that a container may consume."),
+	column("Limit", "Limits control the maximum amount of cpu/memory that a container may use independent of contention on the node."),
+	ageColumn,
+}, resourceQuotaCells}
+
+// resourceQuotaCells shows used/hard per resource as kubectl does:
+// limits.* under LIMIT, everything else under REQUEST.
+func resourceQuotaCells(obj object.Object, now time.Time) []any {
 	q := obj.(*corev1.ResourceQuota)
 	var req, lim []string
 	hard := q.GetSpec().GetHard()
@@ -570,7 +575,7 @@ func resourceQuotaRow(obj object.Object, now time.Time) ([]string, []string) {
 			req = append(req, cell)
 		}
 	}
-	return []string{q.GetMetadata().GetName(), Age(q.GetMetadata().GetCreationTimestamp(), now), strings.Join(req, ", "), strings.Join(lim, ", ")}, nil
+	return []any{q.GetMetadata().GetName(), strings.Join(req, ", "), strings.Join(lim, ", "), Age(q.GetMetadata().GetCreationTimestamp(), now)}
 }
 
 type binding interface {
@@ -579,8 +584,25 @@ type binding interface {
 	GetSubjects() []*rbacv1.Subject
 }
 
-// bindingRow: ROLE is Kind/name; the wide columns list the subjects by kind.
-func bindingRow(obj object.Object, now time.Time) ([]string, []string) {
+// Role and cluster role bindings: ROLE is Kind/name; the wide columns
+// list the subjects by kind.
+var (
+	roleBindingTable        = kindTable{bindingColumns("rbac/v1.RoleBinding", "roleBinding"), bindingCells}
+	clusterRoleBindingTable = kindTable{bindingColumns("rbac/v1.ClusterRoleBinding", "clusterRoleBinding"), bindingCells}
+)
+
+func bindingColumns(typeName, binding string) []Column {
+	return []Column{
+		nameColumn,
+		column("Role", doc(typeName, "roleRef")),
+		ageColumn,
+		wide(column("Users", "Users in the "+binding)),
+		wide(column("Groups", "Groups in the "+binding)),
+		wide(column("ServiceAccounts", "ServiceAccounts in the "+binding)),
+	}
+}
+
+func bindingCells(obj object.Object, now time.Time) []any {
 	b := obj.(binding)
 	var users, groups, sas []string
 	for _, s := range b.GetSubjects() {
@@ -594,11 +616,17 @@ func bindingRow(obj object.Object, now time.Time) ([]string, []string) {
 		}
 	}
 	ref := b.GetRoleRef()
-	return []string{b.GetMetadata().GetName(), ref.GetKind() + "/" + ref.GetName(), Age(b.GetMetadata().GetCreationTimestamp(), now)},
-		[]string{strings.Join(users, ", "), strings.Join(groups, ", "), strings.Join(sas, ", ")}
+	return []any{b.GetMetadata().GetName(), ref.GetKind() + "/" + ref.GetName(), Age(b.GetMetadata().GetCreationTimestamp(), now),
+		strings.Join(users, ", "), strings.Join(groups, ", "), strings.Join(sas, ", ")}
 }
 
-func webhookConfigurationRow(obj object.Object, now time.Time) ([]string, []string) {
+var webhookConfigurationTable = kindTable{[]Column{
+	nameColumn,
+	typed("integer", column("Webhooks", "Webhooks indicates the number of webhooks registered in this configuration")),
+	ageColumn,
+}, webhookConfigurationCells}
+
+func webhookConfigurationCells(obj object.Object, now time.Time) []any {
 	n := 0
 	switch c := obj.(type) {
 	case *admissionregistrationv1.MutatingWebhookConfiguration:
@@ -607,33 +635,44 @@ func webhookConfigurationRow(obj object.Object, now time.Time) ([]string, []stri
 		n = len(c.GetWebhooks())
 	}
 	m := obj.GetMetadata()
-	return []string{m.GetName(), strconv.Itoa(n), Age(m.GetCreationTimestamp(), now)}, nil
+	return []any{m.GetName(), int64(n), Age(m.GetCreationTimestamp(), now)}
 }
 
-// serviceAccountRow: NAME SECRETS AGE, as kubectl; Skiff's service
+// serviceAccountTable: NAME SECRETS AGE, as kubectl; Skiff's service
 // accounts list no secrets (their tokens are signed on demand).
-func serviceAccountRow(obj object.Object, now time.Time) ([]string, []string) {
+var serviceAccountTable = kindTable{[]Column{nameColumn, column("Secrets", doc("core/v1.ServiceAccount", "secrets")), ageColumn}, func(obj object.Object, now time.Time) []any {
 	m := obj.GetMetadata()
-	return []string{m.GetName(), "0", Age(m.GetCreationTimestamp(), now)}, nil
-}
+	return []any{m.GetName(), int64(0), Age(m.GetCreationTimestamp(), now)}
+}}
 
-// createdAtRow: NAME CREATED AT, as kubectl prints limit ranges and roles.
-func createdAtRow(obj object.Object, _ time.Time) ([]string, []string) {
+// createdAtCells are the default table's: the name and the creation time
+// in RFC 3339.
+func createdAtCells(obj object.Object, _ time.Time) []any {
 	m := obj.GetMetadata()
-	return []string{m.GetName(), m.GetCreationTimestamp().AsTime().UTC().Format(time.RFC3339)}, nil
+	return []any{m.GetName(), m.GetCreationTimestamp().AsTime().UTC().Format(time.RFC3339)}
 }
 
 // ---------------------------------------------------------------- services
 
-func serviceRow(obj object.Object, now time.Time) ([]string, []string) {
+var serviceTable = kindTable{[]Column{
+	nameColumn,
+	column("Type", doc("core/v1.ServiceSpec", "type")),
+	column("Cluster-IP", doc("core/v1.ServiceSpec", "clusterIP")),
+	column("External-IP", doc("core/v1.ServiceSpec", "externalIPs")),
+	column("Port(s)", doc("core/v1.ServiceSpec", "ports")),
+	ageColumn,
+	selectorColumn("core/v1.ServiceSpec"),
+}, serviceCells}
+
+func serviceCells(obj object.Object, now time.Time) []any {
 	svc := obj.(*corev1.Service)
 	sp := svc.GetSpec()
 	sel := "<none>"
 	if len(sp.GetSelector()) > 0 {
 		sel = FormatSelector(&metav1.LabelSelector{MatchLabels: sp.GetSelector()})
 	}
-	return []string{svc.GetMetadata().GetName(), sp.GetType(), orNone(sp.GetClusterIp()), ServiceExternalIP(svc), ServicePorts(sp.GetPorts()),
-		Age(svc.GetMetadata().GetCreationTimestamp(), now)}, []string{sel}
+	return []any{svc.GetMetadata().GetName(), sp.GetType(), orNone(sp.GetClusterIp()), ServiceExternalIP(svc), ServicePorts(sp.GetPorts()),
+		Age(svc.GetMetadata().GetCreationTimestamp(), now), sel}
 }
 
 // ServiceExternalIP is kubectl's EXTERNAL-IP of a Service: the external
@@ -681,7 +720,15 @@ func ServicePorts(ports []*corev1.ServicePort) string {
 	return strings.Join(parts, ",")
 }
 
-func endpointSliceRow(obj object.Object, now time.Time) ([]string, []string) {
+var endpointSliceTable = kindTable{[]Column{
+	nameColumn,
+	column("AddressType", doc("discovery/v1.EndpointSlice", "addressType")),
+	column("Ports", doc("discovery/v1.EndpointSlice", "ports")),
+	column("Endpoints", doc("discovery/v1.EndpointSlice", "endpoints")),
+	ageColumn,
+}, endpointSliceCells}
+
+func endpointSliceCells(obj object.Object, now time.Time) []any {
 	es := obj.(*discoveryv1.EndpointSlice)
 	ports := "<unset>"
 	if len(es.GetPorts()) > 0 {
@@ -694,8 +741,8 @@ func endpointSliceRow(obj object.Object, now time.Time) ([]string, []string) {
 		}
 		ports = strings.Join(parts, ",")
 	}
-	return []string{es.GetMetadata().GetName(), es.GetAddressType(), ports, EndpointAddresses(es.GetEndpoints(), 3),
-		Age(es.GetMetadata().GetCreationTimestamp(), now)}, nil
+	return []any{es.GetMetadata().GetName(), es.GetAddressType(), ports, EndpointAddresses(es.GetEndpoints(), 3),
+		Age(es.GetMetadata().GetCreationTimestamp(), now)}
 }
 
 // EndpointAddresses lists the first max addresses of endpoints as kubectl

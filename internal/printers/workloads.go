@@ -19,37 +19,34 @@ import (
 	storagev1 "skiff.dev/proto/storage/v1"
 )
 
-// workloadColumns are kubectl's columns of the batch, DaemonSet,
-// StatefulSet and storage kinds.
-func workloadColumns(obj object.Object) (columns, bool) {
-	wide := []string{"CONTAINERS", "IMAGES", "SELECTOR"}
+// workloadTable is the table of the batch, DaemonSet, StatefulSet,
+// storage and scheduling kinds.
+func workloadTable(obj object.Object) (kindTable, bool) {
 	switch obj.(type) {
 	case *batchv1.Job:
-		return columns{[]string{"NAME", "STATUS", "COMPLETIONS", "DURATION", "AGE"}, wide, jobRow}, true
+		return jobTable, true
 	case *batchv1.CronJob:
-		return columns{[]string{"NAME", "SCHEDULE", "TIMEZONE", "SUSPEND", "ACTIVE", "LAST SCHEDULE", "AGE"}, wide, cronJobRow}, true
+		return cronJobTable, true
 	case *appsv1.DaemonSet:
-		return columns{[]string{"NAME", "DESIRED", "CURRENT", "READY", "UP-TO-DATE", "AVAILABLE", "NODE SELECTOR", "AGE"}, wide, daemonSetRow}, true
+		return daemonSetTable, true
 	case *appsv1.StatefulSet:
-		return columns{[]string{"NAME", "READY", "AGE"}, []string{"CONTAINERS", "IMAGES"}, statefulSetRow}, true
+		return statefulSetTable, true
 	case *appsv1.ControllerRevision:
-		return columns{[]string{"NAME", "CONTROLLER", "REVISION", "AGE"}, nil, controllerRevisionRow}, true
+		return controllerRevisionTable, true
 	case *corev1.PersistentVolume:
-		return columns{[]string{"NAME", "CAPACITY", "ACCESS MODES", "RECLAIM POLICY", "STATUS", "CLAIM", "STORAGECLASS", "VOLUMEATTRIBUTESCLASS", "REASON", "AGE"},
-			[]string{"VOLUMEMODE"}, persistentVolumeRow}, true
+		return persistentVolumeTable, true
 	case *corev1.PersistentVolumeClaim:
-		return columns{[]string{"NAME", "STATUS", "VOLUME", "CAPACITY", "ACCESS MODES", "STORAGECLASS", "VOLUMEATTRIBUTESCLASS", "AGE"},
-			[]string{"VOLUMEMODE"}, persistentVolumeClaimRow}, true
+		return persistentVolumeClaimTable, true
 	case *policyv1.PodDisruptionBudget:
-		return columns{[]string{"NAME", "MIN AVAILABLE", "MAX UNAVAILABLE", "ALLOWED DISRUPTIONS", "AGE"}, nil, podDisruptionBudgetRow}, true
+		return podDisruptionBudgetTable, true
 	case *storagev1.StorageClass:
-		return columns{[]string{"NAME", "PROVISIONER", "RECLAIMPOLICY", "VOLUMEBINDINGMODE", "ALLOWVOLUMEEXPANSION", "AGE"}, nil, storageClassRow}, true
+		return storageClassTable, true
 	case *schedulingv1.PriorityClass:
-		return priorityClassColumns, true
+		return priorityClassTable, true
 	case *nodev1.RuntimeClass:
-		return runtimeClassColumns, true
+		return runtimeClassTable, true
 	}
-	return columns{}, false
+	return kindTable{}, false
 }
 
 // JobStatus is the STATUS column of a Job, as kubectl prints it.
@@ -79,12 +76,20 @@ func JobStatus(j *batchv1.Job) string {
 	return "Running"
 }
 
-func jobRow(obj object.Object, now time.Time) ([]string, []string) {
+var jobTable = kindTable{[]Column{
+	nameColumn,
+	column("Status", "Status of the job."),
+	column("Completions", doc("batch/v1.JobStatus", "succeeded")),
+	column("Duration", "Time required to complete the job."),
+	ageColumn, containersColumn, imagesColumn, selectorColumn("batch/v1.JobSpec"),
+}, jobCells}
+
+func jobCells(obj object.Object, now time.Time) []any {
 	j := obj.(*batchv1.Job)
 	sp, st := j.GetSpec(), j.GetStatus()
 	var completions string
 	switch {
-	case sp.Completions != nil:
+	case sp != nil && sp.Completions != nil:
 		completions = fmt.Sprintf("%d/%d", st.GetSucceeded(), sp.GetCompletions())
 	case sp.GetParallelism() > 1:
 		completions = fmt.Sprintf("%d/1 of %d", st.GetSucceeded(), sp.GetParallelism())
@@ -100,11 +105,23 @@ func jobRow(obj object.Object, now time.Time) ([]string, []string) {
 		duration = HumanDuration(end.Sub(st.GetStartTime().AsTime()))
 	}
 	containers, images := containersAndImages(sp.GetTemplate().GetSpec())
-	return []string{j.GetMetadata().GetName(), JobStatus(j), completions, duration, Age(j.GetMetadata().GetCreationTimestamp(), now)},
-		[]string{containers, images, FormatSelector(sp.GetSelector())}
+	return []any{j.GetMetadata().GetName(), JobStatus(j), completions, duration, Age(j.GetMetadata().GetCreationTimestamp(), now),
+		containers, images, FormatSelector(sp.GetSelector())}
 }
 
-func cronJobRow(obj object.Object, now time.Time) ([]string, []string) {
+// cronJobTable: SUSPEND is a boolean column of strings and ACTIVE an
+// integer, as in Kubernetes.
+var cronJobTable = kindTable{[]Column{
+	nameColumn,
+	column("Schedule", doc("batch/v1.CronJobSpec", "schedule")),
+	column("Timezone", doc("batch/v1.CronJobSpec", "timeZone")),
+	typed("boolean", column("Suspend", doc("batch/v1.CronJobSpec", "suspend"))),
+	typed("integer", column("Active", doc("batch/v1.CronJobStatus", "active"))),
+	column("Last Schedule", doc("batch/v1.CronJobStatus", "lastScheduleTime")),
+	ageColumn, containersColumn, imagesColumn, selectorColumn("batch/v1.JobSpec"),
+}, cronJobCells}
+
+func cronJobCells(obj object.Object, now time.Time) []any {
 	cj := obj.(*batchv1.CronJob)
 	sp := cj.GetSpec()
 	last := "<none>"
@@ -112,17 +129,28 @@ func cronJobRow(obj object.Object, now time.Time) ([]string, []string) {
 		last = Age(t, now)
 	}
 	tz := "<none>"
-	if sp.TimeZone != nil {
+	if sp != nil && sp.TimeZone != nil {
 		tz = sp.GetTimeZone()
 	}
 	js := sp.GetJobTemplate().GetSpec()
 	containers, images := containersAndImages(js.GetTemplate().GetSpec())
-	return []string{cj.GetMetadata().GetName(), sp.GetSchedule(), tz, strconv.FormatBool(sp.GetSuspend()),
-			strconv.Itoa(len(cj.GetStatus().GetActive())), last, Age(cj.GetMetadata().GetCreationTimestamp(), now)},
-		[]string{containers, images, FormatSelector(js.GetSelector())}
+	return []any{cj.GetMetadata().GetName(), sp.GetSchedule(), tz, strconv.FormatBool(sp.GetSuspend()),
+		int64(len(cj.GetStatus().GetActive())), last, Age(cj.GetMetadata().GetCreationTimestamp(), now),
+		containers, images, FormatSelector(js.GetSelector())}
 }
 
-func daemonSetRow(obj object.Object, now time.Time) ([]string, []string) {
+var daemonSetTable = kindTable{[]Column{
+	nameColumn,
+	typed("integer", column("Desired", doc("apps/v1.DaemonSetStatus", "desiredNumberScheduled"))),
+	typed("integer", column("Current", doc("apps/v1.DaemonSetStatus", "currentNumberScheduled"))),
+	typed("integer", column("Ready", doc("apps/v1.DaemonSetStatus", "numberReady"))),
+	typed("integer", column("Up-to-date", doc("apps/v1.DaemonSetStatus", "updatedNumberScheduled"))),
+	typed("integer", column("Available", doc("apps/v1.DaemonSetStatus", "numberAvailable"))),
+	column("Node Selector", doc("core/v1.PodSpec", "nodeSelector")),
+	ageColumn, containersColumn, imagesColumn, selectorColumn("apps/v1.DaemonSetSpec"),
+}, daemonSetCells}
+
+func daemonSetCells(obj object.Object, now time.Time) []any {
 	ds := obj.(*appsv1.DaemonSet)
 	st := ds.GetStatus()
 	sel := "<none>"
@@ -130,20 +158,30 @@ func daemonSetRow(obj object.Object, now time.Time) ([]string, []string) {
 		sel = FormatLabels(ns)
 	}
 	containers, images := containersAndImages(ds.GetSpec().GetTemplate().GetSpec())
-	n := func(v int32) string { return strconv.Itoa(int(v)) }
-	return []string{ds.GetMetadata().GetName(), n(st.GetDesiredNumberScheduled()), n(st.GetCurrentNumberScheduled()), n(st.GetNumberReady()),
-			n(st.GetUpdatedNumberScheduled()), n(st.GetNumberAvailable()), sel, Age(ds.GetMetadata().GetCreationTimestamp(), now)},
-		[]string{containers, images, FormatSelector(ds.GetSpec().GetSelector())}
+	return []any{ds.GetMetadata().GetName(), int64(st.GetDesiredNumberScheduled()), int64(st.GetCurrentNumberScheduled()), int64(st.GetNumberReady()),
+		int64(st.GetUpdatedNumberScheduled()), int64(st.GetNumberAvailable()), sel, Age(ds.GetMetadata().GetCreationTimestamp(), now),
+		containers, images, FormatSelector(ds.GetSpec().GetSelector())}
 }
 
-func statefulSetRow(obj object.Object, now time.Time) ([]string, []string) {
+var statefulSetTable = kindTable{[]Column{
+	nameColumn, column("Ready", "Number of the pod with ready state"), ageColumn, containersColumn, imagesColumn,
+}, func(obj object.Object, now time.Time) []any {
 	ss := obj.(*appsv1.StatefulSet)
 	containers, images := containersAndImages(ss.GetSpec().GetTemplate().GetSpec())
-	return []string{ss.GetMetadata().GetName(), fmt.Sprintf("%d/%d", ss.GetStatus().GetReadyReplicas(), ss.GetSpec().GetReplicas()),
-		Age(ss.GetMetadata().GetCreationTimestamp(), now)}, []string{containers, images}
-}
+	return []any{ss.GetMetadata().GetName(), fmt.Sprintf("%d/%d", ss.GetStatus().GetReadyReplicas(), ss.GetSpec().GetReplicas()),
+		Age(ss.GetMetadata().GetCreationTimestamp(), now), containers, images}
+}}
 
-func controllerRevisionRow(obj object.Object, now time.Time) ([]string, []string) {
+// controllerRevisionTable: REVISION is an integer in a string column, as
+// in Kubernetes.
+var controllerRevisionTable = kindTable{[]Column{
+	nameColumn,
+	column("Controller", "Controller of the object"),
+	column("Revision", doc("apps/v1.ControllerRevision", "revision")),
+	ageColumn,
+}, controllerRevisionCells}
+
+func controllerRevisionCells(obj object.Object, now time.Time) []any {
 	cr := obj.(*appsv1.ControllerRevision)
 	controller := "<none>"
 	for _, ref := range cr.GetMetadata().GetOwnerReferences() {
@@ -155,7 +193,7 @@ func controllerRevisionRow(obj object.Object, now time.Time) ([]string, []string
 			controller += "/" + ref.GetName()
 		}
 	}
-	return []string{cr.GetMetadata().GetName(), controller, strconv.FormatInt(cr.GetRevision(), 10), Age(cr.GetMetadata().GetCreationTimestamp(), now)}, nil
+	return []any{cr.GetMetadata().GetName(), controller, cr.GetRevision(), Age(cr.GetMetadata().GetCreationTimestamp(), now)}
 }
 
 // AccessModes is kubectl's short form of access modes ("RWO,ROX").
@@ -170,6 +208,8 @@ func AccessModes(modes []string) string {
 	return strings.Join(out, ",")
 }
 
+// volumeMode is a volume's or claim's spec.volumeMode, <unset> when
+// unset.
 func volumeMode(m *string) string {
 	if m == nil {
 		return "<unset>"
@@ -177,22 +217,55 @@ func volumeMode(m *string) string {
 	return *m
 }
 
-func persistentVolumeRow(obj object.Object, now time.Time) ([]string, []string) {
+var persistentVolumeTable = kindTable{[]Column{
+	nameColumn,
+	column("Capacity", doc("core/v1.PersistentVolumeSpec", "capacity")),
+	column("Access Modes", doc("core/v1.PersistentVolumeSpec", "accessModes")),
+	column("Reclaim Policy", doc("core/v1.PersistentVolumeSpec", "persistentVolumeReclaimPolicy")),
+	column("Status", doc("core/v1.PersistentVolumeStatus", "phase")),
+	column("Claim", doc("core/v1.PersistentVolumeSpec", "claimRef")),
+	column("StorageClass", "StorageClass of the pv"),
+	column("VolumeAttributesClass", "VolumeAttributesClass of the pv"),
+	column("Reason", doc("core/v1.PersistentVolumeStatus", "reason")),
+	ageColumn,
+	wide(column("VolumeMode", doc("core/v1.PersistentVolumeSpec", "volumeMode"))),
+}, persistentVolumeCells}
+
+func persistentVolumeCells(obj object.Object, now time.Time) []any {
 	pv := obj.(*corev1.PersistentVolume)
 	sp := pv.GetSpec()
+	var mode *string
+	if sp != nil {
+		mode = sp.VolumeMode
+	}
 	claim := ""
 	if ref := sp.GetClaimRef(); ref != nil {
 		claim = ref.GetNamespace() + "/" + ref.GetName()
 	}
-	return []string{pv.GetMetadata().GetName(), sp.GetCapacity()["storage"], AccessModes(sp.GetAccessModes()),
-			sp.GetPersistentVolumeReclaimPolicy(), pv.GetStatus().GetPhase(), claim, sp.GetStorageClassName(), "<unset>",
-			pv.GetStatus().GetReason(), Age(pv.GetMetadata().GetCreationTimestamp(), now)},
-		[]string{volumeMode(sp.VolumeMode)}
+	return []any{pv.GetMetadata().GetName(), sp.GetCapacity()["storage"], AccessModes(sp.GetAccessModes()),
+		sp.GetPersistentVolumeReclaimPolicy(), pv.GetStatus().GetPhase(), claim, sp.GetStorageClassName(), "<unset>",
+		pv.GetStatus().GetReason(), Age(pv.GetMetadata().GetCreationTimestamp(), now), volumeMode(mode)}
 }
 
-func persistentVolumeClaimRow(obj object.Object, now time.Time) ([]string, []string) {
+var persistentVolumeClaimTable = kindTable{[]Column{
+	nameColumn,
+	column("Status", doc("core/v1.PersistentVolumeClaimStatus", "phase")),
+	column("Volume", doc("core/v1.PersistentVolumeClaimSpec", "volumeName")),
+	column("Capacity", doc("core/v1.PersistentVolumeClaimStatus", "capacity")),
+	column("Access Modes", doc("core/v1.PersistentVolumeClaimStatus", "accessModes")),
+	column("StorageClass", "StorageClass of the pvc"),
+	column("VolumeAttributesClass", "VolumeAttributesClass of the pvc"),
+	ageColumn,
+	wide(column("VolumeMode", doc("core/v1.PersistentVolumeClaimSpec", "volumeMode"))),
+}, persistentVolumeClaimCells}
+
+func persistentVolumeClaimCells(obj object.Object, now time.Time) []any {
 	pvc := obj.(*corev1.PersistentVolumeClaim)
 	sp, st := pvc.GetSpec(), pvc.GetStatus()
+	var mode *string
+	if sp != nil {
+		mode = sp.VolumeMode
+	}
 	phase := st.GetPhase()
 	if pvc.GetMetadata().GetDeletionTimestamp() != nil {
 		phase = "Terminating"
@@ -201,15 +274,26 @@ func persistentVolumeClaimRow(obj object.Object, now time.Time) ([]string, []str
 	if sp.GetVolumeName() != "" {
 		capacity, modes = st.GetCapacity()["storage"], AccessModes(st.GetAccessModes())
 	}
-	return []string{pvc.GetMetadata().GetName(), phase, sp.GetVolumeName(), capacity, modes, sp.GetStorageClassName(), "<unset>",
-		Age(pvc.GetMetadata().GetCreationTimestamp(), now)}, []string{volumeMode(sp.VolumeMode)}
+	return []any{pvc.GetMetadata().GetName(), phase, sp.GetVolumeName(), capacity, modes, sp.GetStorageClassName(), "<unset>",
+		Age(pvc.GetMetadata().GetCreationTimestamp(), now), volumeMode(mode)}
 }
 
 // IsDefaultClass says whether a StorageClass is annotated as the
 // cluster's default.
 func IsDefaultClass(sc *storagev1.StorageClass) bool { return storageclass.IsDefault(sc) }
 
-func storageClassRow(obj object.Object, now time.Time) ([]string, []string) {
+// storageClassTable: ALLOWVOLUMEEXPANSION is a boolean in a string
+// column, as in Kubernetes.
+var storageClassTable = kindTable{[]Column{
+	nameColumn,
+	column("Provisioner", doc("storage/v1.StorageClass", "provisioner")),
+	column("ReclaimPolicy", doc("storage/v1.StorageClass", "reclaimPolicy")),
+	column("VolumeBindingMode", doc("storage/v1.StorageClass", "volumeBindingMode")),
+	column("AllowVolumeExpansion", doc("storage/v1.StorageClass", "allowVolumeExpansion")),
+	ageColumn,
+}, storageClassCells}
+
+func storageClassCells(obj object.Object, now time.Time) []any {
 	sc := obj.(*storagev1.StorageClass)
 	name := sc.GetMetadata().GetName()
 	if IsDefaultClass(sc) {
@@ -222,11 +306,18 @@ func storageClassRow(obj object.Object, now time.Time) ([]string, []string) {
 	if sc.VolumeBindingMode != nil {
 		binding = sc.GetVolumeBindingMode()
 	}
-	return []string{name, sc.GetProvisioner(), reclaim, binding, strconv.FormatBool(sc.GetAllowVolumeExpansion()),
-		Age(sc.GetMetadata().GetCreationTimestamp(), now)}, nil
+	return []any{name, sc.GetProvisioner(), reclaim, binding, sc.GetAllowVolumeExpansion(), Age(sc.GetMetadata().GetCreationTimestamp(), now)}
 }
 
-func podDisruptionBudgetRow(obj object.Object, now time.Time) ([]string, []string) {
+var podDisruptionBudgetTable = kindTable{[]Column{
+	nameColumn,
+	column("Min Available", "The minimum number of pods that must be available."),
+	column("Max Unavailable", "The maximum number of pods that may be unavailable."),
+	typed("integer", column("Allowed Disruptions", "Calculated number of pods that may be disrupted at this time.")),
+	ageColumn,
+}, podDisruptionBudgetCells}
+
+func podDisruptionBudgetCells(obj object.Object, now time.Time) []any {
 	pdb := obj.(*policyv1.PodDisruptionBudget)
 	ios := func(v *metav1.IntOrString) string {
 		switch x := v.GetValue().(type) {
@@ -237,6 +328,6 @@ func podDisruptionBudgetRow(obj object.Object, now time.Time) ([]string, []strin
 		}
 		return "N/A"
 	}
-	return []string{pdb.GetMetadata().GetName(), ios(pdb.GetSpec().GetMinAvailable()), ios(pdb.GetSpec().GetMaxUnavailable()),
-		strconv.Itoa(int(pdb.GetStatus().GetDisruptionsAllowed())), Age(pdb.GetMetadata().GetCreationTimestamp(), now)}, nil
+	return []any{pdb.GetMetadata().GetName(), ios(pdb.GetSpec().GetMinAvailable()), ios(pdb.GetSpec().GetMaxUnavailable()),
+		int64(pdb.GetStatus().GetDisruptionsAllowed()), Age(pdb.GetMetadata().GetCreationTimestamp(), now)}
 }
