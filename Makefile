@@ -23,7 +23,7 @@ SCENARIO ?=
 TEST_FLAGS ?=
 CHAOS_FLAGS ?=
 
-.PHONY: help build test test-rules test-short proto kfields lint bench chaos up down e2e clean check-go
+.PHONY: help build test test-rules test-short proto kfields tools lint bench chaos up down e2e clean check-go
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -60,6 +60,9 @@ proto: ## regenerate the Go code of proto/ (pinned protoc-gen-go and protoc-gen-
 kfields: check-go ## regenerate internal/kfields/kubernetes.gen.go (Kubernetes v1.36's fields, from k8s.io/api v0.36.6 in hack/kfields, outside go.work) and docs/fields.md
 	GOWORK=off $(GO) -C hack/kfields run . -out ../../internal/kfields/kubernetes.gen.go
 	$(GO) test -count=1 ./internal/kfields -run TestFieldsDoc -update
+
+tools: check-go ## build kubectl and helm (pinned in hack/tools, outside go.work) into .tools/bin for the HTTP API's tests; a no-op when they are built from the same pins
+	GO=$(GO) ./hack/tools/build.sh $(TOOLS)/bin
 
 lint: check-go ## go vet and staticcheck over every module
 	$(GO) vet $(PKGS)
