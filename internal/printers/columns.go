@@ -16,22 +16,22 @@ import (
 
 // Column is one column of a kind's table, as Kubernetes declares it (a
 // meta.k8s.io/v1 TableColumnDefinition, in
-// k8s.io/kubernetes/pkg/printers/internalversion).
+// k8s.io/kubernetes/pkg/printers/internalversion, whose JSON it is).
 type Column struct {
 	// Name is Kubernetes' ("Nominated Node"); kubectl prints it
 	// upper-cased.
-	Name string
+	Name string `json:"name"`
 	// Type is the OpenAPI type Kubernetes declares: string, integer,
 	// boolean or date. Cells hold what Kubernetes' printer puts there,
 	// which the type does not always say: an event's Count is a string
 	// column of integers, as in kube-apiserver's answers.
-	Type string
+	Type string `json:"type"`
 	// Format is "name" on the column of the object's name.
-	Format      string
-	Description string
+	Format      string `json:"format"`
+	Description string `json:"description"`
 	// Priority is 0 for the columns kubectl always prints, 1 for those
 	// of -o wide only.
-	Priority int32
+	Priority int32 `json:"priority"`
 }
 
 // kindTable is a kind's columns and its cells: one per column, a
