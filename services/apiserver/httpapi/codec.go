@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"mime"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"google.golang.org/protobuf/proto"
@@ -69,6 +70,27 @@ func decodeBody(r *http.Request, body []byte, msg proto.Message, v fieldValidati
 	}
 	err = manifest.Decode(obj, msg, manifest.DecodeOptions{AllowUnknown: v != validationStrict})
 	return nil, decodeError(msg, err)
+}
+
+// decodeJSON decodes an object's JSON (a patch's result) into msg.
+func decodeJSON(b []byte, msg proto.Message, v fieldValidation) (warnings []string, err error) {
+	tree, err := manifest.ParseYAML(b)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the patched object is not JSON: %v", err))
+	}
+	obj, ok := tree.(map[string]any)
+	if !ok {
+		return nil, apierrors.NewBadRequest("the patched object is not a JSON object")
+	}
+	return nil, decodeError(msg, manifest.Decode(obj, msg, manifest.DecodeOptions{AllowUnknown: v != validationStrict}))
+}
+
+// writeWarnings adds a Warning header per warning, as Kubernetes words
+// them (299, the agent "-").
+func writeWarnings(w http.ResponseWriter, warnings []string) {
+	for _, warn := range warnings {
+		w.Header().Add("Warning", `299 - `+strconv.Quote(warn))
+	}
 }
 
 // decodeError is the API error of a body the codec refused: a 400 naming

@@ -25,6 +25,7 @@ import (
 	"skiff.dev/internal/kinds"
 	"skiff.dev/internal/openapi"
 	"skiff.dev/internal/version"
+	"skiff.dev/services/apiserver/patch"
 	"skiff.dev/services/apiserver/server"
 )
 
@@ -54,6 +55,10 @@ type Handler struct {
 	openapiOnce sync.Once
 	openapi     *openapi.Documents
 	openapiErr  error
+
+	patcherOnce sync.Once
+	patcherV    *patch.Patcher
+	patcherErr  error
 }
 
 // gvr names a served resource: its group, version and plural.
@@ -191,14 +196,19 @@ func (h *Handler) discovery(r *http.Request) ([]byte, string, error) {
 	return nil, "", notFound()
 }
 
-// openAPI answers /openapi/v2 (JSON) and /openapi/v3[/<group version>],
-// built on first use (they take a moment and most clients never ask).
-func (h *Handler) openAPI(r *http.Request) ([]byte, string, error) {
+// openAPIDocs are the OpenAPI documents, built on first use.
+func (h *Handler) openAPIDocs() (*openapi.Documents, error) {
 	h.openapiOnce.Do(func() {
 		h.openapi, h.openapiErr = openapi.Build(kinds.All(), discoverydoc.GitVersion(h.cfg.Version.GitVersion))
 	})
-	if h.openapiErr != nil {
-		return nil, "", apierrors.NewInternal(h.openapiErr)
+	return h.openapi, h.openapiErr
+}
+
+// openAPI answers /openapi/v2 (JSON) and /openapi/v3[/<group version>],
+// built on first use (they take a moment and most clients never ask).
+func (h *Handler) openAPI(r *http.Request) ([]byte, string, error) {
+	if _, err := h.openAPIDocs(); err != nil {
+		return nil, "", apierrors.NewInternal(err)
 	}
 	switch p := r.URL.Path; {
 	case p == "/openapi/v2":

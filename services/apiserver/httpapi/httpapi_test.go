@@ -433,3 +433,90 @@ func TestDeleteCollection(t *testing.T) {
 		t.Fatalf("left after DELETE collection: %v", left)
 	}
 }
+
+func (k *kube) patch(path, typ, body string) answer {
+	k.t.Helper()
+	return k.do(http.MethodPatch, path, typ, body)
+}
+
+func TestPatchOfEveryType(t *testing.T) {
+	s := apiservertest.Start(t, apiservertest.Secure())
+	k := newKube(t, s, apiservertest.AdminUser, []string{user.Masters}, true)
+	const deploys = "/apis/apps/v1/namespaces/default/deployments"
+	a := k.do(http.MethodPost, deploys, "application/json", `{"metadata":{"name":"web","labels":{"app":"web"}},"spec":{"replicas":1,
+		"selector":{"matchLabels":{"app":"web"}},"template":{"metadata":{"labels":{"app":"web"}},
+		"spec":{"containers":[{"name":"web","image":"web:1","env":[{"name":"A","value":"1"}]},{"name":"side","image":"side:1"}]}}}}`)
+	wantCode(t, "POST", a, http.StatusCreated)
+	mf := a.json(t)["metadata"].(map[string]any)["managedFields"].([]any)
+	if len(mf) != 1 || mf[0].(map[string]any)["manager"] != "Go-http-client" || mf[0].(map[string]any)["operation"] != "Update" {
+		t.Errorf("managedFields after a create: %v", mf)
+	}
+
+	spec := func(a answer) map[string]any {
+		return a.json(t)["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)
+	}
+	// Strategic merge: containers merged by name, env by name.
+	a = k.patch(deploys+"/web", "application/strategic-merge-patch+json", `{"spec":{"template":{"spec":{"containers":[{"name":"web","image":"web:2","env":[{"name":"B","value":"2"}]}]}}}}`)
+	wantCode(t, "strategic merge patch", a, http.StatusOK)
+	cs := spec(a)["containers"].([]any)
+	if len(cs) != 2 || cs[0].(map[string]any)["image"] != "web:2" || len(cs[0].(map[string]any)["env"].([]any)) != 2 {
+		t.Errorf("strategic merge patch: containers %v", cs)
+	}
+	// Merge patch: lists replaced.
+	a = k.patch(deploys+"/web", "application/merge-patch+json", `{"metadata":{"labels":{"tier":"front"}},"spec":{"replicas":3}}`)
+	wantCode(t, "merge patch", a, http.StatusOK)
+	if d := a.json(t); d["spec"].(map[string]any)["replicas"] != float64(3) || d["metadata"].(map[string]any)["labels"].(map[string]any)["tier"] != "front" {
+		t.Errorf("merge patch: %s", a.body)
+	}
+	// JSON patch, and a test that fails: 422.
+	a = k.patch(deploys+"/web", "application/json-patch+json", `[{"op":"replace","path":"/spec/replicas","value":2}]`)
+	wantCode(t, "JSON patch", a, http.StatusOK)
+	wantStatus(t, "JSON patch test failing", k.patch(deploys+"/web", "application/json-patch+json", `[{"op":"test","path":"/spec/replicas","value":5}]`), http.StatusUnprocessableEntity, "Invalid")
+	// A patch that makes the object invalid: 422 from validation.
+	wantStatus(t, "patch to an invalid object", k.patch(deploys+"/web", "application/merge-patch+json", `{"spec":{"replicas":-1}}`), http.StatusUnprocessableEntity, "Invalid")
+	// Another content type: 415.
+	a = k.patch(deploys+"/web", "text/plain", `{}`)
+	if a.code != http.StatusUnsupportedMediaType {
+		t.Errorf("patch as text/plain: %d %s", a.code, a.body)
+	}
+	// The scale subresource, as kubectl scale patches it.
+	a = k.patch(deploys+"/web/scale", "application/merge-patch+json", `{"spec":{"replicas":4}}`)
+	wantCode(t, "scale patch", a, http.StatusOK)
+	if got := k.get(deploys + "/web").json(t)["spec"].(map[string]any)["replicas"]; got != float64(4) {
+		t.Errorf("replicas after the scale patch: %v", got)
+	}
+}
+
+func TestServerSideApply(t *testing.T) {
+	s := apiservertest.Start(t, apiservertest.Secure())
+	k := newKube(t, s, apiservertest.AdminUser, []string{user.Masters}, true)
+	const cm = "/api/v1/namespaces/default/configmaps/cfg"
+	const apply = "application/apply-patch+yaml"
+	wantStatus(t, "apply without fieldManager", k.patch(cm, apply, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cfg}\n"), http.StatusUnprocessableEntity, "Invalid")
+
+	a := k.patch(cm+"?fieldManager=alice", apply, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cfg}\ndata: {a: '1', b: '2'}\n")
+	wantCode(t, "apply that creates", a, http.StatusCreated)
+	// bob changes a field alice owns: a conflict naming it and her.
+	a = k.patch(cm+"?fieldManager=bob", apply, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cfg}\ndata: {a: 'x'}\n")
+	st := wantStatus(t, "conflicting apply", a, http.StatusConflict, "Conflict")
+	if msg := st["message"].(string); !strings.Contains(msg, `conflict with "alice"`) || !strings.Contains(msg, ".data.a") {
+		t.Errorf("conflict message %q", msg)
+	}
+	// With force bob takes it over.
+	a = k.patch(cm+"?fieldManager=bob&force=true", apply, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cfg}\ndata: {a: 'x'}\n")
+	wantCode(t, "forced apply", a, http.StatusOK)
+	// alice applies again without a: her b stays, a is bob's.
+	a = k.patch(cm+"?fieldManager=alice", apply, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cfg}\ndata: {b: '2'}\n")
+	wantCode(t, "alice's second apply", a, http.StatusOK)
+	data := a.json(t)["data"].(map[string]any)
+	if data["a"] != "x" || data["b"] != "2" {
+		t.Errorf("data after the applies: %v", data)
+	}
+	managers := map[string]bool{}
+	for _, e := range a.json(t)["metadata"].(map[string]any)["managedFields"].([]any) {
+		managers[e.(map[string]any)["manager"].(string)] = true
+	}
+	if !managers["alice"] || !managers["bob"] {
+		t.Errorf("managers %v", managers)
+	}
+}

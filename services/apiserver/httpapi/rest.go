@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -99,6 +100,8 @@ func (h *Handler) serveResource(w http.ResponseWriter, r *http.Request, req reso
 	switch {
 	case req.subresource == "log" && r.Method == http.MethodGet:
 		h.logs(w, r, req)
+	case r.Method == http.MethodPatch && req.name != "":
+		h.patch(w, r, req)
 	case req.subresource != "":
 		h.subresource(w, r, req)
 	case r.Method == http.MethodGet && req.name == "" && isTrue(q.Get("watch")):
@@ -202,13 +205,46 @@ func matchPath(in proto.Message, req resourceRequest) error {
 	return nil
 }
 
-// write creates or updates the object of the body.
+// write creates or updates the object of the body, with its managed
+// fields recorded for the request's field manager: one request to the
+// chain, as the method's (an update reads the object it replaces).
 func (h *Handler) write(w http.ResponseWriter, r *http.Request, req resourceRequest, name string, code int) {
-	in := req.kind.New()
+	k := req.kind
+	in := k.New()
 	if !h.decodeObject(w, r, req, in) {
 		return
 	}
-	h.unary(w, r, req, name, in, code)
+	p, err := h.patcher()
+	if err != nil {
+		writeError(w, apierrors.NewInternal(err))
+		return
+	}
+	manager := fieldManager(r)
+	out, err := h.cfg.Methods.Admit(requestContext(r), method(k, name), in, func(ctx context.Context) (proto.Message, error) {
+		var old []byte
+		if name == "Update" {
+			meta := object.Meta(in)
+			cur, err := h.cfg.Methods.CallDirect(ctx, method(k, "Get"), &metav1.GetRequest{Namespace: meta.GetNamespace(), Name: meta.GetName()}, nil)
+			if err != nil {
+				return nil, err
+			}
+			old = encodeJSON(cur)
+		}
+		next, err := h.track(p, k, old, encodeJSON(in), manager, "", time.Now())
+		if err != nil {
+			return nil, err
+		}
+		obj := k.New()
+		if _, err := decodeJSON(next, obj, validationIgnore); err != nil {
+			return nil, apierrors.NewInternal(err)
+		}
+		return h.cfg.Methods.CallDirect(ctx, method(k, name), obj, nil)
+	})
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, code, encodeJSON(out))
 }
 
 // subresource serves a subresource's verb by its method, whose request
