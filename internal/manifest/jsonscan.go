@@ -49,7 +49,7 @@ func catchSyntax(err *error) {
 }
 
 // next skips white space and returns the next byte, not consumed (0 at
-// the end).
+// the end, where no JSON value or punctuation is).
 func (s *scanner) next() byte {
 	for s.pos < len(s.data) {
 		switch c := s.data[s.pos]; c {
@@ -489,7 +489,7 @@ func (s *scanner) copyString(out *[]byte) {
 
 // end checks that nothing but white space follows the value.
 func (s *scanner) end() {
-	if s.next() != 0 {
+	if s.next(); s.pos < len(s.data) { // (next is 0 for a NUL byte too)
 		s.unexpected("after top-level value")
 	}
 }
