@@ -1,9 +1,11 @@
 package patch
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
@@ -52,6 +54,20 @@ func fromError(err error) error {
 		Code:    http.StatusInternalServerError,
 		Message: err.Error(),
 	}}
+}
+
+// sortCauses orders an error's causes by message and field: those of an
+// apply's conflicts come in no order (of a map's iteration) from
+// structured-merge-diff, and a client that shows them, or a test,
+// deserves the same answer to the same request.
+func sortCauses(err error) error {
+	var se *apierrors.StatusError
+	if errors.As(err, &se) {
+		slices.SortStableFunc(se.Status.GetDetails().GetCauses(), func(a, b *metav1.StatusCause) int {
+			return cmp.Or(strings.Compare(a.GetMessage(), b.GetMessage()), strings.Compare(a.GetField(), b.GetField()))
+		})
+	}
+	return err
 }
 
 func fromStatus(s kmetav1.Status) *apierrors.StatusError {

@@ -60,7 +60,7 @@ func (p *Patcher) Apply(gvk schema.GroupVersionKind, live, applied []byte, manag
 	times := stampTimes(liveObj)
 	out, err := fm.Apply(liveObj, patchObj, manager, force)
 	if err != nil {
-		return nil, fromError(err)
+		return nil, sortCauses(fromError(err))
 	}
 	return encodeObject(out, times, now)
 }
