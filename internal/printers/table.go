@@ -154,6 +154,11 @@ func PodStatus(p *corev1.Pod) (reason string, ready, total, restarts int, lastRe
 	if st.GetReason() != "" {
 		reason = st.GetReason()
 	}
+	for _, c := range st.GetConditions() {
+		if c.GetType() == "PodScheduled" && c.GetReason() == "SchedulingGated" {
+			reason = "SchedulingGated"
+		}
+	}
 	// Sidecars (init containers with restartPolicy Always) count as
 	// containers once started, and their restarts after initialization.
 	sidecars := map[string]bool{}
@@ -236,12 +241,11 @@ func PodStatus(p *corev1.Pod) (reason string, ready, total, restarts int, lastRe
 			}
 		}
 	}
-	if p.GetMetadata().GetDeletionTimestamp() != nil {
-		if st.GetReason() == "NodeLost" {
-			reason = "Unknown"
-		} else {
-			reason = "Terminating"
-		}
+	// A deleted pod that has finished keeps its phase's status.
+	if deleted := p.GetMetadata().GetDeletionTimestamp() != nil; deleted && st.GetReason() == "NodeLost" {
+		reason = "Unknown"
+	} else if deleted && st.GetPhase() != "Succeeded" && st.GetPhase() != "Failed" {
+		reason = "Terminating"
 	}
 	if reason == "" {
 		reason = "Pending"
@@ -369,17 +373,16 @@ func replicaSetCells(obj object.Object, now time.Time) []any {
 
 // ---------------------------------------------------------------- nodes
 
-// NodeStatus is the STATUS column of a node: Ready, NotReady or Unknown,
-// with ",SchedulingDisabled" when cordoned.
+// NodeStatus is the STATUS column of a node: Ready, NotReady (its Ready
+// condition False or Unknown, as when its lease expired) or Unknown (no
+// Ready condition yet), with ",SchedulingDisabled" when cordoned.
 func NodeStatus(n *corev1.Node) string {
 	status := "Unknown"
 	for _, c := range n.GetStatus().GetConditions() {
 		if c.GetType() == "Ready" {
-			switch c.GetStatus() {
-			case "True":
+			status = "NotReady"
+			if c.GetStatus() == "True" {
 				status = "Ready"
-			case "False":
-				status = "NotReady"
 			}
 		}
 	}
@@ -434,7 +437,7 @@ var nodeTable = kindTable{[]Column{
 func nodeCells(obj object.Object, now time.Time) []any {
 	n := obj.(*corev1.Node)
 	info := n.GetStatus().GetNodeInfo()
-	return []any{n.GetMetadata().GetName(), NodeStatus(n), NodeRoles(n), Age(n.GetMetadata().GetCreationTimestamp(), now), orNone(info.GetKubeletVersion()),
+	return []any{n.GetMetadata().GetName(), NodeStatus(n), NodeRoles(n), Age(n.GetMetadata().GetCreationTimestamp(), now), info.GetKubeletVersion(),
 		nodeAddress(n, "InternalIP"), nodeAddress(n, "ExternalIP"), orUnknown(info.GetOsImage()), orUnknown(info.GetKernelVersion()), orUnknown(info.GetContainerRuntimeVersion())}
 }
 
@@ -470,10 +473,10 @@ func EventLastSeen(e *corev1.Event) time.Time {
 	switch {
 	case e.GetLastTimestamp() != nil:
 		return e.GetLastTimestamp().AsTime()
-	case e.GetEventTime() != nil:
-		return e.GetEventTime().AsTime()
 	case e.GetFirstTimestamp() != nil:
 		return e.GetFirstTimestamp().AsTime()
+	case e.GetEventTime() != nil:
+		return e.GetEventTime().AsTime()
 	case e.GetMetadata().GetCreationTimestamp() != nil:
 		return e.GetMetadata().GetCreationTimestamp().AsTime()
 	}
@@ -521,7 +524,10 @@ var eventTable = kindTable{[]Column{
 func eventCells(obj object.Object, now time.Time) []any {
 	e := obj.(*corev1.Event)
 	io := e.GetInvolvedObject()
-	ref := strings.ToLower(io.GetKind()) + "/" + io.GetName()
+	ref := strings.ToLower(io.GetKind())
+	if io.GetName() != "" {
+		ref += "/" + io.GetName()
+	}
 	count := e.GetCount()
 	if count == 0 {
 		count = 1
@@ -730,18 +736,18 @@ var endpointSliceTable = kindTable{[]Column{
 
 func endpointSliceCells(obj object.Object, now time.Time) []any {
 	es := obj.(*discoveryv1.EndpointSlice)
-	ports := "<unset>"
-	if len(es.GetPorts()) > 0 {
-		parts := make([]string, len(es.GetPorts()))
-		for i, p := range es.GetPorts() {
-			parts[i] = "<unset>"
-			if p.Port != nil {
-				parts[i] = strconv.Itoa(int(p.GetPort()))
-			}
+	var ports []string
+	for _, p := range es.GetPorts() {
+		switch {
+		case p.Port != nil:
+			ports = append(ports, strconv.Itoa(int(p.GetPort())))
+		case p.Name != nil:
+			ports = append(ports, p.GetName())
+		default:
+			ports = append(ports, "*")
 		}
-		ports = strings.Join(parts, ",")
 	}
-	return []any{es.GetMetadata().GetName(), es.GetAddressType(), ports, EndpointAddresses(es.GetEndpoints(), 3),
+	return []any{es.GetMetadata().GetName(), es.GetAddressType(), firstOf(ports, 3), EndpointAddresses(es.GetEndpoints(), 3),
 		Age(es.GetMetadata().GetCreationTimestamp(), now)}
 }
 
@@ -752,11 +758,17 @@ func EndpointAddresses(endpoints []*discoveryv1.Endpoint, max int) string {
 	for _, e := range endpoints {
 		all = append(all, e.GetAddresses()...)
 	}
-	if len(all) == 0 {
+	return firstOf(all, max)
+}
+
+// firstOf lists the first max items as kubectl does ("a,b,c + 2 more..."),
+// <unset> when there are none.
+func firstOf(items []string, max int) string {
+	if len(items) == 0 {
 		return "<unset>"
 	}
-	if len(all) <= max {
-		return strings.Join(all, ",")
+	if len(items) <= max {
+		return strings.Join(items, ",")
 	}
-	return strings.Join(all[:max], ",") + fmt.Sprintf(" + %d more...", len(all)-max)
+	return strings.Join(items[:max], ",") + fmt.Sprintf(" + %d more...", len(items)-max)
 }

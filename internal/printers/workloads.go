@@ -49,6 +49,18 @@ func workloadTable(obj object.Object) (kindTable, bool) {
 	return kindTable{}, false
 }
 
+// printBool is a boolean as Kubernetes' printer writes an optional one:
+// True, False, or <unset>.
+func printBool(set, v bool) string {
+	switch {
+	case !set:
+		return "<unset>"
+	case v:
+		return "True"
+	}
+	return "False"
+}
+
 // JobStatus is the STATUS column of a Job, as kubectl prints it.
 func JobStatus(j *batchv1.Job) string {
 	has := func(typ string) bool {
@@ -134,7 +146,7 @@ func cronJobCells(obj object.Object, now time.Time) []any {
 	}
 	js := sp.GetJobTemplate().GetSpec()
 	containers, images := containersAndImages(js.GetTemplate().GetSpec())
-	return []any{cj.GetMetadata().GetName(), sp.GetSchedule(), tz, strconv.FormatBool(sp.GetSuspend()),
+	return []any{cj.GetMetadata().GetName(), sp.GetSchedule(), tz, printBool(sp != nil && sp.Suspend != nil, sp.GetSuspend()),
 		int64(len(cj.GetStatus().GetActive())), last, Age(cj.GetMetadata().GetCreationTimestamp(), now),
 		containers, images, FormatSelector(js.GetSelector())}
 }
@@ -234,6 +246,10 @@ var persistentVolumeTable = kindTable{[]Column{
 func persistentVolumeCells(obj object.Object, now time.Time) []any {
 	pv := obj.(*corev1.PersistentVolume)
 	sp := pv.GetSpec()
+	phase := pv.GetStatus().GetPhase()
+	if pv.GetMetadata().GetDeletionTimestamp() != nil {
+		phase = "Terminating"
+	}
 	var mode *string
 	if sp != nil {
 		mode = sp.VolumeMode
@@ -243,7 +259,7 @@ func persistentVolumeCells(obj object.Object, now time.Time) []any {
 		claim = ref.GetNamespace() + "/" + ref.GetName()
 	}
 	return []any{pv.GetMetadata().GetName(), sp.GetCapacity()["storage"], AccessModes(sp.GetAccessModes()),
-		sp.GetPersistentVolumeReclaimPolicy(), pv.GetStatus().GetPhase(), claim, sp.GetStorageClassName(), "<unset>",
+		sp.GetPersistentVolumeReclaimPolicy(), phase, claim, sp.GetStorageClassName(), "<unset>",
 		pv.GetStatus().GetReason(), Age(pv.GetMetadata().GetCreationTimestamp(), now), volumeMode(mode)}
 }
 
