@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -474,5 +475,98 @@ func TestTimesComeFromTheCaller(t *testing.T) {
 	want := []string{"set-back@2026-03-01T11:00:00Z", "creator@2026-03-01T12:00:00Z", "same-second@2026-03-01T12:00:00Z"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("entries (-want +got):\n%s", diff)
+	}
+}
+
+// TestManagedFieldsOfAnotherVersion: an entry recorded at another version
+// of the kind is compared at its version through the Converter, so its
+// manager keeps its fields and conflicts as in Kubernetes; without one it
+// is dropped, as Kubernetes drops those of versions it no longer serves.
+func TestManagedFieldsOfAnotherVersion(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	v1beta1 := schema.GroupVersionKind{Group: "apps", Version: "v1beta1", Kind: "Deployment"}
+	// The Deployment's fields used here are the same at both versions:
+	// converting is changing apiVersion.
+	relabel := func(obj map[string]any, apiVersion string) (map[string]any, error) {
+		obj["apiVersion"] = apiVersion
+		return obj, nil
+	}
+	created := `{"apiVersion":"apps/v1beta1","kind":"Deployment","metadata":{"name":"web","namespace":"default"},"spec":{"replicas":2}}`
+	old, err := patcher(t).Update(v1beta1, nil, []byte(created), "old-client", "", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	asV1 := strings.Replace(string(old), `{"apiVersion":"apps/v1beta1"`, `{"apiVersion":"apps/v1"`, 1)
+	if !strings.Contains(asV1, `"manager":"old-client"`) || !strings.Contains(asV1, `"apiVersion":"apps/v1beta1"`) {
+		t.Fatalf("the object at apps/v1: %s", asV1)
+	}
+	applied := `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":"default"},"spec":{"replicas":3}}`
+
+	docs, err := newDocs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	converting, err := New(docs, WithConverter(relabel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = converting.Apply(deploymentGVK, []byte(asV1), []byte(applied), "kubectl", false, now)
+	if want := `Apply failed with 1 conflict: conflict with "old-client" using apps/v1beta1: .spec.replicas`; err == nil || err.Error() != want {
+		t.Errorf("with a converter: %v, want %s", err, want)
+	}
+
+	got, err := patcher(t).Apply(deploymentGVK, []byte(asV1), []byte(applied), "kubectl", false, now)
+	if err != nil {
+		t.Fatalf("without a converter: %v", err)
+	}
+	if ms := managers(decode(t, got)); len(ms) != 1 || ms["kubectl/Apply"] == nil {
+		t.Errorf("without a converter, managers: %v", ms)
+	}
+}
+
+// TestConcurrentUse: one Patcher serves concurrent requests (run with
+// -race), as one kube-apiserver field manager serves a resource.
+func TestConcurrentUse(t *testing.T) {
+	p := patcher(t)
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for i := range 8 {
+		wg.Go(func() {
+			gvk := []schema.GroupVersionKind{deploymentGVK, podGVK}[i%2]
+			cfg := deploymentWeb
+			if gvk == podGVK {
+				cfg = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, image: i}]}\n"
+			}
+			obj, err := p.Apply(gvk, nil, []byte(cfg), fmt.Sprint("m", i), false, now)
+			if err == nil {
+				_, err = p.Patch(gvk, StrategicMergePatchType, obj, []byte(`{"metadata":{"labels":{"x":"y"}}}`))
+			}
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// TestManagerFromUserAgent: kube-apiserver's manager of a write that
+// names none.
+func TestManagerFromUserAgent(t *testing.T) {
+	for ua, want := range map[string]string{
+		"kubectl/v1.36.0 (linux/amd64) kubernetes/abcdef": "kubectl",
+		"helm/v3.17.0": "helm",
+		"kube-controller-manager/v1.36.0 (linux/amd64) kubernetes/abcdef/system:serviceaccount:kube-system:deployment-controller": "kube-controller-manager",
+		"odd\x00agent":           "oddagent",
+		"":                       "",
+		strings.Repeat("é", 100): strings.Repeat("é", 64),
+	} {
+		if got := ManagerFromUserAgent(ua); got != want {
+			t.Errorf("ManagerFromUserAgent(%q) = %q, want %q", ua, got, want)
+		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
@@ -35,14 +36,16 @@ var ErrNotTracked = errors.New("managed fields not updated")
 // configuration (YAML or JSON, with apiVersion and kind), into live, the
 // object's JSON at gvk's version (nil when the object does not exist),
 // for manager, and returns the new object with metadata.managedFields
-// updated, the apply's entry stamped with now. A field that another
+// updated, the apply's entry stamped with now (an apply that changes
+// nothing leaves the entry's time as it was, none for a new entry, as
+// Kubernetes does). manager is required (a 422 without). A field that another
 // manager set to another value is a conflict, a 409 that lists them as
 // kube-apiserver words it, unless force takes the fields over; a field
 // the manager applied before and no longer applies is removed if no other
 // manager owns it.
 func (p *Patcher) Apply(gvk schema.GroupVersionKind, live, applied []byte, manager string, force bool, now time.Time) ([]byte, error) {
 	opts := &kmetav1.PatchOptions{FieldManager: manager}
-	if errs := validation.ValidatePatchOptions(opts, "application/apply-patch+yaml"); len(errs) > 0 {
+	if errs := validation.ValidatePatchOptions(opts, types.ApplyYAMLPatchType); len(errs) > 0 {
 		return nil, fromStatus(kerrors.NewInvalid(schema.GroupKind{Group: kmetav1.GroupName, Kind: "PatchOptions"}, "", errs).ErrStatus)
 	}
 	patchObj := &unstructured.Unstructured{Object: map[string]any{}}

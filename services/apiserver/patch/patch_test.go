@@ -26,11 +26,16 @@ var (
 // newPatcher is the Patcher of every declared kind, built once: building
 // the schemas takes a while and the Patcher is safe to share.
 var newPatcher = sync.OnceValues(func() (*Patcher, error) {
-	docs, err := openapi.Build(kinds.All(), "v1.36.6-skiff")
+	docs, err := newDocs()
 	if err != nil {
 		return nil, err
 	}
 	return New(docs)
+})
+
+// newDocs are the OpenAPI documents of every declared kind, built once.
+var newDocs = sync.OnceValues(func() (*openapi.Documents, error) {
+	return openapi.Build(kinds.All(), "v1.36.6-skiff")
 })
 
 func patcher(t *testing.T) *Patcher {
@@ -322,11 +327,18 @@ func TestJSONPatch(t *testing.T) {
 	p := patcher(t)
 	for _, c := range []struct {
 		name, patch string
+		current     string         // deployment when empty
 		want        map[string]any // fields of the result, by path
 		code        int32          // of the error, 0 for none
 		reason      apierrors.Reason
 		message     string
 	}{
+		{name: "a config map's data", current: configMap, patch: `[{"op":"add","path":"/data/c","value":"3"},{"op":"remove","path":"/data/a"}]`,
+			want: map[string]any{"data.c": "3", "data.a": nil, "data.b": "2"}},
+		{name: "a pod's image, tested first", current: pod, patch: `[{"op":"test","path":"/spec/containers/0/name","value":"web"},{"op":"replace","path":"/spec/containers/0/image","value":"nginx:1.27"}]`,
+			want: map[string]any{"spec.containers.0.image": "nginx:1.27", "spec.containers.0.ports.#": 1}},
+		{name: "a pod's toleration appended", current: pod, patch: `[{"op":"add","path":"/spec/tolerations/-","value":{"key":"gpu","operator":"Exists"}}]`,
+			want: map[string]any{"spec.tolerations.#": 2, "spec.tolerations.1.key": "gpu"}},
 		{name: "replace", patch: `[{"op":"replace","path":"/spec/replicas","value":5}]`, want: map[string]any{"spec.replicas": 5.0}},
 		{name: "add a label", patch: `[{"op":"add","path":"/metadata/labels/team","value":"a"}]`, want: map[string]any{"metadata.labels.team": "a", "metadata.labels.app": "web"}},
 		{name: "remove a container by index", patch: `[{"op":"remove","path":"/spec/template/spec/containers/1"}]`, want: map[string]any{"spec.template.spec.containers.#": 1}},
@@ -342,7 +354,14 @@ func TestJSONPatch(t *testing.T) {
 			code: 413, reason: apierrors.ReasonRequestEntityTooLarge, message: "Request entity too large: The allowed maximum operations in a JSON patch is 10000, got 10001"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got, err := p.Patch(deploymentGVK, JSONPatchType, []byte(deployment), []byte(c.patch))
+			current, gvk := deployment, deploymentGVK
+			switch c.current {
+			case pod:
+				current, gvk = pod, podGVK
+			case configMap:
+				current, gvk = configMap, configMapGVK
+			}
+			got, err := p.Patch(gvk, JSONPatchType, []byte(current), []byte(c.patch))
 			checkResult(t, got, err, c.want, c.code, c.reason, c.message)
 		})
 	}
@@ -354,11 +373,16 @@ func TestMergePatch(t *testing.T) {
 	p := patcher(t)
 	for _, c := range []struct {
 		name, patch string
+		current     string // deployment when empty
 		want        map[string]any
 		code        int32
 		reason      apierrors.Reason
 		message     string
 	}{
+		{name: "a config map's data", current: configMap, patch: `{"data":{"a":null,"c":"3"}}`,
+			want: map[string]any{"data.a": nil, "data.b": "2", "data.c": "3"}},
+		{name: "a pod's containers are replaced whole", current: pod, patch: `{"spec":{"containers":[{"name":"web","image":"nginx:1.27"}]}}`,
+			want: map[string]any{"spec.containers.0.image": "nginx:1.27", "spec.containers.0.resources": nil, "spec.tolerations.#": 1}},
 		{name: "labels merge, null deletes", patch: `{"metadata":{"labels":{"app":null,"team":"a"}}}`,
 			want: map[string]any{"metadata.labels.team": "a", "metadata.labels.tier": "front", "metadata.labels.app": nil}},
 		{name: "containers are replaced whole", patch: `{"spec":{"template":{"spec":{"containers":[{"name":"web","image":"nginx:1.27"}]}}}}`,
@@ -367,7 +391,14 @@ func TestMergePatch(t *testing.T) {
 		{name: "not JSON", patch: `{"spec":`, code: 400, reason: apierrors.ReasonBadRequest, message: "invalid JSON patch"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got, err := p.Patch(deploymentGVK, MergePatchType, []byte(deployment), []byte(c.patch))
+			current, gvk := deployment, deploymentGVK
+			switch c.current {
+			case pod:
+				current, gvk = pod, podGVK
+			case configMap:
+				current, gvk = configMap, configMapGVK
+			}
+			got, err := p.Patch(gvk, MergePatchType, []byte(current), []byte(c.patch))
 			checkResult(t, got, err, c.want, c.code, c.reason, c.message)
 		})
 	}
