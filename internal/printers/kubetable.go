@@ -65,8 +65,8 @@ type (
 // cells per object in objs' order, with the Completed condition of a
 // pod that succeeded or failed, as kube-apiserver's printer gives it.
 //
-// kind is an object of the kind, which may be empty: a list may have no
-// items and still has its columns. listMeta is the list's; nil answers a
+// kind is an object of objs' kind, which may be empty: a list may have
+// no items and still has its columns. listMeta is the list's; nil answers a
 // get, whose Table has the resourceVersion of its one object.
 // includeObject is what each row carries of its object: IncludeMetadata
 // (or "") a PartialObjectMetadata of the object's metadata, IncludeObject
