@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"skiff.dev/internal/apierrors"
+	"skiff.dev/internal/kinds"
 	metav1 "skiff.dev/proto/meta/v1"
 )
 
@@ -568,5 +569,33 @@ func TestManagerFromUserAgent(t *testing.T) {
 		if got := ManagerFromUserAgent(ua); got != want {
 			t.Errorf("ManagerFromUserAgent(%q) = %q, want %q", ua, got, want)
 		}
+	}
+}
+
+// TestEveryKind: every declared kind can be applied, updated and
+// strategically patched (its schema is found and structured-merge-diff
+// takes it), at every version it is served at.
+func TestEveryKind(t *testing.T) {
+	p := patcher(t)
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	for _, k := range kinds.All() {
+		gvk := schema.GroupVersionKind{Group: k.Group, Version: k.Version, Kind: k.Kind.Kind}
+		t.Run(k.GVK(), func(t *testing.T) {
+			cfg := fmt.Sprintf(`{"apiVersion":%q,"kind":%q,"metadata":{"name":"x","labels":{"a":"b"}}}`, gvk.GroupVersion().String(), gvk.Kind)
+			created, err := p.Update(gvk, nil, []byte(cfg), "creator", "", now)
+			if err != nil {
+				t.Fatalf("update: %v", err)
+			}
+			applied, err := p.Apply(gvk, created, []byte(strings.Replace(cfg, `"a":"b"`, `"c":"d"`, 1)), "applier", false, now)
+			if err != nil {
+				t.Fatalf("apply: %v", err)
+			}
+			if _, err := p.Patch(gvk, StrategicMergePatchType, applied, []byte(`{"metadata":{"labels":{"e":"f"}}}`)); err != nil {
+				t.Fatalf("strategic merge patch: %v", err)
+			}
+			if ms := managers(decode(t, applied)); len(ms) != 2 {
+				t.Errorf("managers: %v", ms)
+			}
+		})
 	}
 }
