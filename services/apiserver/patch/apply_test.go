@@ -599,3 +599,28 @@ func TestEveryKind(t *testing.T) {
 		})
 	}
 }
+
+// TestApplyIntOrStringAndQuantities: fields of two JSON forms (an
+// IntOrString, a quantity) apply in either form, as in Kubernetes.
+func TestApplyIntOrStringAndQuantities(t *testing.T) {
+	cfg := func(surge, unavailable, cpu string) string {
+		return `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  strategy: {type: RollingUpdate, rollingUpdate: {maxSurge: ` + surge + `, maxUnavailable: ` + unavailable + `}}
+  template:
+    spec:
+      containers: [{name: web, image: nginx, resources: {limits: {cpu: ` + cpu + `, memory: 128Mi}}}]
+`
+	}
+	obj := scenario(t, deploymentGVK, []op{
+		{manager: "alice", apply: cfg("25%", "1", "500m")},
+		{manager: "bob", apply: cfg("2", "1", "1"), conflict: "Apply failed with 2 conflicts: conflicts with \"alice\":\n- .spec.strategy.rollingUpdate.maxSurge\n- .spec.template.spec.containers[name=\"web\"].resources.limits.cpu"},
+		{manager: "bob", apply: cfg("2", "1", "1"), force: true},
+	})
+	if at(obj, "spec.strategy.rollingUpdate.maxSurge") != 2.0 || at(obj, "spec.template.spec.containers.0.resources.limits.cpu") != 1.0 {
+		t.Errorf("object: %v", obj["spec"])
+	}
+}
