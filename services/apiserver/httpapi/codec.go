@@ -51,6 +51,16 @@ func encodeJSON(msg proto.Message) []byte {
 	return b
 }
 
+// encodeList is a list message in Kubernetes' JSON: items written even
+// when there are none ("items":[]), as Kubernetes' lists always have them.
+func encodeList(list proto.Message, items int) []byte {
+	b := encodeJSON(list)
+	if items == 0 && len(b) > 1 {
+		b = append(b[:len(b)-1], `,"items":[]}`...)
+	}
+	return b
+}
+
 // decodeBody decodes a request body into msg. warnings are what Warn
 // validation dropped, each to go in a Warning header.
 func decodeBody(r *http.Request, body []byte, msg proto.Message, v fieldValidation) (warnings []string, err error) {

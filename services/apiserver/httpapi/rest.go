@@ -109,7 +109,7 @@ func (h *Handler) serveResource(w http.ResponseWriter, r *http.Request, req reso
 	case r.Method == http.MethodGet && req.name == "":
 		h.list(w, r, req)
 	case r.Method == http.MethodGet:
-		h.unary(w, r, req, "Get", &metav1.GetRequest{Namespace: req.namespace, Name: req.name}, http.StatusOK)
+		h.get(w, r, req)
 	case r.Method == http.MethodPost && req.name == "":
 		h.write(w, r, req, "Create", http.StatusCreated)
 	case r.Method == http.MethodPut && req.name != "":
@@ -134,6 +134,29 @@ func (h *Handler) unary(w http.ResponseWriter, r *http.Request, req resourceRequ
 		return
 	}
 	writeJSON(w, code, encodeJSON(out))
+}
+
+// get answers one object, as a Table when the client asks for one.
+func (h *Handler) get(w http.ResponseWriter, r *http.Request, req resourceRequest) {
+	out, err := h.cfg.Methods.Call(requestContext(r), method(req.kind, "Get"), &metav1.GetRequest{Namespace: req.namespace, Name: req.name}, nil)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if o, ok := out.(object.Object); ok && wantsTable(r) {
+		h.writeTable(w, r, req, []object.Object{o}, nil)
+		return
+	}
+	writeJSON(w, http.StatusOK, encodeJSON(out))
+}
+
+func (h *Handler) writeTable(w http.ResponseWriter, r *http.Request, req resourceRequest, objs []object.Object, meta *metav1.ListMeta) {
+	b, err := table(r, req.kind.New(), objs, meta)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeBody(w, http.StatusOK, tableContentType, b)
 }
 
 // readBody reads a request body up to the largest object the server
@@ -334,7 +357,12 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, req resourceReque
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, encodeJSON(out))
+	objs, meta := listItems(out)
+	if wantsTable(r) {
+		h.writeTable(w, r, req, objs, meta)
+		return
+	}
+	writeJSON(w, http.StatusOK, encodeList(out, len(objs)))
 }
 
 // delete deletes one object, with the DeleteOptions of the body or the
@@ -395,7 +423,8 @@ func (h *Handler) deleteCollection(w http.ResponseWriter, r *http.Request, req r
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, encodeJSON(out))
+	objs, _ := listItems(out)
+	writeJSON(w, http.StatusOK, encodeList(out, len(objs)))
 }
 
 // deleteRequest reads DeleteOptions from the body (kubectl sends them

@@ -8,6 +8,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"skiff.dev/internal/apierrors"
+	"skiff.dev/internal/object"
 	metav1 "skiff.dev/proto/meta/v1"
 )
 
@@ -26,13 +27,18 @@ func (h *Handler) watch(w http.ResponseWriter, r *http.Request, req resourceRequ
 		return
 	}
 	flusher, _ := w.(http.Flusher)
+	asTable := wantsTable(r)
 	started := false
 	start := func() {
 		if started {
 			return
 		}
 		started = true
-		w.Header().Set("Content-Type", "application/json")
+		if asTable {
+			w.Header().Set("Content-Type", tableContentType)
+		} else {
+			w.Header().Set("Content-Type", "application/json")
+		}
 		w.WriteHeader(http.StatusOK)
 		if flusher != nil {
 			flusher.Flush()
@@ -51,7 +57,15 @@ func (h *Handler) watch(w http.ResponseWriter, r *http.Request, req resourceRequ
 			if err := proto.Unmarshal(ev.GetObject(), obj); err != nil {
 				return err
 			}
-			buf = appendEvent(buf, ev.GetType(), encodeJSON(obj))
+			body := encodeJSON(obj)
+			if asTable && ev.GetType() != "BOOKMARK" {
+				// kubectl get -w: each event's object is a Table of one row.
+				var err error
+				if body, err = table(r, obj, []object.Object{obj}, nil); err != nil {
+					return err
+				}
+			}
+			buf = appendEvent(buf, ev.GetType(), body)
 		}
 		start()
 		if _, err := w.Write(buf); err != nil {
