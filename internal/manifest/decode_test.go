@@ -20,7 +20,7 @@ import (
 	metav1 "skiff.dev/proto/meta/v1"
 )
 
-func parse(t *testing.T, src string) map[string]any {
+func parse(t testing.TB, src string) map[string]any {
 	t.Helper()
 	docs, err := Read("test.yaml", strings.NewReader(src))
 	if err != nil {

@@ -1,13 +1,17 @@
 package manifest
 
 import (
+	"fmt"
+	"reflect"
 	"slices"
 	"strconv"
+	"sync"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"skiff.dev/internal/kfields"
+	metav1 "skiff.dev/proto/meta/v1"
 )
 
 // FieldValidation is Kubernetes' fieldValidation: what becomes of a field
@@ -45,24 +49,30 @@ const maxStrictErrors = 100
 // Kubernetes has but Skiff does not is refused in every mode unless its
 // value is empty (null, {}, [], ""), when it is dropped. Malformed JSON
 // is a *SyntaxError. After an error msg is partly set and should not be
-// used.
+// used. msg must be a generated message (every Skiff object is).
 func UnmarshalJSON(data []byte, msg proto.Message, o JSONOptions) (warnings []string, err error) {
+	m := msg.ProtoReflect()
+	p := planOf(m.Descriptor())
+	v := reflect.ValueOf(m.Interface())
+	if !p.fast || v.Type() != reflect.PointerTo(p.goType) || v.IsNil() {
+		return nil, fmt.Errorf("manifest: cannot decode JSON into %s: not a generated message", m.Descriptor().FullName())
+	}
 	proto.Reset(msg)
-	d := &jsonDecoder{s: scanner{data: data}, mode: o.FieldValidation}
+	d := decoders.Get().(*jsonDecoder)
+	defer d.release()
+	*d = jsonDecoder{s: scanner{data: data, scratch: d.s.scratch[:0]}, mode: o.FieldValidation, path: d.path[:0]}
 	if d.mode == "" {
 		d.mode = FieldValidationWarn
 	}
 	func() {
 		defer catchSyntax(&err)
-		m := msg.ProtoReflect()
 		if d.s.next() != '{' {
 			v := d.s.value()
 			d.s.end()
 			d.fail("expected an object, got " + v.describe())
 			return
 		}
-		ktype, _ := kfields.ForMessage(string(m.Descriptor().FullName()))
-		d.message(planOf(m.Descriptor()), m, ktype)
+		d.message(p, v.Elem(), p.ktype)
 		d.s.end()
 	}()
 	if err != nil {
@@ -72,6 +82,18 @@ func UnmarshalJSON(data []byte, msg proto.Message, o JSONOptions) (warnings []st
 		return d.warnings, d.errs
 	}
 	return d.warnings, nil
+}
+
+// decoders keep jsonDecoders (their path and scratch buffers) between
+// calls.
+var decoders = sync.Pool{New: func() any { return new(jsonDecoder) }}
+
+// release returns d to the pool, without what the caller or the decoded
+// message holds: the errors, the warnings, the arena of its strings.
+func (d *jsonDecoder) release() {
+	d.s = scanner{scratch: d.s.scratch[:0]}
+	d.errs, d.warnings, d.reported = nil, nil, nil
+	decoders.Put(d)
 }
 
 type jsonDecoder struct {
@@ -174,9 +196,10 @@ func (d *jsonDecoder) strictError(t ErrorType) {
 	d.errs = append(d.errs, e)
 }
 
-// message decodes the object at the scanner into m, which stands for the
-// Kubernetes type ktype ("" for none known).
-func (d *jsonDecoder) message(p *plan, m protoreflect.Message, ktype string) {
+// message decodes the object at the scanner into sv, the generated
+// struct of plan p, which stands for the Kubernetes type ktype ("" for
+// none known).
+func (d *jsonDecoder) message(p *plan, sv reflect.Value, ktype string) {
 	if !d.s.openObject() {
 		return
 	}
@@ -192,15 +215,16 @@ func (d *jsonDecoder) message(p *plan, m protoreflect.Message, ktype string) {
 			d.pop()
 		} else {
 			d.push(pathStep{name: f.name})
+			fv := sv.Field(f.goField)
 			if again := seenBefore(f.index, &seen, &seenAt, len(p.fields)); again {
 				d.strictError(ErrorDuplicate)
-				m.Clear(f.fd) // the last one counts
+				fv.SetZero() // the last one counts
 			}
 			var kchild string
 			if kinds != nil {
 				kchild = kinds[f.index]
 			}
-			d.field(f, m, kchild)
+			d.field(f, fv, kchild)
 			d.pop()
 		}
 		if !d.s.more('}') {
@@ -263,8 +287,8 @@ func (d *jsonDecoder) emptyValue() bool {
 	return false
 }
 
-// field decodes the value of f into m.
-func (d *jsonDecoder) field(f *fieldPlan, m protoreflect.Message, kchild string) {
+// field decodes the value of f into fv, its field of the struct.
+func (d *jsonDecoder) field(f *fieldPlan, fv reflect.Value, kchild string) {
 	c := d.s.next()
 	if c == 'n' {
 		d.s.literal() // null is absent, as in Kubernetes
@@ -272,17 +296,17 @@ func (d *jsonDecoder) field(f *fieldPlan, m protoreflect.Message, kchild string)
 	}
 	switch {
 	case f.list:
-		d.list(f, m, kchild)
+		d.list(f, fv, kchild)
 	case f.isMap:
-		d.mapField(f, m, kchild)
+		d.mapField(f, fv, kchild)
 	case f.kind == scalarKind:
 		if v, ok := d.check(convertScalar(f.fd, f.quantity, d.s.value())); ok {
-			m.Set(f.fd, v)
+			setScalar(fv, f.fd.Kind(), f.optional, v)
 		}
 	default:
 		if v, ok := d.special(f); ok {
 			if v.IsValid() {
-				m.Set(f.fd, v)
+				fv.Set(v)
 			}
 			return
 		}
@@ -290,13 +314,44 @@ func (d *jsonDecoder) field(f *fieldPlan, m protoreflect.Message, kchild string)
 			d.fail("expected an object, got " + d.s.value().describe())
 			return
 		}
-		d.message(f.msg, m.Mutable(f.fd).Message(), kchild)
+		if fv.IsNil() {
+			fv.Set(reflect.New(f.msg.goType))
+		}
+		d.message(f.msg, fv.Elem(), kchild)
 	}
 }
 
-// special reads a value of the messages written as scalars; ok is false
-// for other kinds, the value invalid when the input was wrong (reported).
-func (d *jsonDecoder) special(f *fieldPlan) (protoreflect.Value, bool) {
+// setScalar sets dst, a field, list element, map key or map value of
+// scalar kind k, to v; optional: dst is a pointer to set to a new value.
+func setScalar(dst reflect.Value, k protoreflect.Kind, optional bool, v protoreflect.Value) {
+	if optional {
+		p := reflect.New(dst.Type().Elem())
+		dst.Set(p)
+		dst = p.Elem()
+	}
+	switch k {
+	case protoreflect.StringKind:
+		dst.SetString(v.String())
+	case protoreflect.BoolKind:
+		dst.SetBool(v.Bool())
+	case protoreflect.BytesKind:
+		dst.SetBytes(v.Bytes())
+	case protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Sfixed32Kind,
+		protoreflect.Int64Kind, protoreflect.Sint64Kind, protoreflect.Sfixed64Kind:
+		dst.SetInt(v.Int())
+	case protoreflect.Uint32Kind, protoreflect.Fixed32Kind, protoreflect.Uint64Kind, protoreflect.Fixed64Kind:
+		dst.SetUint(v.Uint())
+	case protoreflect.FloatKind, protoreflect.DoubleKind:
+		dst.SetFloat(v.Float())
+	case protoreflect.EnumKind:
+		dst.SetInt(int64(v.Enum()))
+	}
+}
+
+// special reads a value of the messages written as scalars, as the Go
+// pointer the struct holds; ok is false for other kinds, the value
+// invalid when the input was wrong (reported).
+func (d *jsonDecoder) special(f *fieldPlan) (reflect.Value, bool) {
 	var v protoreflect.Value
 	var msg string
 	switch f.kind {
@@ -311,81 +366,90 @@ func (d *jsonDecoder) special(f *fieldPlan) (protoreflect.Value, bool) {
 		}
 		var raw []byte
 		d.s.copyValue(&raw, 0)
-		md := f.vd.Message()
-		fv := newMessage(md)
-		fv.Set(md.Fields().ByNumber(fieldsV1RawNumber), protoreflect.ValueOfBytes(raw))
-		v = protoreflect.ValueOfMessage(fv)
+		return reflect.ValueOf(&metav1.FieldsV1{Raw: raw}), true
 	default:
-		return protoreflect.Value{}, false
+		return reflect.Value{}, false
 	}
 	if msg != "" {
 		d.fail(msg)
-		return protoreflect.Value{}, true
+		return reflect.Value{}, true
 	}
-	return v, true
+	return reflect.ValueOf(v.Message().Interface()), true
 }
 
-func (d *jsonDecoder) list(f *fieldPlan, m protoreflect.Message, kchild string) {
+func (d *jsonDecoder) list(f *fieldPlan, fv reflect.Value, kchild string) {
 	if d.s.next() != '[' {
 		d.fail("expected a list, got " + d.s.value().describe())
 		return
 	}
-	l := m.Mutable(f.fd).List()
 	if d.s.openList() {
 		for i := 0; ; i++ {
 			d.push(pathStep{index: i, kind: indexStep})
-			d.element(f, l, kchild)
+			d.element(f, fv, kchild)
 			d.pop()
 			if !d.s.more(']') {
 				break
 			}
 		}
 	}
-	if l.Len() == 0 {
-		m.Clear(f.fd)
+	if fv.Len() == 0 {
+		fv.SetZero()
 	}
 }
 
-func (d *jsonDecoder) element(f *fieldPlan, l protoreflect.List, kchild string) {
-	if f.kind == scalarKind {
+// element decodes a list's next element and appends it to the slice fv.
+func (d *jsonDecoder) element(f *fieldPlan, fv reflect.Value, kchild string) {
+	var v reflect.Value
+	switch {
+	case f.kind == scalarKind:
 		if d.s.next() == 'n' {
 			d.s.literal()
 			d.fail("expected " + kindName(f.fd) + ", got null")
 			return
 		}
-		if v, ok := d.check(convertScalar(f.fd, f.quantity, d.s.value())); ok {
-			l.Append(v)
+		pv, ok := d.check(convertScalar(f.fd, f.quantity, d.s.value()))
+		if !ok {
+			return
 		}
+		setScalar(grow(fv), f.fd.Kind(), false, pv)
 		return
-	}
-	if v, ok := d.special(f); ok {
-		if v.IsValid() {
-			l.Append(v)
+	case f.kind != messageKind:
+		if v, _ = d.special(f); !v.IsValid() {
+			return
 		}
-		return
+	default:
+		if d.s.next() != '{' {
+			d.fail("expected an object, got " + d.s.value().describe())
+			return
+		}
+		v = reflect.New(f.msg.goType)
+		d.message(f.msg, v.Elem(), kchild)
 	}
-	if d.s.next() != '{' {
-		d.fail("expected an object, got " + d.s.value().describe())
-		return
-	}
-	e := l.NewElement()
-	d.message(f.msg, e.Message(), kchild)
-	l.Append(e)
+	grow(fv).Set(v)
 }
 
-func (d *jsonDecoder) mapField(f *fieldPlan, m protoreflect.Message, kchild string) {
+// grow appends a zero element to the slice fv and returns it.
+func grow(fv reflect.Value) reflect.Value {
+	n := fv.Len()
+	fv.Grow(1)
+	fv.SetLen(n + 1)
+	return fv.Index(n)
+}
+
+func (d *jsonDecoder) mapField(f *fieldPlan, fv reflect.Value, kchild string) {
 	if d.s.next() != '{' {
 		d.fail("expected an object, got " + d.s.value().describe())
 		return
 	}
-	mp := m.Mutable(f.fd).Map()
-	kd := f.fd.MapKey()
+	if fv.IsNil() {
+		fv.Set(reflect.MakeMap(f.goType))
+	}
 	var unset []string // keys seen but not in the map (null, refused)
 	if d.s.openObject() {
 		for {
-			k := string(d.s.key())
+			k := d.s.intern(d.s.key())
 			d.push(pathStep{name: k, kind: keyStep})
-			if !d.entry(f, mp, kd, k, unset, kchild) {
+			if !d.entry(f, fv, k, unset, kchild) {
 				unset = append(unset, k)
 			}
 			d.pop()
@@ -394,47 +458,66 @@ func (d *jsonDecoder) mapField(f *fieldPlan, m protoreflect.Message, kchild stri
 			}
 		}
 	}
-	if mp.Len() == 0 {
-		m.Clear(f.fd)
+	if fv.Len() == 0 {
+		fv.SetZero()
 	}
 }
 
-// entry decodes the value of key k into mp and reports whether it is set
-// (not when null or refused).
-func (d *jsonDecoder) entry(f *fieldPlan, mp protoreflect.Map, kd protoreflect.FieldDescriptor, k string, unset []string, kchild string) bool {
-	key, ok := d.check(convertScalar(kd, false, value{kind: stringValue, s: k}))
+// entry decodes the value of key k into the map fv and reports whether it
+// is set (not when null or refused).
+func (d *jsonDecoder) entry(f *fieldPlan, fv reflect.Value, k string, unset []string, kchild string) bool {
+	if f.stringMap { // labels, annotations, data, quantities: no reflect
+		mm := fv.Interface().(map[string]string)
+		if _, dup := mm[k]; dup || slices.Contains(unset, k) {
+			d.strictError(ErrorDuplicate)
+			delete(mm, k) // the last one counts
+		}
+		if d.s.next() == 'n' {
+			d.s.literal()
+			return false
+		}
+		pv, ok := d.check(convertScalar(f.vd, f.quantity, d.s.value()))
+		if ok {
+			mm[k] = pv.String()
+		}
+		return ok
+	}
+	kv, ok := d.check(convertScalar(f.fd.MapKey(), false, value{kind: stringValue, s: k}))
 	if !ok {
 		d.s.skip()
 		return false
 	}
-	mk := key.MapKey()
-	if mp.Has(mk) || slices.Contains(unset, k) {
+	key := reflect.New(f.goType.Key()).Elem()
+	setScalar(key, f.fd.MapKey().Kind(), false, kv)
+	if fv.MapIndex(key).IsValid() || slices.Contains(unset, k) {
 		d.strictError(ErrorDuplicate)
-		mp.Clear(mk) // the last one counts
+		fv.SetMapIndex(key, reflect.Value{}) // the last one counts
 	}
 	if d.s.next() == 'n' {
 		d.s.literal()
 		return false
 	}
-	if f.kind == scalarKind {
-		v, ok := d.check(convertScalar(f.vd, f.quantity, d.s.value()))
-		if ok {
-			mp.Set(mk, v)
+	var v reflect.Value
+	switch f.kind {
+	case scalarKind:
+		pv, ok := d.check(convertScalar(f.vd, f.quantity, d.s.value()))
+		if !ok {
+			return false
 		}
-		return ok
-	}
-	if v, ok := d.special(f); ok {
-		if v.IsValid() {
-			mp.Set(mk, v)
+		v = reflect.New(f.goType.Elem()).Elem()
+		setScalar(v, f.vd.Kind(), false, pv)
+	case messageKind:
+		if d.s.next() != '{' {
+			d.fail("expected an object, got " + d.s.value().describe())
+			return false
 		}
-		return v.IsValid()
+		v = reflect.New(f.msg.goType)
+		d.message(f.msg, v.Elem(), kchild)
+	default:
+		if v, _ = d.special(f); !v.IsValid() {
+			return false
+		}
 	}
-	if d.s.next() != '{' {
-		d.fail("expected an object, got " + d.s.value().describe())
-		return false
-	}
-	v := mp.NewValue()
-	d.message(f.msg, v.Message(), kchild)
-	mp.Set(mk, v)
+	fv.SetMapIndex(key, v)
 	return true
 }

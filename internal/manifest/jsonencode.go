@@ -2,15 +2,20 @@ package manifest
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"math"
+	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/timestamppb"
+
+	metav1 "skiff.dev/proto/meta/v1"
 )
 
 // MarshalJSON returns msg in Kubernetes' JSON shape; see AppendJSON.
@@ -22,42 +27,85 @@ func MarshalJSON(msg proto.Message) []byte {
 // JSON that Encode's tree gives through encoding/json (the same fields,
 // names and values; strings escaped as encoding/json escapes them), but
 // written straight from the message, fields in declaration order and map
-// keys sorted, so the same object always gives the same bytes.
+// keys sorted, so the same object always gives the same bytes. (A
+// message without a generated Go struct goes through Encode, its fields
+// sorted by name.)
 func AppendJSON(b []byte, msg proto.Message) []byte {
 	if msg == nil {
 		return append(b, "{}"...)
 	}
 	m := msg.ProtoReflect()
-	return appendMessage(b, planOf(m.Descriptor()), m)
+	p := planOf(m.Descriptor())
+	v := reflect.ValueOf(m.Interface())
+	if !p.fast || v.Type() != reflect.PointerTo(p.goType) {
+		out, err := json.Marshal(Encode(msg))
+		if err != nil { // a generic tree holds only JSON values
+			panic(err)
+		}
+		return append(b, out...)
+	}
+	if v.IsNil() {
+		return append(b, "{}"...)
+	}
+	return appendStruct(b, p, v.Elem())
 }
 
-func appendMessage(b []byte, p *plan, m protoreflect.Message) []byte {
+// appendStruct writes the generated struct sv of plan p.
+func appendStruct(b []byte, p *plan, sv reflect.Value) []byte {
 	b = append(b, '{')
 	first := true
 	for _, f := range p.fields {
-		if !m.Has(f.fd) {
-			if f.emitZero {
-				b = appendKey(b, f, &first)
-				b = appendScalar(b, f.fd, m.Get(f.fd))
-			}
-			continue
-		}
-		v := m.Get(f.fd)
+		fv := sv.Field(f.goField)
 		switch {
 		case f.list:
+			if fv.Len() == 0 {
+				continue
+			}
 			b = appendKey(b, f, &first)
-			b = appendList(b, f, v.List())
+			b = append(b, '[')
+			for i := 0; i < fv.Len(); i++ {
+				if i > 0 {
+					b = append(b, ',')
+				}
+				var ok bool
+				if b, ok = appendValue(b, f, fv.Index(i)); !ok {
+					b = append(b, "null"...)
+				}
+			}
+			b = append(b, ']')
 		case f.isMap:
+			if fv.Len() == 0 {
+				continue
+			}
 			b = appendKey(b, f, &first)
-			b = appendMap(b, f, v.Map())
-		default:
+			b = appendMap(b, f, fv)
+		case f.kind != scalarKind:
+			if fv.IsNil() {
+				continue
+			}
 			// A value that is left out (an IntOrString that holds
 			// nothing) takes its key with it.
 			mark, wasFirst := len(b), first
 			b = appendKey(b, f, &first)
 			var ok bool
-			if b, ok = appendValue(b, f, v); !ok {
+			if b, ok = appendValue(b, f, fv); !ok {
 				b, first = b[:mark], wasFirst
+			}
+		case f.optional:
+			if !fv.IsNil() {
+				b = appendKey(b, f, &first)
+				b = appendScalar(b, f.fd, fv.Elem())
+			} else if f.emitZero {
+				b = appendKey(b, f, &first)
+				b = appendZero(b, f.fd)
+			}
+		default:
+			if !isZeroScalar(f.fd, fv) {
+				b = appendKey(b, f, &first)
+				b = appendScalar(b, f.fd, fv)
+			} else if f.emitZero {
+				b = appendKey(b, f, &first)
+				b = appendZero(b, f.fd)
 			}
 		}
 	}
@@ -72,91 +120,95 @@ func appendKey(b []byte, f *fieldPlan, first *bool) []byte {
 	return append(b, f.key...)
 }
 
-func appendList(b []byte, f *fieldPlan, l protoreflect.List) []byte {
-	b = append(b, '[')
-	for i := 0; i < l.Len(); i++ {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		var ok bool
-		if b, ok = appendValue(b, f, l.Get(i)); !ok {
-			b = append(b, "null"...)
-		}
+// isZeroScalar reports whether a scalar without presence is unset: proto3
+// holds such a field unset at its zero value.
+func isZeroScalar(fd protoreflect.FieldDescriptor, v reflect.Value) bool {
+	if fd.Kind() == protoreflect.BytesKind {
+		return v.Len() == 0
 	}
-	return append(b, ']')
+	return v.IsZero()
 }
 
-func appendMap(b []byte, f *fieldPlan, mp protoreflect.Map) []byte {
-	keys := make([]protoreflect.MapKey, 0, mp.Len())
-	mp.Range(func(k protoreflect.MapKey, _ protoreflect.Value) bool {
-		keys = append(keys, k)
-		return true
-	})
-	if len(keys) > 1 {
-		slices.SortFunc(keys, func(a, b protoreflect.MapKey) int {
-			return compareStrings(a.String(), b.String())
-		})
-	}
+func appendMap(b []byte, f *fieldPlan, mv reflect.Value) []byte {
 	b = append(b, '{')
+	if f.stringMap { // labels, annotations, data, quantities: no reflect
+		mm := mv.Interface().(map[string]string)
+		keys := make([]string, 0, len(mm))
+		for k := range mm {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for i, k := range keys {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, k)
+			b = append(b, ':')
+			b = appendString(b, mm[k])
+		}
+		return append(b, '}')
+	}
+	keys := mv.MapKeys()
+	slices.SortFunc(keys, func(x, y reflect.Value) int {
+		return strings.Compare(mapKeyString(x), mapKeyString(y))
+	})
 	for i, k := range keys {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendString(b, k.String())
+		b = appendString(b, mapKeyString(k))
 		b = append(b, ':')
 		var ok bool
-		if b, ok = appendValue(b, f, mp.Get(k)); !ok {
+		if b, ok = appendValue(b, f, mv.MapIndex(k)); !ok {
 			b = append(b, "null"...)
 		}
 	}
 	return append(b, '}')
 }
 
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
+// mapKeyString is a map key as JSON holds it (proto map keys are strings,
+// integers or booleans).
+func mapKeyString(k reflect.Value) string {
+	switch k.Kind() {
+	case reflect.String:
+		return k.String()
+	case reflect.Bool:
+		return strconv.FormatBool(k.Bool())
+	case reflect.Uint32, reflect.Uint64:
+		return strconv.FormatUint(k.Uint(), 10)
 	}
-	return 0
+	return strconv.FormatInt(k.Int(), 10)
 }
 
-// appendValue appends one value of f (an element of a list, a value of a
-// map); ok is false, and nothing appended, for a value that is left out.
-func appendValue(b []byte, f *fieldPlan, v protoreflect.Value) ([]byte, bool) {
+// appendValue appends one value of f (the field's, a list's element, a
+// map's value); ok is false, and nothing appended, for a value that is
+// left out.
+func appendValue(b []byte, f *fieldPlan, v reflect.Value) ([]byte, bool) {
 	switch f.kind {
 	case messageKind:
-		return appendMessage(b, f.msg, v.Message()), true
-	case intOrStringKind:
-		m := v.Message()
-		switch fd := m.WhichOneof(m.Descriptor().Oneofs().Get(0)); {
-		case fd == nil:
-			return b, false
-		case fd.Number() == strValFieldNumber:
-			return appendString(b, m.Get(fd).String()), true
-		default:
-			return strconv.AppendInt(b, m.Get(fd).Int(), 10), true
+		if v.IsNil() { // a nil element of a list
+			return append(b, "{}"...), true
 		}
+		return appendStruct(b, f.msg, v.Elem()), true
+	case intOrStringKind:
+		switch x := v.Interface().(*metav1.IntOrString).GetValue().(type) {
+		case *metav1.IntOrString_StrVal:
+			return appendString(b, x.StrVal), true
+		case *metav1.IntOrString_IntVal:
+			return strconv.AppendInt(b, int64(x.IntVal), 10), true
+		}
+		return b, false
 	case timestampKind:
-		return appendTime(b, timestampOf(v.Message()), f.micro), true
+		ts := v.Interface().(*timestamppb.Timestamp)
+		return appendTime(b, time.Unix(ts.GetSeconds(), int64(ts.GetNanos())), f.micro), true
 	case fieldsV1Kind:
-		raw := v.Message().Get(v.Message().Descriptor().Fields().ByNumber(fieldsV1RawNumber)).Bytes()
+		raw := v.Interface().(*metav1.FieldsV1).GetRaw()
 		if len(raw) == 0 {
 			return append(b, "{}"...), true
 		}
 		return appendCompact(b, raw)
 	}
 	return appendScalar(b, f.vd, v), true
-}
-
-// timestampOf reads a google.protobuf.Timestamp, generated or dynamic.
-func timestampOf(m protoreflect.Message) time.Time {
-	if ts, ok := m.Interface().(*timestamppb.Timestamp); ok {
-		return time.Unix(ts.GetSeconds(), int64(ts.GetNanos()))
-	}
-	fds := m.Descriptor().Fields()
-	return time.Unix(m.Get(fds.ByNumber(1)).Int(), m.Get(fds.ByNumber(2)).Int())
 }
 
 // appendTime writes t as FormatTime does.
@@ -172,7 +224,8 @@ func appendTime(b []byte, t time.Time, micro bool) []byte {
 
 const microTimeLayout = "2006-01-02T15:04:05.000000Z07:00"
 
-func appendScalar(b []byte, fd protoreflect.FieldDescriptor, v protoreflect.Value) []byte {
+// appendScalar writes v, a Go value of fd's scalar kind.
+func appendScalar(b []byte, fd protoreflect.FieldDescriptor, v reflect.Value) []byte {
 	switch fd.Kind() {
 	case protoreflect.StringKind:
 		return appendString(b, v.String())
@@ -190,12 +243,27 @@ func appendScalar(b []byte, fd protoreflect.FieldDescriptor, v protoreflect.Valu
 	case protoreflect.FloatKind, protoreflect.DoubleKind:
 		return appendFloat(b, v.Float())
 	case protoreflect.EnumKind:
-		if ev := fd.Enum().Values().ByNumber(v.Enum()); ev != nil {
+		if ev := fd.Enum().Values().ByNumber(protoreflect.EnumNumber(v.Int())); ev != nil {
 			return appendString(b, string(ev.Name()))
 		}
-		return strconv.AppendInt(b, int64(v.Enum()), 10)
+		return strconv.AppendInt(b, v.Int(), 10)
 	}
 	return append(b, "null"...)
+}
+
+// appendZero writes the zero value of fd's scalar kind.
+func appendZero(b []byte, fd protoreflect.FieldDescriptor) []byte {
+	switch fd.Kind() {
+	case protoreflect.StringKind, protoreflect.BytesKind:
+		return append(b, `""`...)
+	case protoreflect.BoolKind:
+		return append(b, "false"...)
+	case protoreflect.EnumKind:
+		if ev := fd.Enum().Values().ByNumber(0); ev != nil {
+			return appendString(b, string(ev.Name()))
+		}
+	}
+	return append(b, '0')
 }
 
 // appendFloat writes f as encoding/json writes a float64 (Encode's trees

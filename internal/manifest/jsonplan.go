@@ -1,6 +1,9 @@
 package manifest
 
 import (
+	"reflect"
+	"strconv"
+	"strings"
 	"sync"
 
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -10,14 +13,28 @@ import (
 )
 
 // A plan is what the JSON codec needs to know about a message type,
-// worked out once from its descriptor (field options are proto
-// extensions, too slow to read per value): its fields in declaration
-// order (Kubernetes' order, and a fixed one, so output is deterministic),
-// each with its quoted JSON name and how its values are written.
+// worked out once from its descriptor and its Go type: its fields in
+// declaration order (Kubernetes' order, and a fixed one, so output is
+// deterministic), each with its quoted JSON name, how its values are
+// written, and where the generated Go struct keeps it.
+//
+// The codec reads and writes the generated structs' fields through
+// package reflect rather than protoreflect: protoreflect's Get and Set
+// cost a map lookup and an interface conversion per field, several times
+// the rest of the work. A message type without a plain generated struct
+// (dynamicpb, or one with a oneof other than IntOrString's) has no fast
+// plan; AppendJSON writes it through Encode, UnmarshalJSON refuses it.
 type plan struct {
 	md     protoreflect.MessageDescriptor
+	goType reflect.Type // the generated struct
 	fields []*fieldPlan
 	byName map[string]*fieldPlan
+	// ktype is the Kubernetes type of the same package and name
+	// (kfields.ForMessage), "" for none.
+	ktype string
+	// fast: this type and every type it reaches have a generated struct
+	// the codec can read and write.
+	fast bool
 	// kchildren caches, per Kubernetes type the message stands for, the
 	// Kubernetes type of each field's value (fields' order): the decoder
 	// walks Kubernetes' type beside Skiff's, as Decode does.
@@ -25,12 +42,16 @@ type plan struct {
 }
 
 type fieldPlan struct {
-	fd    protoreflect.FieldDescriptor
-	name  string // the JSON name
-	key   []byte // `"name":`
-	index int    // in plan.fields
-	list  bool
-	isMap bool
+	fd      protoreflect.FieldDescriptor
+	name    string // the JSON name
+	key     []byte // `"name":`
+	index   int    // in plan.fields
+	goField int    // in plan.goType
+	goType  reflect.Type
+	list    bool
+	isMap   bool
+	// optional: a scalar with presence, held through a pointer.
+	optional bool
 	// kind is how a value is written (a list's element, a map's value).
 	kind codecKind
 	// vd describes the values (fd, or the map's value descriptor).
@@ -41,6 +62,8 @@ type fieldPlan struct {
 	emitZero bool
 	micro    bool // a MicroTime timestamp
 	quantity bool // a string (or strings) of quantities
+	// stringMap: a map[string]string, read and written without reflect.
+	stringMap bool
 }
 
 // codecKind is how the codec handles a value.
@@ -69,6 +92,9 @@ func planOf(md protoreflect.MessageDescriptor) *plan {
 	defer plansMu.Unlock()
 	built := map[protoreflect.FullName]*plan{}
 	p := buildPlan(md, built)
+	for _, bp := range built {
+		bp.fast = reachesOnlyFast(bp, map[*plan]bool{})
+	}
 	for name, bp := range built {
 		plans.LoadOrStore(name, bp)
 	}
@@ -82,8 +108,10 @@ func buildPlan(md protoreflect.MessageDescriptor, built map[protoreflect.FullNam
 	if p, ok := built[md.FullName()]; ok {
 		return p
 	}
-	p := &plan{md: md, byName: map[string]*fieldPlan{}}
+	p := &plan{md: md, byName: map[string]*fieldPlan{}, goType: generatedStruct(md)}
+	p.ktype, _ = kfields.ForMessage(string(md.FullName()))
 	built[md.FullName()] = p
+	goFields := structFields(p.goType)
 	fds := md.Fields()
 	for i := 0; i < fds.Len(); i++ {
 		fd := fds.Get(i)
@@ -91,11 +119,17 @@ func buildPlan(md protoreflect.MessageDescriptor, built map[protoreflect.FullNam
 			fd:       fd,
 			name:     fd.JSONName(),
 			index:    i,
+			goField:  -1,
 			list:     fd.IsList(),
 			isMap:    fd.IsMap(),
+			optional: fd.HasPresence() && fd.Message() == nil,
 			vd:       fd,
 			micro:    object.MicroTime(fd),
 			quantity: object.Quantity(fd),
+		}
+		if gf, ok := goFields[fd.Number()]; ok {
+			f.goField, f.goType = gf.Index[0], gf.Type
+			f.stringMap = gf.Type == reflect.TypeFor[map[string]string]()
 		}
 		f.key = append(appendString(nil, f.name), ':')
 		if f.isMap {
@@ -119,6 +153,61 @@ func buildPlan(md protoreflect.MessageDescriptor, built map[protoreflect.FullNam
 		p.byName[f.name] = f
 	}
 	return p
+}
+
+// generatedStruct is the Go struct protoc-gen-go generated for md, or
+// nil.
+func generatedStruct(md protoreflect.MessageDescriptor) reflect.Type {
+	mt, err := protoTypes.FindMessageByName(md.FullName())
+	if err != nil {
+		return nil
+	}
+	t := reflect.TypeOf(mt.Zero().Interface())
+	if t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
+		return nil
+	}
+	return t.Elem()
+}
+
+// structFields maps field numbers to the generated struct's fields, from
+// their protobuf tags ("bytes,3,opt,name=metadata,proto3").
+func structFields(t reflect.Type) map[protoreflect.FieldNumber]reflect.StructField {
+	out := map[protoreflect.FieldNumber]reflect.StructField{}
+	if t == nil {
+		return out
+	}
+	for i := 0; i < t.NumField(); i++ {
+		sf := t.Field(i)
+		parts := strings.Split(sf.Tag.Get("protobuf"), ",")
+		if len(parts) < 2 || !sf.IsExported() {
+			continue
+		}
+		if n, err := strconv.Atoi(parts[1]); err == nil {
+			out[protoreflect.FieldNumber(n)] = sf
+		}
+	}
+	return out
+}
+
+// reachesOnlyFast reports whether p and the plans it reaches all have a
+// generated struct holding every field.
+func reachesOnlyFast(p *plan, seen map[*plan]bool) bool {
+	if seen[p] {
+		return true
+	}
+	seen[p] = true
+	if p.goType == nil {
+		return false
+	}
+	for _, f := range p.fields {
+		if f.goField < 0 {
+			return false
+		}
+		if f.msg != nil && !reachesOnlyFast(f.msg, seen) {
+			return false
+		}
+	}
+	return true
 }
 
 // kinds are the Kubernetes types of the fields' values where the message

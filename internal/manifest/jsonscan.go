@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // The JSON scanner under UnmarshalJSON: it reads tokens straight from
@@ -30,7 +31,12 @@ const maxDepth = 10000
 type scanner struct {
 	data    []byte
 	pos     int
-	scratch []byte // keys with escapes, unescaped
+	scratch []byte // keys and strings with escapes, unescaped
+	// arena holds the strings read, rather than one allocation each (a
+	// pod has some forty): they are made from it without a copy
+	// (unsafe.String), so what is in it is never written again, and a
+	// new arena starts when it is full.
+	arena []byte
 }
 
 func (s *scanner) fail(format string, args ...any) {
@@ -146,6 +152,12 @@ func (s *scanner) stringSpan() (start, end int, plain bool) {
 	s.pos++
 	plain = true
 	for s.pos < len(s.data) {
+		for s.pos < len(s.data) && plainASCII[s.data[s.pos]] {
+			s.pos++
+		}
+		if s.pos >= len(s.data) {
+			break
+		}
 		c := s.data[s.pos]
 		switch {
 		case c == '"':
@@ -190,6 +202,15 @@ func (s *scanner) stringSpan() (start, end int, plain bool) {
 	return
 }
 
+// plainASCII marks the bytes a string holds as they are: ASCII but
+// control characters, quotes and backslashes.
+var plainASCII = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
 func isHex(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
@@ -198,9 +219,25 @@ func isHex(c byte) bool {
 func (s *scanner) str() string {
 	start, end, plain := s.stringSpan()
 	if plain {
-		return string(s.data[start+1 : end-1])
+		return s.intern(s.data[start+1 : end-1])
 	}
-	return string(unquote(nil, s.data[start:end]))
+	s.scratch = unquote(s.scratch[:0], s.data[start:end])
+	return s.intern(s.scratch)
+}
+
+// intern returns b as a string held in the arena.
+func (s *scanner) intern(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	if cap(s.arena)-len(s.arena) < len(b) {
+		// A document's strings take at most its length (but for
+		// invalid UTF-8, each byte of which becomes three).
+		s.arena = make([]byte, 0, max(len(b), min(len(s.data), 64<<10)))
+	}
+	start := len(s.arena)
+	s.arena = append(s.arena, b...)
+	return unsafe.String(&s.arena[start], len(b))
 }
 
 // unquote appends the text of the well-formed JSON string q (quotes
