@@ -29,7 +29,9 @@ import (
 	"skiff.dev/internal/client"
 	"skiff.dev/internal/kinds"
 	"skiff.dev/internal/kinds/decl"
+	"skiff.dev/internal/manifest"
 	"skiff.dev/internal/object"
+	"skiff.dev/internal/printers"
 	corev1 "skiff.dev/proto/core/v1"
 	discoveryv1 "skiff.dev/proto/discovery/v1"
 	metav1 "skiff.dev/proto/meta/v1"
@@ -40,8 +42,6 @@ import (
 	"skiff.dev/services/controller-manager/garbagecollector"
 	"skiff.dev/services/controller-manager/manager/managertest"
 	"skiff.dev/services/ctl/cmd"
-	"skiff.dev/internal/manifest"
-	"skiff.dev/services/ctl/printers"
 )
 
 const (
@@ -352,7 +352,7 @@ func subsetValue(fd protoreflect.FieldDescriptor, w, g protoreflect.Value, p str
 // printer: skiffctl has table columns of the kind's own.
 func (c *check) printer(obj object.Object) {
 	if !printers.HasColumns(obj) {
-		c.t.Errorf("skiffctl has no table printer of %s (services/ctl/printers/table.go: columnsFor)", c.k.GVK())
+		c.t.Errorf("skiffctl has no table printer of %s (internal/printers/table.go: ownTable)", c.k.GVK())
 	}
 }
 

@@ -10,9 +10,9 @@ import (
 
 	"skiff.dev/internal/apierrors"
 	"skiff.dev/internal/client"
+	"skiff.dev/internal/manifest"
 	"skiff.dev/internal/object"
 	"skiff.dev/services/ctl/apply"
-	"skiff.dev/internal/manifest"
 )
 
 // errServerDryRun is the answer to --dry-run=server until the apiserver

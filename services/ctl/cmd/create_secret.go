@@ -21,12 +21,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"skiff.dev/internal/apierrors"
+	"skiff.dev/internal/manifest"
 	"skiff.dev/internal/object"
 	corev1 "skiff.dev/proto/core/v1"
 	metav1 "skiff.dev/proto/meta/v1"
 	"skiff.dev/services/ctl/apply"
 	"skiff.dev/services/ctl/kinds"
-	"skiff.dev/internal/manifest"
 )
 
 // The create commands that build an object from flags (create secret

@@ -10,9 +10,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"skiff.dev/internal/apierrors"
+	"skiff.dev/internal/manifest"
 	corev1 "skiff.dev/proto/core/v1"
 	metav1 "skiff.dev/proto/meta/v1"
-	"skiff.dev/internal/manifest"
 )
 
 // tokenOptions are create token's flags.

@@ -11,9 +11,9 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"skiff.dev/internal/apierrors"
+	"skiff.dev/internal/manifest"
 	"skiff.dev/internal/object"
 	"skiff.dev/services/ctl/kinds"
-	"skiff.dev/internal/manifest"
 )
 
 // prepared is one document of a manifest, decoded and checked, ready to send.

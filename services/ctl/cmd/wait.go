@@ -12,9 +12,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"skiff.dev/internal/apierrors"
+	"skiff.dev/internal/manifest"
 	"skiff.dev/internal/object"
 	metav1 "skiff.dev/proto/meta/v1"
-	"skiff.dev/internal/manifest"
 )
 
 // waitFor is a parsed --for: what makes an object's wait end.
