@@ -344,7 +344,7 @@ write_config() {
   [ -x "$ROOT/bin/skiffctl" ] || { log "   (no skiffctl: no config written)"; return 0; }
   local ctl=("$ROOT/bin/skiffctl")
   copy_credentials
-  "${ctl[@]}" config set-cluster skiff-compose --server "127.0.0.1:$API_PORT" --certificate-authority "$CREDS/ca.crt" >/dev/null
+  "${ctl[@]}" config set-cluster skiff-compose --server "https://127.0.0.1:$API_PORT" --certificate-authority "$CREDS/ca.crt" >/dev/null
   "${ctl[@]}" config set-credentials skiff-compose-admin --client-certificate "$CREDS/admin.crt" --client-key "$CREDS/admin.key" >/dev/null
   "${ctl[@]}" config set-context skiff-compose --cluster skiff-compose --user skiff-compose-admin --namespace default >/dev/null
   "${ctl[@]}" config use-context skiff-compose >/dev/null
@@ -377,6 +377,8 @@ Next:
   skiffctl get pods -o wide
   scripts/compose.sh compose ps            # or: logs -f node1
   make down                                # make down V=1 also deletes the cluster's state
+The config is a standard kubeconfig: kubectl, Helm and k9s use it as it is:
+  KUBECONFIG=${SKIFFCONFIG:-\$HOME/.skiff/config} kubectl get nodes
 EOF
 }
 
