@@ -66,14 +66,17 @@ func (s *Scenario) Produces(prefix string) bool {
 // All returns every scenario in the order they run: watch fan-out first,
 // on a fresh server, as its figure is specified (the write scenario leaves
 // some 200,000 objects behind, and the watch figure is then worse: see
-// docs/operations.md), then writes against the raw etcd limit, then reads;
-// fairness last, on an apiserver of its own.
+// docs/operations.md), then writes against the raw etcd limit, then reads,
+// then the HTTP API's against the gRPC API's; fairness last, on an
+// apiserver of its own.
 func All() []*Scenario {
 	return []*Scenario{
 		watchFanoutScenario(),
 		writeScenario(),
 		apiGetScenario(),
 		apiListScenario(),
+		httpCreateScenario(),
+		httpListScenario(),
 		schedulerScenario(),
 		schedAffinityScenario(),
 		preemptionScenario(),

@@ -35,7 +35,7 @@ func TestSelect(t *testing.T) {
 		prefix string
 		want   []string
 	}{
-		{"empty selects all", "", []string{"watch.fanout", "write", "api.get", "api.list", "scheduler", "scheduler.antiaffinity", "scheduler.preemption", "node", "streams", "leader", "controllers.rs", "jobs", "daemonset", "fairness", "fairness.flood", "memory", "services", "services.programming", "dns"}},
+		{"empty selects all", "", []string{"watch.fanout", "write", "api.get", "api.list", "http.create", "http.list", "scheduler", "scheduler.antiaffinity", "scheduler.preemption", "node", "streams", "leader", "controllers.rs", "jobs", "daemonset", "fairness", "fairness.flood", "memory", "services", "services.programming", "dns"}},
 		{"scheduler, its anti-affinity run and preemption", "scheduler", []string{"scheduler", "scheduler.antiaffinity", "scheduler.preemption"}},
 		{"preemption alone", "scheduler.preemption", []string{"scheduler.preemption"}},
 		{"the anti-affinity run needs the basic one", "scheduler.antiaffinity", []string{"scheduler", "scheduler.antiaffinity"}},
@@ -47,6 +47,7 @@ func TestSelect(t *testing.T) {
 		{"the ratio figure", "api.create_vs", []string{"write"}},
 		{"memory alone", "memory", []string{"memory"}},
 		{"leader alone", "leader", []string{"leader"}},
+		{"the HTTP API measures its gRPC denominator itself", "http", []string{"http.create", "http.list"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
