@@ -206,14 +206,21 @@ func (d *jsonDecoder) message(p *plan, sv reflect.Value, ktype string) {
 	kinds := p.kinds(ktype)
 	var seen uint64   // fields seen, by index
 	var seenAt []bool // the same beyond 64 fields
+	next := 0         // the field expected next: Kubernetes' clients write them in order
 	for {
 		k := d.s.key()
-		f := p.byName[string(k)]
+		var f *fieldPlan
+		if next < len(p.fields) && p.fields[next].name == string(k) {
+			f = p.fields[next]
+		} else {
+			f = p.byName[string(k)]
+		}
 		if f == nil {
 			d.push(pathStep{name: string(k)})
 			d.missing(ktype)
 			d.pop()
 		} else {
+			next = f.index + 1
 			d.push(pathStep{name: f.name})
 			fv := sv.Field(f.goField)
 			if again := seenBefore(f.index, &seen, &seenAt, len(p.fields)); again {
@@ -299,6 +306,8 @@ func (d *jsonDecoder) field(f *fieldPlan, fv reflect.Value, kchild string) {
 		d.list(f, fv, kchild)
 	case f.isMap:
 		d.mapField(f, fv, kchild)
+	case f.plainString && c == '"': // most fields: no conversion
+		fv.SetString(d.s.str())
 	case f.kind == scalarKind:
 		if v, ok := d.check(convertScalar(f.fd, f.quantity, d.s.value())); ok {
 			setScalar(fv, f.fd.Kind(), f.optional, v)
@@ -475,6 +484,10 @@ func (d *jsonDecoder) entry(f *fieldPlan, fv reflect.Value, k string, unset []st
 		if d.s.next() == 'n' {
 			d.s.literal()
 			return false
+		}
+		if d.s.next() == '"' { // a string is a string, a quantity too
+			mm[k] = d.s.str()
+			return true
 		}
 		pv, ok := d.check(convertScalar(f.vd, f.quantity, d.s.value()))
 		if ok {

@@ -37,8 +37,10 @@ type plan struct {
 	fast bool
 	// kchildren caches, per Kubernetes type the message stands for, the
 	// Kubernetes type of each field's value (fields' order): the decoder
-	// walks Kubernetes' type beside Skiff's, as Decode does.
+	// walks Kubernetes' type beside Skiff's, as Decode does. ownKinds are
+	// those of ktype, the usual one, looked up without the sync.Map.
 	kchildren sync.Map // string -> []string
+	ownKinds  []string
 }
 
 type fieldPlan struct {
@@ -64,6 +66,9 @@ type fieldPlan struct {
 	quantity bool // a string (or strings) of quantities
 	// stringMap: a map[string]string, read and written without reflect.
 	stringMap bool
+	// plainString: a string field (not of quantities, without presence),
+	// which a JSON string sets as it is.
+	plainString bool
 }
 
 // codecKind is how the codec handles a value.
@@ -94,6 +99,7 @@ func planOf(md protoreflect.MessageDescriptor) *plan {
 	p := buildPlan(md, built)
 	for _, bp := range built {
 		bp.fast = reachesOnlyFast(bp, map[*plan]bool{})
+		bp.ownKinds = bp.kinds(bp.ktype)
 	}
 	for name, bp := range built {
 		plans.LoadOrStore(name, bp)
@@ -149,6 +155,7 @@ func buildPlan(md protoreflect.MessageDescriptor, built map[protoreflect.FullNam
 			}
 		}
 		f.emitZero = object.EmitZero(fd) && !f.list && !f.isMap && f.kind == scalarKind
+		f.plainString = fd.Kind() == protoreflect.StringKind && !f.list && !f.isMap && !f.optional && !f.quantity
 		p.fields = append(p.fields, f)
 		p.byName[f.name] = f
 	}
@@ -215,6 +222,9 @@ func reachesOnlyFast(p *plan, seen map[*plan]bool) bool {
 func (p *plan) kinds(ktype string) []string {
 	if ktype == "" {
 		return nil
+	}
+	if ktype == p.ktype && p.ownKinds != nil {
+		return p.ownKinds
 	}
 	if k, ok := p.kchildren.Load(ktype); ok {
 		return k.([]string)

@@ -152,9 +152,11 @@ func (s *scanner) stringSpan() (start, end int, plain bool) {
 	s.pos++
 	plain = true
 	for s.pos < len(s.data) {
-		for s.pos < len(s.data) && plainASCII[s.data[s.pos]] {
-			s.pos++
+		i, d := s.pos, s.data // in registers: the loop most bytes take
+		for i < len(d) && plainASCII[d[i]] {
+			i++
 		}
+		s.pos = i
 		if s.pos >= len(s.data) {
 			break
 		}
