@@ -1,7 +1,6 @@
 package nodelifecycle_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -16,6 +15,31 @@ import (
 	"skiff.dev/services/controller-manager/manager/managertest"
 	"skiff.dev/services/controller-manager/nodelifecycle"
 )
+
+// settle waits until env's controller is idle, every key queued reconciled
+// (none waiting for a worker, none in Reconcile), with a timer armed on
+// clock: then its timer is armed for the deadline it computed. Steps are
+// taken only then. A reconcile in flight during a step returns a
+// RequeueAfter computed from the time it started, which the queue adds to
+// the time after the step: the deadline slides by the step (and a timer
+// that fires during the step only queues the key again, behind it). Seen
+// so (CI's failure, made at will with a slowed informer and slowed
+// reconciles): a 5 ms retry after a conflict fired in the 299 s step while
+// a reconcile begun at 41 s was in flight; its 300 s became 640 s, the
+// retry's reconcile, begun at 340 s, armed its 1 s after the last step, at
+// 342 s, and the pod stayed.
+//
+// Reconciles are read before adds: equal, every key added by then was
+// reconciled by then.
+func settle(t *testing.T, env *managertest.Env, clock *workqueue.FakeClock, what string) {
+	t.Helper()
+	env.Await(patience, what, func() (bool, string) {
+		reconciled := env.Metric("controller_reconcile_total", "controller", nodelifecycle.Name)
+		added := env.Metric("workqueue_adds_total", "name", nodelifecycle.Name)
+		return added == reconciled && clock.Waiters() > 0,
+			managertest.Explain("%v keys queued, %v reconciled, %d timers armed", added, reconciled, clock.Waiters())
+	})
+}
 
 // TestDefaultsOnAFakeClock runs the controller with its defaults (40 s of
 // grace, 300 s of default toleration) on a fake clock: nothing polls, the
@@ -40,11 +64,7 @@ func TestDefaultsOnAFakeClock(t *testing.T) {
 	c := nodelifecycle.New(env.Manager, nodelifecycle.Options{})
 	env.StartInformers()
 	env.GoErr(c.Run)
-	ctx, cancel := context.WithTimeout(env.Ctx, patience)
-	defer cancel()
-	if err := clock.BlockUntilWaiters(ctx, 1); err != nil {
-		t.Fatalf("the controller armed no timer for the end of the grace period: %v", err)
-	}
+	settle(t, env, clock, "a timer armed for the end of the grace period")
 	if n := getNode(env, "node-a"); len(n.GetSpec().GetTaints()) != 0 {
 		t.Fatalf("node tainted within its grace period: %v", n.GetSpec().GetTaints())
 	}
@@ -65,13 +85,9 @@ func TestDefaultsOnAFakeClock(t *testing.T) {
 
 	// One second short of the default toleration the controller's timer
 	// is still armed (its deadline is later) and the pod untouched.
-	if err := clock.BlockUntilWaiters(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
+	settle(t, env, clock, "a timer armed for the end of the toleration")
 	clock.Step(299 * time.Second)
-	if err := clock.BlockUntilWaiters(ctx, 1); err != nil {
-		t.Fatalf("no timer armed for the end of the toleration: %v", err)
-	}
+	settle(t, env, clock, "a timer armed for the end of the toleration, 1 s ahead")
 	if p, ok := getPod(env, "web"); !ok || p.GetMetadata().GetDeletionTimestamp() != nil {
 		t.Fatalf("pod web evicted before its default toleration ran out: %v", p.GetMetadata())
 	}
@@ -107,19 +123,13 @@ func TestTolerationCountsFromWhenThePodWasSeen(t *testing.T) {
 	c := nodelifecycle.New(env.Manager, nodelifecycle.Options{})
 	env.StartInformers()
 	env.GoErr(c.Run)
-	ctx, cancel := context.WithTimeout(env.Ctx, patience)
-	defer cancel()
-	if err := clock.BlockUntilWaiters(ctx, 1); err != nil {
-		t.Fatalf("the controller armed no timer for the end of the grace period: %v", err)
-	}
+	settle(t, env, clock, "a timer armed for the end of the grace period")
 	clock.Step(41 * time.Second)
 	env.Await(patience, "node-a unreachable", func() (bool, string) {
 		n := getNode(env, "node-a")
 		return noExecuteTaint(n, nodelifecycle.TaintNodeUnreachable) != nil, managertest.Explain("taints %v", n.GetSpec().GetTaints())
 	})
-	if err := clock.BlockUntilWaiters(ctx, 1); err != nil {
-		t.Fatalf("no timer armed for the end of pod first's toleration: %v", err)
-	}
+	settle(t, env, clock, "a timer armed for the end of pod first's toleration")
 	clock.Step(300 * time.Second)
 	env.Await(patience, "pod first evicted 300 s after the taint", func() (bool, string) {
 		_, ok := getPod(env, "first")
@@ -149,10 +159,9 @@ func TestTolerationCountsFromWhenThePodWasSeen(t *testing.T) {
 	})
 	// A timer due before the replacement's 300 s are up would fire now and
 	// its reconcile evict the pod before arming the next one.
+	settle(t, env, clock, "a timer armed for the end of pod replacement's toleration")
 	clock.Step(299 * time.Second)
-	if err := clock.BlockUntilWaiters(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
+	settle(t, env, clock, "a timer armed for the end of pod replacement's toleration, 1 s ahead")
 	if p, err := client.Pods(env.Conn).Get(env.Ctx, "default", "replacement"); err != nil || p.GetMetadata().GetDeletionTimestamp() != nil {
 		t.Fatalf("pod replacement evicted before its toleration ran out: %v, %v", p.GetMetadata(), err)
 	}
@@ -188,11 +197,7 @@ func TestRestartGivesPodsAFreshToleration(t *testing.T) {
 		return noExecuteTaint(n, nodelifecycle.TaintNodeNotReady) != nil && podReady(p).GetStatus() == "False",
 			managertest.Explain("taints %v, pod Ready %v", n.GetSpec().GetTaints(), podReady(p))
 	})
-	ctx, cancel := context.WithTimeout(first.Ctx, patience)
-	defer cancel()
-	if err := clock.BlockUntilWaiters(ctx, 1); err != nil {
-		t.Fatalf("no timer armed for the end of pod web's toleration: %v", err)
-	}
+	settle(t, first, clock, "a timer armed for the end of pod web's toleration")
 	clock.Step(200 * time.Second)
 	first.Stop()
 	if n := clock.Waiters(); n != 0 {
@@ -204,22 +209,17 @@ func TestRestartGivesPodsAFreshToleration(t *testing.T) {
 	c = nodelifecycle.New(second.Manager, opts)
 	second.StartInformers()
 	second.GoErr(c.Run)
-	ctx, cancel = context.WithTimeout(second.Ctx, patience)
-	defer cancel()
-	if err := clock.BlockUntilWaiters(ctx, 1); err != nil {
-		t.Fatalf("the new controller armed no timer: %v", err)
-	}
+	settle(t, second, clock, "the new controller's timer armed")
 	// 300 s after the taint: the first controller's deadline. A timer due
 	// then fires, its reconcile evicts, and a timer is armed again (for the
 	// end of the grace period); one not due then stays armed.
 	clock.Step(100 * time.Second)
-	if err := clock.BlockUntilWaiters(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
+	settle(t, second, clock, "a timer armed after the first controller's deadline")
 	if p, err := client.Pods(second.Conn).Get(second.Ctx, "default", "web"); err != nil || p.GetMetadata().GetDeletionTimestamp() != nil {
 		t.Fatalf("pod web evicted 300 s after the taint although the new controller saw it 100 s ago: %v, %v", p.GetMetadata(), err)
 	}
 	clock.Step(199 * time.Second)
+	settle(t, second, clock, "a timer armed for the end of pod web's toleration, 1 s ahead")
 	if p, err := client.Pods(second.Conn).Get(second.Ctx, "default", "web"); err != nil || p.GetMetadata().GetDeletionTimestamp() != nil {
 		t.Fatalf("pod web evicted before 300 s after the new controller saw it: %v, %v", p.GetMetadata(), err)
 	}
