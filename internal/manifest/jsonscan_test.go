@@ -113,7 +113,8 @@ func TestAppendCompact(t *testing.T) {
 
 // FuzzUnmarshalJSON checks UnmarshalJSON against encoding/json (what is
 // well formed) and against Read and Decode (what an object decodes to,
-// what is refused), into a Pod, a Deployment, a ConfigMap and a
+// what is refused), and AppendJSON against Encode on what it decoded,
+// into a Pod, a Deployment, a ConfigMap and a
 // PodDisruptionBudget (between them every special type), from the kinds'
 // examples and a few odd documents.
 func FuzzUnmarshalJSON(f *testing.F) {
@@ -137,7 +138,11 @@ func FuzzUnmarshalJSON(f *testing.F) {
 }
 
 func fuzzOne(t *testing.T, data []byte, newMsg proto.Message) {
-	_, err := UnmarshalJSON(data, newMsg.ProtoReflect().New().Interface(), JSONOptions{FieldValidation: FieldValidationStrict})
+	got := newMsg.ProtoReflect().New().Interface()
+	_, err := UnmarshalJSON(data, got, JSONOptions{FieldValidation: FieldValidationStrict})
+	if err == nil { // and what it decoded, AppendJSON writes as Encode does
+		sameJSON(t, string(data), viaEncode(t, got), AppendJSON(nil, got))
+	}
 	var se *SyntaxError
 	syntax := errors.As(err, &se)
 	switch valid := json.Valid(data); {
