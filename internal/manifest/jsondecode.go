@@ -32,7 +32,8 @@ const (
 
 // JSONOptions adjust UnmarshalJSON.
 type JSONOptions struct {
-	// FieldValidation is Strict, Warn or Ignore; "" is Warn.
+	// FieldValidation is Strict, Warn or Ignore; "" is Warn, any other
+	// value Strict (the caller checks the query parameter).
 	FieldValidation FieldValidation
 }
 
@@ -89,10 +90,16 @@ func UnmarshalJSON(data []byte, msg proto.Message, o JSONOptions) (warnings []st
 var decoders = sync.Pool{New: func() any { return new(jsonDecoder) }}
 
 // release returns d to the pool, without what the caller or the decoded
-// message holds: the errors, the warnings, the arena of its strings.
+// message holds: the errors, the warnings, the arena of its strings (nor
+// a path step naming a string of it, nor a big document's scratch).
 func (d *jsonDecoder) release() {
-	d.s = scanner{scratch: d.s.scratch[:0]}
-	d.errs, d.warnings, d.reported = nil, nil, nil
+	scratch := d.s.scratch[:0]
+	if cap(scratch) > 64<<10 {
+		scratch = nil
+	}
+	path := d.path[:cap(d.path)]
+	clear(path)
+	*d = jsonDecoder{s: scanner{scratch: scratch}, path: path[:0]}
 	decoders.Put(d)
 }
 
