@@ -54,6 +54,9 @@ type Attributes struct {
 	// OldObject is the current object (Update, Delete; nil for Create).
 	// Plugins must not change it.
 	OldObject proto.Message
+	// DryRun: nothing will be stored; a plugin must not have side effects
+	// (the ResourceQuota plugin checks without charging).
+	DryRun bool
 }
 
 // Group is the kind's API group ("" for core).

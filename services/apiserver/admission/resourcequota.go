@@ -101,6 +101,9 @@ func (q *resourceQuota) Validate(ctx context.Context, a *Attributes) error {
 			return err
 		}
 	}
+	if a.DryRun {
+		return nil // checked, not charged
+	}
 	for _, rq := range covering {
 		if err := q.charge(ctx, a, rq, usage); err != nil {
 			return err

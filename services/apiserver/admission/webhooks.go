@@ -162,6 +162,7 @@ func review(a *Attributes, uid string) (*admissionv1.AdmissionRequest, error) {
 		Name:        a.Name,
 		Namespace:   a.Namespace,
 		Operation:   string(a.Operation),
+		DryRun:      a.DryRun,
 	}
 	if u := a.User; u != nil {
 		req.UserInfo = &admissionv1.UserInfo{Username: u.Name, Uid: u.UID, Groups: u.Groups}

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"mime"
@@ -42,13 +41,37 @@ func parseFieldValidation(r *http.Request) (fieldValidation, error) {
 }
 
 // encodeJSON is msg in Kubernetes' JSON.
-func encodeJSON(msg proto.Message) []byte {
-	b, err := json.Marshal(manifest.Encode(msg))
-	if err != nil {
-		// The tree holds only strings, numbers, booleans, maps and lists.
-		panic(err)
+func encodeJSON(msg proto.Message) []byte { return manifest.MarshalJSON(msg) }
+
+// decodeBody decodes a request body (JSON, or YAML) into msg. warnings
+// are what Warn validation dropped, each to go in a Warning header.
+func decodeBody(r *http.Request, body []byte, msg proto.Message, v fieldValidation) (warnings []string, err error) {
+	mt := "application/json"
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		mt, _, _ = mime.ParseMediaType(ct)
 	}
-	return b
+	switch mt {
+	case "application/json", "*/*":
+		return decodeJSON(body, msg, v)
+	case "application/yaml":
+		tree, err := manifest.ParseYAML(body)
+		if err != nil {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("the body of the request is not YAML: %v", err))
+		}
+		obj, ok := tree.(map[string]any)
+		if !ok {
+			return nil, apierrors.NewBadRequest("the body of the request is not a YAML mapping")
+		}
+		return nil, decodeError(manifest.Decode(obj, msg, manifest.DecodeOptions{AllowUnknown: v != validationStrict}))
+	default:
+		return nil, unsupportedMediaType(mt)
+	}
+}
+
+// decodeJSON decodes an object's JSON (a body, a patch's result) into msg.
+func decodeJSON(b []byte, msg proto.Message, v fieldValidation) (warnings []string, err error) {
+	warnings, err = manifest.UnmarshalJSON(b, msg, manifest.JSONOptions{FieldValidation: manifest.FieldValidation(v)})
+	return warnings, decodeError(err)
 }
 
 // encodeList is a list message in Kubernetes' JSON: items written even
@@ -61,40 +84,6 @@ func encodeList(list proto.Message, items int) []byte {
 	return b
 }
 
-// decodeBody decodes a request body into msg. warnings are what Warn
-// validation dropped, each to go in a Warning header.
-func decodeBody(r *http.Request, body []byte, msg proto.Message, v fieldValidation) (warnings []string, err error) {
-	if ct := r.Header.Get("Content-Type"); ct != "" {
-		mt, _, _ := mime.ParseMediaType(ct)
-		if mt != "application/json" && mt != "application/yaml" && mt != "*/*" {
-			return nil, unsupportedMediaType(mt)
-		}
-	}
-	tree, err := manifest.ParseYAML(body)
-	if err != nil {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml: %v", err))
-	}
-	obj, ok := tree.(map[string]any)
-	if !ok {
-		return nil, apierrors.NewBadRequest("the body of the request is not a JSON object")
-	}
-	err = manifest.Decode(obj, msg, manifest.DecodeOptions{AllowUnknown: v != validationStrict})
-	return nil, decodeError(msg, err)
-}
-
-// decodeJSON decodes an object's JSON (a patch's result) into msg.
-func decodeJSON(b []byte, msg proto.Message, v fieldValidation) (warnings []string, err error) {
-	tree, err := manifest.ParseYAML(b)
-	if err != nil {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("the patched object is not JSON: %v", err))
-	}
-	obj, ok := tree.(map[string]any)
-	if !ok {
-		return nil, apierrors.NewBadRequest("the patched object is not a JSON object")
-	}
-	return nil, decodeError(msg, manifest.Decode(obj, msg, manifest.DecodeOptions{AllowUnknown: v != validationStrict}))
-}
-
 // writeWarnings adds a Warning header per warning, as Kubernetes words
 // them (299, the agent "-").
 func writeWarnings(w http.ResponseWriter, warnings []string) {
@@ -103,22 +92,33 @@ func writeWarnings(w http.ResponseWriter, warnings []string) {
 	}
 }
 
-// decodeError is the API error of a body the codec refused: a 400 naming
-// every field at fault, as Kubernetes' strict decoding error does
-// (`strict decoding error: unknown field "spec.foo"`).
-func decodeError(msg proto.Message, err error) error {
+// decodeError is the API error of a body the codec refused, a 400:
+// unknown and duplicate fields (Strict) in Kubernetes' words, "strict
+// decoding error: unknown field \"spec.foo\"", other faults each with
+// its field's path.
+func decodeError(err error) error {
 	if err == nil {
 		return nil
 	}
 	var errs manifest.Errors
 	if !errors.As(err, &errs) {
-		return apierrors.NewBadRequest(err.Error())
+		return apierrors.NewBadRequest(fmt.Sprintf("the body of the request could not be decoded: %v", err))
 	}
-	msgs := make([]string, 0, len(errs))
+	var strict, other []string
 	for _, e := range errs {
-		msgs = append(msgs, e.Error())
+		switch e.Type {
+		case manifest.ErrorUnknown, manifest.ErrorDuplicate:
+			strict = append(strict, e.Kubernetes())
+		default:
+			other = append(other, e.Error())
+		}
 	}
-	return apierrors.NewBadRequest("strict decoding error: " + strings.Join(msgs, ", "))
+	var parts []string
+	if len(strict) > 0 {
+		parts = append(parts, "strict decoding error: "+strings.Join(strict, ", "))
+	}
+	parts = append(parts, other...)
+	return apierrors.NewBadRequest(strings.Join(parts, "; "))
 }
 
 func unsupportedMediaType(mt string) error {

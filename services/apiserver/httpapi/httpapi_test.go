@@ -520,3 +520,65 @@ func TestServerSideApply(t *testing.T) {
 		t.Errorf("managers %v", managers)
 	}
 }
+
+// TestDryRun: dryRun=All writes go through defaults, admission and
+// validation and answer what would be stored, and nothing is.
+func TestDryRun(t *testing.T) {
+	s := apiservertest.Start(t, apiservertest.Secure())
+	k := newKube(t, s, apiservertest.AdminUser, []string{user.Masters}, true)
+	const cms = "/api/v1/namespaces/default/configmaps"
+	a := k.do(http.MethodPost, cms+"?dryRun=All", "application/json", `{"metadata":{"name":"dry"},"data":{"k":"v"}}`)
+	wantCode(t, "dry-run POST", a, http.StatusCreated)
+	if meta := a.json(t)["metadata"].(map[string]any); meta["uid"] == nil || meta["creationTimestamp"] == nil {
+		t.Errorf("dry-run create answered %s", a.body)
+	}
+	wantStatus(t, "GET after a dry-run create", k.get(cms+"/dry"), http.StatusNotFound, "NotFound")
+	wantStatus(t, "dry-run POST of an invalid object", k.do(http.MethodPost, cms+"?dryRun=All", "application/json", `{"metadata":{"name":"Bad_Name"}}`), http.StatusUnprocessableEntity, "Invalid")
+	wantStatus(t, "dryRun=Some", k.do(http.MethodPost, cms+"?dryRun=Some", "application/json", `{"metadata":{"name":"x"}}`), http.StatusUnprocessableEntity, "Invalid")
+
+	wantCode(t, "POST", k.do(http.MethodPost, cms, "application/json", `{"metadata":{"name":"real"},"data":{"k":"v"}}`), http.StatusCreated)
+	a = k.do(http.MethodPut, cms+"/real?dryRun=All", "application/json", `{"metadata":{"name":"real"},"data":{"k":"changed"}}`)
+	wantCode(t, "dry-run PUT", a, http.StatusOK)
+	if a.json(t)["data"].(map[string]any)["k"] != "changed" {
+		t.Errorf("dry-run update answered %s", a.body)
+	}
+	a = k.patch(cms+"/real?dryRun=All", "application/merge-patch+json", `{"data":{"k":"patched"}}`)
+	wantCode(t, "dry-run PATCH", a, http.StatusOK)
+	if a.json(t)["data"].(map[string]any)["k"] != "patched" {
+		t.Errorf("dry-run patch answered %s", a.body)
+	}
+	if got := k.get(cms + "/real").json(t)["data"].(map[string]any)["k"]; got != "v" {
+		t.Errorf("after dry-run writes the object holds %v", got)
+	}
+	wantCode(t, "dry-run DELETE", k.do(http.MethodDelete, cms+"/real?dryRun=All", "", ""), http.StatusOK)
+	wantCode(t, "GET after a dry-run delete", k.get(cms+"/real"), http.StatusOK)
+}
+
+// TestFieldValidation: Warn (the default) drops an unknown field with a
+// Warning header in Kubernetes' words, Ignore silently, Strict refuses.
+func TestFieldValidation(t *testing.T) {
+	s := apiservertest.Start(t, apiservertest.Secure())
+	k := newKube(t, s, apiservertest.AdminUser, []string{user.Masters}, true)
+	const cms = "/api/v1/namespaces/default/configmaps"
+	a := k.do(http.MethodPost, cms, "application/json", `{"metadata":{"name":"warn"},"dta":{}}`)
+	wantCode(t, "POST, Warn", a, http.StatusCreated)
+	if got := a.header.Get("Warning"); got != `299 - "unknown field \"dta\""` {
+		t.Errorf("Warning %q", got)
+	}
+	a = k.do(http.MethodPost, cms+"?fieldValidation=Ignore", "application/json", `{"metadata":{"name":"ignore"},"dta":{}}`)
+	wantCode(t, "POST, Ignore", a, http.StatusCreated)
+	if got := a.header.Get("Warning"); got != "" {
+		t.Errorf("Ignore warned %q", got)
+	}
+	st := wantStatus(t, "POST, Strict", k.do(http.MethodPost, cms+"?fieldValidation=Strict", "application/json", `{"metadata":{"name":"strict","name":"again"}}`), http.StatusBadRequest, "BadRequest")
+	if st["message"] != `strict decoding error: duplicate field "metadata.name"` {
+		t.Errorf("strict refusal %q", st["message"])
+	}
+	wantStatus(t, "fieldValidation=Loose", k.do(http.MethodPost, cms+"?fieldValidation=Loose", "application/json", `{}`), http.StatusBadRequest, "BadRequest")
+	// A field Kubernetes has and Skiff lacks is refused whatever the validation.
+	a = k.do(http.MethodPost, "/api/v1/namespaces/default/pods?fieldValidation=Ignore", "application/json",
+		`{"metadata":{"name":"p"},"spec":{"hostUsers":false,"containers":[{"name":"c","image":"i"}]}}`)
+	if a.code != http.StatusBadRequest || !strings.Contains(string(a.body), "spec.hostUsers") {
+		t.Errorf("a field Skiff lacks: %d %s", a.code, a.body)
+	}
+}

@@ -14,10 +14,12 @@ import (
 	"google.golang.org/protobuf/reflect/protoregistry"
 
 	"skiff.dev/internal/apierrors"
+	"skiff.dev/internal/field"
 	"skiff.dev/internal/kinds"
 	"skiff.dev/internal/object"
 	corev1 "skiff.dev/proto/core/v1"
 	metav1 "skiff.dev/proto/meta/v1"
+	"skiff.dev/services/apiserver/registry"
 	"skiff.dev/services/apiserver/storage"
 )
 
@@ -93,9 +95,15 @@ func (h *Handler) serveResource(w http.ResponseWriter, r *http.Request, req reso
 		return
 	}
 	q := r.URL.Query()
-	if len(q["dryRun"]) > 0 && r.Method != http.MethodGet {
-		writeError(w, apierrors.NewBadRequest("dryRun: not supported yet by Skiff's HTTP API"))
-		return
+	if r.Method != http.MethodGet {
+		dry, err := dryRun(q["dryRun"], r.Method)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		if dry {
+			r = r.WithContext(registry.WithDryRun(r.Context()))
+		}
 	}
 	switch {
 	case req.subresource == "log" && r.Method == http.MethodGet:
@@ -183,9 +191,7 @@ func (h *Handler) decodeObject(w http.ResponseWriter, r *http.Request, req resou
 		if body, err = readBody(r); err == nil {
 			var warnings []string
 			warnings, err = decodeBody(r, body, in, v)
-			for _, warn := range warnings {
-				w.Header().Add("Warning", `299 - `+strconv.Quote(warn))
-			}
+			writeWarnings(w, warnings)
 		}
 	}
 	if err == nil {
@@ -427,6 +433,18 @@ func (h *Handler) deleteCollection(w http.ResponseWriter, r *http.Request, req r
 	writeJSON(w, http.StatusOK, encodeList(out, len(objs)))
 }
 
+// dryRun reads a write's dryRun values: "All" (a dry run) or none, as
+// Kubernetes' only value.
+func dryRun(values []string, httpMethod string) (bool, error) {
+	for _, v := range values {
+		if v != "All" {
+			opts := map[string]string{http.MethodPost: "CreateOptions", http.MethodPut: "UpdateOptions", http.MethodPatch: "PatchOptions", http.MethodDelete: "DeleteOptions"}[httpMethod]
+			return false, apierrors.NewInvalid(opts, "", field.ErrorList{field.NotSupported(field.NewPath("dryRun"), v, []string{"All"})})
+		}
+	}
+	return len(values) > 0, nil
+}
+
 // deleteRequest reads DeleteOptions from the body (kubectl sends them
 // there) and the query.
 func deleteRequest(r *http.Request, req resourceRequest) (*metav1.DeleteRequest, error) {
@@ -452,8 +470,11 @@ func deleteRequest(r *http.Request, req resourceRequest) (*metav1.DeleteRequest,
 	if s := q.Get("propagationPolicy"); s != "" {
 		opts.PropagationPolicy = &s
 	}
-	if len(opts.GetDryRun()) > 0 {
-		return nil, apierrors.NewBadRequest("dryRun: not supported yet by Skiff's HTTP API")
+	if dry, err := dryRun(opts.GetDryRun(), http.MethodDelete); err != nil {
+		return nil, err
+	} else if dry && !registry.IsDryRun(r.Context()) {
+		// In the body's options only: the handler's context does not say it.
+		return nil, apierrors.NewBadRequest("dryRun in the body's DeleteOptions: give it as the dryRun query parameter too (dryRun=All)")
 	}
 	dr.GracePeriodSeconds = opts.GracePeriodSeconds
 	dr.PropagationPolicy = opts.GetPropagationPolicy()

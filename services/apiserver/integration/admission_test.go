@@ -12,9 +12,11 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"skiff.dev/internal/apierrors"
 	"skiff.dev/internal/await"
 	"skiff.dev/internal/client"
 	corev1 "skiff.dev/proto/core/v1"
@@ -22,6 +24,7 @@ import (
 	"skiff.dev/services/apiserver/admission"
 	"skiff.dev/services/apiserver/apiserver"
 	"skiff.dev/services/apiserver/apiservertest"
+	"skiff.dev/services/apiserver/server"
 )
 
 // startAdmission starts an apiserver with the given admission plugins
@@ -384,4 +387,40 @@ func BenchmarkCreate(b *testing.B) {
 			})
 		})
 	}
+}
+
+// TestDryRunChargesNoQuota: a dry run is admitted as its write would be
+// (the quota checked) but charges nothing.
+func TestDryRunChargesNoQuota(t *testing.T) {
+	s := startAdmission(t)
+	ctx := testContext(t)
+	createNamespace(t, s, "q")
+	rq, err := client.ResourceQuotas(s.Conn).Create(ctx, &corev1.ResourceQuota{
+		Metadata: &metav1.ObjectMeta{Namespace: "q", Name: "q1"},
+		Spec:     &corev1.ResourceQuotaSpec{Hard: map[string]string{"configmaps": "1"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	setQuotaUsed(t, s, rq, map[string]string{"configmaps": "0"})
+	cms := client.ConfigMaps(s.Conn)
+	dry := metadata.AppendToOutgoingContext(ctx, server.DryRunHeader, "All")
+	var sig await.Signal
+	sig.Until(t, 10*time.Second, "the quota to be seen by admission", ctx.Done(), func() (bool, string) {
+		_, err := cms.Create(dry, &corev1.ConfigMap{Metadata: &metav1.ObjectMeta{Namespace: "q", Name: "dry"}})
+		return err == nil, fmt.Sprint(err)
+	})
+	for i := 0; i < 3; i++ {
+		if _, err := cms.Create(dry, &corev1.ConfigMap{Metadata: &metav1.ObjectMeta{Namespace: "q", Name: fmt.Sprint("dry-", i)}}); err != nil {
+			t.Fatalf("dry-run create %d: %v", i, err)
+		}
+	}
+	if _, err := cms.Get(ctx, "q", "dry-0"); !apierrors.IsNotFound(err) {
+		t.Fatalf("a dry-run create was stored: %v", err)
+	}
+	if _, err := cms.Create(ctx, &corev1.ConfigMap{Metadata: &metav1.ObjectMeta{Namespace: "q", Name: "real"}}); err != nil {
+		t.Fatalf("the one create the quota allows, after dry runs: %v", err)
+	}
+	_, err = cms.Create(dry, &corev1.ConfigMap{Metadata: &metav1.ObjectMeta{Namespace: "q", Name: "over"}})
+	wantRefused(t, err, codes.PermissionDenied, "exceeded quota: q1")
 }

@@ -24,7 +24,7 @@ func (r *Registry[T]) SetAdmission(a Admission) { r.admit = a }
 
 // attributes describes a write for admission. obj or old may be nil.
 func (r *Registry[T]) attributes(ctx context.Context, op admission.Operation, subresource string, obj, old proto.Message) *admission.Attributes {
-	a := &admission.Attributes{Operation: op, Kind: r.strategy.Kind, Subresource: subresource, Object: obj, OldObject: old, User: user.From(ctx)}
+	a := &admission.Attributes{Operation: op, Kind: r.strategy.Kind, Subresource: subresource, Object: obj, OldObject: old, User: user.From(ctx), DryRun: IsDryRun(ctx)}
 	named := obj
 	if named == nil {
 		named = old

@@ -149,6 +149,9 @@ func (r *Registry[T]) Create(ctx context.Context, obj T) (T, error) {
 		if err != nil {
 			return zero, err
 		}
+		if IsDryRun(ctx) {
+			return obj, nil
+		}
 		if attempt == 0 && r.strategy.Allocate != nil {
 			var zeroOld T
 			done, err := r.strategy.Allocate(ctx, obj, zeroOld)
@@ -228,6 +231,7 @@ func (r *Registry[T]) update(ctx context.Context, obj T, status bool) (T, error)
 		return zero, err
 	}
 	wantRV := meta.ResourceVersion
+	var dryRun T                    // what a dry run would have written
 	var allocated func(stored bool) // the last attempt's Allocate
 	updated, err := r.store.GuaranteedUpdate(ctx, key, meta.Name, r.cached(key, wantRV), func(cur T) (T, error) {
 		if allocated != nil {
@@ -258,6 +262,10 @@ func (r *Registry[T]) update(ctx context.Context, obj T, status bool) (T, error)
 		if proto.Equal(next, cur) {
 			return cur, nil // nothing changed: no write, same resourceVersion
 		}
+		if IsDryRun(ctx) {
+			dryRun = next
+			return zero, errDryRun
+		}
 		if r.strategy.Allocate != nil && !status {
 			var err error
 			if allocated, err = r.strategy.Allocate(ctx, next, cur); err != nil {
@@ -268,6 +276,9 @@ func (r *Registry[T]) update(ctx context.Context, obj T, status bool) (T, error)
 	})
 	if allocated != nil {
 		allocated(err == nil)
+	}
+	if errors.Is(err, errDryRun) {
+		return dryRun, nil
 	}
 	if err != nil {
 		return zero, err
@@ -402,6 +413,9 @@ func (r *Registry[T]) Delete(ctx context.Context, req *metav1.DeleteRequest) (T,
 		if err := r.admit.Validate(ctx, r.attributes(ctx, admission.Delete, "", nil, cur)); err != nil {
 			return zero, err
 		}
+	}
+	if IsDryRun(ctx) {
+		return cur, check(cur)
 	}
 	for {
 		if err := check(cur); err != nil {

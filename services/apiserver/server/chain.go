@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
@@ -24,6 +25,7 @@ import (
 
 	"skiff.dev/internal/apierrors"
 	"skiff.dev/internal/grpcmetrics"
+	"skiff.dev/services/apiserver/registry"
 	"skiff.dev/services/apiserver/user"
 )
 
@@ -463,6 +465,23 @@ func (c *Chain) admit(ctx context.Context, ri *RequestInfo, msg any) (func(), er
 	return release, nil
 }
 
+// DryRunHeader asks for a dry run of a write ("All", Kubernetes' only
+// value): everything but storing it (registry.WithDryRun).
+const DryRunHeader = "x-dry-run"
+
+func dryRun(ctx context.Context) (context.Context, error) {
+	vals := metadata.ValueFromIncomingContext(ctx, DryRunHeader)
+	for _, v := range vals {
+		if v != "All" {
+			return ctx, apierrors.NewBadRequest(fmt.Sprintf("%s: unsupported value %q: supported values: \"All\"", DryRunHeader, v))
+		}
+	}
+	if len(vals) > 0 {
+		ctx = registry.WithDryRun(ctx)
+	}
+	return ctx, nil
+}
+
 // Unary is the chain for unary calls.
 func (c *Chain) Unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 	ctx, ri := c.begin(ctx, info.FullMethod)
@@ -491,6 +510,9 @@ func (c *Chain) serveUnary(ctx context.Context, ri *RequestInfo, req any, handle
 	}
 	if u, ok := req.(undecoded); ok {
 		return nil, u.err
+	}
+	if ctx, err = dryRun(ctx); err != nil {
+		return nil, err
 	}
 	release, err := c.admit(ctx, ri, req)
 	if err != nil {
