@@ -40,7 +40,7 @@ build: check-go ## build every binary into bin/
 	  CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/$$(basename $$d) ./$$d || exit 1; \
 	done
 
-test: check-go test-rules ## run every test of every module, with the race detector, and the rules' tests (test-rules)
+test: check-go test-rules tools ## run every test of every module, with the race detector, and the rules' tests (test-rules); kubectl and helm (tools) first, for the HTTP API's tests
 	$(GO) test -race -count=1 $(TEST_FLAGS) $(PKGS)
 
 test-rules: check-go $(PROMTOOL) ## check the compose Prometheus' recording and alerting rules, run their unit tests (promtool) and the e2e module's tests that need no cluster

@@ -1,10 +1,3 @@
-//go:build httpapi
-
-// The httpapi tag keeps these tests out of make test until issue 22's HTTP
-// API answers them (they fail against an apiserver without it): run them
-// with go test -tags httpapi. The engineer wiring them into make test
-// removes the tag.
-
 package kubeclients
 
 import (
