@@ -9,6 +9,8 @@ import (
 
 	kmetav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	corev1 "skiff.dev/proto/core/v1"
+	metav1 "skiff.dev/proto/meta/v1"
 	"skiff.dev/services/apiserver/apiservertest"
 )
 
@@ -52,6 +54,19 @@ func TestHTTPScenarios(t *testing.T) {
 		}
 		if v, _ := rs.Get(figHTTPConns.Name); v != 1 {
 			t.Errorf("%s = %v, want 1: client-go's goroutines share one HTTP/2 connection", figHTTPConns.Name, v)
+		}
+		// The next scenarios' scheduler must not meet the listed pods.
+		conns, err := env.dial(1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer closeAll(conns)
+		left, err := corev1.NewPodsClient(conns[0]).List(ctx, &metav1.ListOptions{Namespace: httpListNamespace})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(left.GetItems()); n != 0 {
+			t.Errorf("http.list left %d pods in %s, want none", n, httpListNamespace)
 		}
 	})
 
