@@ -53,6 +53,12 @@ func decodeBody(r *http.Request, body []byte, msg proto.Message, v fieldValidati
 	switch mt {
 	case "application/json", "*/*":
 		return decodeJSON(body, msg, v)
+	case kubeProtobuf:
+		b, err := kubeProtoToJSON(body)
+		if err != nil {
+			return nil, err
+		}
+		return decodeJSON(b, msg, v)
 	case "application/yaml":
 		tree, err := manifest.ParseYAML(body)
 		if err != nil {
