@@ -96,6 +96,16 @@ func TestKubectlSession(t *testing.T) {
 		t.Errorf("after the forced apply: %q", out)
 	}
 
+	// diff: a server-side dry run of the apply, compared.
+	writeFile(t, changed, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web-config\ndata:\n  greeting: hola\n")
+	out, stderr, err := Kubectl(t, kc, "diff", "-f", changed)
+	if err == nil || !strings.Contains(out, "-  greeting: bonjour") || !strings.Contains(out, "+  greeting: hola") {
+		t.Errorf("kubectl diff: %v\nstdout: %s\nstderr: %s", err, out, stderr)
+	}
+	if got := run("get", "configmap", "web-config", "-o", "jsonpath={.data.greeting}"); got != "bonjour" {
+		t.Errorf("kubectl diff changed the object: %q", got)
+	}
+
 	if out := run("explain", "deployment.spec.replicas"); !strings.Contains(out, "replicas") {
 		t.Errorf("explain:\n%s", out)
 	}
