@@ -52,6 +52,14 @@ var bootstrapPolicy = []bootstrapRole{
 	// checks pass without authorization anyway).
 	{name: "system:discovery", groups: user.AllAuthenticated,
 		paths: "/skiff.discovery.v1.Discovery/* /grpc.reflection.* /api /api/* /apis /apis/* /openapi /openapi/* /version /version/"},
+	// Every authenticated user may ask what it may do and who it is
+	// (kubectl auth can-i and auth whoami), as Kubernetes'
+	// system:basic-user.
+	{name: "system:basic-user", groups: user.AllAuthenticated,
+		rules: []r{
+			{"create", "authorization.k8s.io", "selfsubjectaccessreviews selfsubjectrulesreviews"},
+			{"create", "authentication.k8s.io", "selfsubjectreviews"},
+		}},
 	{name: "system:public-info-viewer", groups: user.AllAuthenticated + " " + user.AllUnauthenticated,
 		paths: "/skiff.discovery.v1.Discovery/Version /grpc.health.v1.Health/* /version /version/ /healthz /livez /readyz"},
 

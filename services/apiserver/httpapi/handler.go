@@ -83,6 +83,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case isHealthPath(path):
 		h.health(w, r)
 	case path == "/api" || strings.HasPrefix(path, "/api/") || path == "/apis" || strings.HasPrefix(path, "/apis/"):
+		if rv, ok := reviewOf(path); ok {
+			h.serveReview(w, r, rv)
+			return
+		}
 		if req, ok := h.parseResource(path); ok {
 			h.serveResource(w, r, req)
 			return
@@ -129,6 +133,7 @@ func requestContext(r *http.Request) context.Context {
 	if v := r.Header.Get("User-Agent"); v != "" {
 		md.Set("user-agent", v)
 	}
+	impersonationHeaders(r.Header, md)
 	return metadata.NewIncomingContext(peer.NewContext(r.Context(), p), md)
 }
 

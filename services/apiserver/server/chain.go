@@ -55,6 +55,9 @@ type RequestInfo struct {
 	LabelSelector string
 	FieldSelector string
 	User          *user.Info // nil until authentication ran
+	// Impersonator is the authenticated user when the request acts as
+	// User by impersonation (impersonate.go), else nil.
+	Impersonator *user.Info
 	// Object is the request message (a stream's first one): the object of
 	// a create or update, the options of a get, list or watch. Read only.
 	Object any
@@ -174,6 +177,9 @@ func (rs Routes) Add(service, group, resource string, namespaced bool) {
 
 func (rs Routes) info(fullMethod string) route {
 	if r, ok := rs[fullMethod]; ok {
+		return r
+	}
+	if r, ok := reviewRoutes[fullMethod]; ok {
 		return r
 	}
 	// Discovery, health, reflection: name the service and method.
@@ -440,6 +446,9 @@ func (c *Chain) authenticate(ctx context.Context, ri *RequestInfo) (context.Cont
 			return ctx, apierrors.NewUnauthorized("Unauthorized: the request has no credentials (a client certificate or a bearer token)")
 		}
 		ri.User = u
+		if err := c.impersonate(ctx, ri); err != nil {
+			return ctx, err
+		}
 	}
 	return user.With(ctx, ri.User), nil
 }

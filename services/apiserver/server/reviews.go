@@ -1,0 +1,61 @@
+package server
+
+import (
+	"context"
+
+	"skiff.dev/services/apiserver/user"
+)
+
+// Review methods: the HTTP API's access and identity reviews
+// (authorization.k8s.io and authentication.k8s.io) are no gRPC service;
+// the handler runs each through the chain (Methods.Admit) under one of
+// these names, so it is authenticated, metered, audited and authorized as
+// Kubernetes authorizes it: create of the review resource.
+const (
+	SelfSubjectAccessReviewMethod = "/skiff.authorization.v1.SelfSubjectAccessReviews/Create"
+	SelfSubjectRulesReviewMethod  = "/skiff.authorization.v1.SelfSubjectRulesReviews/Create"
+	SubjectAccessReviewMethod     = "/skiff.authorization.v1.SubjectAccessReviews/Create"
+	SelfSubjectReviewMethod       = "/skiff.authentication.v1.SelfSubjectReviews/Create"
+)
+
+var reviewRoutes = map[string]route{
+	SelfSubjectAccessReviewMethod: {group: "authorization.k8s.io", version: "v1", resource: "selfsubjectaccessreviews", verb: "create", metricVerb: "POST"},
+	SelfSubjectRulesReviewMethod:  {group: "authorization.k8s.io", version: "v1", resource: "selfsubjectrulesreviews", verb: "create", metricVerb: "POST"},
+	SubjectAccessReviewMethod:     {group: "authorization.k8s.io", version: "v1", resource: "subjectaccessreviews", verb: "create", metricVerb: "POST"},
+	SelfSubjectReviewMethod:       {group: "authentication.k8s.io", version: "v1", resource: "selfsubjectreviews", verb: "create", metricVerb: "POST"},
+}
+
+// Authorize asks the chain's Authorizer about ri exactly as it decides a
+// request (an access review's question); without an Authorizer every
+// request is allowed. ri.User must be set.
+func (m *Methods) Authorize(ctx context.Context, ri *RequestInfo) error {
+	if m.chain.Authorizer == nil {
+		return nil
+	}
+	return m.chain.Authorizer.Authorize(user.With(ctx, ri.User), ri)
+}
+
+// RulesLister is an Authorizer that can say which rules a user holds in a
+// namespace (a rules review); Authorizers that cannot are not asked.
+type RulesLister interface {
+	// Rules returns the user's resource and non-resource rules in namespace
+	// (cluster-wide ones included); incomplete when some mode's grants
+	// cannot be listed.
+	Rules(u *user.Info, namespace string) (rules []Rule, incomplete bool)
+}
+
+// Rule is one granted rule, in Kubernetes' PolicyRule terms.
+type Rule struct {
+	Verbs, APIGroups, Resources, ResourceNames, NonResourceURLs []string
+}
+
+// Rules lists what the chain's Authorizer grants u in namespace; ok is
+// false when it cannot (none, or it does not list rules).
+func (m *Methods) Rules(u *user.Info, namespace string) (rules []Rule, incomplete, ok bool) {
+	rl, ok := m.chain.Authorizer.(RulesLister)
+	if !ok {
+		return nil, true, false
+	}
+	rules, incomplete = rl.Rules(u, namespace)
+	return rules, incomplete, true
+}
