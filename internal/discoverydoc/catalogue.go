@@ -152,29 +152,44 @@ func StorageVersionHash(group, version, kind string) string {
 func build(ks []*kinds.Kind) (*catalogue, error) {
 	c := &catalogue{byGV: map[string]*groupVersion{}}
 	byName := map[string]*group{}
-	for _, k := range ks {
-		g, ok := byName[k.Group]
+	add := func(groupName, version string, rs []resource) error {
+		g, ok := byName[groupName]
 		if !ok {
-			g = &group{name: k.Group}
-			byName[k.Group] = g
+			g = &group{name: groupName}
+			byName[groupName] = g
 			c.groups = append(c.groups, g)
 		}
-		gv, ok := c.byGV[k.GroupVersion()]
+		key := version
+		if groupName != "" {
+			key = groupName + "/" + version
+		}
+		gv, ok := c.byGV[key]
 		if !ok {
-			gv = &groupVersion{group: k.Group, version: k.Version}
-			c.byGV[k.GroupVersion()] = gv
+			gv = &groupVersion{group: groupName, version: version}
+			c.byGV[key] = gv
 			g.versions = append(g.versions, gv)
 		}
+		for _, r := range rs {
+			if slices.ContainsFunc(gv.resources, func(o resource) bool { return o.name == r.name }) {
+				return fmt.Errorf("discoverydoc: %s: resource %q declared twice", gv, r.name)
+			}
+		}
+		gv.resources = append(gv.resources, rs...)
+		return nil
+	}
+	for _, k := range ks {
 		rs, err := resourcesOf(k)
 		if err != nil {
 			return nil, err
 		}
-		for _, r := range rs {
-			if slices.ContainsFunc(gv.resources, func(o resource) bool { return o.name == r.name }) {
-				return nil, fmt.Errorf("discoverydoc: %s: resource %q declared twice", gv, r.name)
-			}
+		if err := add(k.Group, k.Version, rs); err != nil {
+			return nil, err
 		}
-		gv.resources = append(gv.resources, rs...)
+	}
+	for _, nk := range nonKinds {
+		if err := add(nk.group, nk.version, []resource{nk.resource}); err != nil {
+			return nil, err
+		}
 	}
 	for _, gv := range c.byGV {
 		sort.Slice(gv.resources, func(i, j int) bool { return gv.resources[i].name < gv.resources[j].name })

@@ -388,7 +388,7 @@ func TestGroupOrder(t *testing.T) {
 	for _, g := range list.Groups {
 		names = append(names, g.Name)
 	}
-	want := []string{"apps", "batch", "policy", "rbac.authorization.k8s.io", "storage.k8s.io", "admissionregistration.k8s.io",
+	want := []string{"apps", "authentication.k8s.io", "authorization.k8s.io", "batch", "policy", "rbac.authorization.k8s.io", "storage.k8s.io", "admissionregistration.k8s.io",
 		"scheduling.k8s.io", "coordination.k8s.io", "node.k8s.io", "discovery.k8s.io"}
 	if !slices.Equal(names, want) {
 		t.Errorf("/apis groups %v, want %v", names, want)
@@ -497,5 +497,41 @@ func TestStorageVersionHash(t *testing.T) {
 		if got := StorageVersionHash(c.group, c.version, c.kind); got != c.want {
 			t.Errorf("StorageVersionHash(%q, %q, %q) = %q, want %q", c.group, c.version, c.kind, got, c.want)
 		}
+	}
+}
+
+// TestReviewsAreDiscovered: the access and identity reviews, no kinds, are
+// listed as kube-apiserver lists them (kubectl auth can-i and whoami look
+// for them): create only, cluster-scoped, in /apis/<group>, its version's
+// resource list and the aggregated document.
+func TestReviewsAreDiscovered(t *testing.T) {
+	for _, tc := range []struct{ group, resource, kind string }{
+		{"authorization.k8s.io", "selfsubjectaccessreviews", "SelfSubjectAccessReview"},
+		{"authorization.k8s.io", "selfsubjectrulesreviews", "SelfSubjectRulesReview"},
+		{"authorization.k8s.io", "subjectaccessreviews", "SubjectAccessReview"},
+		{"authentication.k8s.io", "selfsubjectreviews", "SelfSubjectReview"},
+	} {
+		t.Run(tc.resource, func(t *testing.T) {
+			if _, ok := APIGroup(tc.group); !ok {
+				t.Fatalf("/apis/%s not served", tc.group)
+			}
+			l := resourceList(t, tc.group+"/v1")
+			i := slices.IndexFunc(l.APIResources, func(r metav1.APIResource) bool { return r.Name == tc.resource })
+			if i < 0 {
+				t.Fatalf("%s/v1 does not list %s: %+v", tc.group, tc.resource, l.APIResources)
+			}
+			r := l.APIResources[i]
+			if r.Kind != tc.kind || r.Namespaced || !slices.Equal(r.Verbs, []string{"create"}) || r.SingularName != strings.TrimSuffix(tc.resource, "s") || r.StorageVersionHash != "" {
+				t.Errorf("%s: %+v", tc.resource, r)
+			}
+			vd := findVersion(aggregated(t, Groups), tc.group, "v1")
+			if vd == nil {
+				t.Fatalf("aggregated /apis has no %s/v1", tc.group)
+			}
+			j := slices.IndexFunc(vd.Resources, func(r apidiscoveryv2.APIResourceDiscovery) bool { return r.Resource == tc.resource })
+			if j < 0 || vd.Resources[j].ResponseKind.Kind != tc.kind || string(vd.Resources[j].Scope) != "Cluster" || !slices.Equal(vd.Resources[j].Verbs, []string{"create"}) {
+				t.Errorf("aggregated %s: %+v", tc.resource, vd.Resources)
+			}
+		})
 	}
 }
