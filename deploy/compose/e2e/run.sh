@@ -45,7 +45,9 @@ trap cleanup EXIT
 start=$SECONDS
 echo "== up (project $COMPOSE_PROJECT_NAME, apiserver 127.0.0.1:$SKIFF_API_PORT)"
 "$ROOT/scripts/compose.sh" up
+echo "== kubectl and helm (make tools; a no-op when built)"
+"$ROOT/hack/tools/build.sh" "$ROOT/.tools/bin"
 echo "== the story (deploy/compose/e2e)"
-SKIFF_E2E_SKIFFCTL=$ROOT/bin/skiffctl GOWORK=off CGO_ENABLED=0 \
-  go -C "$ROOT/deploy/compose/e2e" test -count=1 -v -timeout 16m -run '^(TestCluster|TestServices|TestSecretsAndExec|TestInCluster|TestWorkloads)$' . "$@"
+SKIFF_E2E_SKIFFCTL=$ROOT/bin/skiffctl SKIFF_E2E_KUBECTL=$ROOT/.tools/bin/kubectl SKIFF_E2E_HELM=$ROOT/.tools/bin/helm GOWORK=off CGO_ENABLED=0 \
+  go -C "$ROOT/deploy/compose/e2e" test -count=1 -v -timeout 20m -run '^(TestCluster|TestServices|TestSecretsAndExec|TestInCluster|TestWorkloads|TestKubeClients)$' . "$@"
 echo "== e2e passed in $((SECONDS - start)) s (before the teardown)"
