@@ -228,5 +228,18 @@ func forbidden(ri *server.RequestInfo, reasons ...string) error {
 		b.WriteString(": ")
 		b.WriteString(strings.Join(reasons, "; "))
 	}
-	return apierrors.NewForbidden(resource, name, b.String())
+	return denial{apierrors.NewForbidden(resource, name, b.String()), strings.Join(reasons, "; ")}
 }
+
+// denial is a refusal that keeps the modes' reasons apart from the
+// message: an access review answers them alone, as Kubernetes' (RBAC
+// gives none, so kubectl auth can-i says a plain "no").
+type denial struct {
+	*apierrors.StatusError
+	reason string
+}
+
+func (d denial) Unwrap() error { return d.StatusError }
+
+// DenialReason implements server's denial reasons (server.DenialReason).
+func (d denial) DenialReason() string { return d.reason }

@@ -146,7 +146,7 @@ func (h *Handler) subjectAccessReview(ctx context.Context, _ *user.Info, body []
 
 // access asks the Authorizer whether u may do what the attributes say,
 // as the chain would decide the request: allowed, or not with the
-// refusal's words as the reason (an error other than a refusal, such as a
+// deciding modes' reasons (an error other than a refusal, such as a
 // policy not loaded yet, is the evaluationError).
 func (h *Handler) access(ctx context.Context, u *user.Info, ra *authorizationv1.ResourceAttributes, nra *authorizationv1.NonResourceAttributes) (authorizationv1.SubjectAccessReviewStatus, error) {
 	var st authorizationv1.SubjectAccessReviewStatus
@@ -178,7 +178,8 @@ func (h *Handler) access(ctx context.Context, u *user.Info, ra *authorizationv1.
 	case err == nil:
 		st.Allowed = true
 	case apierrors.IsForbidden(err):
-		st.Reason = apierrors.FromError(err).Status.GetMessage()
+		// The modes' reasons, as Kubernetes answers (none from RBAC).
+		st.Reason, _ = server.DenialReason(err)
 	default:
 		st.EvaluationError = err.Error()
 	}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 
 	"skiff.dev/services/apiserver/user"
 )
@@ -58,4 +59,15 @@ func (m *Methods) Rules(u *user.Info, namespace string) (rules []Rule, incomplet
 	}
 	rules, incomplete = rl.Rules(u, namespace)
 	return rules, incomplete, true
+}
+
+// DenialReason is the reason an Authorizer's refusal gives beyond "is
+// forbidden" (a mode's explanation; "" when none, as RBAC gives none),
+// and whether err is such a refusal.
+func DenialReason(err error) (string, bool) {
+	var d interface{ DenialReason() string }
+	if errors.As(err, &d) {
+		return d.DenialReason(), true
+	}
+	return "", false
 }
