@@ -223,6 +223,15 @@ func TestImpersonation(t *testing.T) {
 	if ui["username"] != "bob" || len(groups) != 3 || !containsAny(groups, "devs") || !containsAny(groups, "ops") || !containsAny(groups, user.AllAuthenticated) {
 		t.Errorf("whoami as bob with groups devs, ops: %s", a.body)
 	}
+	h := as("bob")
+	h.Set("Impersonate-Uid", "u-1")
+	h.Set("Impersonate-Extra-Scopes", "view")
+	h.Add("Impersonate-Extra-Scopes", "edit")
+	a = admin.post(ssr, `{}`, h)
+	ui = status(t, a)["userInfo"].(map[string]any)
+	if scopes, _ := ui["extra"].(map[string]any)["scopes"].([]any); ui["username"] != "bob" || ui["uid"] != "u-1" || len(scopes) != 2 || scopes[0] != "view" || scopes[1] != "edit" {
+		t.Errorf("whoami as bob with uid and extra scopes: %s", a.body)
+	}
 	a = admin.post("/api/v1/namespaces/team-a/configmaps", `{"metadata":{"name":"by-bob"}}`, as("bob"))
 	wantCode(t, "create as bob", a, http.StatusCreated)
 	st := wantStatus(t, "delete as bob", admin.send(http.MethodDelete, "/api/v1/namespaces/team-a/configmaps/by-bob", "", as("bob")), http.StatusForbidden, "Forbidden")
@@ -249,6 +258,12 @@ func TestImpersonation(t *testing.T) {
 	st = wantStatus(t, "alice as bob in group devs", alice.send(http.MethodGet, "/api/v1/namespaces/team-a/pods", "", as("bob", "devs")), http.StatusForbidden, "Forbidden")
 	if want := `groups "devs" is forbidden: User "alice" cannot impersonate resource "groups" in API group "" at the cluster scope`; st["message"] != want {
 		t.Errorf("alice as bob in devs: %q, want %q", st["message"], want)
+	}
+	h = as("bob")
+	h.Set("Impersonate-Uid", "u-1")
+	st = wantStatus(t, "alice as bob with a uid", alice.send(http.MethodGet, "/api/v1/namespaces/team-a/pods", "", h), http.StatusForbidden, "Forbidden")
+	if want := `uids.authentication.k8s.io "u-1" is forbidden: User "alice" cannot impersonate resource "uids" in API group "authentication.k8s.io" at the cluster scope`; st["message"] != want {
+		t.Errorf("alice as bob with a uid: %q, want %q", st["message"], want)
 	}
 	wantStatus(t, "alice as carol", alice.send(http.MethodGet, "/api/v1/namespaces/team-a/pods", "", as("carol")), http.StatusForbidden, "Forbidden")
 	wantStatus(t, "group without user", admin.send(http.MethodGet, "/api/v1/namespaces/team-a/pods", "", http.Header{"Impersonate-Group": {"devs"}}), http.StatusBadRequest, "BadRequest")
