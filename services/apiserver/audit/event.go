@@ -10,6 +10,7 @@ import (
 
 	"skiff.dev/internal/apierrors"
 	"skiff.dev/services/apiserver/server"
+	"skiff.dev/services/apiserver/user"
 )
 
 // entry is a finished request waiting to be written.
@@ -27,6 +28,29 @@ const timeFormat = "2006-01-02T15:04:05.000000Z07:00"
 
 var jsonOpts = protojson.MarshalOptions{}
 
+// appendUser appends `,"<key>":{"username":...,"uid":...,"groups":[...]}`.
+func appendUser(b []byte, key string, u *user.Info) []byte {
+	b = append(b, `,"`...)
+	b = append(b, key...)
+	b = append(b, `":{"username":`...)
+	if u == nil {
+		return append(b, `""}`...)
+	}
+	b = appendString(b, u.Name)
+	if u.UID != "" {
+		b = append(b, `,"uid":`...)
+		b = appendString(b, u.UID)
+	}
+	b = append(b, `,"groups":[`...)
+	for i, g := range u.Groups {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, g)
+	}
+	return append(b, "]}"...)
+}
+
 // appendEvent appends e as one audit.k8s.io/v1 Event and a newline.
 func appendEvent(b []byte, level Level, e *entry) []byte {
 	ri := e.ri
@@ -38,25 +62,14 @@ func appendEvent(b []byte, level Level, e *entry) []byte {
 	b = appendString(b, ri.Path)
 	b = append(b, `,"verb":`...)
 	b = appendString(b, ri.Verb)
-	b = append(b, `,"user":{"username":`...)
-	if u := ri.User; u != nil {
-		b = appendString(b, u.Name)
-		if u.UID != "" {
-			b = append(b, `,"uid":`...)
-			b = appendString(b, u.UID)
-		}
-		b = append(b, `,"groups":[`...)
-		for i, g := range u.Groups {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendString(b, g)
-		}
-		b = append(b, ']')
+	// Kubernetes' shape: user is who authenticated, impersonatedUser whom
+	// the request acted as.
+	if ri.Impersonator != nil {
+		b = appendUser(b, "user", ri.Impersonator)
+		b = appendUser(b, "impersonatedUser", ri.User)
 	} else {
-		b = append(b, `""`...)
+		b = appendUser(b, "user", ri.User)
 	}
-	b = append(b, '}')
 	if ri.IsResource() {
 		b = append(b, `,"objectRef":{"resource":`...)
 		b = appendString(b, ri.Resource)

@@ -27,7 +27,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // event is the part of an audit.k8s.io/v1 Event the tests read.
 type event struct {
 	Kind, APIVersion, Level, AuditID, Stage, RequestURI, Verb string
-	User                                                      struct {
+	User, ImpersonatedUser                                    *struct {
 		Username string
 		UID      string
 		Groups   []string
@@ -269,5 +269,23 @@ func BenchmarkEncode(b *testing.B) {
 				buf = appendEvent(buf[:0], level, &e)
 			}
 		})
+	}
+}
+
+// TestImpersonation: a request made as another user records who
+// authenticated as user and whom it acted as as impersonatedUser.
+func TestImpersonation(t *testing.T) {
+	l, path, _, stop := runLog(t, Options{Level: LevelMetadata})
+	ri, cm := createRequest("a")
+	ri.Impersonator = alice
+	ri.User = &user.Info{Name: "bob", Groups: []string{user.AllAuthenticated}}
+	l.Audit(ri, cm, cm, nil)
+	stop()
+	evs := readEvents(t, path)
+	if len(evs) != 1 || evs[0].User == nil || evs[0].ImpersonatedUser == nil {
+		t.Fatalf("events %+v", evs)
+	}
+	if evs[0].User.Username != "alice" || evs[0].ImpersonatedUser.Username != "bob" {
+		t.Errorf("user %+v, impersonatedUser %+v", evs[0].User, evs[0].ImpersonatedUser)
 	}
 }
