@@ -6,6 +6,7 @@ require (
 	sigs.k8s.io/yaml v1.6.0
 	skiff.dev/internal v0.0.0
 	skiff.dev/services/apiserver v0.0.0
+	skiff.dev/services/controller-manager v0.0.0
 )
 
 require (
@@ -77,4 +78,5 @@ replace (
 	skiff.dev/internal => ../../internal
 	skiff.dev/proto => ../../proto
 	skiff.dev/services/apiserver => ../../services/apiserver
+	skiff.dev/services/controller-manager => ../../services/controller-manager
 )
