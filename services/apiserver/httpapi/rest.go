@@ -110,6 +110,10 @@ func (h *Handler) serveResource(w http.ResponseWriter, r *http.Request, req reso
 		h.logs(w, r, req)
 	case r.Method == http.MethodPatch && req.name != "":
 		h.patch(w, r, req)
+	case req.subresource == "exec" && (r.Method == http.MethodGet || r.Method == http.MethodPost):
+		h.execStream(w, r, req, "Exec")
+	case req.subresource == "attach" && (r.Method == http.MethodGet || r.Method == http.MethodPost):
+		h.execStream(w, r, req, "Attach")
 	case req.subresource != "":
 		h.subresource(w, r, req)
 	case r.Method == http.MethodGet && req.name == "" && isTrue(q.Get("watch")):

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
 )
@@ -164,6 +165,22 @@ func (m *Methods) Stream(ctx context.Context, fullMethod string, req proto.Messa
 	return m.chain.Stream(sm.srv, ss, info, sm.desc.Handler)
 }
 
+// Bidi calls a bidirectional streaming method (exec, attach,
+// port-forward) through the chain: first is its first request (the
+// options the chain admits), recv returns each later one (io.EOF: the
+// client's end), send gets each response's encoding.
+func (m *Methods) Bidi(ctx context.Context, fullMethod string, first proto.Message, recv func() (proto.Message, error), send func([]byte) error) error {
+	m.mu.RLock()
+	sm, ok := m.stream[fullMethod]
+	m.mu.RUnlock()
+	if !ok {
+		return fmt.Errorf("no method %s", fullMethod)
+	}
+	ss := &callStream{ctx: ctx, req: first, recv: recv, send: send}
+	info := &grpc.StreamServerInfo{FullMethod: fullMethod, IsClientStream: true, IsServerStream: true}
+	return m.chain.Stream(sm.srv, ss, info, sm.desc.Handler)
+}
+
 // callStream is an in-process server stream: its one request is req.
 type callStream struct {
 	ctx         context.Context
@@ -172,6 +189,7 @@ type callStream struct {
 	established func()
 	answered    bool
 	send        func([]byte) error
+	recv        func() (proto.Message, error) // later requests (Bidi); nil: none
 }
 
 func (s *callStream) answer() {
@@ -196,6 +214,9 @@ func (s *callStream) SendMsg(v any) error {
 		for _, p := range v {
 			b = append(b, p...)
 		}
+	case *Relayed: // a node agent's message, passed on undecoded
+		b = v.data.Materialize()
+		v.Free()
 	case proto.Message:
 		var err error
 		if b, err = proto.Marshal(v); err != nil {
@@ -208,15 +229,28 @@ func (s *callStream) SendMsg(v any) error {
 }
 
 func (s *callStream) RecvMsg(v any) error {
+	next := s.req
 	if s.received {
-		return io.EOF
+		if s.recv == nil {
+			return io.EOF
+		}
+		var err error
+		if next, err = s.recv(); err != nil {
+			return err
+		}
 	}
 	s.received = true
 	switch t := v.(type) {
 	case *decodeTarget:
-		proto.Merge(t.msg, s.req)
+		proto.Merge(t.msg, next)
+	case *Relayed: // relayed to a node agent undecoded: its encoding
+		b, err := proto.Marshal(next)
+		if err != nil {
+			return err
+		}
+		t.data = mem.BufferSlice{mem.SliceBuffer(b)}
 	case proto.Message:
-		proto.Merge(t, s.req)
+		proto.Merge(t, next)
 	default:
 		return fmt.Errorf("stream received into %T", v)
 	}
