@@ -2,11 +2,13 @@ package dns
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/netip"
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -176,18 +178,31 @@ type fakeUpstream struct {
 	queries map[string]int // by protocol
 }
 
+// listenUDPAndTCP binds a UDP port and TCP on the same port, tried again
+// with another port when TCP has the one UDP got taken (as Server.listen
+// does: CI saw "bind: address already in use").
+func listenUDPAndTCP(t *testing.T) (net.PacketConn, net.Listener) {
+	t.Helper()
+	for attempt := 0; ; attempt++ {
+		pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := net.Listen("tcp", pc.LocalAddr().String())
+		if err == nil {
+			return pc, l
+		}
+		pc.Close()
+		if attempt == 10 || !errors.Is(err, syscall.EADDRINUSE) {
+			t.Fatal(err)
+		}
+	}
+}
+
 func startUpstream(t *testing.T, answers map[string][]dns.RR, truncate map[string]bool) *fakeUpstream {
 	t.Helper()
 	u := &fakeUpstream{answers: answers, truncate: truncate, queries: map[string]int{}}
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", pc.LocalAddr().String())
-	if err != nil {
-		pc.Close()
-		t.Fatal(err)
-	}
+	pc, l := listenUDPAndTCP(t)
 	u.addr = pc.LocalAddr().String()
 	var wg sync.WaitGroup
 	t.Cleanup(wg.Wait) // after the Shutdowns below: cleanups run last first
