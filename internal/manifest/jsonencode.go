@@ -291,7 +291,11 @@ func appendFloat(b []byte, f float64) []byte {
 // appendString writes s as a JSON string escaped as encoding/json does
 // by default (and Kubernetes' apiserver, which uses it): <, > and & as
 // \u003c..., U+2028 and U+2029 escaped, invalid UTF-8 as U+FFFD.
-func appendString(b []byte, s string) []byte {
+func appendString(b []byte, s string) []byte { return AppendJSONString(b, s) }
+
+// AppendJSONString appends s as a JSON string, as this codec writes
+// strings (the apiserver's audit log writes its own with it).
+func AppendJSONString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {

@@ -3,12 +3,12 @@ package audit
 import (
 	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
 	"skiff.dev/internal/apierrors"
+	"skiff.dev/internal/manifest"
 	"skiff.dev/services/apiserver/server"
 	"skiff.dev/services/apiserver/user"
 )
@@ -141,55 +141,6 @@ func appendField(b []byte, key, value string) []byte {
 	return appendString(b, value)
 }
 
-const hex = "0123456789abcdef"
-
-// appendString appends s as a JSON string: quotes, backslashes and control
-// characters escaped, invalid UTF-8 replaced by U+FFFD.
-func appendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
-			i++
-			continue
-		}
-		if c < utf8.RuneSelf {
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i++
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' { // valid JSON, but not in every JavaScript
-			b = append(b, s[start:i]...)
-			b = append(b, `\u202`...)
-			b = append(b, hex[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
+// appendString appends s as a JSON string, escaped as Kubernetes' own
+// audit log (encoding/json) escapes it.
+func appendString(b []byte, s string) []byte { return manifest.AppendJSONString(b, s) }
