@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -328,6 +329,19 @@ func inputOf(k *kinds.Kind, name string) (proto.Message, error) {
 	return mt.New().Interface(), nil
 }
 
+// queryInt reads a non-negative integer query parameter; nil when absent.
+func queryInt(q url.Values, name string) (*int64, error) {
+	s := q.Get(name)
+	if s == "" {
+		return nil, nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("%s: invalid value %q: a non-negative integer is required", name, s))
+	}
+	return &n, nil
+}
+
 // listOptions reads a list's or watch's query parameters.
 func listOptions(r *http.Request, namespace string) (*metav1.ListOptions, error) {
 	q := r.URL.Query()
@@ -341,12 +355,12 @@ func listOptions(r *http.Request, namespace string) (*metav1.ListOptions, error)
 		AllowWatchBookmarks:  isTrue(q.Get("allowWatchBookmarks")),
 	}
 	for name, dst := range map[string]*int64{"limit": &o.Limit, "timeoutSeconds": &o.TimeoutSeconds} {
-		if s := q.Get(name); s != "" {
-			n, err := strconv.ParseInt(s, 10, 64)
-			if err != nil || n < 0 {
-				return nil, apierrors.NewBadRequest(fmt.Sprintf("%s: invalid value %q: a non-negative integer is required", name, s))
-			}
-			*dst = n
+		n, err := queryInt(q, name)
+		if err != nil {
+			return nil, err
+		}
+		if n != nil {
+			*dst = *n
 		}
 	}
 	if s := q.Get("sendInitialEvents"); s != "" {
@@ -464,12 +478,10 @@ func deleteRequest(r *http.Request, req resourceRequest) (*metav1.DeleteRequest,
 		}
 	}
 	q := r.URL.Query()
-	if s := q.Get("gracePeriodSeconds"); s != "" {
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("gracePeriodSeconds: invalid value %q", s))
-		}
-		opts.GracePeriodSeconds = &n
+	if n, err := queryInt(q, "gracePeriodSeconds"); err != nil {
+		return nil, err
+	} else if n != nil {
+		opts.GracePeriodSeconds = n
 	}
 	if s := q.Get("propagationPolicy"); s != "" {
 		opts.PropagationPolicy = &s
@@ -492,14 +504,12 @@ func (h *Handler) logs(w http.ResponseWriter, r *http.Request, req resourceReque
 	opts := &corev1.PodLogOptions{Namespace: req.namespace, Name: req.name, Container: q.Get("container"),
 		Follow: isTrue(q.Get("follow")), Timestamps: isTrue(q.Get("timestamps")), Previous: isTrue(q.Get("previous"))}
 	for name, dst := range map[string]**int64{"tailLines": &opts.TailLines, "sinceSeconds": &opts.SinceSeconds} {
-		if s := q.Get(name); s != "" {
-			n, err := strconv.ParseInt(s, 10, 64)
-			if err != nil {
-				writeError(w, apierrors.NewBadRequest(fmt.Sprintf("%s: invalid value %q", name, s)))
-				return
-			}
-			*dst = &n
+		n, err := queryInt(q, name)
+		if err != nil {
+			writeError(w, err)
+			return
 		}
+		*dst = n
 	}
 	flusher, _ := w.(http.Flusher)
 	started := false

@@ -154,13 +154,17 @@ func answer(out any, err error, resp proto.Message) (proto.Message, error) {
 // shared encodings: decode them as metav1.WatchResponse or the kind's
 // watch response).
 func (m *Methods) Stream(ctx context.Context, fullMethod string, req proto.Message, established func(), send func([]byte) error) error {
+	return m.serveStream(fullMethod, &callStream{ctx: ctx, req: req, established: established, send: send})
+}
+
+// serveStream runs a streaming method on ss through the chain.
+func (m *Methods) serveStream(fullMethod string, ss *callStream) error {
 	m.mu.RLock()
 	sm, ok := m.stream[fullMethod]
 	m.mu.RUnlock()
 	if !ok {
 		return fmt.Errorf("no method %s", fullMethod)
 	}
-	ss := &callStream{ctx: ctx, req: req, established: established, send: send}
 	info := &grpc.StreamServerInfo{FullMethod: fullMethod, IsClientStream: sm.desc.ClientStreams, IsServerStream: sm.desc.ServerStreams}
 	return m.chain.Stream(sm.srv, ss, info, sm.desc.Handler)
 }
@@ -170,15 +174,7 @@ func (m *Methods) Stream(ctx context.Context, fullMethod string, req proto.Messa
 // options the chain admits), recv returns each later one (io.EOF: the
 // client's end), send gets each response's encoding.
 func (m *Methods) Bidi(ctx context.Context, fullMethod string, first proto.Message, recv func() (proto.Message, error), send func([]byte) error) error {
-	m.mu.RLock()
-	sm, ok := m.stream[fullMethod]
-	m.mu.RUnlock()
-	if !ok {
-		return fmt.Errorf("no method %s", fullMethod)
-	}
-	ss := &callStream{ctx: ctx, req: first, recv: recv, send: send}
-	info := &grpc.StreamServerInfo{FullMethod: fullMethod, IsClientStream: true, IsServerStream: true}
-	return m.chain.Stream(sm.srv, ss, info, sm.desc.Handler)
+	return m.serveStream(fullMethod, &callStream{ctx: ctx, req: first, recv: recv, send: send})
 }
 
 // callStream is an in-process server stream: its one request is req.
