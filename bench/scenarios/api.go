@@ -56,20 +56,11 @@ func runWrites(ctx context.Context, env *Env, rs *Results) error {
 	defer creator.close()
 	rounds := max(cfg.Rounds, 1)
 	window := cfg.Duration / time.Duration(rounds)
-	var etcdTotal, apiTotal loadResult
-	var ratios []string
-	for r := range rounds {
-		e, err := putter.run(ctx, cfg, window, r)
-		if err != nil {
-			return err
-		}
-		a, err := creator.run(ctx, cfg, window, r)
-		if err != nil {
-			return err
-		}
-		etcdTotal.add(e)
-		apiTotal.add(a)
-		ratios = append(ratios, fmt.Sprintf("%.2f", a.perSecond()/e.perSecond()))
+	apiTotal, etcdTotal, ratios, err := pairedRounds(rounds, false,
+		func(r int) (*loadResult, error) { return creator.run(ctx, cfg, window, r) },
+		func(r int) (*loadResult, error) { return putter.run(ctx, cfg, window, r) })
+	if err != nil {
+		return err
 	}
 	rs.Add(figEtcdPutPerS, etcdTotal.perSecond(), fmt.Sprintf("%d clients, 1 clientv3 client, %d puts in %.1fs over %d rounds", cfg.Clients, etcdTotal.ops, etcdTotal.elapsed.Seconds(), rounds))
 	rs.Add(figEtcdPutCPU, etcdTotal.cpuPerOp(), "process CPU (etcd + client) / puts")
@@ -80,6 +71,32 @@ func runWrites(ctx context.Context, env *Env, rs *Results) error {
 	rs.Add(figAPICreateRate, apiTotal.perSecond()/etcdTotal.perSecond(),
 		fmt.Sprintf("api.create_per_s / etcd.put_per_s; per round %s", strings.Join(ratios, " ")))
 	return nil
+}
+
+// pairedRounds measures two loads in rounds, one after the other within
+// each round (so they meet the machine in the same state), b first, or
+// in turns when alternate, and returns their totals and each round's
+// a/b ratio.
+func pairedRounds(rounds int, alternate bool, a, b func(round int) (*loadResult, error)) (aTotal, bTotal loadResult, ratios []string, err error) {
+	for r := range rounds {
+		var ar, br *loadResult
+		runA := func() (err error) { ar, err = a(r); return err }
+		runB := func() (err error) { br, err = b(r); return err }
+		first, second := runB, runA
+		if alternate && r%2 == 1 {
+			first, second = runA, runB
+		}
+		if err = first(); err != nil {
+			return
+		}
+		if err = second(); err != nil {
+			return
+		}
+		aTotal.add(ar)
+		bTotal.add(br)
+		ratios = append(ratios, fmt.Sprintf("%.2f", ar.perSecond()/br.perSecond()))
+	}
+	return
 }
 
 // apiCreator creates 1 KiB ConfigMaps through the API.

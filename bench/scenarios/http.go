@@ -83,25 +83,11 @@ func runHTTPCreates(ctx context.Context, env *Env, rs *Results) error {
 	defer httpC.close()
 	rounds := max(cfg.Rounds, 1)
 	window := cfg.Duration / time.Duration(rounds)
-	var httpTotal, grpcTotal loadResult
-	var ratios []string
-	for r := range rounds {
-		var h, g *loadResult
-		runGRPC := func() (err error) { g, err = grpcC.run(ctx, cfg, window, httpGRPCRound+r); return err }
-		runHTTP := func() (err error) { h, err = httpC.run(ctx, cfg, window, r); return err }
-		first, second := runGRPC, runHTTP
-		if r%2 == 1 {
-			first, second = runHTTP, runGRPC
-		}
-		if err := first(); err != nil {
-			return err
-		}
-		if err := second(); err != nil {
-			return err
-		}
-		httpTotal.add(h)
-		grpcTotal.add(g)
-		ratios = append(ratios, fmt.Sprintf("%.2f", h.perSecond()/g.perSecond()))
+	httpTotal, grpcTotal, ratios, err := pairedRounds(rounds, true,
+		func(r int) (*loadResult, error) { return httpC.run(ctx, cfg, window, r) },
+		func(r int) (*loadResult, error) { return grpcC.run(ctx, cfg, window, httpGRPCRound+r) })
+	if err != nil {
+		return err
 	}
 	dialed, _ := httpC.kube.conns.counts()
 	rs.Add(figHTTPCreatePerS, httpTotal.perSecond(), fmt.Sprintf("%d goroutines of one clientset, %s; %d creates in %.1fs over %d rounds",
