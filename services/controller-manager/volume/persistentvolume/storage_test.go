@@ -285,9 +285,11 @@ func TestDynamicProvisioning(t *testing.T) {
 	if !slices.Contains(pv.Metadata.Finalizers, localpath.Finalizer) || !slices.Contains(pv.Metadata.Finalizers, protection.PVFinalizer) {
 		t.Errorf("volume finalizers %v", pv.Metadata.Finalizers)
 	}
-	if r := c.EventReasons("PersistentVolumeClaim", "default", "data"); r["ProvisioningSucceeded"] != "Successfully provisioned volume "+name {
-		t.Errorf("events %v", r)
-	}
+	// Events are written after the claim's update, on their own.
+	c.Await(timeout, "event ProvisioningSucceeded", func() (bool, string) {
+		r := c.EventReasons("PersistentVolumeClaim", "default", "data")
+		return r["ProvisioningSucceeded"] == "Successfully provisioned volume "+name, managertest.Explain("%v", r)
+	})
 
 	// The claim goes: the volume is deleted, and waits for the node agent.
 	c.deleteClaim("data")
