@@ -1,7 +1,10 @@
 package e2e
 
 import (
+	"bufio"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -54,6 +57,73 @@ func TestKubeClients(t *testing.T) {
 		}
 		return nil
 	})
+
+	// exec, port-forward and logs -f, as kubectl speaks them (WebSocket,
+	// SPDY tunnelled in a WebSocket, a chunked follow).
+	pod := strings.TrimSpace(run(kubectl, "get", "pods", "-n", ns, "-l", selector, "-o", "jsonpath={.items[0].metadata.name}"))
+	if out := run(kubectl, "exec", "-n", ns, pod, "--", "/demo", "echo", "from-exec"); out != "from-exec\n" {
+		t.Errorf("kubectl exec: %q", out)
+	}
+	start := func(args ...string) <-chan string {
+		t.Helper()
+		cmd := exec.Command(kubectl, args...)
+		cmd.Env = []string{"KUBECONFIG=" + kubeconfig, "HOME=" + home}
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		})
+		lines := make(chan string, 1024)
+		go func() {
+			defer close(lines)
+			sc := bufio.NewScanner(stdout)
+			for sc.Scan() {
+				lines <- sc.Text()
+			}
+		}()
+		return lines
+	}
+	await := func(what string, lines <-chan string, match func(string) bool) string {
+		t.Helper()
+		deadline := time.After(time.Minute)
+		for {
+			select {
+			case l, ok := <-lines:
+				if !ok {
+					t.Fatalf("kubectl %s ended before a line matched", what)
+				}
+				if match(l) {
+					return l
+				}
+			case <-deadline:
+				t.Fatalf("kubectl %s: no matching line within a minute", what)
+			}
+		}
+	}
+	// "Forwarding from 127.0.0.1:PORT -> 8080"
+	fwd := await("port-forward", start("port-forward", "-n", ns, "pod/"+pod, ":8080"), func(l string) bool {
+		return strings.HasPrefix(l, "Forwarding from 127.0.0.1:")
+	})
+	local := strings.Fields(strings.TrimPrefix(fwd, "Forwarding from "))[0]
+	logs := start("logs", "-f", "-n", ns, pod)
+	await("logs -f", logs, func(l string) bool { return strings.Contains(l, "listening on") })
+	resp, err := http.Get("http://" + local + "/?via=port-forward")
+	if err != nil {
+		t.Fatalf("GET through kubectl port-forward: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), pod) {
+		t.Errorf("GET through kubectl port-forward: %s %q", resp.Status, body)
+	}
+	// The request's log line reaches the follower.
+	await("logs -f", logs, func(l string) bool { return strings.Contains(l, "GET /?via=port-forward 200") })
 
 	chart := filepath.Join(home, "web")
 	run(helm, "create", chart)

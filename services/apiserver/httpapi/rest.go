@@ -115,6 +115,8 @@ func (h *Handler) serveResource(w http.ResponseWriter, r *http.Request, req reso
 		h.execStream(w, r, req, "Exec")
 	case req.subresource == "attach" && (r.Method == http.MethodGet || r.Method == http.MethodPost):
 		h.execStream(w, r, req, "Attach")
+	case req.subresource == "portforward" && (r.Method == http.MethodGet || r.Method == http.MethodPost):
+		h.portForward(w, r, req)
 	case req.subresource != "":
 		h.subresource(w, r, req)
 	case r.Method == http.MethodGet && req.name == "" && isTrue(q.Get("watch")):

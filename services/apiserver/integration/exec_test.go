@@ -93,7 +93,9 @@ func (streamAgent) PortForward(s grpc.BidiStreamingServer[corev1.PortForwardRequ
 		if req.GetCloseWrite() {
 			return nil
 		}
-		if req, err = s.Recv(); err != nil {
+		if req, err = s.Recv(); errors.Is(err, io.EOF) {
+			return nil // the client's end is its half-close too
+		} else if err != nil {
 			return err
 		}
 	}

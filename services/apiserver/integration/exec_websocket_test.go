@@ -2,12 +2,24 @@ package integration
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/util/httpstream"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/tools/remotecommand"
+	"k8s.io/client-go/transport/spdy"
 	utilexec "k8s.io/client-go/util/exec"
 
 	"skiff.dev/services/apiserver/apiservertest"
@@ -48,4 +60,117 @@ func TestExecOverWebSocket(t *testing.T) {
 	if _, _, err := run("/api/v1/namespaces/default/pods/pending/exec?command=true&stdout=true", ""); err == nil {
 		t.Error("exec in a pod with no node succeeded")
 	}
+}
+
+// TestPortForwardOverHTTP: client-go's port-forwarder (kubectl
+// port-forward's) through the HTTP API's pods/portforward, with SPDY
+// tunnelled in a WebSocket (kubectl's default) and with plain SPDY (its
+// fallback): each local connection is a stream pair relayed to the node
+// agent, whose echo comes back; a pod on no node fails on the error
+// stream with the apiserver's reason.
+func TestPortForwardOverHTTP(t *testing.T) {
+	s := apiservertest.Start(t)
+	startStreamCluster(t, s)
+	rc := &rest.Config{Host: "http://" + s.Addr()}
+	dialers := map[string]func(u *url.URL) httpstream.Dialer{
+		"websocket": func(u *url.URL) httpstream.Dialer {
+			d, err := portforward.NewSPDYOverWebsocketDialer(u, rc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return d
+		},
+		"spdy": func(u *url.URL) httpstream.Dialer {
+			rt, up, err := spdy.RoundTripperFor(rc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return spdy.NewDialer(up, &http.Client{Transport: rt}, http.MethodPost, u)
+		},
+	}
+	for name, dialer := range dialers {
+		t.Run(name, func(t *testing.T) {
+			forward := func(pod string) uint16 {
+				u, _ := url.Parse("http://" + s.Addr() + "/api/v1/namespaces/default/pods/" + pod + "/portforward")
+				stop, ready := make(chan struct{}), make(chan struct{})
+				fw, err := portforward.NewOnAddresses(dialer(u), []string{"127.0.0.1"}, []string{"0:8080"}, stop, ready, io.Discard, io.Discard)
+				if err != nil {
+					t.Fatal(err)
+				}
+				done := make(chan error, 1)
+				go func() { done <- fw.ForwardPorts() }()
+				select {
+				case <-ready:
+					t.Cleanup(func() {
+						close(stop)
+						<-done
+					})
+				case err := <-done:
+					t.Fatalf("port-forward to %s: %v", pod, err)
+				}
+				ports, err := fw.GetPorts()
+				if err != nil {
+					t.Fatal(err)
+				}
+				return ports[0].Local
+			}
+			roundTrip := func(port uint16, msg string) string {
+				t.Helper()
+				c, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(int(port))))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				if _, err := io.WriteString(c, msg); err != nil {
+					t.Fatal(err)
+				}
+				c.(*net.TCPConn).CloseWrite()
+				b, err := io.ReadAll(c)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return string(b)
+			}
+			port := forward("one")
+			for i := range 3 { // three connections over one forwarding
+				msg := strings.Repeat(fmt.Sprintf("hello %d ", i), 10_000)
+				if got := roundTrip(port, msg); got != "port 8080: "+msg {
+					t.Errorf("connection %d: got %d bytes %.40q..., want the echo of %d", i, len(got), got, len(msg))
+				}
+			}
+			// The forwarder reports the error stream's message (kubectl
+			// prints it) before it closes the local connection.
+			var reported syncBuffer
+			saved := utilruntime.ErrorHandlers
+			utilruntime.ErrorHandlers = append([]utilruntime.ErrorHandler{func(_ context.Context, err error, msg string, _ ...any) {
+				fmt.Fprintf(&reported, "%s: %v\n", msg, err)
+			}}, saved...)
+			t.Cleanup(func() { utilruntime.ErrorHandlers = saved })
+			if got := roundTrip(forward("pending"), "x"); got != "" {
+				t.Errorf("a pod on no node: got %q", got)
+			}
+			if want := `An error occurred forwarding: error forwarding port 8080 to pod pending: `; !strings.Contains(reported.String(), want) {
+				t.Errorf("a pod on no node: reported %q, want %q", reported.String(), want)
+			}
+		})
+	}
+}
+
+// syncBuffer is a bytes.Buffer written by one goroutine and read by
+// another.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }
