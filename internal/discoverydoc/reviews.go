@@ -13,6 +13,12 @@ var nonKinds = []struct {
 	{"authorization.k8s.io", "v1", review("selfsubjectaccessreviews", "SelfSubjectAccessReview")},
 	{"authorization.k8s.io", "v1", review("selfsubjectrulesreviews", "SelfSubjectRulesReview")},
 	{"authorization.k8s.io", "v1", review("subjectaccessreviews", "SubjectAccessReview")},
+	{"authorization.k8s.io", "v1", namespaced(review("localsubjectaccessreviews", "LocalSubjectAccessReview"))},
+}
+
+func namespaced(r resource) resource {
+	r.namespaced = true
+	return r
 }
 
 func review(name, kind string) resource {

@@ -13,6 +13,8 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 
 	"skiff.dev/internal/apierrors"
+	"skiff.dev/internal/field"
+	metav1 "skiff.dev/proto/meta/v1"
 	"skiff.dev/services/apiserver/server"
 	"skiff.dev/services/apiserver/user"
 )
@@ -28,31 +30,42 @@ import (
 // a request of those attributes would (server.Methods.Authorize).
 
 // review is one review resource: the chain's method it passes as, and its
-// answer to the body, for the authenticated (or impersonated) user u.
+// answer to the body, for the authenticated (or impersonated) user u;
+// namespace is the URL's, of a namespaced review.
 type review struct {
-	method string
-	answer func(h *Handler, ctx context.Context, u *user.Info, body []byte) (any, error)
+	method     string
+	answer     func(h *Handler, ctx context.Context, u *user.Info, body []byte) (any, error)
+	namespaced bool
+	namespace  string
 }
 
 var reviews = map[gvr]review{
-	{"authorization.k8s.io", "v1", "selfsubjectaccessreviews"}: {server.SelfSubjectAccessReviewMethod, (*Handler).selfSubjectAccessReview},
-	{"authorization.k8s.io", "v1", "subjectaccessreviews"}:     {server.SubjectAccessReviewMethod, (*Handler).subjectAccessReview},
-	{"authorization.k8s.io", "v1", "selfsubjectrulesreviews"}:  {server.SelfSubjectRulesReviewMethod, (*Handler).selfSubjectRulesReview},
-	{"authentication.k8s.io", "v1", "selfsubjectreviews"}:      {server.SelfSubjectReviewMethod, (*Handler).selfSubjectReview},
+	{"authorization.k8s.io", "v1", "selfsubjectaccessreviews"}:  {method: server.SelfSubjectAccessReviewMethod, answer: (*Handler).selfSubjectAccessReview},
+	{"authorization.k8s.io", "v1", "subjectaccessreviews"}:      {method: server.SubjectAccessReviewMethod, answer: (*Handler).subjectAccessReview},
+	{"authorization.k8s.io", "v1", "selfsubjectrulesreviews"}:   {method: server.SelfSubjectRulesReviewMethod, answer: (*Handler).selfSubjectRulesReview},
+	{"authentication.k8s.io", "v1", "selfsubjectreviews"}:       {method: server.SelfSubjectReviewMethod, answer: (*Handler).selfSubjectReview},
+	{"authorization.k8s.io", "v1", "localsubjectaccessreviews"}: {method: server.LocalSubjectAccessReviewMethod, answer: (*Handler).localSubjectAccessReview, namespaced: true},
 }
 
-// reviewOf says whether path is a review's, /apis/<group>/<version>/<resource>.
+// reviewOf says whether path is a review's, /apis/<group>/<version>/<resource>,
+// or /apis/<group>/<version>/namespaces/<namespace>/<resource> for a
+// namespaced one.
 func reviewOf(path string) (review, bool) {
 	rest, ok := strings.CutPrefix(path, "/apis/")
 	if !ok {
 		return review{}, false
 	}
 	parts := strings.Split(strings.TrimSuffix(rest, "/"), "/")
-	if len(parts) != 3 {
-		return review{}, false
+	switch {
+	case len(parts) == 3:
+		rv, ok := reviews[gvr{parts[0], parts[1], parts[2]}]
+		return rv, ok && !rv.namespaced
+	case len(parts) == 5 && parts[2] == "namespaces" && parts[3] != "":
+		rv, ok := reviews[gvr{parts[0], parts[1], parts[4]}]
+		rv.namespace = parts[3]
+		return rv, ok && rv.namespaced
 	}
-	rv, ok := reviews[gvr{parts[0], parts[1], parts[2]}]
-	return rv, ok
+	return review{}, false
 }
 
 // serveReview answers a POST of a review through the chain.
@@ -67,7 +80,11 @@ func (h *Handler) serveReview(w http.ResponseWriter, r *http.Request, rv review)
 		return
 	}
 	var out []byte
-	_, err = h.cfg.Methods.Admit(requestContext(r), rv.method, nil, func(ctx context.Context) (proto.Message, error) {
+	var req any // the namespace the chain authorizes a namespaced review in
+	if rv.namespaced {
+		req = &metav1.GetRequest{Namespace: rv.namespace}
+	}
+	_, err = h.cfg.Methods.Admit(requestContext(r), rv.method, req, func(ctx context.Context) (proto.Message, error) {
 		ri, _ := server.RequestInfoFrom(ctx)
 		obj, err := rv.answer(h, ctx, ri.User, body)
 		if err != nil {
@@ -128,9 +145,49 @@ func (h *Handler) subjectAccessReview(ctx context.Context, _ *user.Info, body []
 		return nil, err
 	}
 	rv.APIVersion, rv.Kind = "authorization.k8s.io/v1", "SubjectAccessReview"
-	s := rv.Spec
+	st, err := h.accessOf(ctx, rv.Spec)
+	rv.Status = st
+	return &rv, err
+}
+
+// localSubjectAccessReview is a SubjectAccessReview within the URL's
+// namespace, as Kubernetes validates one: metadata.namespace and
+// spec.resourceAttributes.namespace that of the URL (empty ones take
+// it), no nonResourceAttributes.
+func (h *Handler) localSubjectAccessReview(ctx context.Context, _ *user.Info, body []byte) (any, error) {
+	var rv authorizationv1.LocalSubjectAccessReview
+	if err := decodeReview(body, &rv); err != nil {
+		return nil, err
+	}
+	rv.APIVersion, rv.Kind = "authorization.k8s.io/v1", "LocalSubjectAccessReview"
+	ri, _ := server.RequestInfoFrom(ctx)
+	ns := ri.Namespace
+	if rv.Namespace == "" {
+		rv.Namespace = ns
+	}
+	if rv.Namespace != ns {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("namespace of the request (%s) does not match the namespace of the object (%s)", ns, rv.Namespace))
+	}
+	var errs field.ErrorList
+	if ra := rv.Spec.ResourceAttributes; ra != nil && ra.Namespace != ns {
+		errs = append(errs, field.Invalid(field.NewPath("spec", "resourceAttributes", "namespace"), ra.Namespace, "must match metadata.namespace"))
+	}
+	if rv.Spec.NonResourceAttributes != nil {
+		errs = append(errs, field.Invalid(field.NewPath("spec", "nonResourceAttributes"), rv.Spec.NonResourceAttributes.Path, "disallowed on this kind of request"))
+	}
+	if len(errs) > 0 {
+		return nil, apierrors.NewInvalid("LocalSubjectAccessReview", rv.Name, errs)
+	}
+	st, err := h.accessOf(ctx, rv.Spec)
+	rv.Status = st
+	return &rv, err
+}
+
+// accessOf answers a subject access review's spec: may its user (and
+// groups) do what its attributes say.
+func (h *Handler) accessOf(ctx context.Context, s authorizationv1.SubjectAccessReviewSpec) (authorizationv1.SubjectAccessReviewStatus, error) {
 	if s.User == "" && len(s.Groups) == 0 {
-		return nil, apierrors.NewBadRequest("spec.user or spec.groups: at least one is required")
+		return authorizationv1.SubjectAccessReviewStatus{}, apierrors.NewBadRequest("spec.user or spec.groups: at least one is required")
 	}
 	who := &user.Info{Name: s.User, UID: s.UID, Groups: s.Groups}
 	if len(s.Extra) > 0 {
@@ -139,9 +196,7 @@ func (h *Handler) subjectAccessReview(ctx context.Context, _ *user.Info, body []
 			who.Extra[k] = v
 		}
 	}
-	st, err := h.access(ctx, who, s.ResourceAttributes, s.NonResourceAttributes)
-	rv.Status = st
-	return &rv, err
+	return h.access(ctx, who, s.ResourceAttributes, s.NonResourceAttributes)
 }
 
 // access asks the Authorizer whether u may do what the attributes say,

@@ -144,6 +144,53 @@ func TestSubjectAccessReviewIsForWhoMayCreateOne(t *testing.T) {
 	}
 }
 
+// TestLocalSubjectAccessReview: a namespace's own SubjectAccessReview,
+// for who may create one there (as Kubernetes' admin role may); its
+// resource namespace is the URL's, and it asks nothing else.
+func TestLocalSubjectAccessReview(t *testing.T) {
+	s, admin := startRBAC(t)
+	bob := newKube(t, s, "bob", nil, true)
+	grantBob(t, admin, bob)
+	lsar := func(ns string) string {
+		return "/apis/authorization.k8s.io/v1/namespaces/" + ns + "/localsubjectaccessreviews"
+	}
+	body := `{"apiVersion":"authorization.k8s.io/v1","kind":"LocalSubjectAccessReview","spec":{"user":"bob","resourceAttributes":{"namespace":"team-a","verb":"list","resource":"pods"}}}`
+	st := wantStatus(t, "bob's LSAR before his grant", bob.post(lsar("team-a"), body, nil), http.StatusForbidden, "Forbidden")
+	if msg := st["message"].(string); !strings.Contains(msg, `cannot create resource "localsubjectaccessreviews" in API group "authorization.k8s.io" in the namespace "team-a"`) {
+		t.Errorf("bob's LSAR refused with %q", msg)
+	}
+	wantCode(t, "create Role", admin.post("/apis/rbac.authorization.k8s.io/v1/namespaces/team-a/roles",
+		`{"metadata":{"name":"reviews"},"rules":[{"verbs":["create"],"apiGroups":["authorization.k8s.io"],"resources":["localsubjectaccessreviews"]}]}`, nil), http.StatusCreated)
+	wantCode(t, "create RoleBinding", admin.post("/apis/rbac.authorization.k8s.io/v1/namespaces/team-a/rolebindings",
+		`{"metadata":{"name":"bob-reviews"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"Role","name":"reviews"},"subjects":[{"apiGroup":"rbac.authorization.k8s.io","kind":"User","name":"bob"}]}`, nil), http.StatusCreated)
+	var a answer
+	var sig await.Signal
+	sig.Until(t, 10*time.Second, "bob may create LSARs in team-a", t.Context().Done(), func() (bool, string) {
+		a = bob.post(lsar("team-a"), body, nil)
+		return a.code == http.StatusCreated, string(a.body)
+	})
+	got := a.json(t)
+	if got["kind"] != "LocalSubjectAccessReview" || got["metadata"].(map[string]any)["namespace"] != "team-a" || status(t, a)["allowed"] != true {
+		t.Errorf("LSAR bob list pods in team-a: %s", a.body)
+	}
+	a = bob.post(lsar("team-a"), `{"spec":{"user":"carol","resourceAttributes":{"namespace":"team-a","verb":"list","resource":"pods"}}}`, nil)
+	if st := status(t, a); st["allowed"] == true {
+		t.Errorf("LSAR carol: %s", a.body)
+	}
+	// Another namespace's attributes, or none but a path: invalid.
+	st = wantStatus(t, "LSAR about team-b", bob.post(lsar("team-a"), `{"spec":{"user":"bob","resourceAttributes":{"namespace":"team-b","verb":"list","resource":"pods"}}}`, nil),
+		http.StatusUnprocessableEntity, "Invalid")
+	if msg := st["message"].(string); !strings.Contains(msg, `spec.resourceAttributes.namespace: Invalid value: "team-b": must match metadata.namespace`) {
+		t.Errorf("LSAR about team-b refused with %q", msg)
+	}
+	wantStatus(t, "LSAR of a path", bob.post(lsar("team-a"), `{"spec":{"user":"bob","nonResourceAttributes":{"path":"/apis","verb":"get"}}}`, nil),
+		http.StatusUnprocessableEntity, "Invalid")
+	wantStatus(t, "LSAR whose metadata names another namespace", bob.post(lsar("team-a"), `{"metadata":{"namespace":"team-b"},"spec":{"user":"bob","resourceAttributes":{"namespace":"team-a","verb":"list","resource":"pods"}}}`, nil),
+		http.StatusBadRequest, "BadRequest")
+	// Not in team-b, where bob holds nothing.
+	wantStatus(t, "bob's LSAR in team-b", bob.post(lsar("team-b"), strings.ReplaceAll(body, "team-a", "team-b"), nil), http.StatusForbidden, "Forbidden")
+}
+
 func TestSelfSubjectRulesReviewListsRoleRules(t *testing.T) {
 	s, admin := startRBAC(t)
 	bob := newKube(t, s, "bob", nil, true)

@@ -16,14 +16,18 @@ const (
 	SelfSubjectAccessReviewMethod = "/skiff.authorization.v1.SelfSubjectAccessReviews/Create"
 	SelfSubjectRulesReviewMethod  = "/skiff.authorization.v1.SelfSubjectRulesReviews/Create"
 	SubjectAccessReviewMethod     = "/skiff.authorization.v1.SubjectAccessReviews/Create"
-	SelfSubjectReviewMethod       = "/skiff.authentication.v1.SelfSubjectReviews/Create"
+	// LocalSubjectAccessReviewMethod is namespaced: its request is a
+	// GetRequest naming the namespace of the URL.
+	LocalSubjectAccessReviewMethod = "/skiff.authorization.v1.LocalSubjectAccessReviews/Create"
+	SelfSubjectReviewMethod        = "/skiff.authentication.v1.SelfSubjectReviews/Create"
 )
 
 var reviewRoutes = map[string]route{
-	SelfSubjectAccessReviewMethod: {group: "authorization.k8s.io", version: "v1", resource: "selfsubjectaccessreviews", verb: "create", metricVerb: "POST"},
-	SelfSubjectRulesReviewMethod:  {group: "authorization.k8s.io", version: "v1", resource: "selfsubjectrulesreviews", verb: "create", metricVerb: "POST"},
-	SubjectAccessReviewMethod:     {group: "authorization.k8s.io", version: "v1", resource: "subjectaccessreviews", verb: "create", metricVerb: "POST"},
-	SelfSubjectReviewMethod:       {group: "authentication.k8s.io", version: "v1", resource: "selfsubjectreviews", verb: "create", metricVerb: "POST"},
+	SelfSubjectAccessReviewMethod:  {group: "authorization.k8s.io", version: "v1", resource: "selfsubjectaccessreviews", verb: "create", metricVerb: "POST"},
+	SelfSubjectRulesReviewMethod:   {group: "authorization.k8s.io", version: "v1", resource: "selfsubjectrulesreviews", verb: "create", metricVerb: "POST"},
+	SubjectAccessReviewMethod:      {group: "authorization.k8s.io", version: "v1", resource: "subjectaccessreviews", verb: "create", metricVerb: "POST"},
+	SelfSubjectReviewMethod:        {group: "authentication.k8s.io", version: "v1", resource: "selfsubjectreviews", verb: "create", metricVerb: "POST"},
+	LocalSubjectAccessReviewMethod: {group: "authorization.k8s.io", version: "v1", resource: "localsubjectaccessreviews", verb: "create", metricVerb: "POST", namespaced: true},
 }
 
 // Authorize asks the chain's Authorizer about ri exactly as it decides a
