@@ -191,3 +191,24 @@ func TestClientGoInformer(t *testing.T) {
 		return len(keys) == n-10+1 && has && !gone, counts()
 	})
 }
+
+// TestClientGoOpenAPIV2Protobuf: client-go's discovery asks /openapi/v2
+// in protobuf (kubectl's validation and explain of old) and parses
+// gnostic's document: the kinds' definitions and paths are there.
+func TestClientGoOpenAPIV2Protobuf(t *testing.T) {
+	s := apiservertest.Start(t, apiservertest.Secure())
+	doc, err := clientGo(t, s, false, nil).Discovery().OpenAPISchema()
+	if err != nil {
+		t.Fatalf("OpenAPISchema: %v", err)
+	}
+	var deployment, path bool
+	for _, d := range doc.GetDefinitions().GetAdditionalProperties() {
+		deployment = deployment || d.GetName() == "io.k8s.api.apps.v1.Deployment"
+	}
+	for _, p := range doc.GetPaths().GetPath() {
+		path = path || p.GetName() == "/apis/apps/v1/namespaces/{namespace}/deployments"
+	}
+	if doc.GetSwagger() != "2.0" || !deployment || !path {
+		t.Errorf("swagger %q, Deployment defined %v, its path %v", doc.GetSwagger(), deployment, path)
+	}
+}

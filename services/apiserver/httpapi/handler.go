@@ -9,11 +9,13 @@ package httpapi
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"strings"
 	"sync"
 
+	openapiv2 "github.com/google/gnostic-models/openapiv2"
 	"go.uber.org/zap"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
@@ -55,6 +57,11 @@ type Handler struct {
 	openapiOnce sync.Once
 	openapi     *openapi.Documents
 	openapiErr  error
+	// v2Proto is /openapi/v2 in protobuf (gnostic's openapi_v2.Document),
+	// made from the JSON on its first request.
+	v2ProtoOnce sync.Once
+	v2Proto     []byte
+	v2ProtoErr  error
 
 	patcherOnce sync.Once
 	patcherV    *patch.Patcher
@@ -216,6 +223,18 @@ func (h *Handler) openAPI(r *http.Request) ([]byte, string, error) {
 		return nil, "", apierrors.NewInternal(err)
 	}
 	switch p := r.URL.Path; {
+	case p == "/openapi/v2" && acceptsV2Protobuf(r.Header.Values("Accept")):
+		h.v2ProtoOnce.Do(func() {
+			doc, err := openapiv2.ParseDocument(h.openapi.V2())
+			if err == nil {
+				h.v2Proto, err = proto.Marshal(doc)
+			}
+			h.v2ProtoErr = err
+		})
+		if h.v2ProtoErr != nil {
+			return nil, "", apierrors.NewInternal(fmt.Errorf("OpenAPI v2 in protobuf: %w", h.v2ProtoErr))
+		}
+		return h.v2Proto, v2ProtobufReturned, nil
 	case p == "/openapi/v2":
 		return h.openapi.V2(), "application/json", nil
 	case p == "/openapi/v3":
@@ -227,4 +246,31 @@ func (h *Handler) openAPI(r *http.Request) ([]byte, string, error) {
 		}
 		return doc, "application/json", nil
 	}
+}
+
+// v2ProtobufType is the media type of /openapi/v2 in protobuf as clients
+// ask for it; v2ProtobufReturned is what kube-openapi answers it with (the
+// spelling with a dot, which mime parsers accept: "@" is no token
+// character).
+const (
+	v2ProtobufType     = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
+	v2ProtobufReturned = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
+)
+
+// acceptsV2Protobuf says whether an Accept header asks for /openapi/v2 in
+// protobuf before JSON (the first of the types it names that is served).
+func acceptsV2Protobuf(accept []string) bool {
+	for _, h := range accept {
+		for _, part := range strings.Split(h, ",") {
+			// Not mime.ParseMediaType: "@" is no token character.
+			mt, _, _ := strings.Cut(part, ";")
+			switch strings.ToLower(strings.TrimSpace(mt)) {
+			case v2ProtobufType, v2ProtobufReturned:
+				return true
+			case "application/json", "*/*", "application/*":
+				return false
+			}
+		}
+	}
+	return false
 }
