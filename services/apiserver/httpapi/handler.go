@@ -66,6 +66,9 @@ type Handler struct {
 	patcherOnce sync.Once
 	patcherV    *patch.Patcher
 	patcherErr  error
+
+	// creates are the managed fields of creates by shape (createfields.go).
+	creates createShapes
 }
 
 // gvr names a served resource: its group, version and plural.

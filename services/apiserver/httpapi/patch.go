@@ -126,7 +126,7 @@ func (h *Handler) patch(w http.ResponseWriter, r *http.Request, req resourceRequ
 			if typ == patch.ApplyPatchType {
 				next, err = p.Apply(gvkOf(k), live, body, manager, force, now)
 			} else if next, err = p.Patch(gvkOf(k), typ, live, body); err == nil && req.subresource != "scale" {
-				next, err = h.track(p, k, live, next, manager, req.subresource, now)
+				next, _, err = h.track(p, k, live, next, manager, req.subresource, now)
 			}
 			if err != nil {
 				return nil, err
@@ -169,12 +169,13 @@ func (h *Handler) patch(w http.ResponseWriter, r *http.Request, req resourceRequ
 
 // track records the managed fields of a write that is not an apply: the
 // object's JSON with metadata.managedFields updated for manager. A
-// failure to track is logged and the write goes on, as kube-apiserver's.
-func (h *Handler) track(p *patch.Patcher, k *kinds.Kind, old, next []byte, manager, subresource string, now time.Time) ([]byte, error) {
-	out, err := p.Update(gvkOf(k), old, next, manager, subresource, now)
+// failure to track is logged and the write goes on, as kube-apiserver's;
+// tracked then says false.
+func (h *Handler) track(p *patch.Patcher, k *kinds.Kind, old, next []byte, manager, subresource string, now time.Time) (out []byte, tracked bool, err error) {
+	out, err = p.Update(gvkOf(k), old, next, manager, subresource, now)
 	if errors.Is(err, patch.ErrNotTracked) {
 		h.cfg.Log.Warn("managed fields not updated", zap.String("kind", k.GVK()), zap.Error(err))
-		return out, nil
+		return out, false, nil
 	}
-	return out, err
+	return out, err == nil, err
 }

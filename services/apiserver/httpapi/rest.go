@@ -266,13 +266,9 @@ func (h *Handler) write(w http.ResponseWriter, r *http.Request, req resourceRequ
 			}
 			old = encodeJSON(cur)
 		}
-		next, err := h.track(p, k, old, encodeJSON(in), manager, "", time.Now())
+		obj, err := h.tracked(p, k, name, old, in, manager, time.Now())
 		if err != nil {
 			return nil, err
-		}
-		obj := k.New()
-		if _, err := decodeJSON(next, obj, validationIgnore); err != nil {
-			return nil, apierrors.NewInternal(err)
 		}
 		return h.cfg.Methods.CallDirect(ctx, method(k, name), obj, nil)
 	})
