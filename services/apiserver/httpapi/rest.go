@@ -374,17 +374,34 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, req resourceReque
 		writeError(w, err)
 		return
 	}
-	out, err := h.cfg.Methods.Call(requestContext(r), method(req.kind, "List"), opts, req.kind.NewList())
+	if wantsTable(r) {
+		out, err := h.cfg.Methods.Call(requestContext(r), method(req.kind, "List"), opts, req.kind.NewList())
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		objs, meta := listItems(out)
+		h.writeTable(w, r, req, objs, meta)
+		return
+	}
+	// The list's JSON from its items' encodings (listjson.go), when the
+	// method answered with them.
+	out, items, encoded, err := h.cfg.Methods.CallList(requestContext(r), method(req.kind, "List"), opts)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	objs, meta := listItems(out)
-	if wantsTable(r) {
-		h.writeTable(w, r, req, objs, meta)
+	if !encoded {
+		objs, _ := listItems(out)
+		writeJSON(w, http.StatusOK, encodeList(out, len(objs)))
 		return
 	}
-	writeJSON(w, http.StatusOK, encodeList(out, len(objs)))
+	b, err := listJSON(out, items)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, b)
 }
 
 // delete deletes one object, with the DeleteOptions of the body or the

@@ -95,6 +95,42 @@ func (m *Methods) Call(ctx context.Context, fullMethod string, req, resp proto.M
 	return answer(out, err, resp)
 }
 
+// CallList calls a List method with req through the chain, as Call does,
+// and leaves a list answered with its encoding (Endpoint.ListEncoded)
+// undecoded but for its head: encoded is true, list is a new list message
+// with only what the list has besides its items (apiVersion, kind,
+// metadata), and items is each item's encoding, in order, shared with
+// the watch cache: they must never change. A method that answered with a
+// message gives it as list (encoded false, items nil). As with Call, an
+// in-process call's seats are given back when its handler returns.
+func (m *Methods) CallList(ctx context.Context, fullMethod string, req proto.Message) (list proto.Message, items [][]byte, encoded bool, err error) {
+	um, err := m.unaryOf(fullMethod)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	out, err := um.handler(um.srv, ctx, merging(req), m.chain.Unary)
+	v, ok := out.(*encodedList)
+	if err != nil || !ok {
+		list, err = answer(out, err, nil)
+		return list, nil, false, err
+	}
+	// The pieces are the head, then a record's tag and length and its
+	// item for each item (Endpoint.encodeList).
+	if len(v.pieces)%2 != 1 {
+		list, err = v.Message()
+		return list, nil, false, err
+	}
+	list = v.newList()
+	if err := proto.Unmarshal(v.pieces[0], list); err != nil {
+		return nil, nil, false, err
+	}
+	items = make([][]byte, 0, len(v.pieces)/2)
+	for i := 2; i < len(v.pieces); i += 2 {
+		items = append(items, v.pieces[i])
+	}
+	return list, items, true, nil
+}
+
 // CallDirect calls a unary method's handler without the chain, for a
 // request the chain has already admitted as a whole (an HTTP PATCH is a
 // get and an update of its own, authorized once as patch).
