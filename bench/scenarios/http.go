@@ -45,7 +45,8 @@ func httpCreateScenario() *Scenario {
 	return &Scenario{
 		Name:    "http.create",
 		Summary: "ConfigMap creates (1 KiB) by client-go over HTTP (JSON, one HTTP/2 connection) and by the gRPC API, same concurrency, alternating rounds",
-		Figures: []Figure{figHTTPCreatePerS, figHTTPCreateCPU, figHTTPCreateP99, figHTTPConns, figHTTPGRPCPerS, figHTTPGRPCCPU, figHTTPVsGRPC},
+		Figures: []Figure{figHTTPCreatePerS, figHTTPCreateCPU, figHTTPCreateP99, figHTTPConns, figHTTPGRPCPerS, figHTTPGRPCCPU, figHTTPVsGRPC,
+			figHTTPFloorCPU, figGRPCFloorCPU, figHTTPCeiling},
 		Run:     runHTTPCreates,
 	}
 }
@@ -103,7 +104,7 @@ func runHTTPCreates(ctx context.Context, env *Env, rs *Results) error {
 		note += fmt.Sprintf("; against api.create_per_s of the write scenario (%.0f/s, earlier): %.3f", a, httpTotal.perSecond()/a)
 	}
 	rs.Add(figHTTPVsGRPC, httpTotal.perSecond()/grpcTotal.perSecond(), note)
-	return nil
+	return measureFloors(ctx, cfg, window, grpcTotal.cpuPerOp(), rs)
 }
 
 // httpCreator creates 1 KiB ConfigMaps through client-go, as apiCreator

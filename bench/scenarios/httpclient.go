@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,19 +33,8 @@ type kubeClient struct {
 // h2; in plain text (an --insecure apiserver) Go's transport speaks
 // HTTP/1.1 only, one request per connection at a time.
 func newKubeClient(env *Env) (*kubeClient, error) {
-	k := &kubeClient{conns: &connCounter{open: map[*countedConn]struct{}{}}}
-	cfg := &rest.Config{
-		Host:          "http://" + env.Addr,
-		ContentConfig: rest.ContentConfig{ContentType: "application/json", AcceptContentTypes: "application/json"},
-		// No client-side rate limit: the server is what is measured.
-		QPS:  -1,
-		Dial: k.conns.dial,
-		WrapTransport: func(rt http.RoundTripper) http.RoundTripper {
-			return &protoCounter{rt: rt, k: k}
-		},
-	}
+	cfg := &rest.Config{Host: "http://" + env.Addr}
 	if c := env.Client; c != nil && !c.Insecure {
-		k.tls = true
 		cfg.Host = "https://" + env.Addr
 		cfg.TLSClientConfig = rest.TLSClientConfig{
 			CAFile: c.CAFile, CAData: c.CAData,
@@ -53,6 +43,20 @@ func newKubeClient(env *Env) (*kubeClient, error) {
 			ServerName: c.ServerName, Insecure: c.InsecureSkipVerify,
 		}
 		cfg.BearerToken, cfg.BearerTokenFile = c.Token, c.TokenFile
+	}
+	return kubeClientFor(cfg)
+}
+
+// kubeClientFor completes cfg (its host and credentials set) as every
+// HTTP scenario's client is configured.
+func kubeClientFor(cfg *rest.Config) (*kubeClient, error) {
+	k := &kubeClient{conns: &connCounter{open: map[*countedConn]struct{}{}}, tls: strings.HasPrefix(cfg.Host, "https://")}
+	cfg.ContentConfig = rest.ContentConfig{ContentType: "application/json", AcceptContentTypes: "application/json"}
+	// No client-side rate limit: the server is what is measured.
+	cfg.QPS = -1
+	cfg.Dial = k.conns.dial
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		return &protoCounter{rt: rt, k: k}
 	}
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
