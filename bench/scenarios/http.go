@@ -47,7 +47,7 @@ func httpCreateScenario() *Scenario {
 		Summary: "ConfigMap creates (1 KiB) by client-go over HTTP (JSON, one HTTP/2 connection) and by the gRPC API, same concurrency, alternating rounds",
 		Figures: []Figure{figHTTPCreatePerS, figHTTPCreateCPU, figHTTPCreateP99, figHTTPConns, figHTTPGRPCPerS, figHTTPGRPCCPU, figHTTPVsGRPC,
 			figHTTPFloorCPU, figGRPCFloorCPU, figHTTPCeiling},
-		Run:     runHTTPCreates,
+		Run: runHTTPCreates,
 	}
 }
 
