@@ -17,6 +17,7 @@ import (
 	"skiff.dev/internal/object"
 	metav1 "skiff.dev/proto/meta/v1"
 	"skiff.dev/services/apiserver/patch"
+	"skiff.dev/services/apiserver/registry"
 )
 
 // PATCH in Kubernetes' four types (package patch: JSON patch, merge
@@ -152,7 +153,7 @@ func (h *Handler) patch(w http.ResponseWriter, r *http.Request, req resourceRequ
 			if !own {
 				meta.ResourceVersion = object.Meta(cur.(object.Object)).GetResourceVersion()
 			}
-			res, err := h.cfg.Methods.CallDirect(ctx, method(k, ms[1]), obj, nil)
+			res, err := h.cfg.Methods.CallDirect(registry.WithManagedFieldsSet(ctx), method(k, ms[1]), obj, nil)
 			if apierrors.IsConflict(err) && !own && attempt < patchRetries {
 				continue
 			}

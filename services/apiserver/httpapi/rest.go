@@ -270,7 +270,7 @@ func (h *Handler) write(w http.ResponseWriter, r *http.Request, req resourceRequ
 		if err != nil {
 			return nil, err
 		}
-		return h.cfg.Methods.CallDirect(ctx, method(k, name), obj, nil)
+		return h.cfg.Methods.CallDirect(registry.WithManagedFieldsSet(ctx), method(k, name), obj, nil)
 	})
 	if err != nil {
 		writeError(w, err)

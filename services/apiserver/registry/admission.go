@@ -76,7 +76,7 @@ func (r *Registry[T]) admitUpdate(ctx context.Context, next, cur T, status bool)
 		return zero, nil, err
 	}
 	if replaced, ok := r.admitted(a, next); ok {
-		next = r.prepareUpdate(replaced, cur, status)
+		next = r.prepareUpdate(ctx, replaced, cur, status)
 		a.Object = next
 	}
 	return next, a, nil

@@ -241,7 +241,7 @@ func (r *Registry[T]) update(ctx context.Context, obj T, status bool) (T, error)
 		if wantRV != "" && wantRV != cur.GetMetadata().GetResourceVersion() {
 			return zero, r.conflict(meta.Name)
 		}
-		next := r.prepareUpdate(obj, cur, status)
+		next := r.prepareUpdate(ctx, obj, cur, status)
 		var attrs *admission.Attributes
 		if r.admit != nil {
 			var err error
@@ -288,7 +288,7 @@ func (r *Registry[T]) update(ctx context.Context, obj T, status bool) (T, error)
 
 // prepareUpdate builds the object to write from the request and the
 // current state, without modifying either.
-func (r *Registry[T]) prepareUpdate(req, cur T, status bool) T {
+func (r *Registry[T]) prepareUpdate(ctx context.Context, req, cur T, status bool) T {
 	var next T
 	if status {
 		// Only the status changes: start from the current object.
@@ -314,6 +314,14 @@ func (r *Registry[T]) prepareUpdate(req, cur T, status bool) T {
 	nm.DeletionTimestamp = cloneTime(cm.GetDeletionTimestamp())
 	nm.DeletionGracePeriodSeconds = cm.DeletionGracePeriodSeconds
 	nm.ResourceVersion = cm.GetResourceVersion()
+	if len(nm.ManagedFields) == 0 && !managedFieldsSet(ctx) {
+		// A request without managed fields keeps the object's, as
+		// Kubernetes' field manager takes the live object's then (a
+		// client that knows nothing of them must not erase them).
+		for _, e := range cm.GetManagedFields() {
+			nm.ManagedFields = append(nm.ManagedFields, proto.Clone(e).(*metav1.ManagedFieldsEntry))
+		}
+	}
 	r.setGeneration(next, cur, status)
 	if cm.GetDeletionTimestamp() != nil {
 		// An object being deleted may lose finalizers, never gain new ones.
