@@ -14,13 +14,13 @@ import (
 	"sync"
 	"testing"
 
-	"k8s.io/apimachinery/pkg/util/httpstream"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/tools/remotecommand"
 	"k8s.io/client-go/transport/spdy"
 	utilexec "k8s.io/client-go/util/exec"
+	"k8s.io/streaming/pkg/httpstream"
 
 	"skiff.dev/services/apiserver/apiservertest"
 )
@@ -74,7 +74,7 @@ func TestPortForwardOverHTTP(t *testing.T) {
 	rc := &rest.Config{Host: "http://" + s.Addr()}
 	dialers := map[string]func(u *url.URL) httpstream.Dialer{
 		"websocket": func(u *url.URL) httpstream.Dialer {
-			d, err := portforward.NewSPDYOverWebsocketDialer(u, rc)
+			d, err := portforward.NewSPDYOverWebsocketDialerForStreaming(u, rc)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -85,7 +85,7 @@ func TestPortForwardOverHTTP(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			return spdy.NewDialer(up, &http.Client{Transport: rt}, http.MethodPost, u)
+			return spdy.NewDialerForStreaming(up, &http.Client{Transport: rt}, http.MethodPost, u)
 		},
 	}
 	for name, dialer := range dialers {
@@ -93,7 +93,7 @@ func TestPortForwardOverHTTP(t *testing.T) {
 			forward := func(pod string) uint16 {
 				u, _ := url.Parse("http://" + s.Addr() + "/api/v1/namespaces/default/pods/" + pod + "/portforward")
 				stop, ready := make(chan struct{}), make(chan struct{})
-				fw, err := portforward.NewOnAddresses(dialer(u), []string{"127.0.0.1"}, []string{"0:8080"}, stop, ready, io.Discard, io.Discard)
+				fw, err := portforward.NewOnAddressesForStreaming(dialer(u), []string{"127.0.0.1"}, []string{"0:8080"}, stop, ready, io.Discard, io.Discard)
 				if err != nil {
 					t.Fatal(err)
 				}
