@@ -123,7 +123,9 @@ func (r *root) copyFromPod(ctx context.Context, src fileSpec, dst, container str
 	err := r.cpExec(ctx, src, container, []string{"tar", "cf", "-", "-C", dir, base}, nil, pw)
 	pw.CloseWithError(err)
 	if uerr := <-errc; err == nil && uerr != nil && !errors.Is(uerr, io.ErrClosedPipe) {
-		err = uerr
+		// The stream ended well but the archive did not: say which side
+		// failed (a truncated archive is tar's "unexpected EOF").
+		err = fmt.Errorf("extracting the archive of %s that %s sent: %w", src.path, src.pod, uerr)
 	}
 	return err
 }
