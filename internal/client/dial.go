@@ -7,12 +7,15 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"strings"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/resolver"
+	"google.golang.org/grpc/resolver/manual"
 )
 
 // Config is how a component reaches the apiserver: its address, the CA
@@ -43,7 +46,7 @@ type Config struct {
 // AddFlags registers --server, --tls-ca-file, --tls-cert-file,
 // --tls-key-file, --token-file and --insecure on fs.
 func (c *Config) AddFlags(fs *flag.FlagSet, defaultServer string) {
-	fs.StringVar(&c.Server, "server", defaultServer, "apiserver gRPC address (host:port)")
+	fs.StringVar(&c.Server, "server", defaultServer, "apiserver gRPC address (host:port), or several separated by commas (the members of a highly available control plane: the client keeps to one that answers and moves to another when it fails)")
 	fs.StringVar(&c.CAFile, "tls-ca-file", "", "CA certificate (PEM) that verifies the apiserver's serving certificate, e.g. <apiserver pki-dir>/ca.crt (default: the system's roots)")
 	fs.StringVar(&c.CertFile, "tls-cert-file", "", "client certificate (PEM) presented to the apiserver: CN is the user, O the groups (issue one with `skiff-apiserver certs issue`)")
 	fs.StringVar(&c.KeyFile, "tls-key-file", "", "private key of --tls-cert-file")
@@ -154,12 +157,56 @@ func Dial(cfg Config, opts ...grpc.DialOption) (*grpc.ClientConn, error) {
 	// A call the apiserver's fairness refused (ResourceExhausted with a
 	// retry hint) is retried after the hint: it never ran.
 	dial := append(append(creds, RetryThrottled()...), WindowSizes()...)
+	target := cfg.Server
+	if members := Members(cfg.Server); len(members) > 1 {
+		var more []grpc.DialOption
+		target, more = membersTarget(members)
+		dial = append(dial, more...)
+	}
 	dial = append(dial, opts...)
-	conn, err := grpc.NewClient(cfg.Server, dial...)
+	conn, err := grpc.NewClient(target, dial...)
 	if err != nil {
 		return nil, fmt.Errorf("--server %q: %w", cfg.Server, err)
 	}
 	return conn, nil
+}
+
+// Members are the apiserver addresses of a --server value: one, or
+// several separated by commas (the members of a highly available
+// control plane).
+func Members(server string) []string {
+	var out []string
+	for _, m := range strings.Split(server, ",") {
+		if m = strings.TrimSpace(m); m != "" {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// membersTarget is the target and options of a connection to any of
+// several apiservers: gRPC's pick_first over all of them, in an order of
+// its own for each connection (so that clients spread over the members),
+// keeps one connection to a member that answers and, when it breaks,
+// connects to the next that does; calls of the broken connection fail
+// (Unavailable) and the caller's retry, or an informer's next watch from
+// its last revision, goes to the new member. Each member's certificate is
+// checked against its own host.
+func membersTarget(members []string) (string, []grpc.DialOption) {
+	r := manual.NewBuilderWithScheme("skiff-members")
+	var st resolver.State
+	for _, m := range members {
+		host, _, err := net.SplitHostPort(m)
+		if err != nil {
+			host = m
+		}
+		st.Addresses = append(st.Addresses, resolver.Address{Addr: m, ServerName: host})
+	}
+	r.InitialState(st)
+	return r.Scheme() + ":///apiservers", []grpc.DialOption{
+		grpc.WithResolvers(r),
+		grpc.WithDefaultServiceConfig(`{"loadBalancingConfig":[{"pick_first":{"shuffleAddressList":true}}]}`),
+	}
 }
 
 // HTTP/2 flow-control windows of the API's connections, client and server

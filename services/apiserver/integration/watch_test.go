@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -340,7 +342,14 @@ func TestWatchTimeoutAndShutdownEndCleanly(t *testing.T) {
 // metricSum adds up every series of a counter or gauge in the server's registry.
 func metricSum(t *testing.T, s *apiservertest.Server, name string) float64 {
 	t.Helper()
-	mfs, err := s.Registry.Gather()
+	return seriesSum(t, s.Registry, name, nil)
+}
+
+// seriesSum adds up the series of a counter or gauge in g whose labels
+// include want.
+func seriesSum(t *testing.T, g prometheus.Gatherer, name string, want map[string]string) float64 {
+	t.Helper()
+	mfs, err := g.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -349,11 +358,26 @@ func metricSum(t *testing.T, s *apiservertest.Server, name string) float64 {
 		if mf.GetName() != name {
 			continue
 		}
+	series:
 		for _, m := range mf.GetMetric() {
+			for k, v := range want {
+				if !hasLabel(m.GetLabel(), k, v) {
+					continue series
+				}
+			}
 			sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
 		}
 	}
 	return sum
+}
+
+func hasLabel(labels []*dto.LabelPair, name, value string) bool {
+	for _, l := range labels {
+		if l.GetName() == name {
+			return l.GetValue() == value
+		}
+	}
+	return false
 }
 
 func TestWatchOlderThanTheCacheWindowIsExpired(t *testing.T) {
