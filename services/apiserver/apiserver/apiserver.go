@@ -83,6 +83,10 @@ type Config struct {
 	WatchBatchInterval time.Duration
 	// EtcdUnsafeNoFsync skips fsync in the embedded etcd (tests only).
 	EtcdUnsafeNoFsync bool
+	// Cluster makes the embedded etcd a member of a cluster of
+	// control-plane members (members.go); the zero value is a cluster of
+	// one.
+	Cluster ClusterOptions
 	Logger            *zap.Logger
 	// Registry receives every metric; nil makes a private one.
 	Registry *prometheus.Registry
@@ -350,14 +354,14 @@ func newServer(cfg Config, tr *tracing.Tracing) (*Server, error) {
 	}
 	s.serverTLS = serverTLS
 	s.http = &http.Server{
-		Handler: httpapi.New(httpapi.Config{
+		Handler: s.withMembers(httpapi.New(httpapi.Config{
 			GRPC:    s.grpc,
 			Methods: s.methods,
 			Version: version.Info{GitVersion: cfg.GitVersion, GitCommit: cfg.GitCommit, GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH},
 			Ready:   s.serving.Load,
 			Live:    func() bool { return !s.stopping.Load() },
 			Log:     s.log,
-		}),
+		})),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       90 * time.Second,
 		MaxHeaderBytes:    1 << 20,

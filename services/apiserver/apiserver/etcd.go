@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -70,7 +71,7 @@ func (s *Server) connectEtcd() error {
 		return fmt.Errorf("--data-dir is required for the embedded etcd (or give --etcd-servers)")
 	}
 	cfg := embed.NewConfig()
-	cfg.Name = "skiff"
+	cfg.Name = s.cfg.Cluster.memberName()
 	cfg.Dir = filepath.Join(s.cfg.DataDir, "etcd")
 	cfg.Logger = "zap"
 	cfg.LogLevel = "warn"
@@ -83,20 +84,56 @@ func (s *Server) connectEtcd() error {
 	cfg.ListenMetricsUrls = nil
 	var e *embed.Etcd
 	var clientURL url.URL
+	// A member's peer URL is fixed (--etcd-peer-url) or, on one host, a
+	// free loopback port; a joining member's is chosen before it joins.
+	var peerURL *url.URL
+	if p := s.cfg.Cluster.PeerURL; p != "" {
+		u, err := url.Parse(p)
+		if err != nil || u.Host == "" {
+			return fmt.Errorf("--etcd-peer-url %q: not a URL like http://10.0.0.1:2380", p)
+		}
+		peerURL = u
+	}
+	_, statErr := os.Stat(filepath.Join(cfg.Dir, "member"))
+	joining := s.cfg.Cluster.Join != "" && errors.Is(statErr, os.ErrNotExist) // a member restarted has its data
+	if joining {
+		if peerURL == nil {
+			u, err := freeLoopbackURL()
+			if err != nil {
+				return err
+			}
+			peerURL = &u
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		var answer joinAnswer
+		err := s.askMember(ctx, membersPath, joinRequest{Name: cfg.Name, PeerURL: peerURL.String()}, &answer)
+		cancel()
+		if err != nil {
+			return err
+		}
+		cfg.InitialCluster = answer.InitialCluster
+		cfg.ClusterState = embed.ClusterStateFlagExisting
+	}
 	// The free ports are released before etcd binds them: another process
 	// may take one in between (parallel test packages do). Try new ones.
 	for attempt := 1; ; attempt++ {
-		var peerURL url.URL
 		var err error
 		if clientURL, err = freeLoopbackURL(); err != nil {
 			return err
 		}
-		if peerURL, err = freeLoopbackURL(); err != nil {
-			return err
+		peer := peerURL
+		if peer == nil {
+			u, err := freeLoopbackURL()
+			if err != nil {
+				return err
+			}
+			peer = &u
 		}
 		cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{clientURL}, []url.URL{clientURL}
-		cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peerURL}, []url.URL{peerURL}
-		cfg.InitialCluster = cfg.Name + "=" + peerURL.String()
+		cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{*peer}, []url.URL{*peer}
+		if !joining {
+			cfg.InitialCluster = cfg.Name + "=" + peer.String()
+		}
 		e, err = embed.StartEtcd(cfg)
 		if err == nil {
 			break
@@ -117,6 +154,16 @@ func (s *Server) connectEtcd() error {
 		return fmt.Errorf("embedded etcd in %s did not become ready within 60s", cfg.Dir)
 	}
 	s.etcd = ee
+	if joining {
+		// A learner serves no reads: the apiserver starts once it votes.
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		err := s.askMember(ctx, membersPath+"/promote", joinRequest{Name: cfg.Name, PeerURL: peerURL.String()}, nil)
+		cancel()
+		if err != nil {
+			ee.close()
+			return err
+		}
+	}
 	// Maintenance (status, defragmentation) goes through etcd's real gRPC
 	// server: the in-process adapter does not support it.
 	var err error

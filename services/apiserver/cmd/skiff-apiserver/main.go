@@ -95,6 +95,14 @@ Flags:
 	fs.StringVar(&cfg.ServiceClusterIPRange, "service-cluster-ip-range", apiserver.DefaultServiceClusterIPRange, "IPv4 CIDR (/12 to /30) Services' cluster IPs are allocated from; its first address is the kubernetes Service's")
 	fs.StringVar(&cfg.ServiceNodePortRange, "service-node-port-range", apiserver.DefaultServiceNodePortRange, "port range NodePort Services' node ports are allocated from")
 	fs.StringVar(&cfg.AdvertiseAddress, "advertise-address", "", "the IP address the kubernetes Service's endpoint names (empty: the --listen address when it is one, else this host's first non-loopback IPv4 address)")
+	var clusterInit bool
+	var clusterTokenFile string
+	fs.BoolVar(&clusterInit, "cluster-init", false, "start a cluster of control-plane members that others join (--join): needs --cluster-token-file and --etcd-peer-url")
+	fs.StringVar(&cfg.Cluster.Name, "etcd-name", "skiff", "this member's name in the embedded etcd cluster (unique among the members)")
+	fs.StringVar(&cfg.Cluster.PeerURL, "etcd-peer-url", "", "where this member's embedded etcd listens for and is reached by the other members, e.g. http://10.0.0.1:2380 (empty: a free loopback port, a cluster of one)")
+	fs.StringVar(&cfg.Cluster.Join, "join", "", "the API address (host:port) of a control-plane member to join: its etcd adds this one as a learner, promoted once in step")
+	fs.StringVar(&cfg.Cluster.JoinCAFile, "join-ca-file", "", "CA certificate (PEM) of the member --join names (its serving certificate's); empty: plain text, for members started with --insecure")
+	fs.StringVar(&clusterTokenFile, "cluster-token-file", "", "file holding the members' shared token: a member answers joins that present it, --join presents it")
 	fs.BoolVar(&showVersion, "version", false, "print the version and exit")
 	cfg.Authn.AddFlags(fs)
 	cfg.Authz.AddFlags(fs)
@@ -123,6 +131,25 @@ Flags:
 	}
 	if etcdServers != "" {
 		cfg.EtcdServers = strings.Split(etcdServers, ",")
+	}
+	if clusterTokenFile != "" {
+		b, err := os.ReadFile(clusterTokenFile)
+		if err != nil {
+			return fmt.Errorf("--cluster-token-file: %w", err)
+		}
+		if cfg.Cluster.Token = strings.TrimSpace(string(b)); cfg.Cluster.Token == "" {
+			return fmt.Errorf("--cluster-token-file %s: empty", clusterTokenFile)
+		}
+	}
+	switch {
+	case (clusterInit || cfg.Cluster.Join != "") && cfg.Cluster.Token == "":
+		return fmt.Errorf("--cluster-init and --join need --cluster-token-file (the members' shared token)")
+	case clusterInit && cfg.Cluster.Join != "":
+		return fmt.Errorf("--cluster-init starts a cluster, --join joins one: give one of them")
+	case clusterInit && cfg.Cluster.PeerURL == "":
+		return fmt.Errorf("--cluster-init needs --etcd-peer-url: the address the other members reach this one's etcd at")
+	case (clusterInit || cfg.Cluster.Join != "") && len(cfg.EtcdServers) > 0:
+		return fmt.Errorf("--cluster-init and --join are for the embedded etcd, not --etcd-servers")
 	}
 	log, err := logging.New("apiserver", logLevel)
 	if err != nil {

@@ -1,0 +1,73 @@
+package integration
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"skiff.dev/internal/await"
+	"skiff.dev/internal/client"
+	corev1 "skiff.dev/proto/core/v1"
+	metav1 "skiff.dev/proto/meta/v1"
+	"skiff.dev/services/apiserver/apiserver"
+	"skiff.dev/services/apiserver/apiservertest"
+)
+
+// TestMembersFormOneEtcdCluster: three apiservers with embedded etcds,
+// the second and third joining through a member with the members' token,
+// are three voting members of one etcd cluster; what one member's API
+// writes the others serve; with one member stopped the other two still
+// write (a quorum of two); a join with the wrong token is refused.
+func TestMembersFormOneEtcdCluster(t *testing.T) {
+	member := func(name, join, token string) apiservertest.Option {
+		return apiservertest.WithConfig(func(c *apiserver.Config) {
+			c.Cluster = apiserver.ClusterOptions{Name: name, Join: join, Token: token}
+		})
+	}
+	m1 := apiservertest.Start(t, member("m1", "", "tok"))
+	m2 := apiservertest.Start(t, member("m2", m1.Addr(), "tok"))
+	m3 := apiservertest.Start(t, member("m3", m2.Addr(), "tok"))
+	ctx := testContext(t)
+
+	list, err := m1.EtcdClient().MemberList(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, m := range list.Members {
+		names = append(names, fmt.Sprintf("%s learner=%v", m.Name, m.IsLearner))
+	}
+	if len(list.Members) != 3 || strings.Contains(strings.Join(names, ","), "learner=true") {
+		t.Fatalf("etcd members %v, want m1, m2 and m3, all voting", names)
+	}
+
+	write := func(s *apiservertest.Server, name string) {
+		t.Helper()
+		var sig await.Signal
+		sig.Until(t, 20*time.Second, "a create through "+name, ctx.Done(), func() (bool, string) {
+			_, err := client.ConfigMaps(s.Conn).Create(ctx, &corev1.ConfigMap{Metadata: &metav1.ObjectMeta{Namespace: "default", Name: name}})
+			return err == nil, fmt.Sprint(err)
+		})
+	}
+	served := func(s *apiservertest.Server, name, by string) {
+		t.Helper()
+		var sig await.Signal
+		sig.Until(t, 20*time.Second, by+" to serve "+name, ctx.Done(), func() (bool, string) {
+			_, err := client.ConfigMaps(s.Conn).Get(ctx, "default", name)
+			return err == nil, fmt.Sprint(err)
+		})
+	}
+	write(m3, "from-m3")
+	served(m1, "from-m3", "m1")
+	served(m2, "from-m3", "m2")
+	m1.Stop()
+	write(m2, "without-m1")
+	served(m3, "without-m1", "m3")
+
+	_, err = apiservertest.StartConfig(apiserver.Config{DataDir: t.TempDir(), Listen: "127.0.0.1:0", EtcdUnsafeNoFsync: true,
+		Cluster: apiserver.ClusterOptions{Name: "m4", Join: m2.Addr(), Token: "wrong"}})
+	if err == nil || !strings.Contains(err.Error(), "401 Unauthorized") {
+		t.Errorf("a join with the wrong token: %v, want 401", err)
+	}
+}
