@@ -87,7 +87,7 @@ type Config struct {
 	// control-plane members (members.go); the zero value is a cluster of
 	// one.
 	Cluster ClusterOptions
-	Logger            *zap.Logger
+	Logger  *zap.Logger
 	// Registry receives every metric; nil makes a private one.
 	Registry *prometheus.Registry
 	// GitVersion and GitCommit are reported by discovery (empty: the
