@@ -106,7 +106,7 @@ func (s *Server) connectEtcd() error {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		var answer joinAnswer
-		err := s.askMember(ctx, membersPath, joinRequest{Name: cfg.Name, PeerURL: peerURL.String()}, &answer)
+		err := askMember(ctx, s.cfg.Cluster, membersPath, joinRequest{Name: cfg.Name, PeerURL: peerURL.String()}, &answer)
 		cancel()
 		if err != nil {
 			return err
@@ -157,7 +157,7 @@ func (s *Server) connectEtcd() error {
 	if joining {
 		// A learner serves no reads: the apiserver starts once it votes.
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		err := s.askMember(ctx, membersPath+"/promote", joinRequest{Name: cfg.Name, PeerURL: peerURL.String()}, nil)
+		err := askMember(ctx, s.cfg.Cluster, membersPath+"/promote", joinRequest{Name: cfg.Name, PeerURL: peerURL.String()}, nil)
 		cancel()
 		if err != nil {
 			ee.close()

@@ -32,9 +32,13 @@ import (
 // step) before the apiserver serves: from then on it serves the whole API
 // from its own member and its own watch caches.
 //
+// A member stopped for good is removed through another (POST
+// /skiff/v1/members/remove, skiff-apiserver member remove) before its
+// replacement joins.
+//
 // Not yet (issue 23): TLS between peers with the cluster CA (peer URLs are
-// plain http), member removal and replacement, bootstrap tokens with a
-// TTL (the token here is a shared secret, as k3s's --token).
+// plain http), bootstrap tokens with a TTL (the token here is a shared
+// secret, as k3s's --token).
 
 // ClusterOptions make the embedded etcd a member of a cluster of
 // control-plane members. The zero value is a cluster of one on loopback.
@@ -107,8 +111,9 @@ func (s *Server) serveMembers(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req joinRequest
-	if err := json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(&req); err != nil || req.Name == "" || req.PeerURL == "" {
-		fail(http.StatusBadRequest, "the body must be {\"name\": ..., \"peerURL\": ...}")
+	remove := r.URL.Path == membersPath+"/remove"
+	if err := json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(&req); err != nil || req.Name == "" || (req.PeerURL == "" && !remove) {
+		fail(http.StatusBadRequest, "the body must be {\"name\": ..., \"peerURL\": ...} ({\"name\": ...} to remove a member)")
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
@@ -141,9 +146,42 @@ func (s *Server) serveMembers(w http.ResponseWriter, r *http.Request) {
 		}
 		s.log.Info("a learner was promoted to a voting member", zap.String("name", req.Name), zap.String("peerURL", req.PeerURL))
 		w.WriteHeader(http.StatusNoContent)
+	case membersPath + "/remove":
+		if err := s.removeMember(ctx, req.Name); err != nil {
+			fail(http.StatusConflict, err.Error())
+			return
+		}
+		s.log.Info("a member was removed from the etcd cluster", zap.String("name", req.Name))
+		w.WriteHeader(http.StatusNoContent)
 	default:
 		fail(http.StatusNotFound, "no such path")
 	}
+}
+
+// removeMember removes the member of that name (a member stopped for
+// good, to be replaced); this one is removed through another.
+func (s *Server) removeMember(ctx context.Context, name string) error {
+	if name == s.cfg.Cluster.memberName() {
+		return fmt.Errorf("member %s is this one: remove it through another member", name)
+	}
+	list, err := s.maintClient.MemberList(ctx)
+	if err != nil {
+		return err
+	}
+	for _, m := range list.Members {
+		if m.Name == name {
+			_, err := s.maintClient.MemberRemove(ctx, m.ID)
+			return err
+		}
+	}
+	return fmt.Errorf("no member is named %s", name)
+}
+
+// RemoveMember asks the member c.Join names, with c.Token, to remove the
+// member called name from the etcd cluster (skiff-apiserver member
+// remove).
+func RemoveMember(ctx context.Context, c ClusterOptions, name string) error {
+	return askMember(ctx, c, membersPath+"/remove", joinRequest{Name: name}, nil)
 }
 
 // addLearner adds the member of req as a learner (once: a member of that
@@ -201,9 +239,8 @@ func (s *Server) promote(ctx context.Context, peerURL string) error {
 	return fmt.Errorf("no member has the peer URL %s", peerURL)
 }
 
-// joinClient is the HTTP client of the member Join names.
-func (s *Server) joinClient() (*http.Client, string, error) {
-	c := s.cfg.Cluster
+// joinClient is the HTTP client of the member c.Join names.
+func joinClient(c ClusterOptions) (*http.Client, string, error) {
 	if c.JoinCAFile == "" {
 		return &http.Client{Timeout: 60 * time.Second}, "http://" + c.Join, nil
 	}
@@ -219,10 +256,11 @@ func (s *Server) joinClient() (*http.Client, string, error) {
 	return &http.Client{Timeout: 60 * time.Second, Transport: tr}, "https://" + c.Join, nil
 }
 
-// askMember posts req to the member's path; a 503 is asked again (a
-// learner not yet in step) until ctx ends.
-func (s *Server) askMember(ctx context.Context, path string, req joinRequest, answer any) error {
-	hc, base, err := s.joinClient()
+// askMember posts req to the path of the member c.Join names, with
+// c.Token; a 503 is asked again (a learner not yet in step) until ctx
+// ends.
+func askMember(ctx context.Context, c ClusterOptions, path string, req joinRequest, answer any) error {
+	hc, base, err := joinClient(c)
 	if err != nil {
 		return err
 	}
@@ -232,11 +270,11 @@ func (s *Server) askMember(ctx context.Context, path string, req joinRequest, an
 		if err != nil {
 			return err
 		}
-		hr.Header.Set("Authorization", "Bearer "+s.cfg.Cluster.Token)
+		hr.Header.Set("Authorization", "Bearer "+c.Token)
 		hr.Header.Set("Content-Type", "application/json")
 		resp, err := hc.Do(hr)
 		if err != nil {
-			return fmt.Errorf("joining through %s: %w", s.cfg.Cluster.Join, err)
+			return fmt.Errorf("asking member %s: %w", c.Join, err)
 		}
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		resp.Body.Close()
@@ -244,12 +282,12 @@ func (s *Server) askMember(ctx context.Context, path string, req joinRequest, an
 		case resp.StatusCode == http.StatusServiceUnavailable:
 			select {
 			case <-ctx.Done():
-				return fmt.Errorf("joining through %s: %s (still, after waiting: %w)", s.cfg.Cluster.Join, strings.TrimSpace(string(msg)), ctx.Err())
+				return fmt.Errorf("asking member %s: %s (still, after waiting: %w)", c.Join, strings.TrimSpace(string(msg)), ctx.Err())
 			case <-time.After(wait):
 			}
 			continue
 		case resp.StatusCode/100 != 2:
-			return fmt.Errorf("joining through %s: %s: %s", s.cfg.Cluster.Join, resp.Status, strings.TrimSpace(string(msg)))
+			return fmt.Errorf("asking member %s: %s: %s", c.Join, resp.Status, strings.TrimSpace(string(msg)))
 		}
 		if answer != nil {
 			return json.Unmarshal(msg, answer)

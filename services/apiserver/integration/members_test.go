@@ -18,7 +18,8 @@ import (
 // the second and third joining through a member with the members' token,
 // are three voting members of one etcd cluster; what one member's API
 // writes the others serve; with one member stopped the other two still
-// write (a quorum of two); a join with the wrong token is refused.
+// write (a quorum of two); the stopped member is removed and replaced; a
+// join with the wrong token is refused.
 func TestMembersFormOneEtcdCluster(t *testing.T) {
 	member := func(name, join, token string) apiservertest.Option {
 		return apiservertest.WithConfig(func(c *apiserver.Config) {
@@ -64,6 +65,32 @@ func TestMembersFormOneEtcdCluster(t *testing.T) {
 	m1.Stop()
 	write(m2, "without-m1")
 	served(m3, "without-m1", "m3")
+
+	// m1 is gone for good: removed through another member, and replaced
+	// by m4, which joins through m3. A member is not removed through
+	// itself.
+	through := func(s *apiservertest.Server) apiserver.ClusterOptions {
+		return apiserver.ClusterOptions{Join: s.Addr(), Token: "tok"}
+	}
+	if err := apiserver.RemoveMember(ctx, through(m2), "m2"); err == nil || !strings.Contains(err.Error(), "remove it through another member") {
+		t.Errorf("removing m2 through itself: %v", err)
+	}
+	if err := apiserver.RemoveMember(ctx, through(m2), "m1"); err != nil {
+		t.Fatalf("removing m1: %v", err)
+	}
+	m4 := apiservertest.Start(t, member("m4", m3.Addr(), "tok"))
+	if list, err = m4.EtcdClient().MemberList(ctx); err != nil {
+		t.Fatal(err)
+	}
+	names = nil
+	for _, m := range list.Members {
+		names = append(names, fmt.Sprintf("%s learner=%v", m.Name, m.IsLearner))
+	}
+	if got := strings.Join(names, ","); len(list.Members) != 3 || strings.Contains(got, "m1") || strings.Contains(got, "learner=true") {
+		t.Errorf("etcd members after m1's removal and m4's join: %v, want m2, m3 and m4, voting", names)
+	}
+	write(m4, "from-m4")
+	served(m2, "from-m4", "m2")
 
 	_, err = apiservertest.StartConfig(apiserver.Config{DataDir: t.TempDir(), Listen: "127.0.0.1:0", EtcdUnsafeNoFsync: true,
 		Cluster: apiserver.ClusterOptions{Name: "m4", Join: m2.Addr(), Token: "wrong"}})

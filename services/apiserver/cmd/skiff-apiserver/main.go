@@ -26,6 +26,8 @@ func main() {
 		err = runCerts(os.Args[2:], os.Stdout, os.Stderr)
 	case len(os.Args) > 1 && os.Args[1] == "token":
 		err = runToken(os.Args[2:], os.Stdout, os.Stderr)
+	case len(os.Args) > 1 && os.Args[1] == "member":
+		err = runMember(os.Args[2:], os.Stdout, os.Stderr)
 	default:
 		err = run(os.Args[1:])
 	}
@@ -55,6 +57,7 @@ func run(args []string) error {
 		fmt.Fprintf(fs.Output(), `Usage: skiff-apiserver [flags]
        skiff-apiserver certs init|issue [flags]   the cluster CA and certificates
        skiff-apiserver token [flags]              a service-account token
+       skiff-apiserver member remove [flags] NAME  a control-plane member leaves the etcd cluster
 
 Serves the Skiff API (gRPC, with health and reflection) and stores objects in
 an embedded etcd under --data-dir, or in the etcd cluster given by

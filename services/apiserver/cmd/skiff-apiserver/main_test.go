@@ -64,6 +64,8 @@ func TestFlagsAndErrors(t *testing.T) {
 		{"certs issue without a CA", []string{"certs", "issue", "--cn", "a", "--out", "x", "--pki-dir", "/nonexistent/pki"}, false, "skiff-apiserver certs init"},
 		{"token help", []string{"token", "--help"}, true, "--serviceaccount"},
 		{"token bad service account", []string{"token", "--serviceaccount", "robot"}, false, `--serviceaccount "robot": want NAMESPACE/NAME`},
+		{"member without a command", []string{"member"}, false, "member: the command is remove"},
+		{"member remove without a name", []string{"member", "remove", "--cluster-token-file", "main_test.go"}, false, "the member's name is required"},
 		{"join without a token", []string{"--join", "10.0.0.1:6443"}, false, "--cluster-init and --join need --cluster-token-file"},
 		{"cluster-init without a peer URL", []string{"--cluster-init", "--cluster-token-file", "main_test.go"}, false, "--cluster-init needs --etcd-peer-url"},
 		{"unreachable external etcd", []string{"--etcd-servers", "http://127.0.0.1:1", "--etcd-dial-timeout", "500ms", "--listen", "127.0.0.1:0", "--metrics-listen", ""}, false, "etcd http://127.0.0.1:1 does not answer"},
