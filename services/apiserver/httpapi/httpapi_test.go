@@ -88,12 +88,22 @@ func (a answer) json(t *testing.T) map[string]any {
 
 func (k *kube) do(method, path, contentType, body string) answer {
 	k.t.Helper()
+	var h http.Header
+	if contentType != "" {
+		h = http.Header{"Content-Type": {contentType}}
+	}
+	return k.send(method, path, body, h)
+}
+
+// send makes a request with the headers given.
+func (k *kube) send(method, path, body string, header http.Header) answer {
+	k.t.Helper()
 	req, err := http.NewRequest(method, k.base+path, strings.NewReader(body))
 	if err != nil {
 		k.t.Fatal(err)
 	}
-	if contentType != "" {
-		req.Header.Set("Content-Type", contentType)
+	for name, vs := range header {
+		req.Header[name] = vs
 	}
 	resp, err := k.c.Do(req)
 	if err != nil {

@@ -1,7 +1,6 @@
 package httpapi_test
 
 import (
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -25,29 +24,11 @@ func startRBAC(t *testing.T) (*apiservertest.Server, *kube) {
 // post sends body as JSON with extra headers.
 func (k *kube) post(path, body string, header http.Header) answer {
 	k.t.Helper()
-	return k.send(http.MethodPost, path, body, header)
-}
-
-func (k *kube) send(method, path, body string, header http.Header) answer {
-	k.t.Helper()
-	req, err := http.NewRequest(method, k.base+path, strings.NewReader(body))
-	if err != nil {
-		k.t.Fatal(err)
+	h := http.Header{"Content-Type": {"application/json"}}
+	for name, vs := range header {
+		h[name] = vs
 	}
-	req.Header.Set("Content-Type", "application/json")
-	for h, vs := range header {
-		req.Header[h] = vs
-	}
-	resp, err := k.c.Do(req)
-	if err != nil {
-		k.t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		k.t.Fatal(err)
-	}
-	return answer{code: resp.StatusCode, header: resp.Header, body: b, proto: resp.Proto}
+	return k.send(http.MethodPost, path, body, h)
 }
 
 // grantBob gives bob a Role in team-a: get and list pods, create configmaps;

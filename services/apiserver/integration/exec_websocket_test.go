@@ -11,7 +11,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 
@@ -148,7 +147,7 @@ func TestPortForwardOverHTTP(t *testing.T) {
 			}
 			// The forwarder reports the error stream's message (kubectl
 			// prints it) before it closes the local connection.
-			var reported syncBuffer
+			var reported lockedBuffer
 			saved := utilruntime.ErrorHandlers
 			utilruntime.ErrorHandlers = append([]utilruntime.ErrorHandler{func(_ context.Context, err error, msg string, _ ...any) {
 				fmt.Fprintf(&reported, "%s: %v\n", msg, err)
@@ -157,28 +156,9 @@ func TestPortForwardOverHTTP(t *testing.T) {
 			if got := roundTrip(forward("pending"), "x", true); got != "" {
 				t.Errorf("a pod on no node: got %q", got)
 			}
-			if want := `An error occurred forwarding: error forwarding port 8080 to pod pending: `; !strings.Contains(reported.String(), want) {
-				t.Errorf("a pod on no node: reported %q, want %q", reported.String(), want)
+			if want := `An error occurred forwarding: error forwarding port 8080 to pod pending: `; !strings.Contains(string(reported.Bytes()), want) {
+				t.Errorf("a pod on no node: reported %q, want %q", reported.Bytes(), want)
 			}
 		})
 	}
-}
-
-// syncBuffer is a bytes.Buffer written by one goroutine and read by
-// another.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
