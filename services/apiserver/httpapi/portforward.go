@@ -168,8 +168,10 @@ func (f *forwarder) forward(p *streamPair) {
 		}
 	}
 	first := &corev1.PortForwardRequest{Options: &corev1.PodPortForwardOptions{Namespace: f.req.namespace, Name: f.req.name, Port: p.port}}
+	// One buffer for the pair: the chain copies each request's data
+	// before it asks for the next (server.callStream.RecvMsg).
+	buf := make([]byte, portForwardChunk)
 	recv := func() (proto.Message, error) {
-		buf := make([]byte, portForwardChunk)
 		n, err := p.data.Read(buf)
 		if n > 0 {
 			return &corev1.PortForwardRequest{Data: buf[:n]}, nil
