@@ -9,6 +9,7 @@ import (
 	appsv1 "skiff.dev/proto/apps/v1"
 	appsv1beta1 "skiff.dev/proto/apps/v1beta1"
 	batchv1 "skiff.dev/proto/batch/v1"
+	certificatesv1 "skiff.dev/proto/certificates/v1"
 	coordinationv1 "skiff.dev/proto/coordination/v1"
 	corev1 "skiff.dev/proto/core/v1"
 	discoveryv1 "skiff.dev/proto/discovery/v1"
@@ -179,4 +180,9 @@ func MutatingWebhookConfigurations(c grpc.ClientConnInterface) *Resource[*admiss
 // ValidatingWebhookConfigurations is the client of skiff.admissionregistration.v1.ValidatingWebhookConfigurations.
 func ValidatingWebhookConfigurations(c grpc.ClientConnInterface) *Resource[*admissionregistrationv1.ValidatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfigurationList] {
 	return NewResource[*admissionregistrationv1.ValidatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfigurationList](c, "skiff.admissionregistration.v1.ValidatingWebhookConfigurations")
+}
+
+// CertificateSigningRequests is the client of skiff.certificates.v1.CertificateSigningRequests.
+func CertificateSigningRequests(c grpc.ClientConnInterface) *Resource[*certificatesv1.CertificateSigningRequest, *certificatesv1.CertificateSigningRequestList] {
+	return NewResource[*certificatesv1.CertificateSigningRequest, *certificatesv1.CertificateSigningRequestList](c, "skiff.certificates.v1.CertificateSigningRequests")
 }

@@ -65,15 +65,16 @@ type subresource struct {
 // subresource must be here. Kinds that depend on the parent are keyed
 // "resource/subresource".
 var subresources = map[string]subresource{
-	"status":              {verbs: []string{"get", "patch", "update"}},
-	"scale":               {group: "autoscaling", version: "v1", kind: "Scale", verbs: []string{"get", "patch", "update"}},
-	"ephemeralcontainers": {verbs: []string{"get", "patch", "update"}},
-	"pods/binding":        {kind: "Binding", verbs: []string{"create"}},
-	"pods/log":            {verbs: []string{"get"}},
-	"pods/exec":           {kind: "PodExecOptions", verbs: []string{"create", "get"}},
-	"pods/attach":         {kind: "PodAttachOptions", verbs: []string{"create", "get"}},
-	"pods/portforward":    {kind: "PodPortForwardOptions", verbs: []string{"create", "get"}},
-	"pods/eviction":       {group: "policy", version: "v1", kind: "Eviction", verbs: []string{"create"}},
+	"status":                              {verbs: []string{"get", "patch", "update"}},
+	"scale":                               {group: "autoscaling", version: "v1", kind: "Scale", verbs: []string{"get", "patch", "update"}},
+	"ephemeralcontainers":                 {verbs: []string{"get", "patch", "update"}},
+	"certificatesigningrequests/approval": {verbs: []string{"get", "patch", "update"}},
+	"pods/binding":                        {kind: "Binding", verbs: []string{"create"}},
+	"pods/log":                            {verbs: []string{"get"}},
+	"pods/exec":                           {kind: "PodExecOptions", verbs: []string{"create", "get"}},
+	"pods/attach":                         {kind: "PodAttachOptions", verbs: []string{"create", "get"}},
+	"pods/portforward":                    {kind: "PodPortForwardOptions", verbs: []string{"create", "get"}},
+	"pods/eviction":                       {group: "policy", version: "v1", kind: "Eviction", verbs: []string{"create"}},
 	"serviceaccounts/token": {group: "authentication.k8s.io", version: "v1", kind: "TokenRequest",
 		verbs: []string{"create"}},
 }

@@ -388,7 +388,7 @@ func TestGroupOrder(t *testing.T) {
 	for _, g := range list.Groups {
 		names = append(names, g.Name)
 	}
-	want := []string{"apps", "authentication.k8s.io", "authorization.k8s.io", "batch", "policy", "rbac.authorization.k8s.io", "storage.k8s.io", "admissionregistration.k8s.io",
+	want := []string{"apps", "authentication.k8s.io", "authorization.k8s.io", "batch", "certificates.k8s.io", "policy", "rbac.authorization.k8s.io", "storage.k8s.io", "admissionregistration.k8s.io",
 		"scheduling.k8s.io", "coordination.k8s.io", "node.k8s.io", "discovery.k8s.io"}
 	if !slices.Equal(names, want) {
 		t.Errorf("/apis groups %v, want %v", names, want)

@@ -42,4 +42,5 @@ var bindings = []binding{
 	bind(client.RuntimeClasses, nil, val(validation.RuntimeClass), valUpdate(validation.RuntimeClassUpdate)),
 	bind(client.MutatingWebhookConfigurations, def(defaults.MutatingWebhookConfiguration), val(validation.MutatingWebhookConfiguration), valUpdate(validation.MutatingWebhookConfigurationUpdate)),
 	bind(client.ValidatingWebhookConfigurations, def(defaults.ValidatingWebhookConfiguration), val(validation.ValidatingWebhookConfiguration), valUpdate(validation.ValidatingWebhookConfigurationUpdate)),
+	bind(client.CertificateSigningRequests, nil, val(validation.CertificateSigningRequest), valUpdate(validation.CertificateSigningRequestUpdate)),
 }

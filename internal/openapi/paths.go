@@ -124,7 +124,7 @@ func kindPaths(k *kinds.Kind, schema, list, scale, deleteOptions string) []pathI
 	for _, sub := range k.Subresources {
 		subSchema, subGVK := schema, g
 		switch sub {
-		case "status", "ephemeralcontainers":
+		case "status", "ephemeralcontainers", "approval":
 		case "scale":
 			subSchema, subGVK = scale, gvk{"autoscaling", "v1", "Scale"}
 		default:

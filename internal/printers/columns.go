@@ -8,6 +8,7 @@ import (
 	admissionregistrationv1 "skiff.dev/proto/admissionregistration/v1"
 	appsv1 "skiff.dev/proto/apps/v1"
 	appsv1beta1 "skiff.dev/proto/apps/v1beta1"
+	certificatesv1 "skiff.dev/proto/certificates/v1"
 	coordinationv1 "skiff.dev/proto/coordination/v1"
 	corev1 "skiff.dev/proto/core/v1"
 	discoveryv1 "skiff.dev/proto/discovery/v1"
@@ -137,6 +138,8 @@ func ownTable(obj object.Object) (kindTable, bool) {
 		return serviceTable, true
 	case *discoveryv1.EndpointSlice:
 		return endpointSliceTable, true
+	case *certificatesv1.CertificateSigningRequest:
+		return csrTable, true
 	case *corev1.LimitRange, *rbacv1.Role, *rbacv1.ClusterRole:
 		return defaultTable, true
 	}

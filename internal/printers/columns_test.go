@@ -41,6 +41,7 @@ var kubernetesColumns = map[string][]string{
 	"StorageClass":                   {"Name:string:name", "Provisioner:string", "ReclaimPolicy:string", "VolumeBindingMode:string", "AllowVolumeExpansion:string", "Age:string"},
 	"PriorityClass":                  {"Name:string:name", "Value:integer", "Global-Default:boolean", "Age:string", "PreemptionPolicy:string"},
 	"RuntimeClass":                   {"Name:string:name", "Handler:string", "Age:string"},
+	"CertificateSigningRequest":      {"Name:string:name", "Age:string", "SignerName:string", "Requestor:string", "RequestedDuration:string", "Condition:string"},
 	"MutatingWebhookConfiguration":   {"Name:string:name", "Webhooks:integer", "Age:string"},
 	"ValidatingWebhookConfiguration": {"Name:string:name", "Webhooks:integer", "Age:string"},
 	"LimitRange":                     {"Name:string:name", "Created At:date"},

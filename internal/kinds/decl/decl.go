@@ -138,6 +138,13 @@ var All = []Kind{
 	{Group: "node.k8s.io", Version: "v1", Kind: "RuntimeClass", Resource: "runtimeclasses"},
 	{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "MutatingWebhookConfiguration", Resource: "mutatingwebhookconfigurations"},
 	{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "ValidatingWebhookConfiguration", Resource: "validatingwebhookconfigurations"},
+	{Group: "certificates.k8s.io", Version: "v1", Kind: "CertificateSigningRequest", Resource: "certificatesigningrequests", ShortNames: []string{"csr"},
+		Subresources: []string{"status", "approval"}, FieldSelectors: []string{"spec.signerName"},
+		RPCs: []string{
+			"// UpdateApproval changes status.conditions only (Approved, Denied): the approval",
+			"// subresource, which also needs the approve verb on the signer (resource signers).",
+			"rpc UpdateApproval(CertificateSigningRequest) returns (CertificateSigningRequest);",
+		}},
 }
 
 // scaleRPCs are the scale subresource's rpcs.

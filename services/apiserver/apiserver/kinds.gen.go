@@ -11,6 +11,7 @@ import (
 	appsv1 "skiff.dev/proto/apps/v1"
 	appsv1beta1 "skiff.dev/proto/apps/v1beta1"
 	batchv1 "skiff.dev/proto/batch/v1"
+	certificatesv1 "skiff.dev/proto/certificates/v1"
 	coordinationv1 "skiff.dev/proto/coordination/v1"
 	corev1 "skiff.dev/proto/core/v1"
 	discoveryv1 "skiff.dev/proto/discovery/v1"
@@ -56,4 +57,5 @@ func (s *Server) installKinds(g grpc.ServiceRegistrar) {
 	nodev1.RegisterRuntimeClassesServer(g, serve[nodev1.RuntimeClassesServer](s, install[*nodev1.RuntimeClass, *nodev1.RuntimeClassList, nodev1.RuntimeClassWatchResponse](s, kinds.MustGet("node.k8s.io", "v1", "RuntimeClass"))))
 	admissionregistrationv1.RegisterMutatingWebhookConfigurationsServer(g, serve[admissionregistrationv1.MutatingWebhookConfigurationsServer](s, install[*admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.MutatingWebhookConfigurationList, admissionregistrationv1.MutatingWebhookConfigurationWatchResponse](s, kinds.MustGet("admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration"))))
 	admissionregistrationv1.RegisterValidatingWebhookConfigurationsServer(g, serve[admissionregistrationv1.ValidatingWebhookConfigurationsServer](s, install[*admissionregistrationv1.ValidatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfigurationList, admissionregistrationv1.ValidatingWebhookConfigurationWatchResponse](s, kinds.MustGet("admissionregistration.k8s.io", "v1", "ValidatingWebhookConfiguration"))))
+	certificatesv1.RegisterCertificateSigningRequestsServer(g, serve[certificatesv1.CertificateSigningRequestsServer](s, install[*certificatesv1.CertificateSigningRequest, *certificatesv1.CertificateSigningRequestList, certificatesv1.CertificateSigningRequestWatchResponse](s, kinds.MustGet("certificates.k8s.io", "v1", "CertificateSigningRequest"))))
 }

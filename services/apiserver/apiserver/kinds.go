@@ -12,6 +12,7 @@ import (
 	"skiff.dev/internal/validation"
 	appsv1 "skiff.dev/proto/apps/v1"
 	batchv1 "skiff.dev/proto/batch/v1"
+	certificatesv1 "skiff.dev/proto/certificates/v1"
 	corev1 "skiff.dev/proto/core/v1"
 	"skiff.dev/services/apiserver/registry"
 	"skiff.dev/services/apiserver/scheme"
@@ -170,6 +171,8 @@ func (s *Server) serverFor(ep any) any {
 		return &statefulSetsServer{Endpoint: ep, scaleSubresource: statefulSetScale(ep.Registry())}
 	case *server.Endpoint[*corev1.ServiceAccount, *corev1.ServiceAccount, *corev1.ServiceAccountList, corev1.ServiceAccountWatchResponse]:
 		return &serviceAccountsServer{Endpoint: ep, tokens: s.newTokenIssuer()}
+	case *server.Endpoint[*csrType, *csrType, *certificatesv1.CertificateSigningRequestList, certificatesv1.CertificateSigningRequestWatchResponse]:
+		return &csrsServer{Endpoint: ep, reg: ep.Registry(), authorize: s.methods.Authorize, now: s.now}
 	}
 	return nil
 }

@@ -35,9 +35,10 @@ const patchRetries = 5
 // patchMethods are the read, write and route of a PATCH of the object or
 // a subresource.
 var patchMethods = map[string][3]string{
-	"":       {"Get", "Update", "Patch"},
-	"status": {"Get", "UpdateStatus", "PatchStatus"},
-	"scale":  {"GetScale", "UpdateScale", "PatchScale"},
+	"":         {"Get", "Update", "Patch"},
+	"status":   {"Get", "UpdateStatus", "PatchStatus"},
+	"scale":    {"GetScale", "UpdateScale", "PatchScale"},
+	"approval": {"Get", "UpdateApproval", "PatchApproval"},
 }
 
 func gvkOf(k *kinds.Kind) schema.GroupVersionKind {

@@ -87,6 +87,7 @@ var subresourceMethods = map[string]map[string]string{
 	"eviction":            {http.MethodPost: "Evict"},
 	"token":               {http.MethodPost: "CreateToken"},
 	"ephemeralcontainers": {http.MethodGet: "Get", http.MethodPut: "UpdateEphemeralContainers"},
+	"approval":            {http.MethodGet: "Get", http.MethodPut: "UpdateApproval"},
 }
 
 func (h *Handler) serveResource(w http.ResponseWriter, r *http.Request, req resourceRequest) {

@@ -156,6 +156,7 @@ func (rs Routes) Add(service, group, resource string, namespaced bool) {
 		"Patch":            {resource: resource, verb: "patch", metricVerb: "PATCH"},
 		"PatchStatus":      {resource: resource, subresource: "status", verb: "patch", metricVerb: "PATCH"},
 		"PatchScale":       {resource: resource, subresource: "scale", verb: "patch", metricVerb: "PATCH"},
+		"PatchApproval":    {resource: resource, subresource: "approval", verb: "patch", metricVerb: "PATCH"},
 		"DeleteCollection": {resource: resource, verb: "deletecollection", metricVerb: "DELETE"},
 		"Bind":             {resource: resource, subresource: "binding", verb: "create", metricVerb: "POST"},
 		"GetScale":         {resource: resource, subresource: "scale", verb: "get", metricVerb: "GET"},
@@ -165,6 +166,8 @@ func (rs Routes) Add(service, group, resource string, namespaced bool) {
 		"Evict":            {resource: resource, subresource: "eviction", verb: "create", metricVerb: "POST"},
 		// Kubernetes' PUT (and PATCH, also authorized as update) of a pod's ephemeral containers.
 		"UpdateEphemeralContainers": {resource: resource, subresource: "ephemeralcontainers", verb: "update", metricVerb: "PUT"},
+		// Kubernetes' PUT of a CertificateSigningRequest's approval conditions.
+		"UpdateApproval": {resource: resource, subresource: "approval", verb: "update", metricVerb: "PUT"},
 		// The acting subresources, create on each as Kubernetes' POST.
 		"Exec":        {resource: resource, subresource: "exec", verb: "create", metricVerb: "CONNECT"},
 		"Attach":      {resource: resource, subresource: "attach", verb: "create", metricVerb: "CONNECT"},

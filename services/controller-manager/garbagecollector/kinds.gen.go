@@ -42,4 +42,5 @@ func watchKinds(c *Controller, f *informer.Factory, conn grpc.ClientConnInterfac
 	watchKind(c, f, client.RuntimeClasses(conn), "node.k8s.io/v1", "RuntimeClass", false)
 	watchKind(c, f, client.MutatingWebhookConfigurations(conn), "admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration", false)
 	watchKind(c, f, client.ValidatingWebhookConfigurations(conn), "admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration", false)
+	watchKind(c, f, client.CertificateSigningRequests(conn), "certificates.k8s.io/v1", "CertificateSigningRequest", false)
 }
