@@ -3,6 +3,7 @@ package authz
 import (
 	"strings"
 
+	"skiff.dev/internal/csr"
 	"skiff.dev/internal/kinds"
 	"skiff.dev/internal/kinds/decl"
 	metav1 "skiff.dev/proto/meta/v1"
@@ -106,8 +107,36 @@ var bootstrapPolicy = []bootstrapRole{
 			{"create", "storage.k8s.io", "storageclasses"},
 			{"create", "coordination.k8s.io", "leases"},
 			{"update patch", "policy", "poddisruptionbudgets/status"},
-		}, namespacedRules("delete deletecollection")...)},
+			// The CSR approver and signer (certificates): their writes,
+			// and the approver's SubjectAccessReviews of the requester.
+			{"update patch", "certificates.k8s.io", "certificatesigningrequests/approval certificatesigningrequests/status"},
+			{"create", "authorization.k8s.io", "subjectaccessreviews"},
+		}, namespacedRules("delete deletecollection")...),
+		named: []namedRule{
+			{"approve", "certificates.k8s.io", "signers", csr.KubeAPIServerClientKubelet + " " + csr.KubeletServing},
+			{"sign", "certificates.k8s.io", "signers", csr.KubeAPIServerClientKubelet + " " + csr.KubeletServing + " " + csr.KubeAPIServerClient},
+		}},
+
+	// Nodes that join (issue 23), as Kubernetes' roles of the same names
+	// with the bindings kubeadm makes (Skiff makes them by default): a
+	// bootstrap token's user (group system:bootstrappers) may create CSRs
+	// and read them to wait for its certificate, and its node client CSRs
+	// are approved automatically (the csrapproving controller asks for
+	// create on certificatesigningrequests/nodeclient); a node's own
+	// renewal (user system:node:<name>, the CN its certificate names) is
+	// approved by create on certificatesigningrequests/selfnodeclient.
+	// Nodes themselves create and read CSRs through the node authorizer.
+	{name: "system:node-bootstrapper", groups: bootstrappersGroup,
+		rules: []r{{"create get list watch", "certificates.k8s.io", "certificatesigningrequests"}}},
+	{name: "system:certificates.k8s.io:certificatesigningrequests:nodeclient", groups: bootstrappersGroup,
+		rules: []r{{"create", "certificates.k8s.io", "certificatesigningrequests/nodeclient"}}},
+	{name: "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient", groups: user.NodesGroup,
+		rules: []r{{"create", "certificates.k8s.io", "certificatesigningrequests/selfnodeclient"}}},
 }
+
+// bootstrappersGroup is the group of every bootstrap token's user
+// (system:bootstrap:<token-id>).
+const bootstrappersGroup = "system:bootstrappers"
 
 // Verb lists of the table.
 const (
@@ -168,9 +197,13 @@ func namespacedRules(verbs string) []r {
 // r is one rule of the table.
 type r struct{ verbs, groups, resources string }
 
+// namedRule is a rule limited to the resource names of its last list.
+type namedRule struct{ verbs, groups, resources, names string }
+
 type bootstrapRole struct {
 	name        string
 	rules       []r
+	named       []namedRule
 	paths       string // non-resource paths, verb get ("*": every path, every verb)
 	aggregates  string // aggregates the ClusterRoles labelled aggregate-to-<this>
 	aggregateTo string // labelled aggregate-to-<that>
@@ -194,13 +227,10 @@ func (b *bootstrapRole) meta() *metav1.ObjectMeta {
 func (b *bootstrapRole) clusterRole() *rbacv1.ClusterRole {
 	cr := &rbacv1.ClusterRole{Metadata: b.meta()}
 	for _, x := range b.rules {
-		groups := strings.Fields(x.groups)
-		for i, g := range groups {
-			if g == "core" {
-				groups[i] = ""
-			}
-		}
-		cr.Rules = append(cr.Rules, &rbacv1.PolicyRule{Verbs: strings.Fields(x.verbs), ApiGroups: groups, Resources: strings.Fields(x.resources)})
+		cr.Rules = append(cr.Rules, policyRule(namedRule{x.verbs, x.groups, x.resources, ""}))
+	}
+	for _, x := range b.named {
+		cr.Rules = append(cr.Rules, policyRule(x))
 	}
 	if b.paths != "" {
 		verbs := []string{"get"}
@@ -215,6 +245,16 @@ func (b *bootstrapRole) clusterRole() *rbacv1.ClusterRole {
 		}}
 	}
 	return cr
+}
+
+func policyRule(x namedRule) *rbacv1.PolicyRule {
+	groups := strings.Fields(x.groups)
+	for i, g := range groups {
+		if g == "core" {
+			groups[i] = ""
+		}
+	}
+	return &rbacv1.PolicyRule{Verbs: strings.Fields(x.verbs), ApiGroups: groups, Resources: strings.Fields(x.resources), ResourceNames: strings.Fields(x.names)}
 }
 
 // binding is the row's ClusterRoleBinding, or nil.

@@ -61,6 +61,13 @@ const NodeLeaseNamespace = "kube-node-lease"
 //	runtimeclasses get, list, watch: all (a pod's runtimeClassName is
 //	               resolved to its CRI handler, as the kubelet's system:node
 //	               role allows)
+//	certificatesigningrequests
+//	               create, get, list, watch: all, as Kubernetes' system:node
+//	               role (a node asks for its renewed client and serving
+//	               certificates and waits for them; a CSR holds public
+//	               keys and certificates only). Approving and signing are
+//	               not a node's: the approval and status subresources are
+//	               refused
 //
 // Anything else a node asks is not its business: no opinion, and RBAC
 // (which grants nodes nothing by default) decides. Users that are not
@@ -253,6 +260,11 @@ func (n *nodeAuthorizer) decide(ctx context.Context, ri *server.RequestInfo) (De
 		ri.APIGroup == "node.k8s.io" && ri.Resource == "runtimeclasses" && ri.Subresource == "":
 		switch ri.Verb {
 		case "get", "list", "watch":
+			return Allow, "", nil
+		}
+	case ri.APIGroup == "certificates.k8s.io" && ri.Resource == "certificatesigningrequests" && ri.Subresource == "":
+		switch ri.Verb {
+		case "create", "get", "list", "watch":
 			return Allow, "", nil
 		}
 	}
