@@ -92,6 +92,7 @@ func All() []*Scenario {
 		servicesScenario(),
 		servicesProgrammingScenario(),
 		dnsScenario(),
+		haScenario(),
 	}
 }
 

@@ -35,7 +35,7 @@ func TestSelect(t *testing.T) {
 		prefix string
 		want   []string
 	}{
-		{"empty selects all", "", []string{"watch.fanout", "write", "api.get", "api.list", "http.create", "http.list", "scheduler", "scheduler.antiaffinity", "scheduler.preemption", "node", "streams", "leader", "controllers.rs", "jobs", "daemonset", "fairness", "fairness.flood", "memory", "services", "services.programming", "dns"}},
+		{"empty selects all", "", []string{"watch.fanout", "write", "api.get", "api.list", "http.create", "http.list", "scheduler", "scheduler.antiaffinity", "scheduler.preemption", "node", "streams", "leader", "controllers.rs", "jobs", "daemonset", "fairness", "fairness.flood", "memory", "services", "services.programming", "dns", "ha"}},
 		{"scheduler, its anti-affinity run and preemption", "scheduler", []string{"scheduler", "scheduler.antiaffinity", "scheduler.preemption"}},
 		{"preemption alone", "scheduler.preemption", []string{"scheduler.preemption"}},
 		{"the anti-affinity run needs the basic one", "scheduler.antiaffinity", []string{"scheduler", "scheduler.antiaffinity"}},

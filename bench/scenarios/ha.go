@@ -1,0 +1,757 @@
+package scenarios
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
+
+	"skiff.dev/bench/proc"
+	"skiff.dev/internal/apierrors"
+	"skiff.dev/internal/client"
+	corev1 "skiff.dev/proto/core/v1"
+	metav1 "skiff.dev/proto/meta/v1"
+)
+
+// The high-availability figures (issue 23): skiff-apiserver processes
+// (the real binary, --insecure, fsync on as always) as control-plane
+// members of one embedded etcd cluster, against one apiserver alone.
+var (
+	figHASinglePerS = Figure{Name: "ha.create_single_per_s", Unit: "objects/s"}
+	figHASingleCPU  = Figure{Name: "ha.create_single_cpu_us_per_object", Unit: "us CPU/object"}
+	figHAThreePerS  = Figure{Name: "ha.create_three_per_s", Unit: "objects/s"}
+	figHAThreeCPU   = Figure{Name: "ha.create_three_cpu_us_per_object", Unit: "us CPU/object"}
+	// Replication is the cost: every write is fsynced by two members of
+	// three before it is acknowledged, and the followers apply it too.
+	figHARatio = Figure{Name: "ha.create_vs_single_ratio", Unit: "ratio", Target: AtLeast(0.6)}
+	// From the SIGKILL of the member whose etcd leads to the first
+	// acknowledged write started after it, through a client given all
+	// three addresses: the slowest of the rounds, and their median.
+	figHAGap    = Figure{Name: "ha.failover_write_gap_ms", Unit: "ms", Target: AtMost(3000)}
+	figHAGapP50 = Figure{Name: "ha.failover_write_gap_p50_ms", Unit: "ms"}
+	// The floor under the gap: from the kill until a surviving etcd member
+	// reports a new leader (etcd's election timeout, 1,000 ms, and a
+	// randomized part of as much again), the slowest of the rounds.
+	figHAElection = Figure{Name: "ha.failover_election_ms", Unit: "ms"}
+)
+
+const (
+	haNamespace = "ha-bench"
+	// The failover writes go apart from the creates, to be listed back.
+	haFailoverNamespace = "ha-failover"
+	// haConns is how many connections (client processes, as it were)
+	// spread the creates over the members: each picks one member of the
+	// shuffled list (pick_first), as a real client does.
+	haConns = 8
+	// haWriters write one at a time each through the failover client.
+	haWriters = 4
+	// haWriteTimeout bounds each of the failover writers' calls: a write
+	// the dead leader's etcd had taken is never answered by the others
+	// (etcd's own request timeout, 7 s, ends it), and a client that waits
+	// longer than this for a create that normally takes milliseconds
+	// gives up and writes again, as client-go's callers with a deadline do.
+	haWriteTimeout = time.Second
+	// haRetryPause is a writer's pause after a failed write.
+	haRetryPause = 10 * time.Millisecond
+)
+
+func haScenario() *Scenario {
+	return &Scenario{
+		Name: "ha",
+		Summary: "skiff-apiserver processes (--insecure, fsync on): API creates on three control-plane members of one etcd cluster against one apiserver alone, same clients, alternating rounds; " +
+			"then the member whose etcd leads SIGKILLed under writes through a client given the three addresses, restarted, three times",
+		Figures: []Figure{figHASinglePerS, figHASingleCPU, figHAThreePerS, figHAThreeCPU, figHARatio, figHAGap, figHAGapP50, figHAElection},
+		Run: func(ctx context.Context, env *Env, rs *Results) error {
+			return runHA(ctx, env, rs, haOptions{failovers: 3})
+		},
+	}
+}
+
+// haOptions size the scenario beyond Config (the test's tiny run).
+type haOptions struct {
+	failovers int
+}
+
+func runHA(ctx context.Context, env *Env, rs *Results, o haOptions) error {
+	began := time.Now()
+	dir, err := os.MkdirTemp("", "skiff-bench-ha-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	env.logf("ha: building %s", apiserverPkg)
+	bin, err := proc.Build(ctx, dir, apiserverPkg)
+	if err != nil {
+		return err
+	}
+	single, err := startSingle(ctx, bin, dir)
+	if err != nil {
+		return err
+	}
+	defer single.stop()
+	env.logf("ha: starting three members")
+	three, err := startMembers(ctx, bin, dir, 3)
+	if err != nil {
+		return err
+	}
+	defer three.stop()
+	if err := haCreates(ctx, env, rs, single, three); err != nil {
+		return err
+	}
+	single.stop() // its CPU is no one's in the failovers
+	if err := haFailovers(ctx, env, rs, three, o.failovers); err != nil {
+		return err
+	}
+	env.logf("ha: %.0f s (the build and the starts included)", time.Since(began).Seconds())
+	return nil
+}
+
+// haMember is one skiff-apiserver process of the scenario.
+type haMember struct {
+	name, bin string
+	args      []string
+	addr      string // the API address, fixed across restarts
+	etcd      string // the embedded etcd's client URL, from the last start
+	p         *proc.Process
+}
+
+func (m *haMember) start(ctx context.Context) error {
+	p, err := proc.Start(nil, m.bin, m.args...)
+	if err != nil {
+		return err
+	}
+	m.p = p
+	_, line, err := p.WaitLog(ctx, "apiserver serving", 2*time.Minute)
+	if err != nil {
+		p.Kill()
+		m.p = nil
+		return fmt.Errorf("member %s: %w", m.name, err)
+	}
+	var serving struct{ GRPC, Etcd string }
+	if err := json.Unmarshal(line, &serving); err != nil || serving.Etcd == "" || serving.GRPC == "" {
+		return fmt.Errorf("member %s: the \"apiserver serving\" line names no address: %s", m.name, line)
+	}
+	m.addr, m.etcd = serving.GRPC, serving.Etcd
+	return nil
+}
+
+// cpu is the CPU the process has used so far (user + system).
+func (m *haMember) cpu() (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", m.p.Pid()))
+	if err != nil {
+		return 0, fmt.Errorf("a process's CPU (Linux /proc needed): %w", err)
+	}
+	// The fields after the command's "(name)": state is field 3, utime
+	// and stime 14 and 15, in clock ticks (USER_HZ, 100 on Linux).
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: %q", m.p.Pid(), s)
+	}
+	var ticks int64
+	for _, v := range f[11:13] {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/%d/stat: %w", m.p.Pid(), err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond, nil
+}
+
+// haCluster is one apiserver alone or the members of one etcd cluster.
+type haCluster struct {
+	members []*haMember
+}
+
+func (c *haCluster) addrs() string {
+	var out []string
+	for _, m := range c.members {
+		out = append(out, m.addr)
+	}
+	return strings.Join(out, ",")
+}
+
+// cpu is the CPU its running processes have used so far.
+func (c *haCluster) cpu() (time.Duration, error) {
+	var sum time.Duration
+	for _, m := range c.members {
+		if m.p == nil {
+			continue
+		}
+		d, err := m.cpu()
+		if err != nil {
+			return 0, err
+		}
+		sum += d
+	}
+	return sum, nil
+}
+
+func (c *haCluster) stop() {
+	for _, m := range c.members {
+		if m.p != nil {
+			m.p.Stop()
+			m.p = nil
+		}
+	}
+}
+
+// startSingle starts one apiserver as skiff-apiserver starts with no
+// cluster flag: an etcd cluster of one.
+func startSingle(ctx context.Context, bin, dir string) (*haCluster, error) {
+	m := &haMember{name: "single", bin: bin, args: []string{"--insecure", "--data-dir", filepath.Join(dir, "single"),
+		"--listen", "127.0.0.1:0", "--metrics-listen", ""}}
+	if err := m.start(ctx); err != nil {
+		return nil, err
+	}
+	return &haCluster{members: []*haMember{m}}, nil
+}
+
+// startMembers starts n members on loopback: the first with
+// --cluster-init, each other joining it, one at a time. Their API and
+// peer ports are fixed, so that a member restarts where it was.
+func startMembers(ctx context.Context, bin, dir string, n int) (*haCluster, error) {
+	token := filepath.Join(dir, "cluster-token")
+	if err := os.WriteFile(token, []byte("skiff-bench-ha\n"), 0o600); err != nil {
+		return nil, err
+	}
+	c := &haCluster{}
+	for i := range n {
+		api, err := freeLoopbackAddr()
+		if err != nil {
+			c.stop()
+			return nil, err
+		}
+		peerAddr, err := freeLoopbackAddr()
+		if err != nil {
+			c.stop()
+			return nil, err
+		}
+		m := &haMember{name: fmt.Sprintf("m%d", i+1), bin: bin, addr: api}
+		m.args = []string{"--insecure", "--data-dir", filepath.Join(dir, m.name), "--listen", api, "--metrics-listen", "",
+			"--etcd-name", m.name, "--etcd-peer-url", "http://" + peerAddr, "--cluster-token-file", token}
+		if i == 0 {
+			m.args = append(m.args, "--cluster-init")
+		} else {
+			// A restarted member has its data and does not join again.
+			m.args = append(m.args, "--join", c.members[0].addr)
+		}
+		c.members = append(c.members, m)
+		if err := m.start(ctx); err != nil {
+			c.stop()
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// freeLoopbackAddr is a loopback address whose port is free now.
+func freeLoopbackAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// haTarget creates ConfigMaps on a cluster over haConns connections, each
+// given every member's address, and sums the members' CPU over its runs.
+type haTarget struct {
+	cluster *haCluster
+	conns   []*grpc.ClientConn
+	clients []corev1.ConfigMapsClient
+	data    string
+	// Over every run, warmups included: the creates acknowledged, the
+	// members' CPU and the benchmark process's (its clients').
+	creates              int64
+	serverCPU, clientCPU time.Duration
+}
+
+func newHATarget(c *haCluster, conns int) (*haTarget, error) {
+	t := &haTarget{cluster: c, data: string(payload(1024))}
+	for range conns {
+		conn, err := client.Dial(client.Config{Server: c.addrs(), Insecure: true})
+		if err != nil {
+			t.close()
+			return nil, err
+		}
+		t.conns = append(t.conns, conn)
+		t.clients = append(t.clients, corev1.NewConfigMapsClient(conn))
+	}
+	return t, nil
+}
+
+func (t *haTarget) close() { closeAll(t.conns) }
+
+// spread says how many connections went to each member: a call on each
+// (a Get of nothing) connects it, and its peer is the member.
+func (t *haTarget) spread(ctx context.Context) (string, error) {
+	count := map[string]int{}
+	for _, cm := range t.clients {
+		var p peer.Peer
+		_, err := cm.Get(ctx, &metav1.GetRequest{Namespace: haNamespace, Name: "nothing"}, grpc.Peer(&p))
+		if err != nil && !apierrors.IsNotFound(err) {
+			return "", err
+		}
+		count[memberOf(t.cluster, p.Addr)]++
+	}
+	var parts []string
+	for _, m := range t.cluster.members {
+		parts = append(parts, fmt.Sprintf("%s %d", m.name, count[m.name]))
+	}
+	return strings.Join(parts, ", "), nil
+}
+
+// memberOf names the member at addr ("?" for none).
+func memberOf(c *haCluster, addr net.Addr) string {
+	if addr != nil {
+		for _, m := range c.members {
+			if m.addr == addr.String() {
+				return m.name
+			}
+		}
+	}
+	return "?"
+}
+
+func (t *haTarget) run(ctx context.Context, cfg Config, window time.Duration, round int) (*loadResult, error) {
+	cpu0, err := t.cluster.cpu()
+	if err != nil {
+		return nil, err
+	}
+	client0 := cpuTime()
+	var acked atomic.Int64
+	res, err := load{
+		clients:  cfg.Clients,
+		warmup:   cfg.Warmup,
+		duration: window,
+		op: func(ctx context.Context, client, seq int) error {
+			name := fmt.Sprintf("c-%d-%03d-%09d", round, client, seq)
+			if _, err := t.clients[client%len(t.clients)].Create(ctx, configMap(haNamespace, name, t.data)); err != nil {
+				return err
+			}
+			acked.Add(1)
+			return nil
+		},
+	}.run(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("creating ConfigMaps: %w", err)
+	}
+	cpu1, err := t.cluster.cpu()
+	if err != nil {
+		return nil, err
+	}
+	t.creates += acked.Load()
+	t.serverCPU += cpu1 - cpu0
+	t.clientCPU += cpuTime() - client0
+	return res, nil
+}
+
+func (t *haTarget) cpuPerCreate() (server, client float64) {
+	if t.creates == 0 {
+		return 0, 0
+	}
+	return float64(t.serverCPU.Microseconds()) / float64(t.creates), float64(t.clientCPU.Microseconds()) / float64(t.creates)
+}
+
+// haCreates measures the creates on three members against one alone, in
+// rounds alternating which goes first.
+func haCreates(ctx context.Context, env *Env, rs *Results, single, three *haCluster) error {
+	cfg := env.Config
+	conns := min(haConns, max(cfg.Clients, 1))
+	one, err := newHATarget(single, conns)
+	if err != nil {
+		return err
+	}
+	defer one.close()
+	all, err := newHATarget(three, conns)
+	if err != nil {
+		return err
+	}
+	defer all.close()
+	for _, t := range []*haTarget{one, all} {
+		if err := createNamespaces(ctx, t.conns[0], haNamespace); err != nil {
+			return err
+		}
+	}
+	spread, err := all.spread(ctx)
+	if err != nil {
+		return err
+	}
+	env.logf("ha: creates, %d clients over %d connections; on the members: %s", cfg.Clients, conns, spread)
+	rounds := max(cfg.Rounds, 1)
+	window := cfg.Duration / time.Duration(rounds)
+	threeTotal, singleTotal, ratios, err := pairedRounds(rounds, true,
+		func(r int) (*loadResult, error) { return all.run(ctx, cfg, window, 2*r) },
+		func(r int) (*loadResult, error) { return one.run(ctx, cfg, window, 2*r+1) })
+	if err != nil {
+		return err
+	}
+	singleCPU, singleClient := one.cpuPerCreate()
+	threeCPU, threeClient := all.cpuPerCreate()
+	how := fmt.Sprintf("%d clients over %d gRPC conns", cfg.Clients, conns)
+	rs.Add(figHASinglePerS, singleTotal.perSecond(), fmt.Sprintf("one skiff-apiserver (an etcd cluster of one); %s; %d creates in %.1fs over %d rounds; p99 %.1f ms",
+		how, singleTotal.ops, singleTotal.elapsed.Seconds(), rounds, ms(singleTotal.latency.Percentile(99))))
+	rs.Add(figHASingleCPU, singleCPU, fmt.Sprintf("the apiserver process's CPU / creates, warmups included (the benchmark's clients: %.0f us more)", singleClient))
+	rs.Add(figHAThreePerS, threeTotal.perSecond(), fmt.Sprintf("three members; %s, each conn given the three addresses (pick_first over a shuffled list, as every client): conns on %s; %d creates in %.1fs over %d rounds; p99 %.1f ms",
+		how, spread, threeTotal.ops, threeTotal.elapsed.Seconds(), rounds, ms(threeTotal.latency.Percentile(99))))
+	rs.Add(figHAThreeCPU, threeCPU, fmt.Sprintf("the three processes' CPU / creates, warmups included (the benchmark's clients: %.0f us more)", threeClient))
+	rs.Add(figHARatio, threeTotal.perSecond()/singleTotal.perSecond(),
+		fmt.Sprintf("ha.create_three_per_s / ha.create_single_per_s, rounds alternating which goes first; per round %s", strings.Join(ratios, " ")))
+	return nil
+}
+
+// haCall is one call of the failover writers: a write acknowledged (err
+// "") or failed.
+type haCall struct {
+	name       string
+	start, end time.Time
+	member     string // the member that answered, if one did
+	err        string
+}
+
+// haWriterSet is the failover writers: haWriters goroutines creating
+// ConfigMaps one at a time each through one connection given every
+// member's address, each call bounded by haWriteTimeout and retried
+// (under a new name) haRetryPause after a failure.
+type haWriterSet struct {
+	cluster *haCluster
+	cm      corev1.ConfigMapsClient
+	mu      sync.Mutex
+	acks    []haCall
+	fails   []haCall
+	changed chan struct{} // closed and replaced at each ack
+}
+
+func (w *haWriterSet) run(ctx context.Context, writer int) {
+	data := string(payload(1024))
+	for seq := 0; ctx.Err() == nil; seq++ {
+		name := fmt.Sprintf("w-%d-%09d", writer, seq)
+		callCtx, cancel := context.WithTimeout(ctx, haWriteTimeout)
+		var p peer.Peer
+		start := time.Now()
+		_, err := w.cm.Create(callCtx, configMap(haFailoverNamespace, name, data), grpc.Peer(&p))
+		call := haCall{name: name, start: start, end: time.Now(), member: memberOf(w.cluster, p.Addr)}
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			call.err = status.Code(err).String()
+			w.mu.Lock()
+			w.fails = append(w.fails, call)
+			w.mu.Unlock()
+			pause := time.NewTimer(haRetryPause)
+			select {
+			case <-ctx.Done():
+			case <-pause.C:
+			}
+			pause.Stop()
+			continue
+		}
+		w.mu.Lock()
+		w.acks = append(w.acks, call)
+		close(w.changed)
+		w.changed = make(chan struct{})
+		w.mu.Unlock()
+	}
+}
+
+// firstAck is the ack of the write started at or after t that ended
+// first, if there is one yet.
+func (w *haWriterSet) firstAck(t time.Time) (haCall, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var found *haCall
+	for i := range w.acks {
+		if a := &w.acks[i]; !a.start.Before(t) && (found == nil || a.end.Before(found.end)) {
+			found = a
+		}
+	}
+	if found == nil {
+		return haCall{}, false
+	}
+	return *found, true
+}
+
+// waitAck waits for firstAck(t).
+func (w *haWriterSet) waitAck(ctx context.Context, t time.Time, timeout time.Duration) (haCall, error) {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		w.mu.Lock()
+		changed := w.changed
+		w.mu.Unlock()
+		if a, ok := w.firstAck(t); ok {
+			return a, nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return haCall{}, ctx.Err()
+		case <-deadline.C:
+			return haCall{}, fmt.Errorf("no write acknowledged within %v", timeout)
+		}
+	}
+}
+
+// failedSince counts the failed calls that ended in [from, to), by
+// code, and returns the latest start among those that ran out of time.
+func (w *haWriterSet) failedSince(from, to time.Time) (byCode map[string]int, lastTimedOut time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	byCode = map[string]int{}
+	for _, f := range w.fails {
+		if f.end.Before(from) || !f.end.Before(to) {
+			continue
+		}
+		byCode[f.err]++
+		if f.err == codes.DeadlineExceeded.String() && f.start.After(lastTimedOut) {
+			lastTimedOut = f.start
+		}
+	}
+	return byCode, lastTimedOut
+}
+
+func countsString(m map[string]int) string {
+	var parts []string
+	for k, n := range m {
+		parts = append(parts, fmt.Sprintf("%d %s", n, k))
+	}
+	slices.Sort(parts)
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// leader is the member whose etcd leads, by etcd's Status of each
+// running member, and the leader's etcd member id.
+func leader(ctx context.Context, cli *clientv3.Client, c *haCluster) (*haMember, uint64, error) {
+	for _, m := range c.members {
+		if m.p == nil {
+			continue
+		}
+		st, err := cli.Status(ctx, m.etcd)
+		if err != nil {
+			continue
+		}
+		if st.Leader != 0 && st.Leader == st.Header.GetMemberId() {
+			return m, st.Leader, nil
+		}
+	}
+	return nil, 0, errors.New("no member's etcd leads")
+}
+
+// newLeader polls the running members' etcd Status every few
+// milliseconds until one names a leader other than old, and returns when.
+func newLeader(ctx context.Context, cli *clientv3.Client, c *haCluster, old uint64, timeout time.Duration) (time.Time, error) {
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		for _, m := range c.members {
+			if m.p == nil {
+				continue
+			}
+			sctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+			st, err := cli.Status(sctx, m.etcd)
+			cancel()
+			if err == nil && st.Leader != 0 && st.Leader != old {
+				return time.Now(), nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return time.Time{}, ctx.Err()
+		case <-tick.C:
+		}
+	}
+	return time.Time{}, fmt.Errorf("no new etcd leader within %v", timeout)
+}
+
+// haFailovers kills the leading member rounds times under the writers,
+// restarting it between rounds, then checks every acknowledged write.
+func haFailovers(ctx context.Context, env *Env, rs *Results, c *haCluster, rounds int) error {
+	var endpoints []string
+	for _, m := range c.members {
+		endpoints = append(endpoints, m.etcd)
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 10 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	conn, err := client.Dial(client.Config{Server: c.addrs(), Insecure: true})
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if err := createNamespaces(ctx, conn, haFailoverNamespace); err != nil {
+		return err
+	}
+	w := &haWriterSet{cluster: c, cm: corev1.NewConfigMapsClient(conn), changed: make(chan struct{})}
+	wctx, stopWriters := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for i := range haWriters {
+		wg.Go(func() { w.run(wctx, i) })
+	}
+	stopped := false
+	stop := func() {
+		if !stopped {
+			stopped = true
+			stopWriters()
+			wg.Wait()
+		}
+	}
+	defer stop()
+
+	const timeout = 30 * time.Second
+	var gaps, elections []time.Duration
+	var notes []string
+	for r := range rounds {
+		// Writes flow before each kill.
+		if _, err := w.waitAck(ctx, time.Now(), timeout); err != nil {
+			return fmt.Errorf("before failover %d: %w", r+1, err)
+		}
+		lead, leadID, err := leader(ctx, cli, c)
+		if err != nil {
+			return err
+		}
+		var onMember string
+		w.mu.Lock()
+		onMember = w.acks[len(w.acks)-1].member
+		w.mu.Unlock()
+		env.logf("ha: failover %d: SIGKILL of %s (etcd leader), the writers' client on %s", r+1, lead.name, onMember)
+		t0 := time.Now()
+		lead.p.Kill()
+		lead.p = nil
+		elected := make(chan struct{})
+		var electedAt time.Time
+		var electErr error
+		go func() {
+			defer close(elected)
+			electedAt, electErr = newLeader(ctx, cli, c, leadID, timeout)
+		}()
+		ack, err := w.waitAck(ctx, t0, timeout)
+		<-elected
+		if err != nil {
+			return fmt.Errorf("failover %d: %w", r+1, err)
+		}
+		if electErr != nil {
+			return fmt.Errorf("failover %d: %w", r+1, electErr)
+		}
+		gap, election := ack.end.Sub(t0), electedAt.Sub(t0)
+		gaps, elections = append(gaps, gap), append(elections, election)
+		// Where the gap went: the election, then the writers' calls
+		// already waiting (on a write the dead leader took, or that a
+		// follower forwarded to it) until their deadline, then a write.
+		failed, lastTimedOut := w.failedSince(t0, ack.end)
+		after := "no call ran out of time"
+		if !lastTimedOut.IsZero() {
+			after = fmt.Sprintf("the last call that ran out of time had started at %.0f ms", ms(lastTimedOut.Sub(t0)))
+		}
+		notes = append(notes, fmt.Sprintf("%s killed, client on %s: new etcd leader at %.0f ms, first write acked at %.0f ms (started at %.0f ms, through %s); failed calls meanwhile: %s; %s",
+			lead.name, onMember, ms(election), ms(gap), ms(ack.start.Sub(t0)), ack.member, countsString(failed), after))
+		env.logf("ha: failover %d: %s", r+1, notes[len(notes)-1])
+
+		// The member comes back with its data and catches up: it serves
+		// the last write acknowledged so far.
+		if err := lead.start(ctx); err != nil {
+			return err
+		}
+		if err := caughtUp(ctx, lead, w, timeout); err != nil {
+			return fmt.Errorf("after failover %d: %w", r+1, err)
+		}
+	}
+	stop()
+
+	// Every acknowledged write is there.
+	have, err := listNames(ctx, conn, haFailoverNamespace)
+	if err != nil {
+		return err
+	}
+	var lost []string
+	for _, a := range w.acks {
+		if !have[a.name] {
+			lost = append(lost, a.name)
+		}
+	}
+	if len(lost) > 0 {
+		return fmt.Errorf("%d of %d acknowledged writes lost: %s", len(lost), len(w.acks), strings.Join(lost[:min(len(lost), 10)], ", "))
+	}
+	sorted := slices.Clone(gaps)
+	slices.Sort(sorted)
+	rs.Add(figHAGap, ms(sorted[len(sorted)-1]), fmt.Sprintf("%d writers, one write at a time each (%v deadline, retried after %v), through one client given the three addresses; %d writes acknowledged, none lost (all listed after), %d calls failed; rounds: %s",
+		haWriters, haWriteTimeout, haRetryPause, len(w.acks), len(w.fails), strings.Join(notes, "; ")))
+	rs.Add(figHAGapP50, ms(sorted[(len(sorted)-1)/2]), "the median of the rounds' gaps")
+	slices.Sort(elections)
+	rs.Add(figHAElection, ms(elections[len(elections)-1]), fmt.Sprintf("from the kill until a surviving member's etcd Status names a new leader (polled every 5 ms), the slowest round; etcd's election timeout is 1,000 ms; median %.0f ms", ms(elections[(len(elections)-1)/2])))
+	return nil
+}
+
+// listNames lists the names of the ConfigMaps in ns, 500 at a time.
+func listNames(ctx context.Context, conn *grpc.ClientConn, ns string) (map[string]bool, error) {
+	cm := corev1.NewConfigMapsClient(conn)
+	names := map[string]bool{}
+	for cont := ""; ; {
+		list, err := cm.List(ctx, &metav1.ListOptions{Namespace: ns, Limit: 500, Continue: cont})
+		if err != nil {
+			return nil, fmt.Errorf("listing %s: %w", ns, err)
+		}
+		for _, item := range list.GetItems() {
+			names[item.GetMetadata().GetName()] = true
+		}
+		if cont = list.GetMetadata().GetContinue(); cont == "" {
+			return names, nil
+		}
+	}
+}
+
+// caughtUp waits until m, alone, serves the last write acknowledged so far.
+func caughtUp(ctx context.Context, m *haMember, w *haWriterSet, timeout time.Duration) error {
+	w.mu.Lock()
+	last := w.acks[len(w.acks)-1].name
+	w.mu.Unlock()
+	conn, err := client.Dial(client.Config{Server: m.addr, Insecure: true})
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	cm := corev1.NewConfigMapsClient(conn)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.Now().Add(timeout)
+	for {
+		_, err := cm.Get(ctx, &metav1.GetRequest{Namespace: haFailoverNamespace, Name: last})
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("member %s restarted does not serve %s: %w", m.name, last, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
