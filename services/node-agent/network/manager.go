@@ -41,6 +41,14 @@ type Config struct {
 	ClusterCIDR netip.Prefix
 	// Router changes the routing table (nil: DefaultRouter, netlink).
 	Router Router
+	// Backend is how the other nodes' pod subnets are reached
+	// (BackendRoutes if empty).
+	Backend Backend
+	// VXLAN configures BackendVXLAN.
+	VXLAN VXLAN
+	// Overlay changes the VXLAN device and its entries, with BackendVXLAN
+	// (nil: DefaultOverlay, netlink).
+	Overlay Overlay
 	// Resync is how often everything is checked again without a change
 	// (DefaultResync): a route someone removed comes back.
 	Resync time.Duration
@@ -55,16 +63,18 @@ type Config struct {
 // Manager keeps the node's CNI configuration and its routes to the other
 // nodes' pod subnets; see the package documentation.
 type Manager struct {
-	cfg   Config
-	log   *zap.Logger
-	m     *metrics
-	nodes *informer.Informer[*corev1.Node]
-	kick  chan struct{}
+	cfg    Config
+	log    *zap.Logger
+	m      *metrics
+	nodes  *informer.Informer[*corev1.Node]
+	client *client.Resource[*corev1.Node, *corev1.NodeList] // the own Node's VTEP MAC is written through it
+	kick   chan struct{}
 
 	mu      sync.Mutex
 	problem string
 	skipped string // the routes left out at the last sync, as logged
 	outside string // the own pod CIDRs outside the cluster CIDR, as logged
+	device  string // the VXLAN device, as logged
 }
 
 // New builds a Manager (its Nodes informer, not started). Call Run.
@@ -92,6 +102,20 @@ func New(cfg Config) (*Manager, error) {
 		}
 		cfg.Router = r
 	}
+	if cfg.Backend == "" {
+		cfg.Backend = BackendRoutes
+	}
+	if _, err := ParseBackend(string(cfg.Backend)); err != nil {
+		return nil, err
+	}
+	cfg.VXLAN = cfg.VXLAN.withDefaults()
+	if cfg.Backend == BackendVXLAN && cfg.Overlay == nil {
+		o, err := DefaultOverlay()
+		if err != nil {
+			return nil, err
+		}
+		cfg.Overlay = o
+	}
 	m := &Manager{
 		cfg:     cfg,
 		log:     cfg.Logger.Named("network"),
@@ -99,7 +123,8 @@ func New(cfg Config) (*Manager, error) {
 		kick:    make(chan struct{}, 1),
 		problem: "pod network not set up yet (Nodes not listed)",
 	}
-	m.nodes = informer.New(informer.FromClient(client.Nodes(cfg.API)), informer.Options{Logger: m.log.Named("informer")})
+	m.client = client.Nodes(cfg.API)
+	m.nodes = informer.New(informer.FromClient(m.client), informer.Options{Logger: m.log.Named("informer")})
 	poke := func(*corev1.Node) { m.poke() }
 	m.nodes.AddHandler(informer.Handler[*corev1.Node]{
 		OnAdd: poke,
@@ -114,9 +139,11 @@ func New(cfg Config) (*Manager, error) {
 }
 
 // routingChanged reports whether a node's change matters to the network:
-// its pod subnets, its addresses, or a new node under the name.
+// its pod subnets, its addresses, its VTEP MAC, or a new node under the
+// name.
 func routingChanged(old, cur *corev1.Node) bool {
 	return old.GetMetadata().GetUid() != cur.GetMetadata().GetUid() ||
+		old.GetMetadata().GetAnnotations()[AnnVTEPMAC] != cur.GetMetadata().GetAnnotations()[AnnVTEPMAC] ||
 		old.GetSpec().GetPodCidr() != cur.GetSpec().GetPodCidr() ||
 		!slices.Equal(old.GetSpec().GetPodCidrs(), cur.GetSpec().GetPodCidrs()) ||
 		!slices.EqualFunc(old.GetStatus().GetAddresses(), cur.GetStatus().GetAddresses(), func(a, b *corev1.NodeAddress) bool { return proto.Equal(a, b) })
@@ -175,11 +202,17 @@ func (m *Manager) Run(ctx context.Context) {
 	}
 }
 
-// Sync brings the CNI configuration and the routes in line with the Nodes
-// as the informer has them, once.
+// Sync brings the CNI configuration and the routes (and with
+// BackendVXLAN the VXLAN device and its entries) in line with the Nodes as
+// the informer has them, once.
 func (m *Manager) Sync(ctx context.Context) error {
 	errCNI := m.syncCNI()
-	errRoutes := m.syncRoutes(ctx)
+	var errRoutes error
+	if m.cfg.Backend == BackendVXLAN {
+		errRoutes = m.syncVXLAN(ctx)
+	} else {
+		errRoutes = m.syncRoutes(ctx)
+	}
 	return errors.Join(errCNI, errRoutes)
 }
 
@@ -262,33 +295,125 @@ func (m *Manager) setProblem(p string) {
 func (m *Manager) syncRoutes(ctx context.Context) error {
 	desired, skipped := DesiredRoutes(m.nodes.Store().List(), m.cfg.NodeName, m.cfg.ClusterCIDR)
 	m.logSkipped(skipped)
+	return m.applyRoutes(ctx, desired)
+}
+
+// applyRoutes brings the Router's routes in line with desired.
+func (m *Manager) applyRoutes(ctx context.Context, desired []Route) error {
 	current, err := m.cfg.Router.List(ctx)
 	if err != nil {
 		m.m.errors.WithLabelValues(opListRoutes).Inc()
 		return err
 	}
 	replace, remove := Plan(desired, current, m.cfg.ClusterCIDR)
+	failed, err := apply(ctx, m, "route", replace, remove, m.cfg.Router.Replace, m.cfg.Router.Delete, opReplaceRoute, opDeleteRoute)
+	m.m.routes.Set(float64(len(desired) - failed))
+	return err
+}
+
+// apply deletes remove, then installs replace, logging each change and
+// counting each failure under its operation; it returns how many installs
+// failed, and every error.
+func apply[T fmt.Stringer](ctx context.Context, m *Manager, what string, replace, remove []T,
+	doReplace, doDelete func(context.Context, T) error, opReplace, opDelete string) (failed int, err error) {
 	var errs []error
-	for _, r := range remove {
-		if err := m.cfg.Router.Delete(ctx, r); err != nil {
-			m.m.errors.WithLabelValues(opDeleteRoute).Inc()
+	for _, x := range remove {
+		if err := doDelete(ctx, x); err != nil {
+			m.m.errors.WithLabelValues(opDelete).Inc()
 			errs = append(errs, err)
 			continue
 		}
-		m.log.Info("route removed", zap.Stringer("route", r))
+		m.log.Info(what+" removed", zap.Stringer(what, x))
 	}
-	failed := 0
-	for _, r := range replace {
-		if err := m.cfg.Router.Replace(ctx, r); err != nil {
-			m.m.errors.WithLabelValues(opReplaceRoute).Inc()
+	for _, x := range replace {
+		if err := doReplace(ctx, x); err != nil {
+			m.m.errors.WithLabelValues(opReplace).Inc()
 			errs = append(errs, err)
 			failed++
 			continue
 		}
-		m.log.Info("route installed", zap.Stringer("route", r))
+		m.log.Info(what+" installed", zap.Stringer(what, x))
 	}
-	m.m.routes.Set(float64(len(desired) - failed))
+	return failed, errors.Join(errs...)
+}
+
+// syncVXLAN keeps, with BackendVXLAN, the VXLAN device, its FDB and
+// neighbour entries and the routes through it in line with DesiredVXLAN,
+// and the device's MAC on the own Node. Until the node has a device (a
+// pod subnet and an InternalIP) it routes nothing.
+func (m *Manager) syncVXLAN(ctx context.Context) error {
+	want, skipped := DesiredVXLAN(m.nodes.Store().List(), m.cfg.NodeName, m.cfg.ClusterCIDR, m.cfg.VXLAN)
+	m.logSkipped(skipped)
+	if !want.Device.Local.IsValid() {
+		return m.applyRoutes(ctx, nil)
+	}
+	mac, err := m.cfg.Overlay.Ensure(ctx, want.Device)
+	if err != nil {
+		m.m.errors.WithLabelValues(opEnsureVXLANDevice).Inc()
+		return err
+	}
+	if dev := want.Device.String() + " mac " + mac; m.swap(&m.device, dev) {
+		m.log.Info("vxlan device ready", zap.Stringer("device", want.Device), zap.String("mac", mac))
+	}
+	errs := []error{m.publishVTEP(ctx, mac)}
+	for _, t := range []struct {
+		table Table
+		want  []Entry
+	}{{FDB, want.FDB}, {Neighbors, want.Neighbors}} {
+		current, err := m.cfg.Overlay.List(ctx, t.table)
+		if err != nil {
+			m.m.errors.WithLabelValues("list_" + string(t.table)).Inc()
+			errs = append(errs, err)
+			continue
+		}
+		replace, remove := PlanEntries(t.table, t.want, current)
+		_, err = apply(ctx, m, string(t.table)+" entry", replace, remove,
+			func(ctx context.Context, e Entry) error { return m.cfg.Overlay.Replace(ctx, t.table, e) },
+			func(ctx context.Context, e Entry) error { return m.cfg.Overlay.Delete(ctx, t.table, e) },
+			"replace_"+string(t.table), "delete_"+string(t.table))
+		errs = append(errs, err)
+	}
+	errs = append(errs, m.applyRoutes(ctx, want.Routes))
 	return errors.Join(errs...)
+}
+
+// publishVTEP writes mac as the own Node's annotation AnnVTEPMAC when the
+// informer's copy has another: a merge of that one annotation into the
+// Node's metadata (an Update, retried on conflict), as the agent's
+// registration merges its labels and annotations.
+func (m *Manager) publishVTEP(ctx context.Context, mac string) error {
+	name := m.cfg.NodeName
+	if n, ok := m.nodes.Store().Get(name); ok && n.GetMetadata().GetAnnotations()[AnnVTEPMAC] == mac {
+		return nil
+	}
+	err := client.RetryOnConflict(ctx, client.DefaultRetry, func() error {
+		cur, err := m.client.Get(ctx, "", name)
+		if err != nil || cur.GetMetadata().GetAnnotations()[AnnVTEPMAC] == mac {
+			return err
+		}
+		next := proto.Clone(cur).(*corev1.Node)
+		if next.Metadata.Annotations == nil {
+			next.Metadata.Annotations = map[string]string{}
+		}
+		next.Metadata.Annotations[AnnVTEPMAC] = mac
+		_, err = m.client.Update(ctx, next)
+		return err
+	})
+	if err != nil {
+		m.m.errors.WithLabelValues(opPublishVTEPMAC).Inc()
+		return fmt.Errorf("writing annotation %s=%s on Node %s: %w", AnnVTEPMAC, mac, name, err)
+	}
+	m.log.Info("VTEP MAC published", zap.String("annotation", AnnVTEPMAC), zap.String("mac", mac))
+	return nil
+}
+
+// swap sets *field to s and reports whether it changed.
+func (m *Manager) swap(field *string, s string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	changed := *field != s
+	*field = s
+	return changed
 }
 
 // logSkipped logs the routes left out when they change.

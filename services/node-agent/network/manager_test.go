@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
+	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 
 	"skiff.dev/internal/await"
@@ -28,46 +29,72 @@ import (
 const patience = 15 * time.Second
 
 // harness is a Manager for node "self" over a real apiserver and a
-// MemoryRouter.
+// MemoryRouter (and a MemoryOverlay for the VXLAN backend).
 type harness struct {
-	t      *testing.T
-	ctx    context.Context
-	nodes  *client.Resource[*corev1.Node, *corev1.NodeList]
-	router *MemoryRouter
-	mgr    *Manager
-	reg    *prometheus.Registry
-	dir    string
-	ready  atomic.Int32 // OnReady calls
-	waker  await.Signal
+	t       *testing.T
+	ctx     context.Context
+	nodes   *client.Resource[*corev1.Node, *corev1.NodeList]
+	router  *MemoryRouter
+	overlay *MemoryOverlay
+	mgr     *Manager
+	reg     *prometheus.Registry
+	dir     string
+	ready   atomic.Int32 // OnReady calls
+	waker   await.Signal
+	stop    func() // stops mgr
 }
 
 func startManager(t *testing.T, resync time.Duration, seed ...Route) *harness {
 	t.Helper()
 	api := apiservertest.Start(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	log := zap.NewNop()
-	if testing.Verbose() {
-		log = zaptest.NewLogger(t)
-	}
-	h := &harness{t: t, ctx: ctx, nodes: client.Nodes(api.Conn), router: &MemoryRouter{}, reg: prometheus.NewRegistry(),
+	return startOn(t, api.Conn, api.Conn, func(c *Config) { c.Resync = resync }, seed...)
+}
+
+// startOn starts the harness's Manager on the connection conn, with
+// admin the test's own, its Config changed by tweak.
+func startOn(t *testing.T, admin, conn *grpc.ClientConn, tweak func(*Config), seed ...Route) *harness {
+	t.Helper()
+	h := &harness{t: t, ctx: t.Context(), nodes: client.Nodes(admin), router: &MemoryRouter{}, overlay: &MemoryOverlay{},
 		dir: filepath.Join(t.TempDir(), "net.d")}
 	for _, r := range seed {
-		if err := h.router.Replace(ctx, r); err != nil {
+		if err := h.router.Replace(h.ctx, r); err != nil {
 			t.Fatal(err)
 		}
 	}
-	mgr, err := New(Config{
-		NodeName: "self", API: api.Conn, ConfDir: h.dir, ClusterCIDR: cluster, Router: h.router, Resync: resync,
+	h.start(conn, tweak)
+	return h
+}
+
+// start starts a Manager (after stopping the one running) over the
+// harness's router and overlay, with a registry of its own.
+func (h *harness) start(conn *grpc.ClientConn, tweak func(*Config)) {
+	h.t.Helper()
+	if h.stop != nil {
+		h.stop()
+	}
+	log := zap.NewNop()
+	if testing.Verbose() {
+		log = zaptest.NewLogger(h.t)
+	}
+	h.reg = prometheus.NewRegistry()
+	cfg := Config{
+		NodeName: "self", API: conn, ConfDir: h.dir, ClusterCIDR: cluster, Router: h.router, Overlay: h.overlay,
 		OnReady: func() { h.ready.Add(1); h.waker.Poke() }, Logger: log, Registerer: h.reg,
-	})
+	}
+	if tweak != nil {
+		tweak(&cfg)
+	}
+	mgr, err := New(cfg)
 	if err != nil {
-		t.Fatal(err)
+		h.t.Fatal(err)
 	}
 	h.mgr = mgr
+	ctx, cancel := context.WithCancel(h.ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() { mgr.Run(ctx) })
-	t.Cleanup(func() { cancel(); wg.Wait() })
-	return h
+	var once sync.Once
+	h.stop = func() { once.Do(func() { cancel(); wg.Wait() }) }
+	h.t.Cleanup(h.stop)
 }
 
 // await waits for cond, looked at again every await.Recheck and on OnReady.

@@ -12,6 +12,11 @@ const (
 	opListRoutes     = "list_routes"
 	opReplaceRoute   = "replace_route"
 	opDeleteRoute    = "delete_route"
+
+	// With BackendVXLAN; and list_, replace_ and delete_ of the tables
+	// (fdb, neighbor).
+	opEnsureVXLANDevice = "ensure_vxlan_device"
+	opPublishVTEPMAC    = "publish_vtep_mac"
 )
 
 // metrics of the pod network. Not kubelet metrics (the kubelet leaves
@@ -26,7 +31,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
 		routes: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "skiff_node_pod_network_routes",
-			Help: "Routes to other nodes' pod subnets this node agent has in place (protocol 83 in the main table).",
+			Help: "Routes to other nodes' pod subnets this node agent has in place (protocol 83 in the main table; with the vxlan backend, through its device).",
 		}),
 		ready: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "skiff_node_pod_network_ready",
@@ -34,13 +39,17 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "skiff_node_pod_network_errors_total",
-			Help: "Failed pod network operations, by operation (write_cni_config, list_routes, replace_route, delete_route).",
+			Help: "Failed pod network operations, by operation (write_cni_config, list_routes, replace_route, delete_route; with the vxlan backend also ensure_vxlan_device, publish_vtep_mac, list_, replace_ and delete_ of fdb and neighbor).",
 		}, []string{"operation"}),
 	}
 	m.routes = promutil.MustRegister(reg, m.routes)
 	m.ready = promutil.MustRegister(reg, m.ready)
 	m.errors = promutil.MustRegister(reg, m.errors)
-	for _, op := range []string{opWriteCNIConfig, opListRoutes, opReplaceRoute, opDeleteRoute} {
+	ops := []string{opWriteCNIConfig, opListRoutes, opReplaceRoute, opDeleteRoute, opEnsureVXLANDevice, opPublishVTEPMAC}
+	for _, t := range []Table{FDB, Neighbors} {
+		ops = append(ops, "list_"+string(t), "replace_"+string(t), "delete_"+string(t))
+	}
+	for _, op := range ops {
 		m.errors.WithLabelValues(op) // every series from the start, at 0
 	}
 	return m

@@ -41,7 +41,8 @@ func NewNetlinkRouterAt(ns netns.NsHandle) (*NetlinkRouter, error) {
 func (r *NetlinkRouter) Close() { r.h.Close() }
 
 // List implements Router: the main table's routes of protocol
-// RouteProtocol with a single gateway, of both families.
+// RouteProtocol with a single gateway, of both families, with their
+// device when onlink.
 func (r *NetlinkRouter) List(context.Context) ([]Route, error) {
 	filter := &netlink.Route{Table: unix.RT_TABLE_MAIN, Protocol: RouteProtocol}
 	routes, err := r.h.RouteListFiltered(netlink.FAMILY_ALL, filter, netlink.RT_FILTER_TABLE|netlink.RT_FILTER_PROTOCOL)
@@ -55,16 +56,30 @@ func (r *NetlinkRouter) List(context.Context) ([]Route, error) {
 		}
 		dst, ok1 := prefixOf(nr.Dst)
 		via, ok2 := netip.AddrFromSlice(nr.Gw)
-		if ok1 && ok2 {
-			out = append(out, Route{Dst: dst, Via: via.Unmap()})
+		if !ok1 || !ok2 {
+			continue
 		}
+		rt := Route{Dst: dst, Via: via.Unmap()}
+		if nr.Flags&int(netlink.FLAG_ONLINK) != 0 {
+			link, err := r.h.LinkByIndex(nr.LinkIndex)
+			if err != nil {
+				return nil, fmt.Errorf("list routes: the device of %s: %w", rt, err)
+			}
+			rt.Dev = link.Attrs().Name
+		}
+		out = append(out, rt)
 	}
 	return out, nil
 }
 
-// Replace implements Router (`ip route replace DST via VIA proto 83`).
+// Replace implements Router (`ip route replace DST via VIA [dev DEV
+// onlink] proto 83`).
 func (r *NetlinkRouter) Replace(_ context.Context, rt Route) error {
-	if err := r.h.RouteReplace(toNetlink(rt)); err != nil {
+	nr, err := r.toNetlink(rt)
+	if err == nil {
+		err = r.h.RouteReplace(nr)
+	}
+	if err != nil {
 		return fmt.Errorf("replace route %s: %w", rt, err)
 	}
 	return nil
@@ -72,19 +87,32 @@ func (r *NetlinkRouter) Replace(_ context.Context, rt Route) error {
 
 // Delete implements Router.
 func (r *NetlinkRouter) Delete(_ context.Context, rt Route) error {
-	if err := r.h.RouteDel(toNetlink(rt)); err != nil {
+	nr, err := r.toNetlink(rt)
+	if err == nil {
+		err = r.h.RouteDel(nr)
+	}
+	if err != nil {
 		return fmt.Errorf("delete route %s: %w", rt, err)
 	}
 	return nil
 }
 
-func toNetlink(rt Route) *netlink.Route {
-	return &netlink.Route{
-		Dst:      &net.IPNet{IP: rt.Dst.Addr().AsSlice(), Mask: net.CIDRMask(rt.Dst.Bits(), rt.Dst.Addr().BitLen())},
+func (r *NetlinkRouter) toNetlink(rt Route) (*netlink.Route, error) {
+	nr := &netlink.Route{
+		Dst:      ipNet(rt.Dst),
 		Gw:       rt.Via.AsSlice(),
 		Table:    unix.RT_TABLE_MAIN,
 		Protocol: RouteProtocol,
 	}
+	if rt.Dev != "" {
+		link, err := r.h.LinkByName(rt.Dev)
+		if err != nil {
+			return nil, err
+		}
+		nr.LinkIndex = link.Attrs().Index
+		nr.Flags = int(netlink.FLAG_ONLINK)
+	}
+	return nr, nil
 }
 
 func prefixOf(n *net.IPNet) (netip.Prefix, bool) {

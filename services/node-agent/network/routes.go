@@ -19,10 +19,19 @@ const RouteProtocol = 83
 // Route is a route to a pod subnet through a node's address.
 type Route struct {
 	Dst netip.Prefix // a node's pod subnet
-	Via netip.Addr   // that node's InternalIP
+	Via netip.Addr   // that node's InternalIP, or its VXLAN gateway (vxlan.go)
+	// Dev is the device of an overlay route, whose Via is reached on the
+	// device without an address of its subnet there ("onlink"); "" for a
+	// route through a neighbour's address on whichever device has it.
+	Dev string
 }
 
-func (r Route) String() string { return r.Dst.String() + " via " + r.Via.String() }
+func (r Route) String() string {
+	if r.Dev != "" {
+		return r.Dst.String() + " via " + r.Via.String() + " dev " + r.Dev + " onlink"
+	}
+	return r.Dst.String() + " via " + r.Via.String()
+}
 
 // A Router reads and changes the routes the agent installed in the main
 // routing table.
@@ -43,6 +52,24 @@ type Router interface {
 // node's (by name) are left out, with the reason in skipped, as are nodes
 // without an address to route through.
 func DesiredRoutes(nodes []*corev1.Node, self string, cluster netip.Prefix) (routes []Route, skipped []string) {
+	peers, skipped := peerSubnets(nodes, self, cluster)
+	for _, p := range peers {
+		routes = append(routes, Route{Dst: p.subnet, Via: p.internalIP})
+	}
+	return routes, skipped
+}
+
+// peerSubnet is another node's pod subnet to reach, and its InternalIP of
+// the subnet's family.
+type peerSubnet struct {
+	node       *corev1.Node
+	subnet     netip.Prefix
+	internalIP netip.Addr
+}
+
+// peerSubnets are the other nodes' pod subnets self reaches, in address
+// order, with the ones left out and why; see DesiredRoutes.
+func peerSubnets(nodes []*corev1.Node, self string, cluster netip.Prefix) (peers []peerSubnet, skipped []string) {
 	nodes = slices.Clone(nodes)
 	slices.SortFunc(nodes, func(a, b *corev1.Node) int {
 		return cmp.Compare(a.GetMetadata().GetName(), b.GetMetadata().GetName())
@@ -90,11 +117,11 @@ func DesiredRoutes(nodes []*corev1.Node, self string, cluster netip.Prefix) (rou
 				continue
 			}
 			taken[dst] = name
-			routes = append(routes, Route{Dst: dst, Via: via})
+			peers = append(peers, peerSubnet{node: n, subnet: dst, internalIP: via})
 		}
 	}
-	slices.SortFunc(routes, func(a, b Route) int { return a.Dst.Addr().Compare(b.Dst.Addr()) })
-	return routes, skipped
+	slices.SortFunc(peers, func(a, b peerSubnet) int { return a.subnet.Addr().Compare(b.subnet.Addr()) })
+	return peers, skipped
 }
 
 // PodCIDRs are a node's pod subnets: spec.podCIDRs, or spec.podCIDR.
@@ -129,32 +156,42 @@ func internalIP(n *corev1.Node, is4 bool) (netip.Addr, bool) {
 }
 
 // Plan is what turns the routes current into desired, among those inside
-// cluster: the routes to install (new, or through another address) and
-// the ones to delete. Routes outside cluster are never touched.
+// cluster: the routes to install (new, or through another address or
+// device) and the ones to delete. Routes outside cluster are never
+// touched.
 func Plan(desired, current []Route, cluster netip.Prefix) (replace, remove []Route) {
-	have := map[netip.Prefix][]netip.Addr{}
-	for _, r := range current {
-		if inside(r.Dst, cluster) {
-			have[r.Dst] = append(have[r.Dst], r.Via)
+	in := func(r Route) bool { return inside(r.Dst, cluster) }
+	return planBy(slices.DeleteFunc(slices.Clone(desired), not(in)), slices.DeleteFunc(slices.Clone(current), not(in)),
+		func(r Route) netip.Prefix { return r.Dst })
+}
+
+// planBy is what turns the entries current into desired, entries being
+// keyed by key (one entry per key is wanted): the desired entries to
+// install, replacing any of their key, where current has not exactly
+// them, and the current entries to delete, whose key is not wanted. The
+// deletions go first: an install replaces what it replaces, a deletion
+// deletes what it names.
+func planBy[T comparable, K comparable](desired, current []T, key func(T) K) (replace, remove []T) {
+	have := map[K][]T{}
+	for _, c := range current {
+		have[key(c)] = append(have[key(c)], c)
+	}
+	want := map[K]bool{}
+	for _, d := range desired {
+		want[key(d)] = true
+		if h := have[key(d)]; len(h) != 1 || h[0] != d {
+			replace = append(replace, d)
 		}
 	}
-	want := map[netip.Prefix]bool{}
-	for _, r := range desired {
-		if !inside(r.Dst, cluster) {
-			continue
-		}
-		want[r.Dst] = true
-		if vias := have[r.Dst]; len(vias) != 1 || vias[0] != r.Via {
-			replace = append(replace, r)
-		}
-	}
-	for _, r := range current {
-		if inside(r.Dst, cluster) && !want[r.Dst] {
-			remove = append(remove, r)
+	for _, c := range current {
+		if !want[key(c)] {
+			remove = append(remove, c)
 		}
 	}
 	return replace, remove
 }
+
+func not[T any](f func(T) bool) func(T) bool { return func(x T) bool { return !f(x) } }
 
 func inside(p, cluster netip.Prefix) bool {
 	return p.Addr().Is4() == cluster.Addr().Is4() && p.Bits() >= cluster.Bits() && cluster.Contains(p.Addr())
@@ -164,7 +201,7 @@ func inside(p, cluster netip.Prefix) bool {
 // simulated nodes. The zero value is empty and ready.
 type MemoryRouter struct {
 	mu     sync.Mutex
-	routes map[netip.Prefix]netip.Addr
+	routes map[netip.Prefix]Route
 	// Fail, when set, is asked before each change and fails it with its
 	// error.
 	Fail func(op string, r Route) error
@@ -175,8 +212,8 @@ func (m *MemoryRouter) List(context.Context) ([]Route, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := make([]Route, 0, len(m.routes))
-	for dst, via := range m.routes {
-		out = append(out, Route{Dst: dst, Via: via})
+	for _, r := range m.routes {
+		out = append(out, r)
 	}
 	slices.SortFunc(out, func(a, b Route) int { return a.Dst.Addr().Compare(b.Dst.Addr()) })
 	return out, nil
@@ -190,9 +227,9 @@ func (m *MemoryRouter) Replace(_ context.Context, r Route) error {
 		return err
 	}
 	if m.routes == nil {
-		m.routes = map[netip.Prefix]netip.Addr{}
+		m.routes = map[netip.Prefix]Route{}
 	}
-	m.routes[r.Dst] = r.Via
+	m.routes[r.Dst] = r
 	return nil
 }
 
@@ -203,7 +240,7 @@ func (m *MemoryRouter) Delete(_ context.Context, r Route) error {
 	if err := m.failLocked("delete", r); err != nil {
 		return err
 	}
-	if via, ok := m.routes[r.Dst]; !ok || via != r.Via {
+	if have, ok := m.routes[r.Dst]; !ok || have != r {
 		return fmt.Errorf("delete route %s: no such route", r)
 	}
 	delete(m.routes, r.Dst)
