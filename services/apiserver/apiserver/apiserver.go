@@ -184,6 +184,7 @@ type Server struct {
 	routes server.Routes
 
 	etcd   *embeddedEtcd // nil with external etcd
+	join   *joinState    // a member joining a cluster (joinCluster), until its etcd started
 	client *clientv3.Client
 	// maintClient reaches etcd over gRPC for status and defragmentation.
 	maintClient *clientv3.Client
@@ -295,10 +296,18 @@ func newServer(cfg Config, tr *tracing.Tracing) (*Server, error) {
 	if err := s.loadEncryption(); err != nil {
 		return nil, err
 	}
+	// A joining member receives the cluster's CA with the answer to its
+	// join: before its TLS material is loaded, which etcd's peer TLS uses.
+	if err := s.joinCluster(); err != nil {
+		return nil, err
+	}
+	serverTLS, loopbackCreds, err := s.wireTLS()
+	if err != nil {
+		return nil, err
+	}
 	if err := s.connectEtcd(); err != nil {
 		return nil, err
 	}
-	var err error
 	if s.services, err = newServices(s); err != nil {
 		s.closeEtcd()
 		return nil, err
@@ -310,11 +319,6 @@ func newServer(cfg Config, tr *tracing.Tracing) (*Server, error) {
 	chain := server.NewChain(s.routes, server.NewMetrics(reg), s.log)
 	chain.AccessLog = cfg.AccessLog
 	grpcMetrics := grpcmetrics.New(reg)
-	serverTLS, loopbackCreds, err := s.wireTLS()
-	if err != nil {
-		s.closeEtcd()
-		return nil, err
-	}
 	if err := s.newLoopback(loopbackCreds); err != nil {
 		s.closeEtcd()
 		return nil, err

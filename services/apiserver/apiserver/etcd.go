@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -84,35 +83,21 @@ func (s *Server) connectEtcd() error {
 	cfg.ListenMetricsUrls = nil
 	var e *embed.Etcd
 	var clientURL url.URL
-	// A member's peer URL is fixed (--etcd-peer-url) or, on one host, a
-	// free loopback port; a joining member's is chosen before it joins.
-	var peerURL *url.URL
-	if p := s.cfg.Cluster.PeerURL; p != "" {
-		u, err := url.Parse(p)
-		if err != nil || u.Host == "" {
-			return fmt.Errorf("--etcd-peer-url %q: not a URL like http://10.0.0.1:2380", p)
-		}
-		peerURL = u
+	peerTLS, err := s.peerTLS(cfg)
+	if err != nil {
+		return err
 	}
-	_, statErr := os.Stat(filepath.Join(cfg.Dir, "member"))
-	joining := s.cfg.Cluster.Join != "" && errors.Is(statErr, os.ErrNotExist) // a member restarted has its data
-	if joining {
-		if peerURL == nil {
-			u, err := freeLoopbackURL()
-			if err != nil {
-				return err
-			}
-			peerURL = &u
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		var answer joinAnswer
-		err := askMember(ctx, s.cfg.Cluster, membersPath, joinRequest{Name: cfg.Name, PeerURL: peerURL.String()}, &answer)
-		cancel()
-		if err != nil {
+	// A member's peer URL is fixed (--etcd-peer-url), chosen by
+	// joinCluster, or, on one host, a free loopback port.
+	var peerURL *url.URL
+	if s.join != nil {
+		peerURL = &s.join.peerURL
+		cfg.InitialCluster = s.join.answer.InitialCluster
+		cfg.ClusterState = embed.ClusterStateFlagExisting
+	} else if s.cfg.Cluster.PeerURL != "" {
+		if peerURL, err = s.cfg.Cluster.parsePeerURL(peerTLS); err != nil {
 			return err
 		}
-		cfg.InitialCluster = answer.InitialCluster
-		cfg.ClusterState = embed.ClusterStateFlagExisting
 	}
 	// The free ports are released before etcd binds them: another process
 	// may take one in between (parallel test packages do). Try new ones.
@@ -127,11 +112,14 @@ func (s *Server) connectEtcd() error {
 			if err != nil {
 				return err
 			}
+			if peerTLS {
+				u.Scheme = "https"
+			}
 			peer = &u
 		}
 		cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{clientURL}, []url.URL{clientURL}
 		cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{*peer}, []url.URL{*peer}
-		if !joining {
+		if s.join == nil {
 			cfg.InitialCluster = cfg.Name + "=" + peer.String()
 		}
 		e, err = embed.StartEtcd(cfg)
@@ -154,10 +142,10 @@ func (s *Server) connectEtcd() error {
 		return fmt.Errorf("embedded etcd in %s did not become ready within 60s", cfg.Dir)
 	}
 	s.etcd = ee
-	if joining {
+	if s.join != nil {
 		// A learner serves no reads: the apiserver starts once it votes.
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		err := askMember(ctx, s.cfg.Cluster, membersPath+"/promote", joinRequest{Name: cfg.Name, PeerURL: peerURL.String()}, nil)
+		err := s.join.ask(ctx, membersPath+"/promote", joinRequest{Name: cfg.Name, PeerURL: peerURL.String()}, nil)
 		cancel()
 		if err != nil {
 			ee.close()
@@ -166,7 +154,6 @@ func (s *Server) connectEtcd() error {
 	}
 	// Maintenance (status, defragmentation) goes through etcd's real gRPC
 	// server: the in-process adapter does not support it.
-	var err error
 	if s.maintClient, err = clientv3.New(clientv3.Config{
 		Endpoints:   []string{clientURL.String()},
 		DialTimeout: 10 * time.Second,

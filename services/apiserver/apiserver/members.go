@@ -11,12 +11,20 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	"go.etcd.io/etcd/client/pkg/v3/transport"
+	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
+
+	"skiff.dev/internal/client"
+	"skiff.dev/services/apiserver/authn"
+	"skiff.dev/services/apiserver/authn/pki"
 )
 
 // Control-plane members (issue 23): apiservers whose embedded etcds are
@@ -36,9 +44,17 @@ import (
 // /skiff/v1/members/remove, skiff-apiserver member remove) before its
 // replacement joins.
 //
-// Not yet (issue 23): TLS between peers with the cluster CA (peer URLs are
-// plain http), bootstrap tokens with a TTL (the token here is a shared
-// secret, as k3s's --token).
+// With authentication on, the members share one cluster CA and one
+// service-account signing key, as kubeadm's control-plane join copies
+// them: a joining member verifies the member it asks (--join-ca-file, or
+// the CA's hash with --ca-cert-hash: client.FetchPinnedCA), and the answer
+// to its join, over that TLS and only with the token, carries the CA and
+// the key, which it keeps in its --pki-dir before issuing its own serving
+// and etcd peer certificates. etcd's peers then talk TLS, each member
+// showing its peer certificate as server and as client and requiring the
+// other's (peerTLS); each apiserver reaches its own etcd in process or on
+// loopback, so no client traffic between members leaves the machine. The
+// token is the members' shared secret, as k3s's --token.
 
 // ClusterOptions make the embedded etcd a member of a cluster of
 // control-plane members. The zero value is a cluster of one on loopback.
@@ -56,6 +72,10 @@ type ClusterOptions struct {
 	// CA): the join goes over TLS; without it, plain text (members started
 	// with --insecure).
 	JoinCAFile string
+	// CACertHash pins the CA of the member Join names ("sha256:<hex>" of
+	// its public key, client.CACertHash): the joining member fetches the
+	// CA from the member's TLS handshake and keeps it only if it matches.
+	CACertHash string
 	// Token is the members' shared secret: a member answers joins that
 	// present it, a joining member presents it. Empty: this member
 	// answers no join.
@@ -72,6 +92,9 @@ type joinAnswer struct {
 	// InitialCluster is etcd's --initial-cluster for the new member:
 	// every member's name and peer URLs, the new one's included.
 	InitialCluster string `json:"initialCluster"`
+	// PKI is the members' shared CA and service-account key (sharedPKI),
+	// by file name; sent over TLS only.
+	PKI map[string][]byte `json:"pki,omitempty"`
 }
 
 // membersPath is where a member answers joins (and, under it, promotions).
@@ -131,6 +154,12 @@ func (s *Server) serveMembers(w http.ResponseWriter, r *http.Request) {
 			}
 			fail(code, err.Error())
 			return
+		}
+		if s.tls != nil && s.tls.CA != nil && r.TLS != nil {
+			if answer.PKI, err = s.sharedPKI(); err != nil {
+				fail(http.StatusInternalServerError, err.Error())
+				return
+			}
 		}
 		s.log.Info("a member joins the etcd cluster as a learner", zap.String("name", req.Name), zap.String("peerURL", req.PeerURL))
 		w.Header().Set("Content-Type", "application/json")
@@ -239,61 +268,256 @@ func (s *Server) promote(ctx context.Context, peerURL string) error {
 	return fmt.Errorf("no member has the peer URL %s", peerURL)
 }
 
-// joinClient is the HTTP client of the member c.Join names.
-func joinClient(c ClusterOptions) (*http.Client, string, error) {
-	if c.JoinCAFile == "" {
-		return &http.Client{Timeout: 60 * time.Second}, "http://" + c.Join, nil
+// memberClient asks a member (the one ClusterOptions.Join names) to
+// add, promote or remove a member.
+type memberClient struct {
+	hc          *http.Client
+	base, token string
+	addr        string
+	// tls says whether the member was verified (its CA known): only then
+	// is its answer trusted with the cluster's CA.
+	tls bool
+}
+
+// newMemberClient reaches the member c.Join names: over TLS verified by
+// c.CACertHash (the CA it presents whose hash is pinned) or c.JoinCAFile,
+// in plain text without either (members started with --insecure).
+func newMemberClient(ctx context.Context, c ClusterOptions) (*memberClient, error) {
+	mc := &memberClient{token: c.Token, addr: c.Join, hc: &http.Client{Timeout: 60 * time.Second}, base: "http://" + c.Join}
+	var caPEM []byte
+	var err error
+	switch {
+	case c.CACertHash != "":
+		caPEM, err = client.FetchPinnedCA(ctx, c.Join, c.CACertHash)
+	case c.JoinCAFile != "":
+		if caPEM, err = os.ReadFile(c.JoinCAFile); err != nil {
+			err = fmt.Errorf("--join-ca-file: %w", err)
+		}
+	default:
+		return mc, nil
 	}
-	pem, err := os.ReadFile(c.JoinCAFile)
 	if err != nil {
-		return nil, "", fmt.Errorf("--join-ca-file: %w", err)
+		return nil, err
 	}
 	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, "", fmt.Errorf("--join-ca-file %s: no PEM certificate", c.JoinCAFile)
+	if !pool.AppendCertsFromPEM(caPEM) {
+		return nil, fmt.Errorf("--join-ca-file %s: no PEM certificate", c.JoinCAFile)
 	}
-	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}}}
-	return &http.Client{Timeout: 60 * time.Second, Transport: tr}, "https://" + c.Join, nil
+	mc.hc.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}}}
+	mc.base, mc.tls = "https://"+c.Join, true
+	return mc, nil
 }
 
 // askMember posts req to the path of the member c.Join names, with
-// c.Token; a 503 is asked again (a learner not yet in step) until ctx
-// ends.
+// c.Token.
 func askMember(ctx context.Context, c ClusterOptions, path string, req joinRequest, answer any) error {
-	hc, base, err := joinClient(c)
+	mc, err := newMemberClient(ctx, c)
 	if err != nil {
 		return err
 	}
+	return mc.ask(ctx, path, req, answer)
+}
+
+// ask posts req to the member's path; a 503 is asked again (a learner
+// not yet in step) until ctx ends.
+func (mc *memberClient) ask(ctx context.Context, path string, req joinRequest, answer any) error {
 	body, _ := json.Marshal(req)
 	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
-		hr, err := http.NewRequestWithContext(ctx, http.MethodPost, base+path, bytes.NewReader(body))
+		hr, err := http.NewRequestWithContext(ctx, http.MethodPost, mc.base+path, bytes.NewReader(body))
 		if err != nil {
 			return err
 		}
-		hr.Header.Set("Authorization", "Bearer "+c.Token)
+		hr.Header.Set("Authorization", "Bearer "+mc.token)
 		hr.Header.Set("Content-Type", "application/json")
-		resp, err := hc.Do(hr)
+		resp, err := mc.hc.Do(hr)
 		if err != nil {
-			return fmt.Errorf("asking member %s: %w", c.Join, err)
+			return fmt.Errorf("asking member %s: %w", mc.addr, err)
 		}
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		resp.Body.Close()
 		switch {
 		case resp.StatusCode == http.StatusServiceUnavailable:
 			select {
 			case <-ctx.Done():
-				return fmt.Errorf("asking member %s: %s (still, after waiting: %w)", c.Join, strings.TrimSpace(string(msg)), ctx.Err())
+				return fmt.Errorf("asking member %s: %s (still, after waiting: %w)", mc.addr, strings.TrimSpace(string(msg)), ctx.Err())
 			case <-time.After(wait):
 			}
 			continue
 		case resp.StatusCode/100 != 2:
-			return fmt.Errorf("asking member %s: %s: %s", c.Join, resp.Status, strings.TrimSpace(string(msg)))
+			return fmt.Errorf("asking member %s: %s: %s", mc.addr, resp.Status, strings.TrimSpace(string(msg)))
 		}
 		if answer != nil {
 			return json.Unmarshal(msg, answer)
 		}
 		return nil
 	}
+}
+
+// joinState is a member's join in progress: asked, its etcd to start.
+type joinState struct {
+	peerURL url.URL
+	answer  joinAnswer
+	*memberClient
+}
+
+// joinCluster asks the member Cluster.Join names to add this one to its
+// etcd cluster as a learner. It runs before this member's TLS material is
+// loaded: the answer carries the CA and the service-account key the
+// members share (installPKI). A member restarted has its etcd data and
+// asks nothing.
+func (s *Server) joinCluster() error {
+	c := s.cfg.Cluster
+	if c.Join == "" || len(s.cfg.EtcdServers) > 0 || s.cfg.DataDir == "" {
+		return nil
+	}
+	if _, err := os.Stat(filepath.Join(s.cfg.DataDir, "etcd", "member")); !errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	tlsOn := s.cfg.Authn.Enabled
+	var peer url.URL
+	if c.PeerURL != "" {
+		u, err := c.parsePeerURL(tlsOn)
+		if err != nil {
+			return err
+		}
+		peer = *u
+	} else {
+		u, err := freeLoopbackURL()
+		if err != nil {
+			return err
+		}
+		if tlsOn {
+			u.Scheme = "https"
+		}
+		peer = u
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	mc, err := newMemberClient(ctx, c)
+	if err != nil {
+		return err
+	}
+	if tlsOn && !mc.tls {
+		return errors.New("--join: a member with authentication joins over TLS: give --ca-cert-hash (or --join-ca-file)")
+	}
+	j := &joinState{peerURL: peer, memberClient: mc}
+	if err := mc.ask(ctx, membersPath, joinRequest{Name: c.memberName(), PeerURL: peer.String()}, &j.answer); err != nil {
+		return err
+	}
+	if tlsOn {
+		if err := s.installPKI(j.answer.PKI); err != nil {
+			return err
+		}
+	}
+	s.join = j
+	return nil
+}
+
+// sharedPKI is what a joining member receives besides the initial
+// cluster: the CA (certificate and key) and the service-account signing
+// key.
+func (s *Server) sharedPKI() (map[string][]byte, error) {
+	caKey, err := pki.EncodeKey(s.tls.CA.Key)
+	if err != nil {
+		return nil, err
+	}
+	saKey, err := pki.EncodeKey(s.tls.ServiceAccountKey)
+	if err != nil {
+		return nil, err
+	}
+	return map[string][]byte{pki.CACertFile: s.tls.CA.CertPEM, pki.CAKeyFile: caKey, authn.ServiceAccountKey: saKey}, nil
+}
+
+// installPKI keeps the shared PKI a member answered with in this
+// member's --pki-dir: files it lacks are written (the key before its
+// certificate); a file it has must be the same (a member with another CA
+// would serve clients the others refuse).
+func (s *Server) installPKI(files map[string][]byte) error {
+	if len(files) == 0 {
+		return fmt.Errorf("member %s sent no cluster CA: its certificates are files it was given (--tls-cert-file, --client-ca-file); give this member the same files and a CA in --pki-dir", s.cfg.Cluster.Join)
+	}
+	dir := s.cfg.Authn.PKIDirIn(s.cfg.DataDir)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	names := []string{pki.CAKeyFile, pki.CACertFile}
+	if s.cfg.Authn.ServiceAccountKeyFile == "" {
+		names = append(names, authn.ServiceAccountKey)
+	}
+	for _, name := range names {
+		data, path := files[name], filepath.Join(dir, name)
+		if len(data) == 0 {
+			return fmt.Errorf("member %s sent no %s", s.cfg.Cluster.Join, name)
+		}
+		have, err := os.ReadFile(path)
+		switch {
+		case err == nil && !bytes.Equal(have, data):
+			return fmt.Errorf("--pki-dir %s: %s differs from the cluster's: a joining member takes the cluster's CA and keys (start it with an empty --pki-dir)", dir, name)
+		case err == nil:
+		case errors.Is(err, os.ErrNotExist):
+			perm := os.FileMode(0o600)
+			if name == pki.CACertFile {
+				perm = 0o644
+			}
+			if err := pki.WriteFile(path, data, perm); err != nil {
+				return err
+			}
+		default:
+			return err
+		}
+	}
+	return nil
+}
+
+// etcdPeerName is the embedded etcd's peer certificate in --pki-dir
+// (etcd-peer.crt, etcd-peer.key).
+const etcdPeerName = "etcd-peer"
+
+// peerTLS makes the embedded etcd's peer traffic TLS with the cluster CA
+// when the apiserver has one: this member's certificate (issued for its
+// peer URL's host and loopback, server and client usage, renewed at start
+// when within 30 days of expiry) is shown to peers as server and as
+// client, and peers must show one the CA signed. It says whether peer
+// URLs are https.
+func (s *Server) peerTLS(cfg *embed.Config) (bool, error) {
+	clustered := s.cfg.Cluster.Join != "" || s.cfg.Cluster.PeerURL != ""
+	if s.tls == nil || s.tls.CA == nil {
+		if s.tls != nil && clustered {
+			return false, errors.New("control-plane members talk TLS with the cluster CA: it must be in --pki-dir (ca.crt, ca.key), not only --tls-cert-file and --client-ca-file")
+		}
+		return false, nil
+	}
+	dir := s.cfg.Authn.PKIDirIn(s.cfg.DataDir)
+	hosts := []string{"localhost", "127.0.0.1", "::1"}
+	if u, err := url.Parse(s.cfg.Cluster.PeerURL); err == nil && u.Hostname() != "" {
+		hosts = append(hosts, u.Hostname())
+	}
+	req := pki.Request{CommonName: s.cfg.Cluster.memberName(), Hosts: hosts, Server: true, Client: true}
+	if _, err := s.tls.CA.EnsurePair(dir, etcdPeerName, req, s.now(), 30*24*time.Hour); err != nil {
+		return false, fmt.Errorf("etcd peer certificate in %s: %w", dir, err)
+	}
+	cfg.PeerTLSInfo = transport.TLSInfo{
+		CertFile:       filepath.Join(dir, etcdPeerName+".crt"),
+		KeyFile:        filepath.Join(dir, etcdPeerName+".key"),
+		TrustedCAFile:  filepath.Join(dir, pki.CACertFile),
+		ClientCertAuth: true,
+	}
+	return true, nil
+}
+
+// parsePeerURL checks --etcd-peer-url: https when the members talk TLS.
+func (c ClusterOptions) parsePeerURL(tlsOn bool) (*url.URL, error) {
+	u, err := url.Parse(c.PeerURL)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return nil, fmt.Errorf("--etcd-peer-url %q: not a URL like https://10.0.0.1:2380", c.PeerURL)
+	}
+	if tlsOn && u.Scheme != "https" {
+		return nil, fmt.Errorf("--etcd-peer-url %q: want https:// (the members' etcd peers talk TLS with the cluster CA; http only with --insecure)", c.PeerURL)
+	}
+	if !tlsOn && u.Scheme != "http" {
+		return nil, fmt.Errorf("--etcd-peer-url %q: want http:// (an apiserver started with --insecure has no CA for TLS between peers)", c.PeerURL)
+	}
+	return u, nil
 }
 
 // memberName is this member's etcd name.

@@ -88,6 +88,10 @@ func loadMaterial(o *Options, dir string, now time.Time) (*Material, error) {
 		if err != nil {
 			return nil, fmt.Errorf("serving certificate in %s: %w", dir, err)
 		}
+		// The CA follows the serving certificate in the handshake: a
+		// machine that joins with only the CA's hash (--ca-cert-hash)
+		// finds it there (client.FetchPinnedCA).
+		m.Serving.Certificate = append(m.Serving.Certificate, m.CA.Cert.Raw)
 	}
 	if o.ClientCAFile != "" {
 		if m.ClientCAs, err = pki.ReadPool(o.ClientCAFile); err != nil {

@@ -1,7 +1,11 @@
 package integration
 
 import (
+	"crypto/tls"
 	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +16,7 @@ import (
 	metav1 "skiff.dev/proto/meta/v1"
 	"skiff.dev/services/apiserver/apiserver"
 	"skiff.dev/services/apiserver/apiservertest"
+	"skiff.dev/services/apiserver/authn"
 )
 
 // TestMembersFormOneEtcdCluster: three apiservers with embedded etcds,
@@ -96,5 +101,80 @@ func TestMembersFormOneEtcdCluster(t *testing.T) {
 		Cluster: apiserver.ClusterOptions{Name: "m4", Join: m2.Addr(), Token: "wrong"}})
 	if err == nil || !strings.Contains(err.Error(), "401 Unauthorized") {
 		t.Errorf("a join with the wrong token: %v, want 401", err)
+	}
+}
+
+// TestSecureMembersShareTheClusterCA: with authentication on, a member
+// joins knowing only the hash of the cluster CA (--ca-cert-hash): it takes
+// the CA and the service-account key from the member it joins through, so
+// a client certificate issued by one member is good at every member; the
+// etcd peers talk TLS (https peer URLs; a peer without a certificate of the
+// CA is refused); a join whose pinned hash is not the member's CA fails
+// before the token is sent.
+func TestSecureMembersShareTheClusterCA(t *testing.T) {
+	member := func(c apiserver.ClusterOptions) apiservertest.Option {
+		return apiservertest.WithConfig(func(cfg *apiserver.Config) { cfg.Cluster = c })
+	}
+	m1 := apiservertest.Start(t, apiservertest.Secure(), member(apiserver.ClusterOptions{Name: "m1", Token: "tok"}))
+	pin := client.CACertHash(m1.CA.Cert)
+	m2 := apiservertest.Start(t, apiservertest.Secure(), member(apiserver.ClusterOptions{Name: "m2", Join: m1.Addr(), Token: "tok", CACertHash: pin}))
+	ctx := testContext(t)
+	if !m2.CA.Cert.Equal(m1.CA.Cert) {
+		t.Fatalf("m2's CA is %s, not the cluster's %s", client.CACertHash(m2.CA.Cert), pin)
+	}
+	saKey := func(s *apiservertest.Server) string {
+		b, err := os.ReadFile(filepath.Join(s.DataDir, "pki", "sa.key"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	if saKey(m1) != saKey(m2) {
+		t.Error("m2 signs service-account tokens with another key than m1")
+	}
+
+	// A certificate m1's CA issued, presented to m2.
+	cfg := m1.ClientConfig(t, "alice", "system:masters")
+	cfg.Server = m2.Addr()
+	conn, err := client.Dial(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := client.ConfigMaps(conn).Create(ctx, &corev1.ConfigMap{Metadata: &metav1.ObjectMeta{Namespace: "default", Name: "through-m2"}}); err != nil {
+		t.Fatalf("a create through m2 with a certificate of m1: %v", err)
+	}
+	var sig await.Signal
+	sig.Until(t, 20*time.Second, "m1 to serve what m2 wrote", ctx.Done(), func() (bool, string) {
+		_, err := client.ConfigMaps(m1.Conn).Get(ctx, "default", "through-m2")
+		return err == nil, fmt.Sprint(err)
+	})
+
+	list, err := m1.EtcdClient().MemberList(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Members) != 2 {
+		t.Fatalf("%d etcd members, want 2", len(list.Members))
+	}
+	for _, m := range list.Members {
+		for _, u := range m.PeerURLs {
+			if !strings.HasPrefix(u, "https://") {
+				t.Errorf("member %s's peer URL %s is not TLS", m.Name, u)
+			}
+			// Without a client certificate of the CA, the peer refuses:
+			// etcd's peer API (/members) is not served.
+			hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: m1.CA.Pool()}}}
+			if resp, err := hc.Get(u + "/members"); err == nil {
+				resp.Body.Close()
+				t.Errorf("GET %s/members without a client certificate: %s, want the TLS handshake refused", u, resp.Status)
+			}
+		}
+	}
+
+	_, err = apiservertest.StartConfig(apiserver.Config{DataDir: t.TempDir(), Listen: "127.0.0.1:0", EtcdUnsafeNoFsync: true, Authn: authn.Options{Enabled: true},
+		Cluster: apiserver.ClusterOptions{Name: "m3", Join: m1.Addr(), Token: "tok", CACertHash: "sha256:" + strings.Repeat("ab", 32)}})
+	if err == nil || !strings.Contains(err.Error(), "presents no CA whose hash is sha256:abab") {
+		t.Errorf("a join pinning another CA: %v, want it refused for the hash", err)
 	}
 }

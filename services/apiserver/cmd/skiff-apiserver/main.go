@@ -14,6 +14,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"skiff.dev/internal/client"
 	"skiff.dev/internal/logging"
 	"skiff.dev/internal/version"
 	"skiff.dev/services/apiserver/apiserver"
@@ -102,9 +103,10 @@ Flags:
 	var clusterTokenFile string
 	fs.BoolVar(&clusterInit, "cluster-init", false, "start a cluster of control-plane members that others join (--join): needs --cluster-token-file and --etcd-peer-url")
 	fs.StringVar(&cfg.Cluster.Name, "etcd-name", "skiff", "this member's name in the embedded etcd cluster (unique among the members)")
-	fs.StringVar(&cfg.Cluster.PeerURL, "etcd-peer-url", "", "where this member's embedded etcd listens for and is reached by the other members, e.g. http://10.0.0.1:2380 (empty: a free loopback port, a cluster of one)")
+	fs.StringVar(&cfg.Cluster.PeerURL, "etcd-peer-url", "", "where this member's embedded etcd listens for and is reached by the other members, e.g. https://10.0.0.1:2380 (peers talk TLS with the cluster CA; http:// with --insecure; empty: a free loopback port, a cluster of one)")
 	fs.StringVar(&cfg.Cluster.Join, "join", "", "the API address (host:port) of a control-plane member to join: its etcd adds this one as a learner, promoted once in step")
-	fs.StringVar(&cfg.Cluster.JoinCAFile, "join-ca-file", "", "CA certificate (PEM) of the member --join names (its serving certificate's); empty: plain text, for members started with --insecure")
+	fs.StringVar(&cfg.Cluster.JoinCAFile, "join-ca-file", "", "CA certificate (PEM) of the member --join names (its serving certificate's); without it or --ca-cert-hash: plain text, for members started with --insecure")
+	fs.StringVar(&cfg.Cluster.CACertHash, "ca-cert-hash", "", "sha256:<hex> pin of the cluster CA's public key (as skiff-apiserver token create --print-join-command prints it): --join fetches the CA from the member it names and keeps it only if it matches")
 	fs.StringVar(&clusterTokenFile, "cluster-token-file", "", "file holding the members' shared token: a member answers joins that present it, --join presents it")
 	fs.BoolVar(&showVersion, "version", false, "print the version and exit")
 	cfg.Authn.AddFlags(fs)
@@ -153,6 +155,12 @@ Flags:
 		return fmt.Errorf("--cluster-init needs --etcd-peer-url: the address the other members reach this one's etcd at")
 	case (clusterInit || cfg.Cluster.Join != "") && len(cfg.EtcdServers) > 0:
 		return fmt.Errorf("--cluster-init and --join are for the embedded etcd, not --etcd-servers")
+	case cfg.Cluster.CACertHash != "" && cfg.Cluster.Join == "":
+		return fmt.Errorf("--ca-cert-hash pins the CA of the member --join names: give --join too")
+	case cfg.Cluster.CACertHash != "":
+		if _, err := client.ParseCACertHash(cfg.Cluster.CACertHash); err != nil {
+			return fmt.Errorf("--ca-cert-hash %w", err)
+		}
 	}
 	log, err := logging.New("apiserver", logLevel)
 	if err != nil {
