@@ -127,6 +127,15 @@ func (s *Server) wireAuthn() (server.Authenticator, error) {
 		}
 		return meta.GetUid(), deletion, true, nil
 	}
+	// Bootstrap tokens, presented by machines while they join, by a live
+	// read of their Secret: a handful of requests per join.
+	bootstrapTokens := func(ctx context.Context, namespace, name string) (*corev1.Secret, bool, error) {
+		sec, err := secrets.Get(ctx, namespace, name)
+		if apierrors.IsNotFound(err) {
+			return nil, false, nil
+		}
+		return sec, err == nil, err
+	}
 	s.postStart = append(s.postStart, postStartHook{name: "authn-serviceaccounts", run: func(ctx context.Context) error {
 		factory.Start(ctx)
 		if !factory.WaitForSync(ctx) {
@@ -144,6 +153,7 @@ func (s *Server) wireAuthn() (server.Authenticator, error) {
 		ServiceAccounts:   lookup,
 		Audiences:         o.APIAudiences,
 		BoundObjects:      boundObjects,
+		BootstrapTokens:   bootstrapTokens,
 		Anonymous:         o.AnonymousAuth,
 		Now:               s.now,
 	}), nil

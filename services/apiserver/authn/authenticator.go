@@ -34,6 +34,9 @@ type Config struct {
 	// bound tokens are bound to (nil: bound tokens are refused).
 	Audiences    []string
 	BoundObjects BoundObjectLookup
+	// BootstrapTokens reads bootstrap tokens' Secrets (nil: bootstrap
+	// tokens are refused).
+	BootstrapTokens SecretLookup
 	// Anonymous lets requests without credentials through as
 	// system:anonymous.
 	Anonymous bool
@@ -56,6 +59,7 @@ type Authenticator struct {
 	certs     certUsers
 	tokens    StaticTokens
 	sa        *saTokens
+	bootstrap SecretLookup
 	anonymous bool
 	now       func() time.Time
 }
@@ -67,7 +71,7 @@ var AnonymousUser = &user.Info{Name: user.Anonymous, Groups: []string{user.AllUn
 
 // New returns the authenticator of cfg.
 func New(cfg Config) *Authenticator {
-	a := &Authenticator{certs: certUsers{roots: cfg.ClientCAs, log: cfg.Logger, expiration: newCertExpiration(cfg.Registerer)}, tokens: cfg.Tokens, anonymous: cfg.Anonymous, now: cfg.Now}
+	a := &Authenticator{certs: certUsers{roots: cfg.ClientCAs, log: cfg.Logger, expiration: newCertExpiration(cfg.Registerer)}, tokens: cfg.Tokens, bootstrap: cfg.BootstrapTokens, anonymous: cfg.Anonymous, now: cfg.Now}
 	if a.now == nil {
 		a.now = time.Now
 	}
@@ -80,7 +84,7 @@ func New(cfg Config) *Authenticator {
 
 var (
 	errNoCredentials = apierrors.NewUnauthorized("Unauthorized: the request has no credentials: present a client certificate signed by the cluster CA or an \"authorization: Bearer <token>\" header (anonymous requests are refused)")
-	errUnknownToken  = apierrors.NewUnauthorized("Unauthorized: the bearer token is not known (neither a static token nor a service-account token)")
+	errUnknownToken  = apierrors.NewUnauthorized("Unauthorized: the bearer token is not known (neither a static token, a service-account token nor a bootstrap token)")
 	errBadHeader     = apierrors.NewUnauthorized("Unauthorized: the authorization header must be \"Bearer <token>\"")
 )
 
@@ -108,6 +112,9 @@ func (a *Authenticator) token(ctx context.Context, tok string, now time.Time) (*
 	}
 	if a.sa != nil && looksLikeJWT(tok) {
 		return a.sa.authenticate(ctx, tok, now)
+	}
+	if _, _, ok := ParseBootstrapToken(tok); ok && a.bootstrap != nil {
+		return bootstrapAuthenticate(ctx, a.bootstrap, tok, now)
 	}
 	return nil, errUnknownToken
 }

@@ -14,7 +14,6 @@ import (
 	"skiff.dev/internal/client"
 	"skiff.dev/services/apiserver/authn"
 	"skiff.dev/services/apiserver/authn/pki"
-	"skiff.dev/services/apiserver/user"
 )
 
 // The subcommands that manage the cluster's credentials offline, from the
@@ -176,6 +175,9 @@ Issues a certificate signed by the cluster CA and writes <name>.crt,
 }
 
 func runToken(args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && (args[0] == "create" || args[0] == "list" || args[0] == "delete") {
+		return runBootstrapToken(args[0], args[1:], stdout, stderr)
+	}
 	fs := newFlagSet("token", `Usage: skiff-apiserver token --serviceaccount NAMESPACE/NAME [--ttl 1h] [--uid UID | --server HOST:PORT] [flags]
 
 Prints a service-account token signed by the apiserver's key. It
@@ -233,17 +235,9 @@ administrator whose certificate is issued from the CA in the PKI directory).
 // serviceAccountUID reads the ServiceAccount from the apiserver with a
 // five-minute administrator certificate issued from the CA in dir.
 func serviceAccountUID(dir, server, namespace, name string) (string, error) {
-	ca, err := pki.LoadCA(dir)
+	_, conn, err := adminConn(dir, server)
 	if err != nil {
 		return "", fmt.Errorf("reading the ServiceAccount's uid needs the CA (or give --uid): %w", err)
-	}
-	certPEM, keyPEM, err := ca.Issue(pki.Request{CommonName: "skiff-apiserver-token", Organizations: []string{user.Masters}, Client: true, Validity: 5 * time.Minute}, time.Now())
-	if err != nil {
-		return "", err
-	}
-	conn, err := client.Dial(client.Config{Server: server, CAData: ca.CertPEM, CertData: certPEM, KeyData: keyPEM})
-	if err != nil {
-		return "", err
 	}
 	defer conn.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

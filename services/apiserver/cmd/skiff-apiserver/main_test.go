@@ -3,7 +3,9 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -202,6 +204,7 @@ func TestServeAndGracefulShutdown(t *testing.T) {
 				t.Fatalf("with the service-account token: %v", err)
 			}
 			robot.Close()
+			checkBootstrapTokens(ctx, t, bin, dataDir, addr, admin.CAFile)
 			// Without credentials: Unauthenticated.
 			anon, err := client.Dial(client.Config{Server: addr, CAFile: admin.CAFile})
 			if err != nil {
@@ -289,5 +292,46 @@ func TestCertsInit(t *testing.T) {
 	}
 	if st, err := os.Stat(filepath.Join(outDir, "system-node-node-1.key")); err != nil || st.Mode().Perm() != 0o600 {
 		t.Fatalf("key file: %v %v", st, err)
+	}
+}
+
+// checkBootstrapTokens: token create makes a bootstrap token that
+// authenticates as system:bootstrap:<id> and prints the join command with
+// the CA's hash; token list shows it; token delete revokes it.
+func checkBootstrapTokens(ctx context.Context, t *testing.T, bin, dataDir, addr, caFile string) {
+	t.Helper()
+	join := strings.Fields(runOK(t, bin, "token", "create", "--data-dir", dataDir, "--server", addr, "--ttl", "10m", "--description", "for node-9", "--print-join-command"))
+	if len(join) != 7 || join[0] != "skiff-node-agent" || join[1] != "--join" || join[2] != addr || join[3] != "--token" || join[5] != "--ca-cert-hash" {
+		t.Fatalf("token create --print-join-command: %q", join)
+	}
+	tok, hash := join[4], join[6]
+	caPEM, err := os.ReadFile(filepath.Join(dataDir, "pki", "ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, _ := pem.Decode(caPEM)
+	ca, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hash != client.CACertHash(ca) {
+		t.Errorf("printed hash %s, the CA's is %s", hash, client.CACertHash(ca))
+	}
+	id, _, _ := strings.Cut(tok, ".")
+	list := runOK(t, bin, "token", "list", "--data-dir", dataDir, "--server", addr)
+	if !strings.Contains(list, tok) || !strings.Contains(list, "for node-9") || !strings.Contains(list, "system:bootstrappers:kubeadm:default-node-token") {
+		t.Errorf("token list does not show the token:\n%s", list)
+	}
+	conn, err := client.Dial(client.Config{Server: addr, CAFile: caFile, ServerName: "apiserver.test", Token: tok})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := client.ConfigMaps(conn).Get(ctx, "default", "kept"); status.Code(err) != codes.PermissionDenied || !strings.Contains(err.Error(), `"system:bootstrap:`+id+`"`) {
+		t.Fatalf("with the bootstrap token: %v, want denied to system:bootstrap:%s", err, id)
+	}
+	runOK(t, bin, "token", "delete", "--data-dir", dataDir, "--server", addr, id)
+	if _, err := client.ConfigMaps(conn).Get(ctx, "default", "kept"); status.Code(err) != codes.Unauthenticated {
+		t.Fatalf("with the deleted bootstrap token: %v, want Unauthenticated", err)
 	}
 }
