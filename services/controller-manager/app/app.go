@@ -21,6 +21,7 @@ import (
 	"skiff.dev/internal/leaderelection"
 	"skiff.dev/internal/serving"
 	"skiff.dev/internal/tracing"
+	"skiff.dev/services/controller-manager/certificates"
 	"skiff.dev/services/controller-manager/cronjob"
 	"skiff.dev/services/controller-manager/daemonset"
 	"skiff.dev/services/controller-manager/deployment"
@@ -125,6 +126,23 @@ func Builders() map[string]manager.Builder {
 		localpath.Name: func(mc *manager.Context, cfg *manager.Config) manager.Controller {
 			return localpath.New(mc, localpath.Options{DefaultStorageClass: cfg.DefaultStorageClass})
 		},
+		certificates.ApprovingName: func(mc *manager.Context, cfg *manager.Config) manager.Controller {
+			review, err := certificates.NewHTTPReviewer(cfg.API)
+			if err != nil {
+				return idle{why: "csrapproving: " + err.Error(), log: cfg.Logger}
+			}
+			return certificates.NewApprover(mc, review)
+		},
+		certificates.SigningName: func(mc *manager.Context, cfg *manager.Config) manager.Controller {
+			if cfg.ClusterSigningCertFile == "" || cfg.ClusterSigningKeyFile == "" {
+				return idle{why: "csrsigning: no --cluster-signing-cert-file and --cluster-signing-key-file: CSRs are not signed", log: cfg.Logger}
+			}
+			ca, err := certificates.LoadCA(cfg.ClusterSigningCertFile, cfg.ClusterSigningKeyFile)
+			if err != nil {
+				return idle{why: "csrsigning: " + err.Error(), log: cfg.Logger}
+			}
+			return certificates.NewSigner(mc, ca, cfg.ClusterSigningDuration)
+		},
 		podgc.Name: func(mc *manager.Context, cfg *manager.Config) manager.Controller {
 			threshold := cfg.TerminatedPodGCThreshold
 			if threshold == 0 {
@@ -139,7 +157,8 @@ func Builders() map[string]manager.Builder {
 func Defaults() []string {
 	return []string{replicaset.Name, deployment.Name, garbagecollector.Name, nodelifecycle.Name, nodeipam.Name, namespace.Name, resourcequota.Name, podgc.Name, endpointslice.Name,
 		serviceaccount.Name, rootcacertpublisher.Name, job.Name, ttlafterfinished.Name, cronjob.Name, daemonset.Name, statefulset.Name,
-		disruption.Name, persistentvolume.Name, protection.PVCName, protection.PVName, localpath.Name}
+		disruption.Name, persistentvolume.Name, protection.PVCName, protection.PVName, localpath.Name,
+		certificates.ApprovingName, certificates.SigningName}
 }
 
 // idle is a controller that cannot work (root-ca-cert-publisher without a
@@ -248,6 +267,9 @@ Flags:
 	fs.DurationVar(&m.EndpointUpdatesBatchPeriod, "endpoint-updates-batch-period", 0, "how long the endpointslice controller delays a Service's sync after a pod change, so that more changes share one write (0: none; the queue coalesces what arrives meanwhile)")
 	fs.IntVar(&m.TerminatedPodGCThreshold, "terminated-pod-gc-threshold", podgc.DefaultTerminatedPodThreshold, "terminated pods (Succeeded or Failed) that may exist before the pod garbage collector deletes the oldest (0: no limit)")
 	fs.StringVar(&o.RootCAFile, "root-ca-file", "", "CA bundle (PEM) the root-ca-cert-publisher publishes as ConfigMap kube-root-ca.crt (key ca.crt) in every namespace, for pods to verify the apiserver (default: --tls-ca-file)")
+	fs.StringVar(&m.ClusterSigningCertFile, "cluster-signing-cert-file", "", "CA certificate (PEM) the csrsigning controller signs approved CertificateSigningRequests of the kubernetes.io/kube-apiserver-client-kubelet, kubelet-serving and kube-apiserver-client signers with (empty: it signs nothing), e.g. <apiserver pki-dir>/ca.crt")
+	fs.StringVar(&m.ClusterSigningKeyFile, "cluster-signing-key-file", "", "private key (PEM) of --cluster-signing-cert-file")
+	fs.DurationVar(&m.ClusterSigningDuration, "cluster-signing-duration", certificates.DefaultSigningDuration, "the longest certificate csrsigning issues; a request's spec.expirationSeconds may shorten it (to 10 minutes at least); never beyond the CA's own expiry")
 	fs.DurationVar(&m.Resync, "resync-period", 0, "replay every cached object to the controllers at this period (0: never)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -282,6 +304,12 @@ Flags:
 	}
 	if m.DefaultTolerationSeconds < 0 {
 		return nil, fmt.Errorf("--default-toleration-seconds: %d, must be 0 or more", m.DefaultTolerationSeconds)
+	}
+	if (m.ClusterSigningCertFile == "") != (m.ClusterSigningKeyFile == "") {
+		return nil, errors.New("--cluster-signing-cert-file and --cluster-signing-key-file go together")
+	}
+	if m.ClusterSigningDuration <= 0 {
+		return nil, fmt.Errorf("--cluster-signing-duration: %v, must be positive", m.ClusterSigningDuration)
 	}
 	if err := checkNodeIPAM(m.ClusterCIDR, m.NodeCIDRMaskSize); err != nil {
 		return nil, err
@@ -320,6 +348,7 @@ func Run(ctx context.Context, o *Options, log *zap.Logger, ready func(metricsAdd
 		o.Manager.RootCA = rootCA
 	}
 	o.Manager.Registerer = reg
+	o.Manager.API = o.API
 
 	tr, err := tracing.New(ctx, o.Tracing, "skiff-controller-manager", log)
 	if err != nil {

@@ -62,6 +62,16 @@ type Config struct {
 	// RootCA is the CA bundle root-ca-cert-publisher publishes as
 	// kube-root-ca.crt (nil: it publishes nothing and says so).
 	RootCA []byte
+	// ClusterSigningCertFile and ClusterSigningKeyFile are the CA the
+	// csrsigning controller signs approved CSRs with ("": it idles);
+	// ClusterSigningDuration is the longest certificate it issues (0:
+	// its default, a year).
+	ClusterSigningCertFile, ClusterSigningKeyFile string
+	ClusterSigningDuration                        time.Duration
+	// API is how the program reaches the apiserver, for what is no gRPC
+	// call: the csrapproving controller's SubjectAccessReviews, which the
+	// HTTP API serves.
+	API client.Config
 
 	// Resync replays every cached object to the controllers at this period.
 	Resync time.Duration

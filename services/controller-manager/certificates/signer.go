@@ -1,0 +1,217 @@
+package certificates
+
+import (
+	"context"
+	"crypto"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"os"
+	"time"
+
+	"go.uber.org/zap"
+	"google.golang.org/protobuf/proto"
+
+	"skiff.dev/internal/apierrors"
+	"skiff.dev/internal/client"
+	"skiff.dev/internal/controller"
+	"skiff.dev/internal/csr"
+	"skiff.dev/internal/informer"
+	"skiff.dev/internal/workqueue"
+	certificatesv1 "skiff.dev/proto/certificates/v1"
+	"skiff.dev/services/apiserver/authn/pki"
+	"skiff.dev/services/controller-manager/manager"
+)
+
+// SigningName is the signer's name in --controllers, as Kubernetes'.
+const SigningName = "csrsigning"
+
+// DefaultSigningDuration is --cluster-signing-duration's default, as
+// Kubernetes' (a year).
+const DefaultSigningDuration = 365 * 24 * time.Hour
+
+const (
+	// backdate is how far before now a certificate is valid from (clock
+	// skew between machines), as package pki's and Kubernetes' signer.
+	backdate = 5 * time.Minute
+	// minDuration is the shortest certificate issued whatever
+	// expirationSeconds asks (twice the backdate), as Kubernetes'.
+	minDuration = 10 * time.Minute
+)
+
+// CA is a signing certificate and its key.
+type CA struct {
+	Cert *x509.Certificate
+	Key  crypto.Signer
+}
+
+// LoadCA reads a PEM certificate and its PEM private key.
+func LoadCA(certFile, keyFile string) (*CA, error) {
+	certPEM, err := os.ReadFile(certFile)
+	if err != nil {
+		return nil, fmt.Errorf("--cluster-signing-cert-file: %w", err)
+	}
+	cert, err := pki.ParseCert(certPEM)
+	if err != nil {
+		return nil, fmt.Errorf("--cluster-signing-cert-file %s: %w", certFile, err)
+	}
+	key, err := pki.ReadKey(keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("--cluster-signing-key-file: %w", err)
+	}
+	return &CA{Cert: cert, Key: key}, nil
+}
+
+// signerChecks are the signers csrsigning issues for, each with what a
+// request to it must be (Kubernetes' isRequestForSignerFn).
+var signerChecks = map[string]func(req *x509.CertificateRequest, usages []string) error{
+	csr.KubeAPIServerClientKubelet: csr.ValidateKubeletClient,
+	csr.KubeletServing:             csr.ValidateKubeletServing,
+	csr.KubeAPIServerClient:        func(_ *x509.CertificateRequest, usages []string) error { return csr.ValidateAPIServerClient(usages) },
+}
+
+// Signer is the csrsigning controller.
+type Signer struct {
+	log      *zap.Logger
+	clock    workqueue.Clock
+	ca       *CA
+	duration time.Duration
+	csrs     *informer.Informer[*csrType]
+	client   *client.Resource[*csrType, *certificatesv1.CertificateSigningRequestList]
+	queue    *controller.Controller
+}
+
+// NewSigner builds the signer on the shared CSR informer; it issues
+// certificates of at most duration (0: DefaultSigningDuration).
+func NewSigner(mc *manager.Context, ca *CA, duration time.Duration) *Signer {
+	if duration <= 0 {
+		duration = DefaultSigningDuration
+	}
+	parts := mc.For(SigningName)
+	s := &Signer{
+		log: parts.Logger, clock: parts.Clock, ca: ca, duration: duration,
+		csrs:   informer.For(mc.Informers, client.CertificateSigningRequests(mc.Conn)),
+		client: client.CertificateSigningRequests(mc.Conn),
+	}
+	s.queue = parts.Runner(SigningName, 2, controller.ReconcileFunc(s.Reconcile))
+	enqueue := func(c *csrType) {
+		if toSign(c) {
+			s.queue.Enqueue(informer.Key(c))
+		}
+	}
+	s.csrs.AddHandler(informer.Handler[*csrType]{OnAdd: enqueue, OnUpdate: func(_, c *csrType) { enqueue(c) }})
+	return s
+}
+
+// toSign: approved, not failed, no certificate yet, for one of our signers.
+func toSign(c *csrType) bool {
+	_, ours := signerChecks[c.GetSpec().GetSignerName()]
+	return ours && csr.IsApproved(c) && !csr.HasTrue(c, csr.Failed) && len(c.GetStatus().GetCertificate()) == 0
+}
+
+// Run waits for the informer, then works until ctx ends.
+func (s *Signer) Run(ctx context.Context) error {
+	if !informer.WaitForSync(ctx, s.csrs) {
+		return nil
+	}
+	return s.queue.Run(ctx)
+}
+
+// Reconcile signs the CSR key, or marks it Failed when its signer does
+// not issue what it asks.
+func (s *Signer) Reconcile(ctx context.Context, key string) (controller.Result, error) {
+	_, name, err := controller.SplitKey(key)
+	if err != nil {
+		return controller.Result{}, controller.Terminal(err)
+	}
+	c, ok := s.csrs.Store().GetByName("", name)
+	if !ok || !toSign(c) {
+		return controller.Result{}, nil
+	}
+	next := proto.Clone(c).(*csrType)
+	if next.Status == nil {
+		next.Status = &certificatesv1.CertificateSigningRequestStatus{}
+	}
+	req, err := csr.ParseRequest(c.GetSpec().GetRequest())
+	if err != nil {
+		return controller.Result{}, controller.Terminal(fmt.Errorf("csr %s: %w", name, err))
+	}
+	if err := signerChecks[c.GetSpec().GetSignerName()](req, c.GetSpec().GetUsages()); err != nil {
+		next.Status.Conditions = append(next.Status.Conditions, &certificatesv1.CertificateSigningRequestCondition{
+			Type: csr.Failed, Status: csr.True, Reason: "SignerValidationFailure", Message: err.Error(),
+		})
+		s.log.Info("refused to sign", zap.String("csr", name), zap.Error(err))
+	} else {
+		cert, err := s.ca.Sign(req, c.GetSpec().GetUsages(), s.certDuration(c.GetSpec().ExpirationSeconds), s.clock.Now())
+		if err != nil {
+			return controller.Result{}, fmt.Errorf("signing csr %s: %w", name, err)
+		}
+		next.Status.Certificate = cert
+	}
+	_, err = s.client.UpdateStatus(ctx, next)
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return controller.Result{}, nil // gone, or changed: the informer brings the new one
+	}
+	if err != nil {
+		return controller.Result{}, fmt.Errorf("writing csr %s: %w", name, err)
+	}
+	if len(next.Status.Certificate) > 0 {
+		s.log.Info("signed", zap.String("csr", name), zap.String("signer", c.GetSpec().GetSignerName()))
+	}
+	return controller.Result{}, nil
+}
+
+// certDuration is the signer's duration, shortened to what the request
+// asks (but never below minDuration), as Kubernetes' signer.duration.
+func (s *Signer) certDuration(expirationSeconds *int32) time.Duration {
+	if expirationSeconds == nil {
+		return s.duration
+	}
+	d := time.Duration(*expirationSeconds) * time.Second
+	switch {
+	case d > s.duration:
+		return s.duration
+	case d < minDuration:
+		return minDuration
+	}
+	return d
+}
+
+// Sign issues the PEM certificate of req for usages, valid from backdate
+// before now for d, and never beyond the CA's own expiry. The subject and
+// subject alternative names are the request's; no extension it asks for
+// is copied.
+func (ca *CA) Sign(req *x509.CertificateRequest, usages []string, d time.Duration, now time.Time) ([]byte, error) {
+	ku, ext, err := csr.X509Usages(usages)
+	if err != nil {
+		return nil, err
+	}
+	notAfter := now.Add(d)
+	if notAfter.After(ca.Cert.NotAfter) {
+		notAfter = ca.Cert.NotAfter
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+	if err != nil {
+		return nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          serial,
+		Subject:               req.Subject,
+		DNSNames:              req.DNSNames,
+		IPAddresses:           req.IPAddresses,
+		EmailAddresses:        req.EmailAddresses,
+		URIs:                  req.URIs,
+		NotBefore:             now.Add(-backdate),
+		NotAfter:              notAfter,
+		KeyUsage:              ku,
+		ExtKeyUsage:           ext,
+		BasicConstraintsValid: true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, req.PublicKey, ca.Key)
+	if err != nil {
+		return nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), nil
+}
