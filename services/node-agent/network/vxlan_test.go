@@ -3,6 +3,7 @@ package network
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/netip"
 	"reflect"
 	"strings"
@@ -126,6 +127,10 @@ type vxlanWant struct {
 	fdb, neighbors []Entry
 }
 
+func (w vxlanWant) String() string {
+	return fmt.Sprintf("routes %v, fdb %v, neighbors %v", w.routes, w.fdb, w.neighbors)
+}
+
 func (h *harness) awaitVXLAN(what string, want vxlanWant) {
 	h.t.Helper()
 	h.await(what, func() (bool, string) {
@@ -133,7 +138,7 @@ func (h *harness) awaitVXLAN(what string, want vxlanWant) {
 		fdb, _ := h.overlay.List(h.ctx, FDB)
 		neighbors, _ := h.overlay.List(h.ctx, Neighbors)
 		got := vxlanWant{routes, fdb, neighbors}
-		return reflect.DeepEqual(got, want), explain("got %+v, want %+v", got, want)
+		return reflect.DeepEqual(got, want), explain("got %v, want %v", got, want)
 	})
 }
 
