@@ -23,7 +23,7 @@ SCENARIO ?=
 TEST_FLAGS ?=
 CHAOS_FLAGS ?=
 
-.PHONY: help build test test-rules test-short proto kfields tools lint bench chaos up down e2e clean check-go
+.PHONY: help build test test-rules test-short proto kfields tools lint bench chaos up down e2e e2e-ha clean check-go
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -77,14 +77,17 @@ bench: check-go ## run the benchmarks (SCENARIO=<prefix> to choose: api, etcd, w
 chaos: check-go ## the chaos suite: the real binaries on simulated nodes, SIGKILLs, a paused and a lost node, compaction, invariants every 100 ms (CHAOS_FLAGS=-short: CI's short form; -runs 3)
 	$(GO) run ./bench/cmd/skiff-chaos $(CHAOS_FLAGS)
 
-up: check-go ## start the whole cluster with docker compose (deploy/compose), wait until it is healthy, write the skiffctl config
-	./scripts/compose.sh up
+up: check-go ## start the whole cluster with docker compose (deploy/compose), wait until it is healthy, write the skiffctl config (HA=1: three control-plane members)
+	SKIFF_HA=$(if $(filter 1 yes true,$(HA)),1,0) ./scripts/compose.sh up
 
 down: ## stop the compose cluster (V=1 also removes its volumes: all its state)
 	./scripts/compose.sh down $(if $(filter 1 yes true,$(V)),-v)
 
 e2e: check-go ## end-to-end test of the compose cluster (starts it, and removes it with its volumes at the end)
-	./scripts/compose.sh e2e
+	SKIFF_HA=$(if $(filter 1 yes true,$(HA)),1,0) ./scripts/compose.sh e2e
+
+e2e-ha: check-go ## end-to-end test of the HA compose cluster: the etcd leader's member SIGKILLed under writes and a rollout, then every member restarted in turn
+	./scripts/compose.sh e2e-ha
 
 clean: ## remove built binaries and tools
 	rm -rf $(BIN) $(TOOLS)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # compose.sh drives the docker compose cluster of deploy/compose (make up,
-# make down, make e2e). It works with `docker compose` (v2) and
+# make down, make e2e, make e2e-ha). It works with `docker compose` (v2) and
 # `docker-compose` (v1), and needs no registry: every image is built here.
 #
 #   scripts/compose.sh build          binaries and images (only what changed)
@@ -10,6 +10,8 @@
 #   scripts/compose.sh down [-v]      stop and remove the containers (-v: and the
 #                                     volumes, i.e. all the cluster's state)
 #   scripts/compose.sh e2e            the end-to-end test (deploy/compose/e2e)
+#   scripts/compose.sh e2e-ha         its HA form: three control-plane members,
+#                                     the etcd leader's SIGKILLed under load
 #   scripts/compose.sh compose ARGS   docker compose with the cluster's files,
 #                                     e.g. `compose ps`, `compose logs -f node1`
 #
@@ -18,6 +20,9 @@
 # SKIFF_GRAFANA=1 starts Grafana too; SKIFF_UP_TIMEOUT (300 s);
 # SKIFF_PROGRESS_INTERVAL (10 s: how often a long build says where it is);
 # COMPOSE_PROJECT_NAME (skiff); SKIFFCONFIG (~/.skiff/config).
+# SKIFF_HA=1 (make up HA=1): the HA profile, docker-compose.ha.yml (three
+# control-plane members; apiserver2 and apiserver3 on SKIFF_API_PORT2 (6445)
+# and SKIFF_API_PORT3 (6446); their network SKIFF_HA_NET.0/24).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -28,6 +33,8 @@ TAG=${SKIFF_TAG:-dev}
 export SKIFF_TAG=$TAG
 export COMPOSE_PROJECT_NAME=${COMPOSE_PROJECT_NAME:-skiff}
 API_PORT=${SKIFF_API_PORT:-6443}
+HA=${SKIFF_HA:-0}
+[ "$HA" = 1 ] || HA=0
 REGISTRY_PORT=${SKIFF_REGISTRY_PORT:-5000}
 GO=${GO:-go}
 VERSION=${VERSION:-$(git -C "$ROOT" describe --tags --always --dirty 2>/dev/null || echo v0.1.0-dev)}
@@ -46,6 +53,14 @@ WORKLOADS=(
 CONTROL_PLANE=(skiff-apiserver skiff-controller-manager skiff-scheduler)
 SERVICES=(apiserver controller-manager scheduler registry prometheus node1 node2)
 NODES=(node1 node2)
+# The HA profile's control-plane members besides apiserver, and the
+# addresses the clients are given: in the compose network, and on the host.
+MEMBERS=(apiserver2 apiserver3)
+if [ "$HA" = 1 ]; then
+  SERVICES+=("${MEMBERS[@]}")
+  export SKIFF_APISERVERS=apiserver:6443,apiserver2:6443,apiserver3:6443
+fi
+HOST_APISERVERS=127.0.0.1:$API_PORT,127.0.0.1:${SKIFF_API_PORT2:-6445},127.0.0.1:${SKIFF_API_PORT3:-6446}
 
 log() { printf '%s\n' "$*" >&2; }
 die() { log "compose.sh: $*"; exit 1; }
@@ -129,12 +144,17 @@ find_compose() {
 }
 
 # compose runs docker compose with the cluster's files: the cgroup v1
-# override on cgroup v1 hosts, the grafana profile when SKIFF_GRAFANA=1.
+# override on cgroup v1 hosts, the HA profile when SKIFF_HA=1 or the
+# cluster has its volumes (so that `down -v` removes them too), the grafana
+# profile when SKIFF_GRAFANA=1.
 compose() {
   find_compose
   local args=(-f "$DIR/docker-compose.yml")
   if [ "$(stat -fc %T /sys/fs/cgroup 2>/dev/null)" != cgroup2fs ]; then
     args+=(-f "$DIR/docker-compose.cgroup-v1.yml")
+  fi
+  if [ "$HA" = 1 ] || has_volume apiserver2-data; then
+    args+=(-f "$DIR/docker-compose.ha.yml")
   fi
   if [ "${SKIFF_GRAFANA:-0}" = 1 ]; then
     args+=(--profile grafana)
@@ -147,6 +167,23 @@ compose() {
 container() {
   docker ps -aq --filter "label=com.docker.compose.project=$COMPOSE_PROJECT_NAME" \
     --filter "label=com.docker.compose.service=$1" | head -1
+}
+
+# has_volume NAME: the project has the compose volume NAME.
+has_volume() {
+  [ -n "$(docker volume ls -q --filter "label=com.docker.compose.project=$COMPOSE_PROJECT_NAME" \
+    --filter "label=com.docker.compose.volume=$1")" ]
+}
+
+# check_profile: a cluster's etcd data is of one profile, one member or
+# three: starting the other over it would break it. Say so instead.
+check_profile() {
+  if [ "$HA" = 1 ] && has_volume apiserver-data && ! has_volume apiserver2-data; then
+    die "project $COMPOSE_PROJECT_NAME has a single apiserver's state: make up (without HA=1), or make down V=1 first"
+  fi
+  if [ "$HA" = 0 ] && has_volume apiserver2-data; then
+    die "project $COMPOSE_PROJECT_NAME has the HA profile's state: make up HA=1, or make down V=1 first"
+  fi
 }
 
 # ---------------------------------------------------------------- build
@@ -340,21 +377,31 @@ push_workloads() {
   done
 }
 
+# write_config: the skiffctl context skiff-compose. With HA=1 its server
+# is the three members (skiffctl moves to another when one fails), which
+# kubectl cannot read: the context skiff-compose-kubectl names apiserver
+# alone, for kubectl and Helm.
 write_config() {
   [ -x "$ROOT/bin/skiffctl" ] || { log "   (no skiffctl: no config written)"; return 0; }
-  local ctl=("$ROOT/bin/skiffctl")
+  local ctl=("$ROOT/bin/skiffctl") server="https://127.0.0.1:$API_PORT"
   copy_credentials
-  "${ctl[@]}" config set-cluster skiff-compose --server "https://127.0.0.1:$API_PORT" --certificate-authority "$CREDS/ca.crt" >/dev/null
+  [ "$HA" = 0 ] || server="https://$HOST_APISERVERS"
+  "${ctl[@]}" config set-cluster skiff-compose --server "$server" --certificate-authority "$CREDS/ca.crt" >/dev/null
   "${ctl[@]}" config set-credentials skiff-compose-admin --client-certificate "$CREDS/admin.crt" --client-key "$CREDS/admin.key" >/dev/null
   "${ctl[@]}" config set-context skiff-compose --cluster skiff-compose --user skiff-compose-admin --namespace default >/dev/null
+  if [ "$HA" = 1 ]; then
+    "${ctl[@]}" config set-cluster skiff-compose-kubectl --server "https://127.0.0.1:$API_PORT" --certificate-authority "$CREDS/ca.crt" >/dev/null
+    "${ctl[@]}" config set-context skiff-compose-kubectl --cluster skiff-compose-kubectl --user skiff-compose-admin --namespace default >/dev/null
+  fi
   "${ctl[@]}" config use-context skiff-compose >/dev/null
-  log "   context skiff-compose (127.0.0.1:$API_PORT, user skiff-admin in system:masters, credentials in $CREDS) in ${SKIFFCONFIG:-~/.skiff/config}"
+  log "   context skiff-compose (${server#https://}, user skiff-admin in system:masters, credentials in $CREDS) in ${SKIFFCONFIG:-~/.skiff/config}"
 }
 
 up() {
   find_compose
+  check_profile
   build
-  step "starting the cluster (${COMPOSE[*]}, project $COMPOSE_PROJECT_NAME)"
+  step "starting the cluster (${COMPOSE[*]}, project $COMPOSE_PROJECT_NAME$([ "$HA" = 0 ] || echo ", HA: three control-plane members"))"
   compose up -d --remove-orphans
   step "waiting for the registry, then pushing the workload images"
   wait_healthy registry
@@ -368,7 +415,7 @@ up() {
   wait_nodes_ready
   cat >&2 <<EOF
 
-Skiff is up: apiserver 127.0.0.1:$API_PORT, Prometheus http://127.0.0.1:${SKIFF_PROMETHEUS_PORT:-9090}$(
+Skiff is up: apiserver$([ "$HA" = 0 ] && echo " 127.0.0.1:$API_PORT" || echo "s ${HOST_APISERVERS//,/, }"), Prometheus http://127.0.0.1:${SKIFF_PROMETHEUS_PORT:-9090}$(
   [ "${SKIFF_GRAFANA:-0}" = 1 ] && echo ", Grafana http://127.0.0.1:${SKIFF_GRAFANA_PORT:-3000}").
 Next:
   export PATH=\$PWD/bin:\$PATH
@@ -378,7 +425,7 @@ Next:
   scripts/compose.sh compose ps            # or: logs -f node1
   make down                                # make down V=1 also deletes the cluster's state
 The config is a standard kubeconfig: kubectl, Helm and k9s use it as it is:
-  KUBECONFIG=${SKIFFCONFIG:-\$HOME/.skiff/config} kubectl get nodes
+  KUBECONFIG=${SKIFFCONFIG:-\$HOME/.skiff/config} kubectl get nodes$([ "$HA" = 0 ] || echo " --context skiff-compose-kubectl")
 EOF
 }
 
@@ -404,6 +451,7 @@ build) build ;;
 up) up ;;
 down) shift; down "$@" ;;
 e2e) shift; exec "$DIR/e2e/run.sh" "$@" ;;
+e2e-ha) shift; SKIFF_HA=1 exec "$DIR/e2e/run.sh" "$@" ;;
 compose) shift; compose "$@" ;;
-*) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+*) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

@@ -11,6 +11,10 @@
 #                     node1, node2 (system:node:<node> in system:nodes, also
 #                     serving their NodeAgent service) and admin (in
 #                     system:masters, for skiffctl on the host).
+#   $SKIFF_CLUSTER_TOKEN_FILE  (the HA profile, docker-compose.ha.yml) the
+#                     control-plane members' shared secret: the first answers
+#                     joins that present it, the others present it; random,
+#                     made once, never printed.
 set -eu
 pki=${SKIFF_PKI:-/pki}
 sans=${SKIFF_APISERVER_SANS:-apiserver,localhost,127.0.0.1}
@@ -32,6 +36,11 @@ for node in ${SKIFF_NODES:-node1 node2}; do
   issue "$node" --cn "system:node:$node" --o system:nodes --san "$node"
 done
 issue admin --cn skiff-admin --o system:masters
+if [ -n "${SKIFF_CLUSTER_TOKEN_FILE:-}" ] && [ ! -s "$SKIFF_CLUSTER_TOKEN_FILE" ]; then
+  mkdir -p "$(dirname "$SKIFF_CLUSTER_TOKEN_FILE")"
+  (umask 077 && od -An -tx1 -N32 /dev/urandom | tr -d ' \n' >"$SKIFF_CLUSTER_TOKEN_FILE")
+  echo "pki: made the members' token in $SKIFF_CLUSTER_TOKEN_FILE"
+fi
 # The components run as root in their containers; the admin credentials are
 # copied to the host by scripts/compose.sh.
 echo "pki: ready"
