@@ -106,7 +106,8 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.ManagePodNetwork {
 		n, err := network.New(network.Config{
 			NodeName: cfg.NodeName, API: cfg.API, ConfDir: cfg.CNIConfDir, ClusterCIDR: cfg.ClusterCIDR,
-			Router: cfg.Router, OnReady: a.podNetworkReady, Logger: a.log, Registerer: cfg.Registerer,
+			Router: cfg.Router, Backend: cfg.PodNetworkBackend, VXLAN: cfg.VXLAN,
+			OnReady: a.podNetworkReady, Logger: a.log, Registerer: cfg.Registerer,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("pod network: %w", err)

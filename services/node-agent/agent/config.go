@@ -102,6 +102,11 @@ type Config struct {
 	// Router changes the routing table (nil: netlink, the agent's own
 	// network namespace).
 	Router network.Router
+	// PodNetworkBackend is how the other nodes' pod subnets are reached
+	// (network.BackendRoutes if empty); VXLAN configures
+	// network.BackendVXLAN.
+	PodNetworkBackend network.Backend
+	VXLAN             network.VXLAN
 
 	// ClusterDNS are the nameservers of pods with dnsPolicy ClusterFirst
 	// (the agent's own DNS server's address); empty: such pods get the

@@ -58,6 +58,10 @@ type Options struct {
 	ManagePodNetwork bool
 	CNIConfDir       string
 	ClusterCIDR      netip.Prefix
+	// PodNetworkBackend is how other nodes' pod subnets are reached
+	// (--pod-network-backend); VXLAN configures the vxlan one.
+	PodNetworkBackend network.Backend
+	VXLAN             network.VXLAN
 
 	LeaseDuration          time.Duration
 	LeaseRenewInterval     time.Duration
@@ -112,7 +116,8 @@ to it as containers through a CRI runtime (containerd), reporting their
 status. With --manage-pod-network it also sets up the pod network: the CNI
 configuration for the Node's spec.podCIDR (assigned by the
 controller-manager's nodeipam controller) in --cni-conf-dir, and routes to
-the other nodes' pod subnets (needs CAP_NET_ADMIN). Serves container logs to the apiserver (NodeAgent gRPC on --listen)
+the other nodes' pod subnets, through their InternalIPs or with
+--pod-network-backend=vxlan through a VXLAN overlay (needs CAP_NET_ADMIN). Serves container logs to the apiserver (NodeAgent gRPC on --listen)
 and metrics on --metrics-listen at /metrics, with /healthz and /readyz.
 
 It reaches the apiserver at --server over TLS, verified with --tls-ca-file,
@@ -162,6 +167,9 @@ Flags:
 	fs.BoolVar(&o.ManagePodNetwork, "manage-pod-network", false, "write the CNI configuration for the Node's spec.podCIDR into --cni-conf-dir and keep routes to the other nodes' pod subnets through their InternalIPs; the node is NotReady until the configuration is written (off: the CNI configuration and routes are someone else's)")
 	fs.StringVar(&o.CNIConfDir, "cni-conf-dir", network.DefaultConfDir, "where --manage-pod-network writes "+network.ConflistName+" (the container runtime's CNI configuration directory)")
 	clusterCIDR := fs.String("cluster-cidr", network.DefaultClusterCIDR, "every node's pod subnets lie in this range (the controller-manager's --cluster-cidr): --manage-pod-network only adds and removes routes to subnets inside it")
+	backend := fs.String("pod-network-backend", string(network.BackendRoutes), "how --manage-pod-network reaches the other nodes' pod subnets: routes (a route through each node's InternalIP: the nodes share an L2 segment) or vxlan (a VXLAN device "+network.VXLANDevice+" bound to the InternalIP, its MAC published in the Node's annotation "+network.AnnVTEPMAC+"; the nodes only need to reach each other's --vxlan-port over UDP), the same on every node")
+	fs.IntVar(&o.VXLAN.VNI, "vxlan-vni", network.DefaultVNI, "the VXLAN network identifier of --pod-network-backend=vxlan, the same on every node")
+	fs.IntVar(&o.VXLAN.Port, "vxlan-port", network.DefaultVXLANPort, "the UDP port of --pod-network-backend=vxlan, the same on every node (8472, flannel's and the Linux kernel's historical default; IANA's is 4789)")
 	fs.DurationVar(&o.LeaseDuration, "lease-duration", agent.DefaultLeaseDuration, "the node Lease's duration")
 	fs.DurationVar(&o.LeaseRenewInterval, "lease-renew-interval", agent.DefaultLeaseRenewInterval, "how often the node Lease is renewed")
 	fs.DurationVar(&o.NodeStatusUpdatePeriod, "node-status-update-frequency", agent.DefaultNodeStatusUpdatePeriod, "how often the runtime's readiness is checked for the Node's Ready condition")
@@ -215,6 +223,15 @@ Flags:
 		return nil, fmt.Errorf("--cluster-cidr %q: has bits set beyond its /%d prefix (did you mean %s?)", *clusterCIDR, p.Bits(), p.Masked())
 	}
 	o.ClusterCIDR = p
+	if o.PodNetworkBackend, err = network.ParseBackend(*backend); err != nil {
+		return nil, fmt.Errorf("--pod-network-backend: %w", err)
+	}
+	if o.VXLAN.VNI < 1 || o.VXLAN.VNI > 1<<24-1 {
+		return nil, fmt.Errorf("--vxlan-vni %d: want 1 to %d", o.VXLAN.VNI, 1<<24-1)
+	}
+	if o.VXLAN.Port < 1 || o.VXLAN.Port > 65535 {
+		return nil, fmt.Errorf("--vxlan-port %d: want 1 to 65535", o.VXLAN.Port)
+	}
 	return o, nil
 }
 
@@ -300,6 +317,7 @@ func Run(ctx context.Context, o *Options, log *zap.Logger, ready func(Addrs)) er
 		NodeIP: o.NodeIP, Port: int32(l.Addr().(*net.TCPAddr).Port),
 		Labels: o.Labels, Taints: o.Taints, Capacity: o.Capacity, MaxPods: o.MaxPods,
 		ManagePodNetwork: o.ManagePodNetwork, CNIConfDir: o.CNIConfDir, ClusterCIDR: o.ClusterCIDR,
+		PodNetworkBackend: o.PodNetworkBackend, VXLAN: o.VXLAN,
 		ClusterDNS: clusterDNS, ClusterDomain: domain, ResolvConf: resolvConf,
 		LeaseDuration: o.LeaseDuration, LeaseRenewInterval: o.LeaseRenewInterval,
 		NodeStatusUpdatePeriod: o.NodeStatusUpdatePeriod, RelistPeriod: o.RelistPeriod, Workers: o.Workers,
@@ -344,7 +362,8 @@ func Run(ctx context.Context, o *Options, log *zap.Logger, ready func(Addrs)) er
 	}
 	log.Info("starting", zap.String("node", o.NodeName), zap.String("server", o.API.Server),
 		zap.String("runtime", o.RuntimeEndpoint), zap.String("listen", addrs.GRPC), zap.String("metrics", addrs.Metrics),
-		zap.Bool("managePodNetwork", o.ManagePodNetwork), zap.String("services", o.Services.describe()))
+		zap.Bool("managePodNetwork", o.ManagePodNetwork), zap.String("podNetworkBackend", string(o.PodNetworkBackend)),
+		zap.String("services", o.Services.describe()))
 	if ready != nil {
 		ready(addrs)
 	}

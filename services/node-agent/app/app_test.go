@@ -20,6 +20,7 @@ import (
 	corev1 "skiff.dev/proto/core/v1"
 	metav1 "skiff.dev/proto/meta/v1"
 	"skiff.dev/services/apiserver/apiservertest"
+	"skiff.dev/services/node-agent/network"
 	"skiff.dev/services/node-agent/sim"
 )
 
@@ -47,16 +48,23 @@ func TestParseFlags(t *testing.T) {
 	if o.RuntimeEndpoint != "unix:///run/containerd/containerd.sock" || o.Listen != "0.0.0.0:10250" {
 		t.Errorf("defaults %q %q", o.RuntimeEndpoint, o.Listen)
 	}
-	if o.ManagePodNetwork || o.CNIConfDir != "/etc/cni/net.d" || o.ClusterCIDR.String() != "10.244.0.0/16" {
-		t.Errorf("pod network defaults: manage %v, conf dir %q, cluster CIDR %v", o.ManagePodNetwork, o.CNIConfDir, o.ClusterCIDR)
+	if o.ManagePodNetwork || o.CNIConfDir != "/etc/cni/net.d" || o.ClusterCIDR.String() != "10.244.0.0/16" ||
+		o.PodNetworkBackend != network.BackendRoutes || o.VXLAN != (network.VXLAN{VNI: 1, Port: 8472}) {
+		t.Errorf("pod network defaults: manage %v, conf dir %q, cluster CIDR %v, backend %q, vxlan %+v",
+			o.ManagePodNetwork, o.CNIConfDir, o.ClusterCIDR, o.PodNetworkBackend, o.VXLAN)
 	}
-	o, err = ParseFlags([]string{"--node-name", "n1", "--manage-pod-network", "--cni-conf-dir", "/tmp/net.d", "--cluster-cidr", "10.32.0.0/12"}, io.Discard)
-	if err != nil || !o.ManagePodNetwork || o.CNIConfDir != "/tmp/net.d" || o.ClusterCIDR.String() != "10.32.0.0/12" {
+	o, err = ParseFlags([]string{"--node-name", "n1", "--manage-pod-network", "--cni-conf-dir", "/tmp/net.d", "--cluster-cidr", "10.32.0.0/12",
+		"--pod-network-backend", "vxlan", "--vxlan-vni", "42", "--vxlan-port", "4789"}, io.Discard)
+	if err != nil || !o.ManagePodNetwork || o.CNIConfDir != "/tmp/net.d" || o.ClusterCIDR.String() != "10.32.0.0/12" ||
+		o.PodNetworkBackend != network.BackendVXLAN || o.VXLAN != (network.VXLAN{VNI: 42, Port: 4789}) {
 		t.Errorf("pod network flags: %+v, %v", o, err)
 	}
 	for args, want := range map[string]string{
-		"--cluster-cidr=10.244.0.0":    `--cluster-cidr "10.244.0.0": not a CIDR`,
-		"--cluster-cidr=10.244.1.0/16": "did you mean 10.244.0.0/16?",
+		"--cluster-cidr=10.244.0.0":     `--cluster-cidr "10.244.0.0": not a CIDR`,
+		"--cluster-cidr=10.244.1.0/16":  "did you mean 10.244.0.0/16?",
+		"--pod-network-backend=host-gw": `--pod-network-backend: pod network backend "host-gw": want routes or vxlan`,
+		"--vxlan-vni=16777216":          "--vxlan-vni 16777216: want 1 to 16777215",
+		"--vxlan-port=0":                "--vxlan-port 0: want 1 to 65535",
 	} {
 		if _, err := ParseFlags([]string{"--node-name", "n1", args}, io.Discard); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: error %v, want one containing %q", args, err, want)
