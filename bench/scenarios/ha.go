@@ -61,11 +61,16 @@ const (
 	haConns = 8
 	// haWriters write one at a time each through the failover client.
 	haWriters = 4
-	// haWriteTimeout bounds each of the failover writers' calls: a write
-	// the dead leader's etcd had taken is never answered by the others
-	// (etcd's own request timeout, 7 s, ends it), and a client that waits
-	// longer than this for a create that normally takes milliseconds
-	// gives up and writes again, as client-go's callers with a deadline do.
+	// haWriteTimeout bounds each of the failover writers' calls. A write
+	// a follower had forwarded to the leader just before it died may be
+	// lost with it: the follower's etcd answers it only at its request
+	// timeout (5 s + 2 election timeouts: 7 s), with "etcdserver: request
+	// timed out, possibly due to connection lost" (Internal). Without a
+	// deadline, writers caught so were seen to make gaps of 5.7-5.8 s
+	// (docs/operations.md); with it, such a call is given up and written
+	// again (under a new name) after a second, as a client with a
+	// deadline does. The cost: the gap is the election rounded up to the
+	// deadline when every writer was caught.
 	haWriteTimeout = time.Second
 	// haRetryPause is a writer's pause after a failed write.
 	haRetryPause = 10 * time.Millisecond
@@ -111,11 +116,22 @@ func runHA(ctx context.Context, env *Env, rs *Results, o haOptions) error {
 		return err
 	}
 	defer three.stop()
-	if err := haCreates(ctx, env, rs, single, three); err != nil {
+	// etcd's Status of each member says which leads (its endpoints
+	// change as members restart: Status dials the one it is given).
+	var endpoints []string
+	for _, m := range three.members {
+		endpoints = append(endpoints, m.etcd)
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 10 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	if err := haCreates(ctx, env, rs, cli, single, three); err != nil {
 		return err
 	}
 	single.stop() // its CPU is no one's in the failovers
-	if err := haFailovers(ctx, env, rs, three, o.failovers); err != nil {
+	if err := haFailovers(ctx, env, rs, cli, three, o.failovers); err != nil {
 		return err
 	}
 	env.logf("ha: %.0f s (the build and the starts included)", time.Since(began).Seconds())
@@ -188,20 +204,20 @@ func (c *haCluster) addrs() string {
 	return strings.Join(out, ",")
 }
 
-// cpu is the CPU its running processes have used so far.
-func (c *haCluster) cpu() (time.Duration, error) {
-	var sum time.Duration
-	for _, m := range c.members {
+// cpu is the CPU each of its running processes has used so far.
+func (c *haCluster) cpu() ([]time.Duration, error) {
+	out := make([]time.Duration, len(c.members))
+	for i, m := range c.members {
 		if m.p == nil {
 			continue
 		}
 		d, err := m.cpu()
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
-		sum += d
+		out[i] = d
 	}
-	return sum, nil
+	return out, nil
 }
 
 func (c *haCluster) stop() {
@@ -281,12 +297,13 @@ type haTarget struct {
 	data    string
 	// Over every run, warmups included: the creates acknowledged, the
 	// members' CPU and the benchmark process's (its clients').
-	creates              int64
-	serverCPU, clientCPU time.Duration
+	creates   int64
+	serverCPU []time.Duration // by member
+	clientCPU time.Duration
 }
 
 func newHATarget(c *haCluster, conns int) (*haTarget, error) {
-	t := &haTarget{cluster: c, data: string(payload(1024))}
+	t := &haTarget{cluster: c, data: string(payload(1024)), serverCPU: make([]time.Duration, len(c.members))}
 	for range conns {
 		conn, err := client.Dial(client.Config{Server: c.addrs(), Insecure: true})
 		if err != nil {
@@ -360,21 +377,31 @@ func (t *haTarget) run(ctx context.Context, cfg Config, window time.Duration, ro
 		return nil, err
 	}
 	t.creates += acked.Load()
-	t.serverCPU += cpu1 - cpu0
+	for i := range cpu1 {
+		t.serverCPU[i] += cpu1[i] - cpu0[i]
+	}
 	t.clientCPU += cpuTime() - client0
 	return res, nil
 }
 
-func (t *haTarget) cpuPerCreate() (server, client float64) {
+// cpuPerCreate is the members' CPU per create, in microseconds: theirs
+// together, each one's ("m1 120, m2 110, ...") and the benchmark's clients'.
+func (t *haTarget) cpuPerCreate() (server float64, each string, client float64) {
 	if t.creates == 0 {
-		return 0, 0
+		return 0, "", 0
 	}
-	return float64(t.serverCPU.Microseconds()) / float64(t.creates), float64(t.clientCPU.Microseconds()) / float64(t.creates)
+	per := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(t.creates) }
+	var parts []string
+	for i, d := range t.serverCPU {
+		server += per(d)
+		parts = append(parts, fmt.Sprintf("%s %.0f", t.cluster.members[i].name, per(d)))
+	}
+	return server, strings.Join(parts, ", "), per(t.clientCPU)
 }
 
 // haCreates measures the creates on three members against one alone, in
 // rounds alternating which goes first.
-func haCreates(ctx context.Context, env *Env, rs *Results, single, three *haCluster) error {
+func haCreates(ctx context.Context, env *Env, rs *Results, cli *clientv3.Client, single, three *haCluster) error {
 	cfg := env.Config
 	conns := min(haConns, max(cfg.Clients, 1))
 	one, err := newHATarget(single, conns)
@@ -405,15 +432,20 @@ func haCreates(ctx context.Context, env *Env, rs *Results, single, three *haClus
 	if err != nil {
 		return err
 	}
-	singleCPU, singleClient := one.cpuPerCreate()
-	threeCPU, threeClient := all.cpuPerCreate()
+	lead, _, err := leader(ctx, cli, three)
+	if err != nil {
+		return err
+	}
+	leaderName := lead.name
+	singleCPU, _, singleClient := one.cpuPerCreate()
+	threeCPU, threeEach, threeClient := all.cpuPerCreate()
 	how := fmt.Sprintf("%d clients over %d gRPC conns", cfg.Clients, conns)
 	rs.Add(figHASinglePerS, singleTotal.perSecond(), fmt.Sprintf("one skiff-apiserver (an etcd cluster of one); %s; %d creates in %.1fs over %d rounds; p99 %.1f ms",
 		how, singleTotal.ops, singleTotal.elapsed.Seconds(), rounds, ms(singleTotal.latency.Percentile(99))))
 	rs.Add(figHASingleCPU, singleCPU, fmt.Sprintf("the apiserver process's CPU / creates, warmups included (the benchmark's clients: %.0f us more)", singleClient))
 	rs.Add(figHAThreePerS, threeTotal.perSecond(), fmt.Sprintf("three members; %s, each conn given the three addresses (pick_first over a shuffled list, as every client): conns on %s; %d creates in %.1fs over %d rounds; p99 %.1f ms",
 		how, spread, threeTotal.ops, threeTotal.elapsed.Seconds(), rounds, ms(threeTotal.latency.Percentile(99))))
-	rs.Add(figHAThreeCPU, threeCPU, fmt.Sprintf("the three processes' CPU / creates, warmups included (the benchmark's clients: %.0f us more)", threeClient))
+	rs.Add(figHAThreeCPU, threeCPU, fmt.Sprintf("the three processes' CPU / creates, warmups included: %s (the etcd leader: %s); the benchmark's clients: %.0f us more", threeEach, leaderName, threeClient))
 	rs.Add(figHARatio, threeTotal.perSecond()/singleTotal.perSecond(),
 		fmt.Sprintf("ha.create_three_per_s / ha.create_single_per_s, rounds alternating which goes first; per round %s", strings.Join(ratios, " ")))
 	return nil
@@ -422,6 +454,7 @@ func haCreates(ctx context.Context, env *Env, rs *Results, single, three *haClus
 // haCall is one call of the failover writers: a write acknowledged (err
 // "") or failed.
 type haCall struct {
+	writer     int
 	name       string
 	start, end time.Time
 	member     string // the member that answered, if one did
@@ -449,7 +482,7 @@ func (w *haWriterSet) run(ctx context.Context, writer int) {
 		var p peer.Peer
 		start := time.Now()
 		_, err := w.cm.Create(callCtx, configMap(haFailoverNamespace, name, data), grpc.Peer(&p))
-		call := haCall{name: name, start: start, end: time.Now(), member: memberOf(w.cluster, p.Addr)}
+		call := haCall{writer: writer, name: name, start: start, end: time.Now(), member: memberOf(w.cluster, p.Addr)}
 		cancel()
 		if err != nil {
 			if ctx.Err() != nil {
@@ -513,6 +546,34 @@ func (w *haWriterSet) waitAck(ctx context.Context, t time.Time, timeout time.Dur
 	}
 }
 
+// waitEach waits until each writer has had a write started at or after
+// t acknowledged.
+func (w *haWriterSet) waitEach(ctx context.Context, t time.Time, timeout time.Duration) error {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		w.mu.Lock()
+		changed := w.changed
+		done := map[int]bool{}
+		for _, a := range w.acks {
+			if !a.start.Before(t) {
+				done[a.writer] = true
+			}
+		}
+		w.mu.Unlock()
+		if len(done) == haWriters {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-deadline.C:
+			return fmt.Errorf("%d of %d writers had a write acknowledged within %v", len(done), haWriters, timeout)
+		}
+	}
+}
+
 // failedSince counts the failed calls that ended in [from, to), by
 // code, and returns the latest start among those that ran out of time.
 func (w *haWriterSet) failedSince(from, to time.Time) (byCode map[string]int, lastTimedOut time.Time) {
@@ -529,6 +590,26 @@ func (w *haWriterSet) failedSince(from, to time.Time) (byCode map[string]int, la
 		}
 	}
 	return byCode, lastTimedOut
+}
+
+// movedTo is the member other than gone of the first call started at or
+// after t that reached one (acknowledged or not), and when it started.
+func (w *haWriterSet) movedTo(gone string, t time.Time) (string, time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var first *haCall
+	for _, calls := range [][]haCall{w.acks, w.fails} {
+		for i := range calls {
+			c := &calls[i]
+			if c.member != gone && c.member != "?" && !c.start.Before(t) && (first == nil || c.start.Before(first.start)) {
+				first = c
+			}
+		}
+	}
+	if first == nil {
+		return "", time.Time{}
+	}
+	return first.member, first.start
 }
 
 func countsString(m map[string]int) string {
@@ -590,16 +671,7 @@ func newLeader(ctx context.Context, cli *clientv3.Client, c *haCluster, old uint
 
 // haFailovers kills the leading member rounds times under the writers,
 // restarting it between rounds, then checks every acknowledged write.
-func haFailovers(ctx context.Context, env *Env, rs *Results, c *haCluster, rounds int) error {
-	var endpoints []string
-	for _, m := range c.members {
-		endpoints = append(endpoints, m.etcd)
-	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 10 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		return err
-	}
-	defer cli.Close()
+func haFailovers(ctx context.Context, env *Env, rs *Results, cli *clientv3.Client, c *haCluster, rounds int) error {
 	conn, err := client.Dial(client.Config{Server: c.addrs(), Insecure: true})
 	if err != nil {
 		return err
@@ -628,8 +700,9 @@ func haFailovers(ctx context.Context, env *Env, rs *Results, c *haCluster, round
 	var gaps, elections []time.Duration
 	var notes []string
 	for r := range rounds {
-		// Writes flow before each kill.
-		if _, err := w.waitAck(ctx, time.Now(), timeout); err != nil {
+		// Every writer writes before each kill: none is still caught by
+		// the previous one.
+		if err := w.waitEach(ctx, time.Now(), timeout); err != nil {
 			return fmt.Errorf("before failover %d: %w", r+1, err)
 		}
 		lead, leadID, err := leader(ctx, cli, c)
@@ -668,6 +741,11 @@ func haFailovers(ctx context.Context, env *Env, rs *Results, c *haCluster, round
 		after := "no call ran out of time"
 		if !lastTimedOut.IsZero() {
 			after = fmt.Sprintf("the last call that ran out of time had started at %.0f ms", ms(lastTimedOut.Sub(t0)))
+		}
+		if onMember == lead.name {
+			if m, at := w.movedTo(lead.name, t0); m != "" {
+				after += fmt.Sprintf("; the client's first call to another member (%s) started at %.0f ms", m, ms(at.Sub(t0)))
+			}
 		}
 		notes = append(notes, fmt.Sprintf("%s killed, client on %s: new etcd leader at %.0f ms, first write acked at %.0f ms (started at %.0f ms, through %s); failed calls meanwhile: %s; %s",
 			lead.name, onMember, ms(election), ms(gap), ms(ack.start.Sub(t0)), ack.member, countsString(failed), after))

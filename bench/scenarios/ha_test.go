@@ -29,10 +29,12 @@ func TestHAScenario(t *testing.T) {
 			t.Errorf("%s = %v (measured %v), want a positive value", f.Name, v, ok)
 		}
 	}
-	gap, _ := rs.Get(figHAGap.Name)
-	election, _ := rs.Get(figHAElection.Name)
-	if gap < election {
-		t.Errorf("the write gap %v ms is shorter than the election %v ms it waits for", gap, election)
+	// No write is committed without a leader, and etcd's followers wait
+	// at least their election timeout (1,000 ms, less the time since the
+	// last heartbeat, 100 ms at most) before they elect one: a shorter
+	// gap counted a write the dead leader had taken.
+	if gap, _ := rs.Get(figHAGap.Name); gap < 800 {
+		t.Errorf("%s = %v ms, below etcd's election timeout", figHAGap.Name, gap)
 	}
 	for _, r := range rs.List() {
 		t.Logf("%s %.1f %s: %s", r.Name, r.Value, r.Unit, r.Note)
