@@ -11,11 +11,16 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"google.golang.org/protobuf/proto"
 
+	"skiff.dev/internal/apierrors"
 	"skiff.dev/internal/client"
 	corev1 "skiff.dev/proto/core/v1"
 	metav1 "skiff.dev/proto/meta/v1"
+	"skiff.dev/services/apiserver/admission"
+	"skiff.dev/services/apiserver/apiserver"
 	"skiff.dev/services/apiserver/apiservertest"
+	"skiff.dev/services/apiserver/authz"
 	"skiff.dev/services/apiserver/user"
 )
 
@@ -143,13 +148,17 @@ func (h *harness) awaitVXLAN(what string, want vxlanWant) {
 }
 
 // TestManagerVXLAN runs the VXLAN backend over a MemoryOverlay as node
-// "self" with its own identity (system:node:self: the node authorizer
-// and the registry accept its annotation): it makes the device, publishes
+// "self" with its own identity (system:node:self, under the apiserver's
+// default authorization, Node and RBAC, and admission: the node authorizer,
+// NodeRestriction and the registry accept its annotation): it makes the device, publishes
 // its MAC, replaces a route of the routes backend, follows the other
 // nodes' MACs, addresses and removal, and a restart finds everything in
 // place.
 func TestManagerVXLAN(t *testing.T) {
-	api := apiservertest.Start(t, apiservertest.Secure())
+	api := apiservertest.Start(t, apiservertest.Secure(), apiservertest.WithConfig(func(c *apiserver.Config) {
+		c.Authz = authz.Options{Modes: authz.DefaultModes}
+		c.Admission = admission.Options{EnablePlugins: admission.DefaultPlugins, DisablePlugins: []string{admission.ServiceAccountName}}
+	}))
 	as := api.ConnAs(t, user.NodeUserPrefix+"self", user.NodesGroup)
 	foreign := route("10.99.0.0/24", "172.18.0.99")
 	old := route("10.244.2.0/24", "192.168.20.2") // the routes backend's
@@ -164,6 +173,14 @@ func TestManagerVXLAN(t *testing.T) {
 		got := n.GetMetadata().GetAnnotations()[AnnVTEPMAC]
 		return got == memoryMAC(1), explain("annotation %q (%v), want %s", got, err, memoryMAC(1))
 	})
+	// The authorizer is on: the same identity may not annotate another Node.
+	b, err := h.nodes.Get(h.ctx, "", "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.Nodes(as).Update(h.ctx, withMAC(proto.Clone(b).(*corev1.Node), "02:00:00:00:00:ff")); !apierrors.IsForbidden(err) {
+		t.Fatalf("system:node:self updating Node b: %v, want Forbidden", err)
+	}
 	dev, created, _ := h.overlay.Device()
 	if want := (Device{Name: VXLANDevice, VNI: 1, Port: 8472, Local: netip.MustParseAddr("192.168.10.2"), Addr: netip.MustParsePrefix("10.244.1.0/32")}); dev != want || created != 1 {
 		t.Fatalf("device %+v (created %d times), want %+v once", dev, created, want)
