@@ -41,6 +41,11 @@ type Config struct {
 	// InsecureSkipVerify does not verify the apiserver's certificate at
 	// all (skiffctl's insecure-skip-tls-verify).
 	InsecureSkipVerify bool
+	// GetClientCertificate, when set, is asked for the client certificate
+	// at each TLS handshake instead of CertFile/CertData: a certificate
+	// renewed while the process runs (the node agent's) is used by every
+	// connection made after.
+	GetClientCertificate func(*tls.CertificateRequestInfo) (*tls.Certificate, error)
 }
 
 // AddFlags registers --server, --tls-ca-file, --tls-cert-file,
@@ -141,6 +146,9 @@ func (c *Config) TLSConfig() (*tls.Config, error) {
 			return nil, fmt.Errorf("--tls-cert-file/--tls-key-file: %w", err)
 		}
 		tc.Certificates = []tls.Certificate{pair}
+	}
+	if c.GetClientCertificate != nil {
+		tc.Certificates, tc.GetClientCertificate = nil, c.GetClientCertificate
 	}
 	return tc, nil
 }

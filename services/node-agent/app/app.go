@@ -36,7 +36,10 @@ type Options struct {
 	// API is the apiserver: address, CA, credentials (--server, --tls-*, --token-file, --insecure).
 	API client.Config
 	// Serving secures the NodeAgent service (--serving-*).
-	Serving               ServingTLS
+	Serving ServingTLS
+	// Join makes the node join with a bootstrap token (--join, --token,
+	// --ca-cert-hash, --cert-dir).
+	Join                  JoinOptions
 	NodeName              string
 	RuntimeEndpoint       string
 	RuntimeRequestTimeout time.Duration
@@ -127,6 +130,13 @@ as system:node:<node> in group system:nodes: a client certificate
 the NodeAgent service (unless --serving-cert-file); only the apiserver's
 client certificate may call that service. --insecure: plain text for both.
 
+Or it joins with a bootstrap token: --join ADDR --token T --ca-cert-hash H
+(the command "skiff-apiserver token create --print-join-command" prints)
+fetches the cluster CA from ADDR, trusting it only if its hash is H, asks
+for its client certificate and, once its Node is registered, its serving
+certificate (CertificateSigningRequests the controller-manager approves and
+signs), keeps them in --cert-dir and renews them before they expire.
+
 Flags:
 `)
 		fs.PrintDefaults()
@@ -136,6 +146,7 @@ Flags:
 	o.API.AddFlags(fs, "127.0.0.1:6443")
 	o.Tracing.AddFlags(fs, 0)
 	o.Serving.AddFlags(fs)
+	o.Join.AddFlags(fs)
 	o.Services.addFlags(fs)
 	fs.StringVar(&o.NodeName, "node-name", strings.ToLower(hostname), "the Node's name")
 	fs.StringVar(&o.RuntimeEndpoint, "container-runtime-endpoint", cri.DefaultEndpoint, "the CRI runtime's endpoint (unix:///path/to/socket)")
@@ -208,6 +219,11 @@ Flags:
 	}
 	if o.NodeName == "" {
 		return nil, errors.New("--node-name: required (the hostname is unknown)")
+	}
+	serverSet := false
+	fs.Visit(func(f *flag.Flag) { serverSet = serverSet || f.Name == "server" })
+	if err := o.Join.check(o, serverSet); err != nil {
+		return nil, err
 	}
 	if err := o.Tracing.Validate(); err != nil {
 		return nil, err
@@ -283,7 +299,11 @@ type Addrs struct {
 // when not nil, receives the addresses once they listen.
 func Run(ctx context.Context, o *Options, log *zap.Logger, ready func(Addrs)) error {
 	reg := serving.NewRegistry()
-	serverOpts, err := o.serverOptions()
+	jn, err := o.join(ctx, log)
+	if err != nil {
+		return err
+	}
+	serverOpts, err := o.serverOptions(jn)
 	if err != nil {
 		return err
 	}
@@ -300,6 +320,12 @@ func Run(ctx context.Context, o *Options, log *zap.Logger, ready func(Addrs)) er
 		return err
 	}
 	defer conn.Close()
+	if jn != nil {
+		certsCtx, stopCerts := context.WithCancel(ctx)
+		certsDone := make(chan struct{})
+		go func() { defer close(certsDone); jn.run(certsCtx, conn, o.NodeName) }()
+		defer func() { stopCerts(); <-certsDone }()
+	}
 	rconn, err := cri.Dial(o.RuntimeEndpoint)
 	if err != nil {
 		return fmt.Errorf("--container-runtime-endpoint: %w", err)

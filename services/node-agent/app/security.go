@@ -53,13 +53,20 @@ func (s *ServingTLS) AddFlags(fs *flag.FlagSet) {
 // serverOptions are the NodeAgent server's options: TLS that requires a
 // client certificate and an interceptor that admits only the apiserver;
 // nothing with o.API.Insecure.
-func (o *Options) serverOptions() ([]grpc.ServerOption, error) {
+func (o *Options) serverOptions(jn *joined) ([]grpc.ServerOption, error) {
 	s := o.Serving
 	if o.API.Insecure {
 		if s.CertFile != "" || s.ClientCAFile != "" {
 			return nil, errors.New("--insecure serves the NodeAgent service in plain text: it cannot go with --serving-cert-file or --serving-client-ca-file")
 		}
 		return nil, nil
+	}
+	if jn != nil {
+		tc, err := jn.servingTLS()
+		if err != nil {
+			return nil, err
+		}
+		return onlyAPIServerOptions(credentials.NewTLS(tc)), nil
 	}
 	if (s.CertFile == "") != (s.KeyFile == "") {
 		return nil, errors.New("--serving-cert-file and --serving-key-file go together")
@@ -94,6 +101,11 @@ func (o *Options) serverOptions() ([]grpc.ServerOption, error) {
 		ClientAuth:   tls.RequireAndVerifyClientCert,
 		ClientCAs:    pool,
 	})
+	return onlyAPIServerOptions(creds), nil
+}
+
+// onlyAPIServerOptions serve with creds and admit only the apiserver.
+func onlyAPIServerOptions(creds credentials.TransportCredentials) []grpc.ServerOption {
 	return []grpc.ServerOption{
 		grpc.Creds(creds),
 		grpc.ChainUnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
@@ -108,7 +120,7 @@ func (o *Options) serverOptions() ([]grpc.ServerOption, error) {
 			}
 			return next(srv, ss)
 		}),
-	}, nil
+	}
 }
 
 // onlyAPIServer admits the apiserver (system:apiserver) and system:masters.

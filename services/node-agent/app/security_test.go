@@ -99,7 +99,7 @@ func TestServingFlags(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := o.serverOptions(); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := o.serverOptions(nil); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: error %v, want %q", tc.args, err, tc.want)
 		}
 	}

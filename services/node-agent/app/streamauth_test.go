@@ -48,7 +48,7 @@ func TestOnlyTheAPIServerMayExec(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts, err := o.serverOptions()
+	opts, err := o.serverOptions(nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,151 @@
+package app
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"flag"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+
+	"skiff.dev/internal/client"
+	"skiff.dev/services/node-agent/agent"
+	"skiff.dev/services/node-agent/certs"
+)
+
+// JoinOptions make a node join the cluster with a bootstrap token
+// (--join, --token, --ca-cert-hash) and keep its certificates in
+// --cert-dir, renewed before they expire (package certs).
+type JoinOptions struct {
+	// Join is the apiserver address to join through ("" : no join; the
+	// credentials are the --tls-* files).
+	Join       string
+	Token      string
+	CACertHash string
+	CertDir    string
+}
+
+// AddFlags registers --join, --token, --ca-cert-hash and --cert-dir.
+func (j *JoinOptions) AddFlags(fs *flag.FlagSet) {
+	fs.StringVar(&j.Join, "join", "", "join the cluster through the apiserver at this address (host:port; the default of --server): with --token and --ca-cert-hash the node asks for its client and serving certificates (CertificateSigningRequests) and keeps them in --cert-dir, renewed before they expire")
+	fs.StringVar(&j.Token, "token", "", "bootstrap token for --join (skiff-apiserver token create); only needed until the node has its client certificate")
+	fs.StringVar(&j.CACertHash, "ca-cert-hash", "", "sha256:<hex> pin of the cluster CA's public key for --join (skiff-apiserver token create --print-join-command prints it)")
+	fs.StringVar(&j.CertDir, "cert-dir", filepath.Join(agent.DefaultRootDir, "pki"), "where --join keeps the cluster CA (ca.crt) and the node's certificates (node-client.*, node-serving.*)")
+}
+
+// check validates the join flags against the others.
+func (j *JoinOptions) check(o *Options, serverSet bool) error {
+	if j.Join == "" {
+		if j.Token != "" || j.CACertHash != "" {
+			return errors.New("--token and --ca-cert-hash go with --join")
+		}
+		return nil
+	}
+	switch {
+	case o.API.Insecure:
+		return errors.New("--join asks for certificates: it cannot go with --insecure")
+	case o.API.CertFile != "" || o.API.TokenFile != "":
+		return errors.New("--join gets the node's certificates itself: it cannot go with --tls-cert-file or --token-file")
+	case o.Serving.CertFile != "":
+		return errors.New("--join gets the node's serving certificate itself: it cannot go with --serving-cert-file")
+	case j.CACertHash == "" && o.API.CAFile == "":
+		return errors.New("--join needs --ca-cert-hash (or --tls-ca-file) to trust the apiserver")
+	}
+	if j.CACertHash != "" {
+		if _, err := client.ParseCACertHash(j.CACertHash); err != nil {
+			return fmt.Errorf("--ca-cert-hash %w", err)
+		}
+	}
+	if !serverSet {
+		o.API.Server = j.Join
+	}
+	return nil
+}
+
+// joined are a joined node's certificates.
+type joined struct {
+	client, serving *certs.Manager
+	caPEM           []byte
+}
+
+// join gets the node's client certificate (with the bootstrap token,
+// when it has none) and points the API config at it and the CA.
+func (o *Options) join(ctx context.Context, log *zap.Logger) (*joined, error) {
+	j := o.Join
+	if j.Join == "" {
+		return nil, nil
+	}
+	caFile := o.API.CAFile
+	if caFile == "" {
+		caFile = filepath.Join(j.CertDir, "ca.crt")
+	}
+	cm := certs.New(withLog(certs.NodeClient(j.CertDir, o.NodeName), log))
+	bctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	caPEM, err := certs.Bootstrap(bctx, cm, j.Join, j.Token, j.CACertHash, caFile)
+	if err != nil {
+		return nil, fmt.Errorf("--join %s: %w", j.Join, err)
+	}
+	o.API.CAFile, o.API.CAData = "", caPEM
+	o.API.GetClientCertificate = cm.GetClientCertificate
+	sm := certs.New(withLog(certs.NodeServing(j.CertDir, o.NodeName, nil), log))
+	return &joined{client: cm, serving: sm, caPEM: caPEM}, nil
+}
+
+func withLog(c certs.Config, log *zap.Logger) certs.Config {
+	c.Log = log.Named("certificates")
+	return c
+}
+
+// servingTLS is the NodeAgent service's TLS with the rotated serving
+// certificate.
+func (jn *joined) servingTLS() (*tls.Config, error) {
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(jn.caPEM) {
+		return nil, errors.New("the cluster CA: no PEM certificate")
+	}
+	return &tls.Config{MinVersion: tls.VersionTLS13, GetCertificate: jn.serving.GetCertificate, ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: pool}, nil
+}
+
+// run renews the client certificate, and asks for the serving one once the
+// Node is registered (the approver checks its names against the Node's
+// addresses), then renews it, until ctx ends.
+func (jn *joined) run(ctx context.Context, conn grpc.ClientConnInterface, node string) {
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); jn.client.Run(ctx, conn) }()
+	go func() {
+		defer wg.Done()
+		jn.serving.SetHosts(func() []string { h, _ := nodeHosts(ctx, conn, node); return h })
+		jn.serving.Run(ctx, conn)
+	}()
+	wg.Wait()
+}
+
+// nodeHosts waits until the Node is registered with addresses and
+// returns its name and addresses (what its serving certificate names).
+func nodeHosts(ctx context.Context, conn grpc.ClientConnInterface, node string) ([]string, error) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		n, err := client.Nodes(conn).Get(ctx, "", node)
+		if err == nil && len(n.GetStatus().GetAddresses()) > 0 {
+			hosts := []string{node}
+			for _, a := range n.GetStatus().GetAddresses() {
+				hosts = append(hosts, a.GetAddress())
+			}
+			return hosts, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+	}
+}
