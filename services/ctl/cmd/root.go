@@ -152,7 +152,7 @@ kubectl merges them, else $SKIFFCONFIG, else ~/.skiff/config. --server,
 	}
 	add("basic", r.createCmd(), r.exposeCmd(), r.getCmd(), r.deleteCmd())
 	add("deploy", r.rolloutCmd(), r.scaleCmd())
-	add("cluster", r.cordonCmd(true), r.cordonCmd(false), r.drainCmd(), r.topCmd())
+	add("cluster", r.certificateCmd(), r.cordonCmd(true), r.cordonCmd(false), r.drainCmd(), r.topCmd())
 	add("debug", r.describeCmd(), r.logsCmd(), r.execCmd(), r.attachCmd(), r.portForwardCmd(), r.cpCmd(), r.debugCmd())
 	add("advanced", r.applyCmd(), r.waitCmd())
 	add("settings", r.labelCmd("label"), r.labelCmd("annotate"))
