@@ -294,6 +294,12 @@ func TestNodeAuthorizer(t *testing.T) {
 		{"get a runtimeclass", ri("get", "node.k8s.io", "runtimeclasses", "", "", "gvisor"), Allow, ""},
 		{"watch runtimeclasses", &server.RequestInfo{Verb: "watch", APIGroup: "node.k8s.io", Resource: "runtimeclasses"}, Allow, ""},
 		{"change a runtimeclass", ri("update", "node.k8s.io", "runtimeclasses", "", "", "gvisor"), NoOpinion, ""},
+		{"create a csr", ri("create", "certificates.k8s.io", "certificatesigningrequests", "", "", ""), Allow, ""},
+		{"get a csr", ri("get", "certificates.k8s.io", "certificatesigningrequests", "", "", "node-a-client"), Allow, ""},
+		{"watch csrs", &server.RequestInfo{Verb: "watch", APIGroup: "certificates.k8s.io", Resource: "certificatesigningrequests"}, Allow, ""},
+		{"approve a csr", ri("update", "certificates.k8s.io", "certificatesigningrequests", "approval", "", "node-a-client"), NoOpinion, ""},
+		{"sign a csr", ri("update", "certificates.k8s.io", "certificatesigningrequests", "status", "", "node-a-client"), NoOpinion, ""},
+		{"delete a csr", ri("delete", "certificates.k8s.io", "certificatesigningrequests", "", "", "node-a-client"), NoOpinion, ""},
 
 		{"anything else: no opinion", ri("get", "apps", "deployments", "", "team-a", "d"), NoOpinion, ""},
 		{"a path: no opinion", pathRI("/skiff.discovery.v1.Discovery/Groups"), NoOpinion, ""},
