@@ -22,7 +22,13 @@ const DefaultConfDir = "/etc/cni/net.d"
 // masquerading (pods reach each other by their own addresses; what leaves
 // the cluster is the host's business), hairpin mode for a pod reaching
 // itself through a service, and portmap for hostPort.
-func Conflist(podCIDRs ...netip.Prefix) []byte {
+func Conflist(podCIDRs ...netip.Prefix) []byte { return ConflistMTU(0, podCIDRs...) }
+
+// ConflistMTU is Conflist with the bridge's and the pods' interfaces' MTU,
+// unless 0 (the bridge plugin's default, the bridge's: 1500). With
+// BackendVXLAN it is the VXLAN device's, as flannel's CNI plugin sets it,
+// so that no pod sends packets bigger than the overlay carries.
+func ConflistMTU(mtu int, podCIDRs ...netip.Prefix) []byte {
 	var b bytes.Buffer
 	b.WriteString(`{
   "cniVersion": "1.0.0",
@@ -35,7 +41,11 @@ func Conflist(podCIDRs ...netip.Prefix) []byte {
       "isDefaultGateway": true,
       "ipMasq": false,
       "hairpinMode": true,
-      "ipam": {"type": "host-local", "ranges": [`)
+`)
+	if mtu > 0 {
+		fmt.Fprintf(&b, "      \"mtu\": %d,\n", mtu)
+	}
+	b.WriteString(`      "ipam": {"type": "host-local", "ranges": [`)
 	for i, p := range podCIDRs {
 		if i > 0 {
 			b.WriteString(", ")
@@ -52,12 +62,12 @@ func Conflist(podCIDRs ...netip.Prefix) []byte {
 	return b.Bytes()
 }
 
-// WriteConflist writes Conflist(podCIDRs...) as dir/ConflistName unless the
+// WriteConflist writes ConflistMTU(mtu, podCIDRs...) as dir/ConflistName unless the
 // file already holds exactly that, and reports whether it wrote. The file
 // appears whole or not at all (a temporary file renamed over it): the
 // runtime watching dir never reads half of one.
-func WriteConflist(dir string, podCIDRs ...netip.Prefix) (bool, error) {
-	want := Conflist(podCIDRs...)
+func WriteConflist(dir string, mtu int, podCIDRs ...netip.Prefix) (bool, error) {
+	want := ConflistMTU(mtu, podCIDRs...)
 	path := filepath.Join(dir, ConflistName)
 	if have, err := os.ReadFile(path); err == nil && bytes.Equal(have, want) {
 		return false, nil

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -34,6 +35,11 @@ func TestConflist(t *testing.T) {
 	if string(got) != entrypointConflist {
 		t.Errorf("Conflist(10.244.1.0/24) =\n%s\nwant\n%s", got, entrypointConflist)
 	}
+	withMTU := strings.Replace(entrypointConflist, `"hairpinMode": true,`, `"hairpinMode": true,
+      "mtu": 1450,`, 1)
+	if got := ConflistMTU(1450, netip.MustParsePrefix("10.244.1.0/24")); string(got) != withMTU || !json.Valid(got) {
+		t.Errorf("ConflistMTU(1450, 10.244.1.0/24) =\n%s\nwant\n%s", got, withMTU)
+	}
 	// Dual stack: one range per family, valid JSON.
 	var v struct {
 		Plugins []struct {
@@ -60,7 +66,7 @@ func TestWriteConflist(t *testing.T) {
 		cidr      netip.Prefix
 		wantWrote bool
 	}{{a, true}, {a, false}, {b, true}, {b, false}} {
-		wrote, err := WriteConflist(dir, step.cidr)
+		wrote, err := WriteConflist(dir, 0, step.cidr)
 		if err != nil || wrote != step.wantWrote {
 			t.Fatalf("step %d: WriteConflist(%s) = %v, %v; want %v", i, step.cidr, wrote, err, step.wantWrote)
 		}
@@ -81,7 +87,7 @@ func TestWriteConflist(t *testing.T) {
 	if err := os.WriteFile(path, []byte("{}"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if wrote, err := WriteConflist(dir, b); err != nil || !wrote {
+	if wrote, err := WriteConflist(dir, 0, b); err != nil || !wrote {
 		t.Errorf("after a change by hand: wrote %v, %v; want a rewrite", wrote, err)
 	}
 }

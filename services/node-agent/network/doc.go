@@ -29,7 +29,9 @@
 //     10.244.2.0 dev skiff.vxlan onlink", with the same protocol number.
 //     DesiredVXLAN is the pure function of the Nodes, PlanEntries the
 //     changes to the FDB and the neighbours; the nodes need only reach
-//     each other's InternalIPs over UDP (--vxlan-port).
+//     each other's InternalIPs over UDP (--vxlan-port). The CNI
+//     configuration gives the pods the device's MTU (ConflistMTU), and is
+//     written only once the device is up.
 //
 // Manager (manager.go) runs both over an informer of every Node: at once on
 // a change, and every Resync (30 s) to repair what someone else removed.

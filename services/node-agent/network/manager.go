@@ -204,20 +204,28 @@ func (m *Manager) Run(ctx context.Context) {
 
 // Sync brings the CNI configuration and the routes (and with
 // BackendVXLAN the VXLAN device and its entries) in line with the Nodes as
-// the informer has them, once.
+// the informer has them, once. With BackendVXLAN the device comes first:
+// the CNI configuration gives the pods its MTU, and is written only once
+// it is up, pods having no way to the other nodes without it.
 func (m *Manager) Sync(ctx context.Context) error {
-	errCNI := m.syncCNI()
-	var errRoutes error
-	if m.cfg.Backend == BackendVXLAN {
-		errRoutes = m.syncVXLAN(ctx)
-	} else {
-		errRoutes = m.syncRoutes(ctx)
+	if m.cfg.Backend != BackendVXLAN {
+		return errors.Join(m.syncCNI(0, ""), m.syncRoutes(ctx))
 	}
-	return errors.Join(errCNI, errRoutes)
+	mtu, err := m.syncVXLAN(ctx)
+	waiting := ""
+	switch {
+	case mtu == 0 && err != nil:
+		waiting = fmt.Sprintf("VXLAN device %s not set up: %v", VXLANDevice, err)
+	case mtu == 0:
+		waiting = fmt.Sprintf("VXLAN device %s not set up: Node %s has no pod CIDR inside %s with an InternalIP of its family",
+			VXLANDevice, m.cfg.NodeName, m.cfg.ClusterCIDR)
+	}
+	return errors.Join(m.syncCNI(mtu, waiting), err)
 }
 
-// syncCNI writes the CNI configuration for the node's pod subnets.
-func (m *Manager) syncCNI() error {
+// syncCNI writes the CNI configuration for the node's pod subnets, with
+// the pods' MTU unless 0, unless waiting says why not yet.
+func (m *Manager) syncCNI(mtu int, waiting string) error {
 	name := m.cfg.NodeName
 	self, ok := m.nodes.Store().Get(name)
 	cidrs, err := PodCIDRs(self)
@@ -229,13 +237,15 @@ func (m *Manager) syncCNI() error {
 		problem = fmt.Sprintf("Node %s: %v", name, err)
 	case len(cidrs) == 0:
 		problem = fmt.Sprintf("Node %s has no spec.podCIDR yet (the controller-manager's nodeipam controller assigns one)", name)
+	default:
+		problem = waiting
 	}
 	if problem != "" {
 		m.setProblem(problem)
 		return nil // not an error: the Node's next change pokes
 	}
 	m.warnOutside(cidrs)
-	wrote, err := WriteConflist(m.cfg.ConfDir, cidrs...)
+	wrote, err := WriteConflist(m.cfg.ConfDir, mtu, cidrs...)
 	if err != nil {
 		m.m.errors.WithLabelValues(opWriteCNIConfig).Inc()
 		m.setProblem("writing the CNI configuration: " + err.Error())
@@ -243,7 +253,7 @@ func (m *Manager) syncCNI() error {
 	}
 	if wrote {
 		m.log.Info("CNI configuration written", zap.String("path", filepath.Join(m.cfg.ConfDir, ConflistName)),
-			zap.String("podCIDRs", joinPrefixes(cidrs)))
+			zap.String("podCIDRs", joinPrefixes(cidrs)), zap.Int("mtu", mtu))
 	}
 	m.setProblem("")
 	return nil
@@ -339,21 +349,22 @@ func apply[T fmt.Stringer](ctx context.Context, m *Manager, what string, replace
 
 // syncVXLAN keeps, with BackendVXLAN, the VXLAN device, its FDB and
 // neighbour entries and the routes through it in line with DesiredVXLAN,
-// and the device's MAC on the own Node. Until the node has a device (a
-// pod subnet and an InternalIP) it routes nothing.
-func (m *Manager) syncVXLAN(ctx context.Context) error {
+// and the device's MAC on the own Node; it returns the device's MTU, 0
+// without one. Until the node has a device (a pod subnet and an
+// InternalIP) it routes nothing.
+func (m *Manager) syncVXLAN(ctx context.Context) (mtu int, err error) {
 	want, skipped := DesiredVXLAN(m.nodes.Store().List(), m.cfg.NodeName, m.cfg.ClusterCIDR, m.cfg.VXLAN)
 	m.logSkipped(skipped)
 	if !want.Device.Local.IsValid() {
-		return m.applyRoutes(ctx, nil)
+		return 0, m.applyRoutes(ctx, nil)
 	}
-	mac, err := m.cfg.Overlay.Ensure(ctx, want.Device)
+	mac, mtu, err := m.cfg.Overlay.Ensure(ctx, want.Device)
 	if err != nil {
 		m.m.errors.WithLabelValues(opEnsureVXLANDevice).Inc()
-		return err
+		return 0, err
 	}
-	if dev := want.Device.String() + " mac " + mac; m.swap(&m.device, dev) {
-		m.log.Info("vxlan device ready", zap.Stringer("device", want.Device), zap.String("mac", mac))
+	if dev := fmt.Sprintf("%s mac %s mtu %d", want.Device, mac, mtu); m.swap(&m.device, dev) {
+		m.log.Info("vxlan device ready", zap.Stringer("device", want.Device), zap.String("mac", mac), zap.Int("mtu", mtu))
 	}
 	errs := []error{m.publishVTEP(ctx, mac)}
 	for _, t := range []struct {
@@ -374,7 +385,7 @@ func (m *Manager) syncVXLAN(ctx context.Context) error {
 		errs = append(errs, err)
 	}
 	errs = append(errs, m.applyRoutes(ctx, want.Routes))
-	return errors.Join(errs...)
+	return mtu, errors.Join(errs...)
 }
 
 // publishVTEP writes mac as the own Node's annotation AnnVTEPMAC when the

@@ -116,8 +116,8 @@ func (e Entry) String() string { return e.MAC + " " + e.IP.String() }
 type Overlay interface {
 	// Ensure creates the device d describes, or brings an existing one in
 	// line with it (recreating it when what cannot change differs), with
-	// Addr its only address, and up; it returns the device's MAC.
-	Ensure(ctx context.Context, d Device) (mac string, err error)
+	// Addr its only address, and up; it returns the device's MAC and MTU.
+	Ensure(ctx context.Context, d Device) (mac string, mtu int, err error)
 	// List returns the device's entries in t: the FDB's with a
 	// destination, the permanent neighbours.
 	List(ctx context.Context, t Table) ([]Entry, error)
@@ -226,6 +226,10 @@ type MemoryOverlay struct {
 	Fail func(op string, t Table, e Entry) error
 }
 
+// MemoryOverlayMTU is the MTU of a MemoryOverlay's device: an underlying
+// device's 1500 less VXLANOverhead.
+const MemoryOverlayMTU = 1500 - VXLANOverhead
+
 // memoryMAC is the MemoryOverlay's device's MAC: a locally administered
 // one, another for each device created.
 func memoryMAC(n int) string {
@@ -234,19 +238,19 @@ func memoryMAC(n int) string {
 
 // Ensure implements Overlay. A device with another VNI, port or local
 // address is recreated, losing its entries, as the kernel's would be.
-func (m *MemoryOverlay) Ensure(_ context.Context, d Device) (string, error) {
+func (m *MemoryOverlay) Ensure(_ context.Context, d Device) (string, int, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.ensured++
 	if err := m.failLocked("ensure", "", Entry{}); err != nil {
-		return "", err
+		return "", 0, err
 	}
 	if m.created == 0 || m.device.Name != d.Name || m.device.VNI != d.VNI || m.device.Port != d.Port || m.device.Local != d.Local {
 		m.created++
 		m.tables = nil
 	}
 	m.device = d
-	return memoryMAC(m.created), nil
+	return memoryMAC(m.created), MemoryOverlayMTU, nil
 }
 
 // Device is the device as last ensured, how many were created, and how

@@ -51,10 +51,10 @@ func DefaultOverlay() (Overlay, error) { return NewNetlinkOverlay() }
 // device of that name that is not such a VXLAN device (another VNI, port,
 // local address or underlying device, learning on: a VXLAN device's
 // settings cannot change in place) is deleted and made again.
-func (o *NetlinkOverlay) Ensure(_ context.Context, d Device) (string, error) {
+func (o *NetlinkOverlay) Ensure(_ context.Context, d Device) (string, int, error) {
 	under, err := o.deviceOf(d.Local)
 	if err != nil {
-		return "", fmt.Errorf("vxlan device %s: %w", d.Name, err)
+		return "", 0, fmt.Errorf("vxlan device %s: %w", d.Name, err)
 	}
 	mtu := under.Attrs().MTU - VXLANOverhead
 	link, err := o.h.LinkByName(d.Name)
@@ -63,10 +63,10 @@ func (o *NetlinkOverlay) Ensure(_ context.Context, d Device) (string, error) {
 	case errors.As(err, &notFound):
 		link = nil
 	case err != nil:
-		return "", fmt.Errorf("vxlan device %s: %w", d.Name, err)
+		return "", 0, fmt.Errorf("vxlan device %s: %w", d.Name, err)
 	case !sameVXLAN(link, d, under.Attrs().Index):
 		if err := o.h.LinkDel(link); err != nil {
-			return "", fmt.Errorf("vxlan device %s: deleting the one with other settings: %w", d.Name, err)
+			return "", 0, fmt.Errorf("vxlan device %s: deleting the one with other settings: %w", d.Name, err)
 		}
 		link = nil
 	}
@@ -75,23 +75,23 @@ func (o *NetlinkOverlay) Ensure(_ context.Context, d Device) (string, error) {
 		la.Name, la.MTU = d.Name, mtu
 		if err := o.h.LinkAdd(&netlink.Vxlan{LinkAttrs: la, VxlanId: d.VNI, VtepDevIndex: under.Attrs().Index,
 			SrcAddr: d.Local.AsSlice(), Port: d.Port, Learning: false}); err != nil {
-			return "", fmt.Errorf("vxlan device %s: creating it: %w", d, err)
+			return "", 0, fmt.Errorf("vxlan device %s: creating it: %w", d, err)
 		}
 		if link, err = o.h.LinkByName(d.Name); err != nil {
-			return "", fmt.Errorf("vxlan device %s: %w", d.Name, err)
+			return "", 0, fmt.Errorf("vxlan device %s: %w", d.Name, err)
 		}
 	} else if link.Attrs().MTU != mtu {
 		if err := o.h.LinkSetMTU(link, mtu); err != nil {
-			return "", fmt.Errorf("vxlan device %s: MTU %d: %w", d.Name, mtu, err)
+			return "", 0, fmt.Errorf("vxlan device %s: MTU %d: %w", d.Name, mtu, err)
 		}
 	}
 	if err := o.onlyAddress(link, d.Addr); err != nil {
-		return "", fmt.Errorf("vxlan device %s: %w", d.Name, err)
+		return "", 0, fmt.Errorf("vxlan device %s: %w", d.Name, err)
 	}
 	if err := o.h.LinkSetUp(link); err != nil {
-		return "", fmt.Errorf("vxlan device %s: up: %w", d.Name, err)
+		return "", 0, fmt.Errorf("vxlan device %s: up: %w", d.Name, err)
 	}
-	return link.Attrs().HardwareAddr.String(), nil
+	return link.Attrs().HardwareAddr.String(), mtu, nil
 }
 
 // sameVXLAN reports whether link is the VXLAN device d over the device of

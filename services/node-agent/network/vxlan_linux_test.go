@@ -189,6 +189,7 @@ func newOverlayTopology(t *testing.T) *overlayTopology {
 // agent is a Manager run as a node's agent in its namespace.
 type agent struct {
 	mgr     *Manager
+	confDir string
 	router  *NetlinkRouter
 	overlay *NetlinkOverlay
 	stop    func()
@@ -211,8 +212,9 @@ func runAgent(t *testing.T, conn *grpc.ClientConn, n netnsOf, name string, backe
 	if testing.Verbose() {
 		log = zaptest.NewLogger(t).With(zap.String("node", name))
 	}
+	confDir := filepath.Join(t.TempDir(), "net.d")
 	mgr, err := New(Config{
-		NodeName: name, API: conn, ConfDir: filepath.Join(t.TempDir(), "net.d"), ClusterCIDR: cluster,
+		NodeName: name, API: conn, ConfDir: confDir, ClusterCIDR: cluster,
 		Router: router, Overlay: overlay, Backend: backend, Resync: time.Hour, Logger: log, Registerer: prometheus.NewRegistry(),
 	})
 	if err != nil {
@@ -222,7 +224,7 @@ func runAgent(t *testing.T, conn *grpc.ClientConn, n netnsOf, name string, backe
 	var wg sync.WaitGroup
 	wg.Go(func() { mgr.Run(ctx) })
 	var once sync.Once
-	a := &agent{mgr: mgr, router: router, overlay: overlay}
+	a := &agent{mgr: mgr, confDir: confDir, router: router, overlay: overlay}
 	a.stop = func() {
 		once.Do(func() {
 			cancel()
@@ -362,14 +364,22 @@ func TestVXLANAcrossRouter(t *testing.T) {
 	b := runAgent(t, o.api.Conn, o.nodeB, "b", BackendVXLAN)
 	awaitPeered(t, a, o.nodeB, "10.244.2.0/24", "192.168.20.2")
 	awaitPeered(t, b, o.nodeA, "10.244.1.0/24", "192.168.10.2")
+	awaitKernel(t, "both pod networks ready (CNI configuration written)", func() (bool, string) {
+		return a.mgr.Problem() == "" && b.mgr.Problem() == "", fmt.Sprintf("a: %q, b: %q", a.mgr.Problem(), b.mgr.Problem())
+	})
 
 	for _, n := range []struct {
 		ns       netnsOf
+		agent    *agent
 		name     string
 		local    string
 		addr     string
+		podCIDR  string
 		underMTU int
-	}{{o.nodeA, "a", "192.168.10.2", "10.244.1.0/32", 1500}, {o.nodeB, "b", "192.168.20.2", "10.244.2.0/32", 1500}} {
+	}{
+		{o.nodeA, a, "a", "192.168.10.2", "10.244.1.0/32", "10.244.1.0/24", 1500},
+		{o.nodeB, b, "b", "192.168.20.2", "10.244.2.0/32", "10.244.2.0/24", 1500},
+	} {
 		v := vtep(t, n.ns)
 		if v.VxlanId != 1 || v.Port != 8472 || v.Learning || !v.SrcAddr.Equal(net.ParseIP(n.local)) || v.MTU != n.underMTU-VXLANOverhead || v.Flags&net.FlagUp == 0 {
 			t.Errorf("node %s: device vni %d port %d learning %v local %s mtu %d flags %v; want vni 1 port 8472 nolearning local %s mtu %d up",
@@ -378,6 +388,11 @@ func TestVXLANAcrossRouter(t *testing.T) {
 		addrs, err := n.ns.h.AddrList(v, netlink.FAMILY_V4)
 		if err != nil || len(addrs) != 1 || addrs[0].IPNet.String() != n.addr {
 			t.Errorf("node %s: device addresses %v (%v), want %s", n.name, addrs, err, n.addr)
+		}
+		// The pods' MTU is the device's.
+		conf, err := os.ReadFile(filepath.Join(n.agent.confDir, ConflistName))
+		if want := ConflistMTU(n.underMTU-VXLANOverhead, netip.MustParsePrefix(n.podCIDR)); err != nil || string(conf) != string(want) {
+			t.Errorf("node %s: CNI configuration %s (%v), want\n%s", n.name, conf, err, want)
 		}
 		got, err := client.Nodes(o.api.Conn).Get(t.Context(), "", n.name)
 		if err != nil || got.GetMetadata().GetAnnotations()[AnnVTEPMAC] != v.HardwareAddr.String() {

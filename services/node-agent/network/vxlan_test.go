@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -185,6 +187,10 @@ func TestManagerVXLAN(t *testing.T) {
 	if want := (Device{Name: VXLANDevice, VNI: 1, Port: 8472, Local: netip.MustParseAddr("192.168.10.2"), Addr: netip.MustParsePrefix("10.244.1.0/32")}); dev != want || created != 1 {
 		t.Fatalf("device %+v (created %d times), want %+v once", dev, created, want)
 	}
+	h.await("the pod network ready", func() (bool, string) { return h.mgr.Problem() == "", h.mgr.Problem() })
+	if b, err := os.ReadFile(filepath.Join(h.dir, ConflistName)); err != nil || string(b) != string(ConflistMTU(MemoryOverlayMTU, netip.MustParsePrefix("10.244.1.0/24"))) {
+		t.Errorf("CNI configuration %q, %v; want the device's MTU %d", b, err, MemoryOverlayMTU)
+	}
 	h.awaitVXLAN("b reached through the overlay, c without a MAC left out", vxlanWant{
 		routes:    []Route{foreign, overlayRoute("10.244.2.0/24")},
 		fdb:       []Entry{entry("192.168.20.2", "02:00:00:00:00:0b")},
@@ -232,7 +238,8 @@ func TestManagerVXLAN(t *testing.T) {
 }
 
 // TestManagerVXLANDeviceFails: a device that cannot be made is retried
-// and counted, and nothing is routed through it meanwhile.
+// and counted, the pod network is not ready (no CNI configuration), and
+// nothing is routed through it meanwhile.
 func TestManagerVXLANDeviceFails(t *testing.T) {
 	api := apiservertest.Start(t)
 	h := startOn(t, api.Conn, api.Conn, func(c *Config) { c.Backend = BackendVXLAN; c.Resync = 300 * time.Millisecond })
@@ -248,6 +255,12 @@ func TestManagerVXLANDeviceFails(t *testing.T) {
 		v := testutil.ToFloat64(h.mgr.m.errors.WithLabelValues(opEnsureVXLANDevice))
 		return v >= 2, explain("errors{operation=ensure_vxlan_device} = %v", v)
 	})
+	if p, want := h.mgr.Problem(), "VXLAN device skiff.vxlan not set up: injected failure"; p != want {
+		t.Errorf("problem %q, want %q", p, want)
+	}
+	if _, err := os.Stat(filepath.Join(h.dir, ConflistName)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("CNI configuration without a device: %v", err)
+	}
 	if l, _ := h.router.List(context.Background()); len(l) != 0 {
 		t.Errorf("routes without a device: %v", l)
 	}
