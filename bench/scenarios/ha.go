@@ -18,7 +18,6 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
@@ -61,17 +60,19 @@ const (
 	haConns = 8
 	// haWriters write one at a time each through the failover client.
 	haWriters = 4
-	// haWriteTimeout bounds each of the failover writers' calls. A write
-	// a follower had forwarded to the leader just before it died may be
-	// lost with it: the follower's etcd answers it only at its request
-	// timeout (5 s + 2 election timeouts: 7 s), with "etcdserver: request
-	// timed out, possibly due to connection lost" (Internal). Without a
-	// deadline, writers caught so were seen to make gaps of 5.7-5.8 s
-	// (docs/operations.md); with it, such a call is given up and written
-	// again (under a new name) after a second, as a client with a
-	// deadline does. The cost: the gap is the election rounded up to the
-	// deadline when every writer was caught.
-	haWriteTimeout = time.Second
+	// haWriteTimeout bounds each of the failover writers' calls, as a
+	// safety net only: beyond etcd's request timeout (5 s + 2 election
+	// timeouts: 7 s), so that etcd's own answer shows. Skiff's clients
+	// set no deadline of their own on a write. A write a follower had
+	// forwarded to the leader just before it died may be lost with it:
+	// the follower's etcd answers it only at that timeout ("etcdserver:
+	// request timed out, possibly due to previous leader failure",
+	// Internal), and the notes count such calls. A deadline of 1 s was
+	// tried and made the gap worse (docs/operations.md): it gives up
+	// calls the new leader would have committed, and their retries,
+	// made before the followers knew the leader was gone, wait a second
+	// whole too.
+	haWriteTimeout = 10 * time.Second
 	// haRetryPause is a writer's pause after a failed write.
 	haRetryPause = 10 * time.Millisecond
 )
@@ -574,22 +575,63 @@ func (w *haWriterSet) waitEach(ctx context.Context, t time.Time, timeout time.Du
 	}
 }
 
-// failedSince counts the failed calls that ended in [from, to), by
-// code, and returns the latest start among those that ran out of time.
-func (w *haWriterSet) failedSince(from, to time.Time) (byCode map[string]int, lastTimedOut time.Time) {
+// failedSince counts the failed calls that ended in [from, to), by code.
+func (w *haWriterSet) failedSince(from, to time.Time) map[string]int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	byCode = map[string]int{}
+	byCode := map[string]int{}
 	for _, f := range w.fails {
-		if f.end.Before(from) || !f.end.Before(to) {
-			continue
-		}
-		byCode[f.err]++
-		if f.err == codes.DeadlineExceeded.String() && f.start.After(lastTimedOut) {
-			lastTimedOut = f.start
+		if !f.end.Before(from) && f.end.Before(to) {
+			byCode[f.err]++
 		}
 	}
-	return byCode, lastTimedOut
+	return byCode
+}
+
+// caughtAt counts the calls started before t that were still waiting at
+// t, and returns the latest end among them.
+func (w *haWriterSet) caughtAt(t time.Time) (n int, last time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, calls := range [][]haCall{w.acks, w.fails} {
+		for _, c := range calls {
+			if c.start.Before(t) && c.end.After(t) {
+				n++
+				if c.end.After(last) {
+					last = c.end
+				}
+			}
+		}
+	}
+	return n, last
+}
+
+// haRound is one failover: the member killed, the member the writers'
+// client was on, when the kill was, when a new etcd leader was seen, and
+// the first write acknowledged after.
+type haRound struct {
+	killed, client string
+	t0, elected    time.Time
+	ack            haCall
+}
+
+// note says where the round's gap went: the election, the calls that
+// failed meanwhile, the calls still waiting when writes resumed (caught
+// by the kill), and, when the client was on the killed member, when it
+// moved to another.
+func (r haRound) note(w *haWriterSet) string {
+	at := func(t time.Time) float64 { return ms(t.Sub(r.t0)) }
+	s := fmt.Sprintf("%s killed, client on %s: new etcd leader seen at %.0f ms, first write acked at %.0f ms (started at %.0f ms, through %s); failed calls meanwhile: %s",
+		r.killed, r.client, at(r.elected), at(r.ack.end), at(r.ack.start), r.ack.member, countsString(w.failedSince(r.t0, r.ack.end)))
+	if n, last := w.caughtAt(r.ack.end); n > 0 {
+		s += fmt.Sprintf("; %d calls still waiting then, the last answered at %.0f ms", n, at(last))
+	}
+	if r.client == r.killed {
+		if m, t := w.movedTo(r.killed, r.t0); m != "" {
+			s += fmt.Sprintf("; the client's first call to another member (%s) started at %.0f ms", m, at(t))
+		}
+	}
+	return s
 }
 
 // movedTo is the member other than gone of the first call started at or
@@ -669,9 +711,9 @@ func newLeader(ctx context.Context, cli *clientv3.Client, c *haCluster, old uint
 	return time.Time{}, fmt.Errorf("no new etcd leader within %v", timeout)
 }
 
-// haFailovers kills the leading member rounds times under the writers,
+// haFailovers kills the leading member n times under the writers,
 // restarting it between rounds, then checks every acknowledged write.
-func haFailovers(ctx context.Context, env *Env, rs *Results, cli *clientv3.Client, c *haCluster, rounds int) error {
+func haFailovers(ctx context.Context, env *Env, rs *Results, cli *clientv3.Client, c *haCluster, n int) error {
 	conn, err := client.Dial(client.Config{Server: c.addrs(), Insecure: true})
 	if err != nil {
 		return err
@@ -698,8 +740,8 @@ func haFailovers(ctx context.Context, env *Env, rs *Results, cli *clientv3.Clien
 
 	const timeout = 30 * time.Second
 	var gaps, elections []time.Duration
-	var notes []string
-	for r := range rounds {
+	var rounds []haRound
+	for r := range n {
 		// Every writer writes before each kill: none is still caught by
 		// the previous one.
 		if err := w.waitEach(ctx, time.Now(), timeout); err != nil {
@@ -732,24 +774,10 @@ func haFailovers(ctx context.Context, env *Env, rs *Results, cli *clientv3.Clien
 		if electErr != nil {
 			return fmt.Errorf("failover %d: %w", r+1, electErr)
 		}
-		gap, election := ack.end.Sub(t0), electedAt.Sub(t0)
-		gaps, elections = append(gaps, gap), append(elections, election)
-		// Where the gap went: the election, then the writers' calls
-		// already waiting (on a write the dead leader took, or that a
-		// follower forwarded to it) until their deadline, then a write.
-		failed, lastTimedOut := w.failedSince(t0, ack.end)
-		after := "no call ran out of time"
-		if !lastTimedOut.IsZero() {
-			after = fmt.Sprintf("the last call that ran out of time had started at %.0f ms", ms(lastTimedOut.Sub(t0)))
-		}
-		if onMember == lead.name {
-			if m, at := w.movedTo(lead.name, t0); m != "" {
-				after += fmt.Sprintf("; the client's first call to another member (%s) started at %.0f ms", m, ms(at.Sub(t0)))
-			}
-		}
-		notes = append(notes, fmt.Sprintf("%s killed, client on %s: new etcd leader at %.0f ms, first write acked at %.0f ms (started at %.0f ms, through %s); failed calls meanwhile: %s; %s",
-			lead.name, onMember, ms(election), ms(gap), ms(ack.start.Sub(t0)), ack.member, countsString(failed), after))
-		env.logf("ha: failover %d: %s", r+1, notes[len(notes)-1])
+		round := haRound{killed: lead.name, client: onMember, t0: t0, elected: electedAt, ack: ack}
+		gaps, elections = append(gaps, round.ack.end.Sub(t0)), append(elections, electedAt.Sub(t0))
+		rounds = append(rounds, round)
+		env.logf("ha: failover %d: %s", r+1, round.note(w))
 
 		// The member comes back with its data and catches up: it serves
 		// the last write acknowledged so far.
@@ -761,6 +789,10 @@ func haFailovers(ctx context.Context, env *Env, rs *Results, cli *clientv3.Clien
 		}
 	}
 	stop()
+	var notes []string
+	for _, r := range rounds {
+		notes = append(notes, r.note(w))
+	}
 
 	// Every acknowledged write is there.
 	have, err := listNames(ctx, conn, haFailoverNamespace)
@@ -778,7 +810,7 @@ func haFailovers(ctx context.Context, env *Env, rs *Results, cli *clientv3.Clien
 	}
 	sorted := slices.Clone(gaps)
 	slices.Sort(sorted)
-	rs.Add(figHAGap, ms(sorted[len(sorted)-1]), fmt.Sprintf("%d writers, one write at a time each (%v deadline, retried after %v), through one client given the three addresses; %d writes acknowledged, none lost (all listed after), %d calls failed; rounds: %s",
+	rs.Add(figHAGap, ms(sorted[len(sorted)-1]), fmt.Sprintf("%d writers, one write at a time each (no deadline but a %v safety net; a failed write written again under a new name after %v), through one client given the three addresses; %d writes acknowledged, none lost (all listed after), %d calls failed; rounds: %s",
 		haWriters, haWriteTimeout, haRetryPause, len(w.acks), len(w.fails), strings.Join(notes, "; ")))
 	rs.Add(figHAGapP50, ms(sorted[(len(sorted)-1)/2]), "the median of the rounds' gaps")
 	slices.Sort(elections)
