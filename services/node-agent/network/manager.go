@@ -378,7 +378,7 @@ func (m *Manager) syncVXLAN(ctx context.Context) (mtu int, err error) {
 			continue
 		}
 		replace, remove := PlanEntries(t.table, t.want, current)
-		_, err = apply(ctx, m, string(t.table)+" entry", replace, remove,
+		_, err = apply(ctx, m, string(t.table), replace, remove,
 			func(ctx context.Context, e Entry) error { return m.cfg.Overlay.Replace(ctx, t.table, e) },
 			func(ctx context.Context, e Entry) error { return m.cfg.Overlay.Delete(ctx, t.table, e) },
 			"replace_"+string(t.table), "delete_"+string(t.table))
