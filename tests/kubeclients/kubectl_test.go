@@ -106,6 +106,19 @@ func TestKubectlSession(t *testing.T) {
 		t.Errorf("kubectl diff changed the object: %q", got)
 	}
 
+	// A CertificateSigningRequest: the server's table, and kubectl
+	// certificate approve through the approval subresource.
+	run("create", "-f", "../conformance/testdata/certificates.k8s.io.v1.CertificateSigningRequest.yaml")
+	if out := run("get", "csr"); !strings.Contains(out, "SIGNERNAME") || !strings.Contains(out, "REQUESTOR") || !strings.Contains(out, "Pending") {
+		t.Errorf("get csr:\n%s", out)
+	}
+	if out := run("certificate", "approve", "example-jane"); !strings.Contains(out, "certificatesigningrequest.certificates.k8s.io/example-jane approved") {
+		t.Errorf("certificate approve: %q", out)
+	}
+	if out := run("get", "csr", "example-jane", "-o", "jsonpath={.status.conditions[0].type} {.status.conditions[0].reason}"); out != "Approved KubectlApprove" {
+		t.Errorf("after certificate approve: %q", out)
+	}
+
 	if out := run("explain", "deployment.spec.replicas"); !strings.Contains(out, "replicas") {
 		t.Errorf("explain:\n%s", out)
 	}
