@@ -472,7 +472,9 @@ type haWriterSet struct {
 	mu      sync.Mutex
 	acks    []haCall
 	fails   []haCall
-	changed chan struct{} // closed and replaced at each ack
+	// firstMsg is the first message of each code that failed a call.
+	firstMsg map[string]string
+	changed  chan struct{} // closed and replaced at each ack
 }
 
 func (w *haWriterSet) run(ctx context.Context, writer int) {
@@ -492,6 +494,9 @@ func (w *haWriterSet) run(ctx context.Context, writer int) {
 			call.err = status.Code(err).String()
 			w.mu.Lock()
 			w.fails = append(w.fails, call)
+			if _, ok := w.firstMsg[call.err]; !ok {
+				w.firstMsg[call.err] = status.Convert(err).Message()
+			}
 			w.mu.Unlock()
 			pause := time.NewTimer(haRetryPause)
 			select {
@@ -722,7 +727,7 @@ func haFailovers(ctx context.Context, env *Env, rs *Results, cli *clientv3.Clien
 	if err := createNamespaces(ctx, conn, haFailoverNamespace); err != nil {
 		return err
 	}
-	w := &haWriterSet{cluster: c, cm: corev1.NewConfigMapsClient(conn), changed: make(chan struct{})}
+	w := &haWriterSet{cluster: c, cm: corev1.NewConfigMapsClient(conn), firstMsg: map[string]string{}, changed: make(chan struct{})}
 	wctx, stopWriters := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	for i := range haWriters {
@@ -793,6 +798,11 @@ func haFailovers(ctx context.Context, env *Env, rs *Results, cli *clientv3.Clien
 	for _, r := range rounds {
 		notes = append(notes, r.note(w))
 	}
+	var msgs []string
+	for code, msg := range w.firstMsg {
+		msgs = append(msgs, fmt.Sprintf("%s %q", code, msg))
+	}
+	slices.Sort(msgs)
 
 	// Every acknowledged write is there.
 	have, err := listNames(ctx, conn, haFailoverNamespace)
@@ -810,8 +820,8 @@ func haFailovers(ctx context.Context, env *Env, rs *Results, cli *clientv3.Clien
 	}
 	sorted := slices.Clone(gaps)
 	slices.Sort(sorted)
-	rs.Add(figHAGap, ms(sorted[len(sorted)-1]), fmt.Sprintf("%d writers, one write at a time each (no deadline but a %v safety net; a failed write written again under a new name after %v), through one client given the three addresses; %d writes acknowledged, none lost (all listed after), %d calls failed; rounds: %s",
-		haWriters, haWriteTimeout, haRetryPause, len(w.acks), len(w.fails), strings.Join(notes, "; ")))
+	rs.Add(figHAGap, ms(sorted[len(sorted)-1]), fmt.Sprintf("%d writers, one write at a time each (no deadline but a %v safety net; a failed write written again under a new name after %v), through one client given the three addresses; %d writes acknowledged, none lost (all listed after), %d calls failed (the first of each code: %s); rounds: %s",
+		haWriters, haWriteTimeout, haRetryPause, len(w.acks), len(w.fails), strings.Join(msgs, ", "), strings.Join(notes, "; ")))
 	rs.Add(figHAGapP50, ms(sorted[(len(sorted)-1)/2]), "the median of the rounds' gaps")
 	slices.Sort(elections)
 	rs.Add(figHAElection, ms(elections[len(elections)-1]), fmt.Sprintf("from the kill until a surviving member's etcd Status names a new leader (polled every 5 ms), the slowest round; etcd's election timeout is 1,000 ms; median %.0f ms", ms(elections[(len(elections)-1)/2])))
