@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -240,10 +241,18 @@ func runAgent(t *testing.T, conn *grpc.ClientConn, n netnsOf, name string, backe
 // echo connects from the pod from to port on to's address, sends a line
 // and returns the reply: the server in the pod to answers with the
 // address the connection came from.
-func echo(from, to netnsOf, addr string) (string, error) { return echoWithin(from, to, addr, patience) }
+func echo(from, to netnsOf, addr string) (string, error) {
+	return exchange(from, to, addr, "hello", patience)
+}
 
 // echoWithin is echo, its connection given up after timeout.
 func echoWithin(from, to netnsOf, addr string, timeout time.Duration) (string, error) {
+	return exchange(from, to, addr, "hello", timeout)
+}
+
+// exchange is echo with the line msg, the connection given up after
+// timeout.
+func exchange(from, to netnsOf, addr, msg string, timeout time.Duration) (string, error) {
 	var l net.Listener
 	if err := inNetns(to.ns, func() (err error) { l, err = net.Listen("tcp", addr); return err }); err != nil {
 		return "", err
@@ -273,7 +282,7 @@ func echoWithin(from, to netnsOf, addr string, timeout time.Duration) (string, e
 	}
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(patience))
-	if _, err := fmt.Fprintf(c, "hello\n"); err != nil {
+	if _, err := fmt.Fprintf(c, "%s\n", msg); err != nil {
 		return "", err
 	}
 	reply, err := bufio.NewReader(c).ReadString('\n')
@@ -407,6 +416,13 @@ func TestVXLANAcrossRouter(t *testing.T) {
 	reply, err = echo(o.podB, o.podA, "10.244.1.2:7002")
 	if err != nil || reply != "hello from 10.244.2.2\n" {
 		t.Fatalf("pod B to pod A through the overlay: %q, %v", reply, err)
+	}
+	// 256 KiB each way: full-size segments, bigger than the device's MTU
+	// on the pods' 1500-byte veths here, cross it (path MTU discovery).
+	big := strings.Repeat("0123456789abcdef", 1<<14)
+	reply, err = exchange(o.podA, o.podB, "10.244.2.2:7006", big, patience)
+	if err != nil || reply != big+" from 10.244.1.2\n" {
+		t.Fatalf("256 KiB from pod A to pod B and back: %d bytes, %v", len(reply), err)
 	}
 }
 
