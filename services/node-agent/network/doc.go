@@ -11,13 +11,12 @@
 //   - keeps (Backend routes, the default), in the main routing table, a
 //     route to every other node's pod subnet through that node's
 //     InternalIP (routes.go: DesiredRoutes, a pure function of the Nodes;
-//     Plan, the changes to get there). The
-//     routes are installed with their own protocol number (RouteProtocol,
-//     83), which is how the agent finds the routes it installed, also
-//     after a restart, and never touches anyone else's; and only routes to
-//     subnets inside --cluster-cidr are touched at all. That needs the
-//     nodes on one L2 segment: the kernel takes no gateway it cannot reach
-//     directly;
+//     Plan, the changes to get there). The routes are installed with
+//     their own protocol number (RouteProtocol, 83), which is how the
+//     agent finds the routes it installed, also after a restart, and never
+//     touches anyone else's; and only routes to subnets inside
+//     --cluster-cidr are touched at all. That needs the nodes on one L2
+//     segment: the kernel takes no gateway it cannot reach directly;
 //   - or, with --pod-network-backend=vxlan (Backend, vxlan.go), reaches
 //     them through an overlay as flannel's vxlan backend does: a VXLAN
 //     device (VXLANDevice, skiff.vxlan) bound to the node's InternalIP,
