@@ -23,7 +23,7 @@ SCENARIO ?=
 TEST_FLAGS ?=
 CHAOS_FLAGS ?=
 
-.PHONY: help build test test-rules test-short proto kfields tools lint bench chaos up down e2e e2e-ha clean check-go
+.PHONY: help build test test-rules test-short proto kfields tools lint bench chaos up down e2e e2e-ha dist e2e-install clean check-go
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -88,6 +88,12 @@ e2e: check-go ## end-to-end test of the compose cluster (starts it, and removes 
 
 e2e-ha: check-go ## end-to-end test of the HA compose cluster: the etcd leader's member SIGKILLed under writes and a rollout, then every member restarted in turn
 	./scripts/compose.sh e2e-ha
+
+dist: check-go ## the release tarball dist/skiff-<version>-linux-amd64.tar.gz: static binaries, systemd units, default settings, install.sh (docs/install.md)
+	VERSION=$(VERSION) LDFLAGS="$(LDFLAGS)" GO=$(GO) ./scripts/dist.sh
+
+e2e-install: dist ## docs/install.md followed command by command on five simulated machines (containers running systemd): three control-plane members, two nodes
+	./deploy/install-test/run.sh
 
 clean: ## remove built binaries and tools
 	rm -rf $(BIN) $(TOOLS)
