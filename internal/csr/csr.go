@@ -200,6 +200,7 @@ func ValidateKubeletClient(req *x509.CertificateRequest, usages []string) error 
 	case len(req.DNSNames) > 0:
 		return errors.New("DNS subjectAltNames are not allowed")
 	case len(req.EmailAddresses) > 0:
+		//lint:ignore ST1005 Kubernetes' words, which its users match on
 		return errors.New("Email subjectAltNames are not allowed")
 	case len(req.IPAddresses) > 0:
 		return errors.New("IP subjectAltNames are not allowed")
@@ -228,6 +229,7 @@ func ValidateKubeletServing(req *x509.CertificateRequest, usages []string) error
 	case len(req.DNSNames) == 0 && len(req.IPAddresses) == 0:
 		return errors.New("DNS or IP subjectAltName is required")
 	case len(req.EmailAddresses) > 0:
+		//lint:ignore ST1005 Kubernetes' words, which its users match on
 		return errors.New("Email subjectAltNames are not allowed")
 	case len(req.URIs) > 0:
 		return errors.New("URI subjectAltNames are not allowed")
