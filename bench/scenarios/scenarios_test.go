@@ -47,6 +47,7 @@ func TestSelect(t *testing.T) {
 		{"the ratio figure", "api.create_vs", []string{"write"}},
 		{"memory alone", "memory", []string{"memory"}},
 		{"leader alone", "leader", []string{"leader"}},
+		{"ha alone: its single apiserver is its own denominator", "ha", []string{"ha"}},
 		{"the HTTP API measures its gRPC denominator itself", "http", []string{"http.create", "http.list"}},
 	}
 	for _, tc := range cases {
