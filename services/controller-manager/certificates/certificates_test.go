@@ -408,4 +408,24 @@ func TestApprovalAndSigningAuthorization(t *testing.T) {
 	if cert.Subject.CommonName != "jane" || time.Until(cert.NotAfter) > time.Hour {
 		t.Errorf("jane's certificate: %v until %v", cert.Subject, cert.NotAfter)
 	}
+
+	t.Run("the signer refuses what its signer does not issue", func(t *testing.T) {
+		// A client certificate with server auth, approved by the admin.
+		obj := newRequest(t, "jane", nil, nil).object("jane-server", csr.KubeAPIServerClient, csr.UsageClientAuth, csr.UsageServerAuth)
+		c.create(t, c.s.Conn, obj)
+		cur, err := client.CertificateSigningRequests(c.s.Conn).Get(c.env.Ctx, "", "jane-server")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cur.Status = &certificatesv1.CertificateSigningRequestStatus{Conditions: []*certificatesv1.CertificateSigningRequestCondition{{Type: csr.Approved, Status: csr.True, Reason: "Test"}}}
+		if _, err := certificatesv1.NewCertificateSigningRequestsClient(c.s.Conn).UpdateApproval(c.env.Ctx, cur); err != nil {
+			t.Fatal(err)
+		}
+		c.env.Await(patience, "jane-server Failed", func() (bool, string) {
+			o, _ := c.csrs.Store().GetByName("", "jane-server")
+			f := csr.Condition(o, csr.Failed)
+			return f.GetReason() == "SignerValidationFailure" && f.GetMessage() == "invalid usage for client certificate: server auth" && len(o.GetStatus().GetCertificate()) == 0,
+				managertest.Explain("%v", o.GetStatus())
+		})
+	})
 }
