@@ -56,10 +56,9 @@ func (c *csrsServer) Create(ctx context.Context, req *csrType) (*csrType, error)
 	if obj.Spec == nil {
 		obj.Spec = &certificatesv1.CertificateSigningRequestSpec{}
 	}
-	u := user.From(ctx)
-	obj.Spec.Username, obj.Spec.Uid, obj.Spec.Groups = u.String(), "", nil
-	if u != nil {
-		obj.Spec.Uid, obj.Spec.Groups = u.UID, append([]string(nil), u.Groups...)
+	obj.Spec.Username, obj.Spec.Uid, obj.Spec.Groups = "", "", nil
+	if u := user.From(ctx); u != nil {
+		obj.Spec.Username, obj.Spec.Uid, obj.Spec.Groups = u.Name, u.UID, append([]string(nil), u.Groups...)
 	}
 	return c.Endpoint.Create(ctx, obj)
 }
