@@ -424,7 +424,7 @@ Next:
   skiffctl get pods -o wide
   scripts/compose.sh compose ps            # or: logs -f node1
   make down                                # make down V=1 also deletes the cluster's state
-The config is a standard kubeconfig: kubectl, Helm and k9s use it as it is:
+The config is a standard kubeconfig: kubectl, Helm and k9s use it as it is$([ "$HA" = 0 ] || echo " with the context skiff-compose-kubectl (apiserver alone: they read one server, not three)"):
   KUBECONFIG=${SKIFFCONFIG:-\$HOME/.skiff/config} kubectl get nodes$([ "$HA" = 0 ] || echo " --context skiff-compose-kubectl")
 EOF
 }

@@ -291,6 +291,8 @@ type ack struct {
 	name      string
 	began, at time.Time
 	attempts  int
+	// errs are the failed attempts' errors, with when each ended.
+	errs []string
 }
 
 const retryFor = 30 * time.Second
@@ -326,7 +328,7 @@ func (l *writeLoad) write(name string) {
 		msg := strings.TrimSpace(string(out))
 		if err == nil || (attempt > 1 && strings.Contains(msg, "AlreadyExists")) {
 			l.mu.Lock()
-			l.acks = append(l.acks, ack{name: name, began: began, at: time.Now(), attempts: attempt})
+			l.acks = append(l.acks, ack{name: name, began: began, at: time.Now(), attempts: attempt, errs: errs})
 			if attempt > 1 {
 				l.retried++
 			}
@@ -468,19 +470,26 @@ func (l *writeLoad) longestGap(from, to time.Time) time.Duration {
 func (l *writeLoad) summary() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var slowest time.Duration
-	var slowName string
+	var slowest ack
+	var retried []string
 	for _, a := range l.acks {
-		if d := a.at.Sub(a.began); d > slowest {
-			slowest, slowName = d, a.name
+		if a.at.Sub(a.began) > slowest.at.Sub(slowest.began) {
+			slowest = a
+		}
+		if len(a.errs) > 0 {
+			retried = append(retried, fmt.Sprintf("%s (begun %s): %s", a.name, a.began.Format("15:04:05.000"), strings.Join(a.errs, "; ")))
 		}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "write load: %d acknowledged, %d of them after a retry, %d failed; slowest %s in %v", len(l.acks), l.retried, len(l.failed), slowName, slowest.Round(time.Millisecond))
+	fmt.Fprintf(&b, "write load: %d acknowledged, %d of them after a retry, %d failed; slowest %s (begun %s) in %v, %d attempts",
+		len(l.acks), l.retried, len(l.failed), slowest.name, slowest.began.Format("15:04:05.000"), slowest.at.Sub(slowest.began).Round(time.Millisecond), slowest.attempts)
 	if len(l.acks) > 1 {
 		span := l.acks[len(l.acks)-1].at.Sub(l.acks[0].at)
 		fmt.Fprintf(&b, "; %.1f writes/s over %v", float64(len(l.acks)-1)/span.Seconds(), span.Round(time.Second))
 	}
 	fmt.Fprintf(&b, "; %s", strings.Join(l.marks, ", "))
+	if len(retried) > 0 {
+		fmt.Fprintf(&b, "\nretried writes:\n%s", strings.Join(retried, "\n"))
+	}
 	return b.String()
 }
