@@ -55,6 +55,10 @@ type Config struct {
 	DataDir string
 	// EtcdServers, when set, are the client URLs of an external etcd cluster.
 	EtcdServers []string
+	// EtcdCAFile verifies the external etcd's serving certificates;
+	// EtcdCertFile and EtcdKeyFile are the client certificate shown to it
+	// (kube-apiserver's --etcd-cafile, --etcd-certfile, --etcd-keyfile).
+	EtcdCAFile, EtcdCertFile, EtcdKeyFile string
 	// EtcdDialTimeout bounds the wait for an external etcd at start.
 	EtcdDialTimeout time.Duration
 	// Listen is the gRPC address ("127.0.0.1:0" picks a free port).
@@ -121,6 +125,10 @@ type Config struct {
 	// AdvertiseAddress is the address the kubernetes Service's endpoint
 	// names ("": the listen address, or this host's first IPv4 address).
 	AdvertiseAddress string
+	// EndpointLeaseDuration is the duration of the lease by which this
+	// member is listed in the kubernetes Service's endpoints (0:
+	// DefaultEndpointLeaseDuration); it is renewed every two thirds of it.
+	EndpointLeaseDuration time.Duration
 	// AccessLog logs an info line per request: user, verb, resource,
 	// namespace, name, code, duration (server.Chain.AccessLog).
 	AccessLog bool
@@ -465,6 +473,9 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	wg.Add(1)
 	go func() { defer wg.Done(); s.repairServices(runCtx) }()
+	endpointsCtx, stopEndpoints := context.WithCancel(runCtx)
+	endpointsDone := make(chan struct{})
+	go func() { defer close(endpointsDone); s.reconcileEndpointsLoop(endpointsCtx) }()
 	if s.metrics != nil {
 		go func() {
 			if err := s.metrics.Serve(s.metricsL); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -483,6 +494,17 @@ func (s *Server) Run(ctx context.Context) error {
 		s.log.Error("server failed", zap.Error(err))
 	}
 	s.log.Info("apiserver shutting down")
+	// Out of the kubernetes Service's endpoints first, while the loopback
+	// still serves: clients in pods move to the other members.
+	stopEndpoints()
+	<-endpointsDone
+	{
+		ectx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		if err := s.reconcileEndpoints(ectx, false); err != nil {
+			s.log.Warn("removing this member from the kubernetes Service's endpoints", zap.Error(err))
+		}
+		cancel()
+	}
 	s.stopping.Store(true)
 	s.serving.Store(false)
 	s.health.Shutdown()

@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -12,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.etcd.io/etcd/server/v3/etcdserver/api/v3client"
@@ -47,8 +49,20 @@ func isAddrInUse(err error) bool {
 // the external cluster in EtcdServers.
 func (s *Server) connectEtcd() error {
 	if len(s.cfg.EtcdServers) > 0 {
+		var tlsCfg *tls.Config
+		if c := s.cfg; c.EtcdCAFile != "" || c.EtcdCertFile != "" || c.EtcdKeyFile != "" {
+			if (c.EtcdCertFile == "") != (c.EtcdKeyFile == "") {
+				return errors.New("--etcd-certfile and --etcd-keyfile go together")
+			}
+			info := transport.TLSInfo{CertFile: c.EtcdCertFile, KeyFile: c.EtcdKeyFile, TrustedCAFile: c.EtcdCAFile}
+			var err error
+			if tlsCfg, err = info.ClientConfig(); err != nil {
+				return fmt.Errorf("--etcd-cafile/--etcd-certfile/--etcd-keyfile: %w", err)
+			}
+		}
 		client, err := clientv3.New(clientv3.Config{
 			Endpoints:   s.cfg.EtcdServers,
+			TLS:         tlsCfg,
 			DialTimeout: s.cfg.EtcdDialTimeout,
 			DialOptions: s.tracing.DialOptions(),
 			Logger:      s.log.Named("etcd-client").WithOptions(zap.IncreaseLevel(zapcore.WarnLevel)),

@@ -16,7 +16,6 @@ import (
 	"skiff.dev/internal/client"
 	"skiff.dev/internal/field"
 	corev1 "skiff.dev/proto/core/v1"
-	discoveryv1 "skiff.dev/proto/discovery/v1"
 	metav1 "skiff.dev/proto/meta/v1"
 	"skiff.dev/services/apiserver/allocator"
 	"skiff.dev/services/apiserver/registry"
@@ -370,12 +369,12 @@ func (s *Server) repairServices(ctx context.Context) {
 	}
 }
 
-// kubernetesServiceHook creates (or corrects) the kubernetes Service in
-// default, at the first address of the range, and its EndpointSlice
-// naming this apiserver's advertised address.
+// kubernetesServiceHook creates the kubernetes Service in default, at the
+// first address of the range, and its EndpointSlice naming the live
+// members' advertised addresses (endpoints.go).
 func (s *Server) kubernetesServiceHook() postStartHook {
 	return postStartHook{name: "kubernetes-service", run: func(ctx context.Context) error {
-		addr, port, err := s.advertised()
+		_, port, err := s.advertised()
 		if err != nil {
 			return err
 		}
@@ -395,34 +394,9 @@ func (s *Server) kubernetesServiceHook() postStartHook {
 		if err != nil && !apierrors.IsAlreadyExists(err) { // another member's, created meanwhile
 			return fmt.Errorf("creating the kubernetes Service: %w", err)
 		}
-		slice := &discoveryv1.EndpointSlice{
-			Metadata: &metav1.ObjectMeta{Namespace: "default", Name: kubernetesService, Labels: map[string]string{
-				"kubernetes.io/service-name": kubernetesService, "endpointslice.kubernetes.io/managed-by": "skiff-apiserver",
-			}},
-			AddressType: "IPv4",
-			Endpoints:   []*discoveryv1.Endpoint{{Addresses: []string{addr}, Conditions: &discoveryv1.EndpointConditions{Ready: proto.Bool(true)}}},
-			Ports:       []*discoveryv1.EndpointPort{{Name: proto.String("https"), Protocol: proto.String("TCP"), Port: proto.Int32(port)}},
-		}
-		slices := client.EndpointSlices(s.loopback)
-		_, err = slices.Create(ctx, slice)
-		if apierrors.IsAlreadyExists(err) {
-			err = client.RetryOnConflict(ctx, client.DefaultRetry, func() error {
-				cur, err := slices.Get(ctx, "default", kubernetesService)
-				if err != nil {
-					return err
-				}
-				if proto.Equal(cur.GetEndpoints()[0], slice.Endpoints[0]) && len(cur.GetEndpoints()) == 1 && proto.Equal(cur.GetPorts()[0], slice.Ports[0]) {
-					return nil
-				}
-				cur.Endpoints, cur.Ports = slice.Endpoints, slice.Ports
-				_, err = slices.Update(ctx, cur)
-				return err
-			})
-		}
-		if err != nil {
-			return fmt.Errorf("writing the kubernetes Service's EndpointSlice: %w", err)
-		}
-		return nil
+		// Its endpoints: this member's lease, and the live members'
+		// addresses (endpoints.go), renewed by reconcileEndpointsLoop.
+		return s.reconcileEndpoints(ctx, true)
 	}}
 }
 

@@ -1,12 +1,19 @@
 package integration
 
 import (
+	"path/filepath"
+	"strings"
 	"testing"
+	"time"
+
+	"go.etcd.io/etcd/client/pkg/v3/transport"
+	"go.etcd.io/etcd/server/v3/embed"
 
 	"skiff.dev/internal/client"
 	metav1 "skiff.dev/proto/meta/v1"
 	"skiff.dev/services/apiserver/apiserver"
 	"skiff.dev/services/apiserver/apiservertest"
+	"skiff.dev/services/apiserver/authn/pki"
 )
 
 // TestExternalEtcdAndTwoAPIServers runs a second apiserver with
@@ -52,5 +59,45 @@ func TestExternalEtcdAndTwoAPIServers(t *testing.T) {
 	stale.Data = map[string]string{"k": "b"}
 	if _, err := client.ConfigMaps(b.Conn).Update(ctx, stale); err == nil {
 		t.Fatal("stale update through the second apiserver succeeded")
+	}
+}
+
+// TestExternalEtcdWithClientCertificates: an external etcd that serves TLS
+// and requires client certificates (as kube-apiserver's --etcd-cafile,
+// --etcd-certfile, --etcd-keyfile): the apiserver with the certificate
+// serves; without it, it fails to start, saying which etcd did not answer.
+func TestExternalEtcdWithClientCertificates(t *testing.T) {
+	dir := t.TempDir()
+	ca, _, err := pki.InitCA(dir, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, r := range map[string]pki.Request{
+		"etcd":      {CommonName: "etcd", Hosts: []string{"127.0.0.1"}, Server: true},
+		"apiserver": {CommonName: "kube-apiserver-etcd-client", Client: true},
+	} {
+		certPEM, keyPEM, err := ca.Issue(r, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := pki.WritePair(dir, name, certPEM, keyPEM); err != nil {
+			t.Fatal(err)
+		}
+	}
+	caFile := filepath.Join(dir, pki.CACertFile)
+	endpoint := startEtcdWith(t, func(cfg *embed.Config) {
+		cfg.ClientTLSInfo = transport.TLSInfo{CertFile: filepath.Join(dir, "etcd.crt"), KeyFile: filepath.Join(dir, "etcd.key"), TrustedCAFile: caFile, ClientCertAuth: true}
+	})
+	s := apiservertest.Start(t, apiservertest.WithConfig(func(c *apiserver.Config) {
+		c.DataDir, c.EtcdServers = "", []string{endpoint}
+		c.EtcdCAFile, c.EtcdCertFile, c.EtcdKeyFile = caFile, filepath.Join(dir, "apiserver.crt"), filepath.Join(dir, "apiserver.key")
+	}))
+	ctx := testContext(t)
+	if _, err := client.ConfigMaps(s.Conn).Create(ctx, cm("default", "over-tls", nil)); err != nil {
+		t.Fatalf("a create through an etcd with client certificates: %v", err)
+	}
+	_, err = apiservertest.StartConfig(apiserver.Config{Listen: "127.0.0.1:0", EtcdServers: []string{endpoint}, EtcdCAFile: caFile, EtcdDialTimeout: 3 * time.Second})
+	if err == nil || !strings.Contains(err.Error(), "does not answer") {
+		t.Errorf("without a client certificate: %v, want the etcd named as not answering", err)
 	}
 }

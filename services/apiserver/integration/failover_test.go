@@ -22,7 +22,11 @@ import (
 
 // startEtcd is an etcd of its own for apiservers that share it
 // (--etcd-servers), stopped with the test.
-func startEtcd(t *testing.T) string {
+func startEtcd(t *testing.T) string { return startEtcdWith(t, nil) }
+
+// startEtcdWith is startEtcd with edit applied to its config; a client
+// TLS configuration makes its endpoint https.
+func startEtcdWith(t *testing.T, edit func(*embed.Config)) string {
 	t.Helper()
 	cfg := embed.NewConfig()
 	cfg.Dir = filepath.Join(t.TempDir(), "etcd")
@@ -32,6 +36,15 @@ func startEtcd(t *testing.T) string {
 	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
 	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
 	cfg.InitialCluster = cfg.Name + "=" + peer.String()
+	scheme := "http://"
+	if edit != nil {
+		edit(cfg)
+		if !cfg.ClientTLSInfo.Empty() {
+			scheme = "https://"
+			tls := mustParse(t, "https://127.0.0.1:0")
+			cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{tls}, []url.URL{tls}
+		}
+	}
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -42,7 +55,7 @@ func startEtcd(t *testing.T) string {
 	case <-time.After(30 * time.Second):
 		t.Fatal("etcd did not start")
 	}
-	return "http://" + e.Clients[0].Addr().String()
+	return scheme + e.Clients[0].Addr().String()
 }
 
 func mustParse(t *testing.T, s string) url.URL {

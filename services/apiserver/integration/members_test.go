@@ -3,15 +3,21 @@ package integration
 import (
 	"crypto/tls"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/types/known/timestamppb"
+
 	"skiff.dev/internal/await"
 	"skiff.dev/internal/client"
+	coordinationv1 "skiff.dev/proto/coordination/v1"
 	corev1 "skiff.dev/proto/core/v1"
 	metav1 "skiff.dev/proto/meta/v1"
 	"skiff.dev/services/apiserver/apiserver"
@@ -177,4 +183,66 @@ func TestSecureMembersShareTheClusterCA(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "presents no CA whose hash is sha256:abab") {
 		t.Errorf("a join pinning another CA: %v, want it refused for the hash", err)
 	}
+}
+
+// TestKubernetesServiceListsLiveMembers: the kubernetes Service's
+// EndpointSlice lists every member by its lease (three members on one port
+// of three loopback addresses); a member that shuts down leaves it at once;
+// a member whose lease is no longer renewed (a crash) leaves it once the
+// lease expires; an expired lease is never listed.
+func TestKubernetesServiceListsLiveMembers(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	member := func(ip, name, join string) apiservertest.Option {
+		return apiservertest.WithConfig(func(c *apiserver.Config) {
+			c.Listen = net.JoinHostPort(ip, strconv.Itoa(port))
+			c.EndpointLeaseDuration = 3 * time.Second
+			c.Cluster = apiserver.ClusterOptions{Name: name, Join: join, Token: "tok"}
+		})
+	}
+	m1 := apiservertest.Start(t, member("127.0.0.1", "m1", ""))
+	m2 := apiservertest.Start(t, member("127.0.0.2", "m2", m1.Addr()))
+	m3 := apiservertest.Start(t, member("127.0.0.3", "m3", m1.Addr()))
+	ctx := testContext(t)
+	endpoints := func(want ...string) {
+		t.Helper()
+		var sig await.Signal
+		sig.Until(t, 20*time.Second, fmt.Sprintf("the kubernetes Service's endpoints to be %v", want), ctx.Done(), func() (bool, string) {
+			s, err := client.EndpointSlices(m1.Conn).Get(ctx, "default", "kubernetes")
+			if err != nil {
+				return false, err.Error()
+			}
+			var got []string
+			for _, e := range s.GetEndpoints() {
+				got = append(got, e.GetAddresses()...)
+			}
+			ok := slices.Equal(got, want) && len(s.GetPorts()) == 1 && s.GetPorts()[0].GetPort() == int32(port)
+			return ok, fmt.Sprintf("%v port %v", got, s.GetPorts())
+		})
+	}
+	endpoints("127.0.0.1", "127.0.0.2", "127.0.0.3")
+	m3.Stop()
+	endpoints("127.0.0.1", "127.0.0.2")
+
+	// Leases of members that are gone: one expired long ago, one live now
+	// but never renewed (its member crashed).
+	lease := func(holder string, renewed time.Time) {
+		d := int32(3)
+		_, err := client.Leases(m2.Conn).Create(ctx, &coordinationv1.Lease{
+			Metadata: &metav1.ObjectMeta{Namespace: "kube-system", Name: "apiserver-gone-" + holder[strings.LastIndexByte(holder, '.')+1:],
+				Labels: map[string]string{"apiserver.kubernetes.io/identity": "kube-apiserver"}},
+			Spec: &coordinationv1.LeaseSpec{HolderIdentity: net.JoinHostPort(holder, strconv.Itoa(port)), LeaseDurationSeconds: &d, RenewTime: timestamppb.New(renewed)},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	lease("127.0.0.9", time.Now().Add(-time.Minute))
+	lease("127.0.0.8", time.Now())
+	endpoints("127.0.0.1", "127.0.0.2", "127.0.0.8")
+	endpoints("127.0.0.1", "127.0.0.2")
 }

@@ -83,6 +83,9 @@ Flags:
 	var memoryLimit string
 	fs.StringVar(&cfg.DataDir, "data-dir", "/var/lib/skiff", "directory of the embedded etcd's data")
 	fs.StringVar(&etcdServers, "etcd-servers", "", "comma-separated client URLs of an external etcd cluster (instead of the embedded one)")
+	fs.StringVar(&cfg.EtcdCAFile, "etcd-cafile", "", "CA (PEM) that verifies the external etcd's serving certificates (with --etcd-servers https://...)")
+	fs.StringVar(&cfg.EtcdCertFile, "etcd-certfile", "", "client certificate (PEM) shown to the external etcd")
+	fs.StringVar(&cfg.EtcdKeyFile, "etcd-keyfile", "", "private key of --etcd-certfile")
 	fs.DurationVar(&cfg.EtcdDialTimeout, "etcd-dial-timeout", 10*time.Second, "how long to wait for an external etcd to answer at start")
 	fs.StringVar(&cfg.Listen, "listen", "0.0.0.0:6443", "gRPC listen address")
 	fs.StringVar(&cfg.MetricsListen, "metrics-listen", "0.0.0.0:6444", "HTTP address for /metrics and /healthz (empty disables)")
@@ -155,6 +158,8 @@ Flags:
 		return fmt.Errorf("--cluster-init needs --etcd-peer-url: the address the other members reach this one's etcd at")
 	case (clusterInit || cfg.Cluster.Join != "") && len(cfg.EtcdServers) > 0:
 		return fmt.Errorf("--cluster-init and --join are for the embedded etcd, not --etcd-servers")
+	case (cfg.EtcdCAFile != "" || cfg.EtcdCertFile != "" || cfg.EtcdKeyFile != "") && len(cfg.EtcdServers) == 0:
+		return fmt.Errorf("--etcd-cafile, --etcd-certfile and --etcd-keyfile are for the external etcd of --etcd-servers")
 	case cfg.Cluster.CACertHash != "" && cfg.Cluster.Join == "":
 		return fmt.Errorf("--ca-cert-hash pins the CA of the member --join names: give --join too")
 	case cfg.Cluster.CACertHash != "":
