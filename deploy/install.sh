@@ -11,7 +11,8 @@
 #       the first control-plane member: makes the members' token
 #       (/etc/skiff/cluster-token) when missing, starts skiff-apiserver with
 #       --cluster-init, issues the controller-manager's and the scheduler's
-#       client certificates and starts them; prints the CA's hash
+#       client certificates and starts them; writes the CA's hash into
+#       /etc/skiff/ca-cert-hash
 #   ./install.sh control-plane --join MEMBER:6443 --ca-cert-hash sha256:HEX
 #           [--address IP] [--name NAME] [--apiservers ...] [--tls-san ...]
 #       another member: needs /etc/skiff/cluster-token copied from the first
@@ -121,13 +122,23 @@ ca_hash() {
   printf 'sha256:%s\n' "$(openssl x509 -pubkey -noout -in "$1" | openssl pkey -pubin -outform der | sha256sum | cut -d' ' -f1)"
 }
 
-# wait_for FILE SECONDS WHAT: until FILE exists; the unit's log otherwise.
-wait_for() {
-  local file=$1 deadline=$((SECONDS + $2))
-  until [ -s "$file" ]; do
+# healthz PORT: the apiserver's /healthz on 127.0.0.1:PORT answers 200
+# (plain HTTP/1.0 through bash's /dev/tcp: no curl needed).
+healthz() {
+  local status
+  status=$(exec 3<>"/dev/tcp/127.0.0.1/$1" && printf 'GET /healthz HTTP/1.0\r\n\r\n' >&3 && head -1 <&3) 2>/dev/null || return 1
+  [[ $status == *" 200 "* ]]
+}
+
+# wait_apiserver PORT SECONDS: until this member serves (after a join: once
+# its etcd member is promoted, so that the next member may join); its log
+# otherwise.
+wait_apiserver() {
+  local deadline=$((SECONDS + $2))
+  until healthz "$1"; do
     if [ $SECONDS -ge $deadline ]; then
       journalctl -u skiff-apiserver --no-pager -n 30 >&2 || true
-      die "$3: $file did not appear in $2 s (skiff-apiserver's log above)"
+      die "skiff-apiserver does not answer on 127.0.0.1:$1/healthz after $2 s (its log above)"
     fi
     sleep 1
   done
@@ -159,10 +170,14 @@ control_plane() {
   apiservers=${apiservers:-127.0.0.1:6443}
   install_files
 
-  local env=$ETC/apiserver.env token_file pki
+  local env=$ETC/apiserver.env token_file pki metrics
   # shellcheck disable=SC1090 # the installed settings
   token_file=$(. "$env" && echo "$SKIFF_CLUSTER_TOKEN_FILE")
+  # shellcheck disable=SC1090
   pki=$(. "$env" && echo "$SKIFF_PKI_DIR")
+  # shellcheck disable=SC1090
+  metrics=$(. "$env" && echo "${SKIFF_METRICS_LISTEN##*:}")
+  [ -n "$metrics" ] || die "$env: SKIFF_METRICS_LISTEN is empty: install.sh waits on its /healthz"
   if [ ! -s "$token_file" ]; then
     [ "$init" = 1 ] || die "control-plane --join: $token_file is missing: copy it from the first member (it holds the members' shared secret)"
     (umask 077 && od -An -tx1 -N32 /dev/urandom | tr -d ' \n' >"$token_file")
@@ -178,10 +193,11 @@ control_plane() {
     set_env "$env" SKIFF_CLUSTER_ARGS "--join=$join --ca-cert-hash=$hash"
   fi
   systemctl enable --now skiff-apiserver.service
-  log "skiff-apiserver started (member $name, peer URL https://$address:2380); waiting for its CA in $pki"
+  log "skiff-apiserver started (member $name, peer URL https://$address:2380); waiting until it serves"
   # The first member makes the CA at its first start; a joining one
-  # receives it with its join (after its etcd member is added).
-  wait_for "$pki/ca.key" 180 "the cluster CA"
+  # receives it with its join, and serves once its etcd member votes.
+  wait_apiserver "$metrics" 300
+  [ -s "$pki/ca.key" ] || die "skiff-apiserver serves but $pki/ca.key is missing"
 
   # The controller-manager's and the scheduler's client certificates, from
   # the cluster CA on this machine.
@@ -197,8 +213,9 @@ control_plane() {
   systemctl enable --now skiff-controller-manager.service skiff-scheduler.service
   log "skiff-controller-manager and skiff-scheduler started (apiservers $apiservers)"
   if [ "$init" = 1 ]; then
-    log "the first member is up. Join the others with:"
-    log "  ./install.sh control-plane --join $address:6443 --ca-cert-hash $(ca_hash "$pki/ca.crt")"
+    ca_hash "$pki/ca.crt" >"$ETC/ca-cert-hash"
+    log "the first member serves. The CA's hash is in $ETC/ca-cert-hash; join the others with:"
+    log "  ./install.sh control-plane --join $address:6443 --ca-cert-hash $(cat "$ETC/ca-cert-hash")"
   fi
 }
 
