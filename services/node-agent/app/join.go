@@ -16,7 +16,7 @@ import (
 
 	"skiff.dev/internal/client"
 	"skiff.dev/services/node-agent/agent"
-	"skiff.dev/services/node-agent/certs"
+	"skiff.dev/internal/certs"
 )
 
 // JoinOptions make a node join the cluster with a bootstrap token

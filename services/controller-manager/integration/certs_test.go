@@ -1,4 +1,4 @@
-package certs_test
+package integration
 
 import (
 	"context"
@@ -11,12 +11,12 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"skiff.dev/internal/await"
+	"skiff.dev/internal/certs"
 	"skiff.dev/internal/client"
 	"skiff.dev/internal/informer"
 	"skiff.dev/internal/workqueue"
@@ -27,10 +27,7 @@ import (
 	"skiff.dev/services/apiserver/authn/pki"
 	"skiff.dev/services/controller-manager/certificates"
 	"skiff.dev/services/controller-manager/manager"
-	"skiff.dev/services/node-agent/certs"
 )
-
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // cluster is a secure apiserver with the controller-manager's real CSR
 // approver and signer.

@@ -1,5 +1,8 @@
-// Package certs gets and renews the node agent's certificates from the
-// cluster, as the kubelet's TLS bootstrap and certificate manager do.
+// Package certs gets and renews a component's certificates from the
+// cluster, as the kubelet's TLS bootstrap and certificate manager do: the
+// node agent's client and serving certificates, and the client
+// certificates of the controller-manager and the scheduler
+// (--rotate-certificates).
 //
 // A node that joins (skiff-node-agent --join ADDR --token T --ca-cert-hash
 // H) has no credentials but a bootstrap token: it fetches the cluster CA
@@ -13,8 +16,8 @@
 // for the same way once the node is registered, with its client
 // certificate.
 //
-// Each certificate is a Manager: loaded from its files in --cert-dir at
-// start, asked for when missing, renewed at a random point between 70%
+// Each certificate is a Manager: loaded from its files (the node agent's
+// in --cert-dir) at start, asked for when missing, renewed at a random point between 70%
 // and 90% of its lifetime (the kubelet's rotation deadline) with the
 // current client certificate as credentials, written back (the key before
 // the certificate) and swapped in memory, so every TLS handshake after
@@ -50,16 +53,17 @@ import (
 	metav1 "skiff.dev/proto/meta/v1"
 )
 
-// Kubernetes' signers of node certificates.
+// Kubernetes' signers of node certificates, and of other clients'.
 const (
-	ClientSigner  = "kubernetes.io/kube-apiserver-client-kubelet"
-	ServingSigner = "kubernetes.io/kubelet-serving"
+	ClientSigner          = "kubernetes.io/kube-apiserver-client-kubelet"
+	ServingSigner         = "kubernetes.io/kubelet-serving"
+	APIServerClientSigner = "kubernetes.io/kube-apiserver-client"
 )
 
 // Config describes one certificate of the node agent.
 type Config struct {
-	// Dir and Name: the files Dir/Name.crt and Dir/Name.key.
-	Dir, Name string
+	// CertFile and KeyFile hold the certificate and its key (PEM).
+	CertFile, KeyFile string
 	// SignerName, Usages, Subject: what the CertificateSigningRequest
 	// asks for.
 	SignerName string
@@ -79,7 +83,7 @@ type Config struct {
 
 // NodeClient is the Config of node's client certificate in dir.
 func NodeClient(dir, node string) Config {
-	return Config{Dir: dir, Name: "node-client", SignerName: ClientSigner,
+	return Config{CertFile: filepath.Join(dir, "node-client.crt"), KeyFile: filepath.Join(dir, "node-client.key"), SignerName: ClientSigner,
 		Usages:  []string{"digital signature", "client auth"},
 		Subject: pkix.Name{CommonName: "system:node:" + node, Organization: []string{"system:nodes"}}}
 }
@@ -87,9 +91,25 @@ func NodeClient(dir, node string) Config {
 // NodeServing is the Config of node's serving certificate in dir, for
 // the names and addresses hosts gives.
 func NodeServing(dir, node string, hosts func() []string) Config {
-	return Config{Dir: dir, Name: "node-serving", SignerName: ServingSigner,
+	return Config{CertFile: filepath.Join(dir, "node-serving.crt"), KeyFile: filepath.Join(dir, "node-serving.key"), SignerName: ServingSigner,
 		Usages:  []string{"digital signature", "server auth"},
 		Subject: pkix.Name{CommonName: "system:node:" + node, Organization: []string{"system:nodes"}}, Hosts: hosts}
+}
+
+// ClientRenewal is the Config that renews the client certificate in
+// certFile and keyFile for the same user and groups (signer
+// kubernetes.io/kube-apiserver-client): a component's, with
+// --rotate-certificates. The controller-manager approves a client's
+// renewal of its own certificate when it may create
+// certificatesigningrequests/selfclient.
+func ClientRenewal(certFile, keyFile string) (Config, error) {
+	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return Config{}, err
+	}
+	return Config{CertFile: certFile, KeyFile: keyFile, SignerName: APIServerClientSigner,
+		Usages:  []string{"digital signature", "client auth"},
+		Subject: pkix.Name{CommonName: pair.Leaf.Subject.CommonName, Organization: pair.Leaf.Subject.Organization}}, nil
 }
 
 // Manager keeps one certificate (see the package comment).
@@ -119,8 +139,8 @@ func New(cfg Config) *Manager {
 	return m
 }
 
-func (m *Manager) certPath() string { return filepath.Join(m.cfg.Dir, m.cfg.Name+".crt") }
-func (m *Manager) keyPath() string  { return filepath.Join(m.cfg.Dir, m.cfg.Name+".key") }
+func (m *Manager) certPath() string { return m.cfg.CertFile }
+func (m *Manager) keyPath() string  { return m.cfg.KeyFile }
 
 // SetHosts sets Config.Hosts; call it before Run.
 func (m *Manager) SetHosts(hosts func() []string) { m.cfg.Hosts = hosts }
@@ -197,7 +217,7 @@ func (m *Manager) Request(ctx context.Context, conn grpc.ClientConnInterface) er
 	csrs := client.CertificateSigningRequests(conn)
 	csr, err := csrs.Create(ctx, &certificatesv1.CertificateSigningRequest{Metadata: &metav1.ObjectMeta{GenerateName: "csr-"}, Spec: spec})
 	if err != nil {
-		return fmt.Errorf("asking for the %s certificate: %w", m.cfg.Name, err)
+		return fmt.Errorf("asking for the %s certificate: %w", filepath.Base(m.cfg.CertFile), err)
 	}
 	name := csr.GetMetadata().GetName()
 	m.cfg.Log.Info("certificate requested", zap.String("csr", name), zap.String("signer", m.cfg.SignerName))
@@ -269,8 +289,10 @@ func (m *Manager) keep(certPEM []byte, key crypto.Signer) error {
 	if pair.Leaf.Subject.CommonName != m.cfg.Subject.CommonName {
 		return fmt.Errorf("the signed certificate is for %q, not %q", pair.Leaf.Subject.CommonName, m.cfg.Subject.CommonName)
 	}
-	if err := os.MkdirAll(m.cfg.Dir, 0o700); err != nil {
-		return err
+	for _, f := range []string{m.keyPath(), m.certPath()} {
+		if err := os.MkdirAll(filepath.Dir(f), 0o700); err != nil {
+			return err
+		}
 	}
 	if err := writeFile(m.keyPath(), keyPEM, 0o600); err != nil {
 		return err
@@ -279,7 +301,7 @@ func (m *Manager) keep(certPEM []byte, key crypto.Signer) error {
 		return err
 	}
 	m.set(&pair)
-	m.cfg.Log.Info("certificate renewed", zap.String("name", m.cfg.Name), zap.Time("notAfter", pair.Leaf.NotAfter), zap.Time("rotation", m.RotationDeadline()))
+	m.cfg.Log.Info("certificate renewed", zap.String("name", filepath.Base(m.cfg.CertFile)), zap.Time("notAfter", pair.Leaf.NotAfter), zap.Time("rotation", m.RotationDeadline()))
 	return nil
 }
 
@@ -316,7 +338,7 @@ func (m *Manager) Run(ctx context.Context, conn grpc.ClientConnInterface) {
 			if ctx.Err() != nil {
 				return
 			}
-			m.cfg.Log.Warn("certificate request failed; asking again", zap.String("name", m.cfg.Name), zap.Duration("after", backoff), zap.Error(err))
+			m.cfg.Log.Warn("certificate request failed; asking again", zap.String("name", filepath.Base(m.cfg.CertFile)), zap.Duration("after", backoff), zap.Error(err))
 			t := m.cfg.Clock.NewTimer(backoff)
 			select {
 			case <-ctx.Done():
