@@ -14,9 +14,9 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 
+	"skiff.dev/internal/certs"
 	"skiff.dev/internal/client"
 	"skiff.dev/services/node-agent/agent"
-	"skiff.dev/internal/certs"
 )
 
 // JoinOptions make a node join the cluster with a bootstrap token
