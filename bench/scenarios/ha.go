@@ -36,8 +36,9 @@ var (
 	figHASingleCPU  = Figure{Name: "ha.create_single_cpu_us_per_object", Unit: "us CPU/object"}
 	figHAThreePerS  = Figure{Name: "ha.create_three_per_s", Unit: "objects/s"}
 	figHAThreeCPU   = Figure{Name: "ha.create_three_cpu_us_per_object", Unit: "us CPU/object"}
-	// Replication is the cost: every write is fsynced by two members of
-	// three before it is acknowledged, and the followers apply it too.
+	// Replication is the cost: every write is appended and fsynced by a
+	// quorum (two of the three) before it is acknowledged, and every
+	// member applies it to its store and its watch caches.
 	figHARatio = Figure{Name: "ha.create_vs_single_ratio", Unit: "ratio", Target: AtLeast(0.6)}
 	// From the SIGKILL of the member whose etcd leads to the first
 	// acknowledged write started after it, through a client given all
@@ -62,8 +63,8 @@ const (
 	haWriters = 4
 	// haWriteTimeout bounds each of the failover writers' calls, as a
 	// safety net only: beyond etcd's request timeout (5 s + 2 election
-	// timeouts: 7 s), so that etcd's own answer shows. Skiff's clients
-	// set no deadline of their own on a write. A write a follower had
+	// timeouts: 7 s), so that etcd's own answer shows; the client library
+	// (internal/client) puts no deadline on a call. A write a follower had
 	// forwarded to the leader just before it died may be lost with it:
 	// the follower's etcd answers it only at that timeout ("etcdserver:
 	// request timed out, possibly due to previous leader failure",
@@ -131,7 +132,7 @@ func runHA(ctx context.Context, env *Env, rs *Results, o haOptions) error {
 	if err := haCreates(ctx, env, rs, cli, single, three); err != nil {
 		return err
 	}
-	single.stop() // its CPU is no one's in the failovers
+	single.stop() // no part in the failovers: its CPU is not spent there
 	if err := haFailovers(ctx, env, rs, cli, three, o.failovers); err != nil {
 		return err
 	}
