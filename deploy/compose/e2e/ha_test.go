@@ -139,6 +139,7 @@ func TestHA(t *testing.T) {
 	})
 
 	step("each member restarted in turn, the next once it is healthy", func(t *testing.T) {
+		began := time.Now()
 		for _, m := range members {
 			start := time.Now()
 			load.mark("restart " + m.service)
@@ -149,6 +150,7 @@ func TestHA(t *testing.T) {
 			t.Logf("%s restarted and healthy in %v", m.service, time.Since(start).Round(100*time.Millisecond))
 		}
 		load.waitAcks(t, load.count()+20, time.Minute)
+		t.Logf("longest time without an acknowledged write during the restarts: %v", load.longestGap(began, time.Now()).Round(time.Millisecond))
 	})
 
 	load.stop()
