@@ -386,3 +386,36 @@ func Bootstrap(ctx context.Context, m *Manager, server, token, caCertHash, caFil
 	}
 	return caPEM, nil
 }
+
+// RotateFlagUsage is the help of the components' --rotate-certificates.
+const RotateFlagUsage = "renew the client certificate of --tls-cert-file before it expires (at 70-90% of its life), by a CertificateSigningRequest for the same user and groups that the controller-manager approves (certificatesigningrequests/selfclient) and signs; the files are rewritten"
+
+// Dial is client.Dial whose client certificate, with rotate, a Manager of
+// cfg.CertFile and cfg.KeyFile renews while the connection lives (the
+// controller-manager's and the scheduler's --rotate-certificates). stop
+// ends the renewal and closes the connection.
+func Dial(cfg client.Config, rotate bool, log *zap.Logger, opts ...grpc.DialOption) (conn *grpc.ClientConn, stop func(), err error) {
+	var m *Manager
+	if rotate {
+		if cfg.CertFile == "" || cfg.Insecure {
+			return nil, nil, errors.New("--rotate-certificates renews the client certificate of --tls-cert-file: give it (and not --insecure)")
+		}
+		c, err := ClientRenewal(cfg.CertFile, cfg.KeyFile)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--tls-cert-file/--tls-key-file: %w", err)
+		}
+		c.Log = log.Named("certificates")
+		m = New(c)
+		cfg.GetClientCertificate = m.GetClientCertificate
+	}
+	if conn, err = client.Dial(cfg, opts...); err != nil {
+		return nil, nil, err
+	}
+	if m == nil {
+		return conn, func() { conn.Close() }, nil
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); m.Run(ctx, conn) }()
+	return conn, func() { cancel(); <-done; conn.Close() }, nil
+}

@@ -263,3 +263,27 @@ func ValidateAPIServerClient(usages []string) error {
 	}
 	return nil
 }
+
+// ValidateSelfClient says why req with usages, asked by username in
+// groups, is not a client renewing its own client certificate (nil when
+// it is): CN the requester, every O one of its groups, no subject
+// alternative name, usages client auth and digital signature (key
+// encipherment allowed). Skiff's own rule (Kubernetes approves no
+// kube-apiserver-client request by itself): the controller-manager and the
+// scheduler renew their certificates so (--rotate-certificates).
+func ValidateSelfClient(req *x509.CertificateRequest, usages []string, username string, groups []string) error {
+	switch {
+	case req.Subject.CommonName != username:
+		return fmt.Errorf("subject common name %q is not the requester %q", req.Subject.CommonName, username)
+	case len(req.DNSNames)+len(req.EmailAddresses)+len(req.IPAddresses)+len(req.URIs) > 0:
+		return errors.New("subjectAltNames are not allowed")
+	case !sameSet(usages, kubeletClientUsages) && !sameSet(usages, kubeletClientUsagesNoRSA):
+		return fmt.Errorf("usages did not match %v", kubeletClientUsages)
+	}
+	for _, o := range req.Subject.Organization {
+		if !slices.Contains(groups, o) {
+			return fmt.Errorf("subject organization %q is not a group of the requester", o)
+		}
+	}
+	return nil
+}

@@ -113,7 +113,7 @@ var bootstrapPolicy = []bootstrapRole{
 			{"create", "authorization.k8s.io", "subjectaccessreviews"},
 		}, namespacedRules("delete deletecollection")...),
 		named: []namedRule{
-			{"approve", "certificates.k8s.io", "signers", csr.KubeAPIServerClientKubelet + " " + csr.KubeletServing},
+			{"approve", "certificates.k8s.io", "signers", csr.KubeAPIServerClientKubelet + " " + csr.KubeletServing + " " + csr.KubeAPIServerClient},
 			{"sign", "certificates.k8s.io", "signers", csr.KubeAPIServerClientKubelet + " " + csr.KubeletServing + " " + csr.KubeAPIServerClient},
 		}},
 
@@ -132,6 +132,15 @@ var bootstrapPolicy = []bootstrapRole{
 		rules: []r{{"create", "certificates.k8s.io", "certificatesigningrequests/nodeclient"}}},
 	{name: "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient", groups: user.NodesGroup,
 		rules: []r{{"create", "certificates.k8s.io", "certificatesigningrequests/selfnodeclient"}}},
+	// Skiff's: the controller-manager and the scheduler renew their own
+	// client certificates (--rotate-certificates): they create and watch
+	// their CSR, approved by create on certificatesigningrequests/selfclient
+	// (signer kubernetes.io/kube-apiserver-client, their own subject).
+	{name: "system:certificates.k8s.io:certificatesigningrequests:selfclient", users: user.ControllerManager + " " + user.Scheduler,
+		rules: []r{
+			{"create get list watch", "certificates.k8s.io", "certificatesigningrequests"},
+			{"create", "certificates.k8s.io", "certificatesigningrequests/selfclient"},
+		}},
 }
 
 // bootstrappersGroup is the group of every bootstrap token's user

@@ -17,6 +17,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"skiff.dev/internal/certs"
 	"skiff.dev/internal/client"
 	"skiff.dev/internal/leaderelection"
 	"skiff.dev/internal/serving"
@@ -178,11 +179,13 @@ func (c idle) Run(ctx context.Context) error {
 
 // Options are the program's settings, from flags.
 type Options struct {
-	API           client.Config // the apiserver: address, CA, credentials
-	MetricsListen string        // "" disables /metrics, /healthz, /readyz
-	LogLevel      string
-	Manager       manager.Config
-	Tracing       tracing.Options // --tracing-*
+	API client.Config // the apiserver: address, CA, credentials
+	// RotateCertificates renews API's client certificate (certs.Dial).
+	RotateCertificates bool
+	MetricsListen      string // "" disables /metrics, /healthz, /readyz
+	LogLevel           string
+	Manager            manager.Config
+	Tracing            tracing.Options // --tracing-*
 	// RootCAFile is the CA bundle published as kube-root-ca.crt ("": the
 	// API's CA, --tls-ca-file).
 	RootCAFile string
@@ -241,6 +244,7 @@ Flags:
 	o := &Options{}
 	var controllers string
 	o.API.AddFlags(fs, "127.0.0.1:6443")
+	fs.BoolVar(&o.RotateCertificates, "rotate-certificates", false, certs.RotateFlagUsage)
 	o.Tracing.AddFlags(fs, 0)
 	fs.StringVar(&o.MetricsListen, "metrics-listen", "0.0.0.0:10257", "HTTP address for /metrics, /healthz and /readyz (empty disables)")
 	fs.StringVar(&o.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
@@ -355,11 +359,11 @@ func Run(ctx context.Context, o *Options, log *zap.Logger, ready func(metricsAdd
 		return err
 	}
 	defer tr.Stop(log)
-	conn, err := client.Dial(o.API, tr.DialOptions()...)
+	conn, closeConn, err := certs.Dial(o.API, o.RotateCertificates, log, tr.DialOptions()...)
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
+	defer closeConn()
 	mgr, err := manager.New(conn, o.Manager, Builders(), Defaults())
 	if err != nil {
 		return err

@@ -29,6 +29,7 @@ const (
 	reasonAutoApproved = "AutoApproved"
 	msgSelfNodeClient  = "Auto approving self kubelet client certificate after SubjectAccessReview."
 	msgNodeClient      = "Auto approving kubelet client certificate after SubjectAccessReview."
+	msgSelfClient      = "Auto approving self client certificate after SubjectAccessReview."
 	msgNodeServing     = "Auto approving kubelet serving certificate: its subject alternative names are addresses of the requesting node."
 )
 
@@ -98,6 +99,14 @@ type recognizer struct {
 var recognizers = []recognizer{
 	{isSelfNodeClient, "selfnodeclient", msgSelfNodeClient},
 	{isNodeClient, "nodeclient", msgNodeClient},
+	// Skiff's: a client renewing its own certificate (the
+	// controller-manager's and the scheduler's --rotate-certificates).
+	{isSelfClient, "selfclient", msgSelfClient},
+}
+
+func isSelfClient(c *csrType, req *x509.CertificateRequest) bool {
+	spec := c.GetSpec()
+	return spec.GetSignerName() == csr.KubeAPIServerClient && csr.ValidateSelfClient(req, spec.GetUsages(), spec.GetUsername(), spec.GetGroups()) == nil
 }
 
 func isNodeClient(c *csrType, req *x509.CertificateRequest) bool {

@@ -213,3 +213,55 @@ func TestRotation(t *testing.T) {
 		t.Errorf("with the renewed certificate: %v", err)
 	}
 }
+
+// TestComponentRotation: the scheduler's client certificate (issued by
+// hand, "skiff-apiserver certs issue") is renewed at its rotation deadline
+// by a request for its own subject that the controller-manager approves
+// as a self client renewal (Skiff's selfclient) and signs.
+func TestComponentRotation(t *testing.T) {
+	c := startCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	certPEM, keyPEM, err := c.CA.Issue(pki.Request{CommonName: "system:kube-scheduler", Client: true, Validity: 24 * time.Hour}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pki.WritePair(dir, "scheduler", certPEM, keyPEM); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := certs.ClientRenewal(filepath.Join(dir, "scheduler.crt"), filepath.Join(dir, "scheduler.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := workqueue.NewFakeClock(time.Now())
+	cfg.Clock, cfg.Jitter = clk, func() float64 { return 0 }
+	m := certs.New(cfg)
+	first := m.Current().Leaf
+	conn := c.dialAs(t, m)
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); m.Run(runCtx, conn) }()
+	defer func() { stop(); <-done }()
+	clk.SetTime(m.RotationDeadline().Add(time.Second))
+	var sig await.Signal
+	sig.Until(t, 30*time.Second, "the scheduler's certificate renewed", ctx.Done(), func() (bool, string) {
+		return !m.Current().Leaf.Equal(first), "serial " + m.Current().Leaf.SerialNumber.String()
+	})
+	if got := m.Current().Leaf.Subject.CommonName; got != "system:kube-scheduler" {
+		t.Errorf("renewed for %q", got)
+	}
+	list, err := client.CertificateSigningRequests(c.Conn).List(ctx, &metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range list.GetItems() {
+		if r.GetSpec().GetUsername() != "system:kube-scheduler" {
+			continue
+		}
+		conds := r.GetStatus().GetConditions()
+		if len(conds) == 0 || conds[0].GetReason() != "AutoApproved" || conds[0].GetMessage() != "Auto approving self client certificate after SubjectAccessReview." {
+			t.Errorf("the scheduler's renewal: conditions %v", conds)
+		}
+	}
+}

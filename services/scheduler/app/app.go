@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 
+	"skiff.dev/internal/certs"
 	"skiff.dev/internal/client"
 	"skiff.dev/internal/leaderelection"
 	"skiff.dev/internal/serving"
@@ -26,10 +27,12 @@ import (
 
 // Options are the program's settings, from flags.
 type Options struct {
-	API           client.Config // the apiserver: address, CA, credentials
-	ConfigFile    string        // the policy file; "" for the defaults
-	MetricsListen string        // "" disables /metrics, /healthz, /readyz
-	LogLevel      string
+	API client.Config // the apiserver: address, CA, credentials
+	// RotateCertificates renews API's client certificate (certs.Dial).
+	RotateCertificates bool
+	ConfigFile         string // the policy file; "" for the defaults
+	MetricsListen      string // "" disables /metrics, /healthz, /readyz
+	LogLevel           string
 
 	LeaderElect    bool
 	LeaderElection leaderelection.Config
@@ -77,6 +80,7 @@ Flags:
 	}
 	o := &Options{}
 	o.API.AddFlags(fs, "127.0.0.1:6443")
+	fs.BoolVar(&o.RotateCertificates, "rotate-certificates", false, certs.RotateFlagUsage)
 	o.Tracing.AddFlags(fs, 0)
 	fs.StringVar(&o.ConfigFile, "config", "", "the scheduler policy file (KubeSchedulerConfiguration YAML); empty for the defaults")
 	fs.StringVar(&o.MetricsListen, "metrics-listen", "0.0.0.0:10259", "HTTP address for /metrics, /healthz and /readyz (empty disables)")
@@ -165,11 +169,11 @@ func Run(ctx context.Context, o *Options, log *zap.Logger, ready func(metricsAdd
 		return err
 	}
 	defer tr.Stop(log)
-	conn, err := client.Dial(o.API, append(tr.DialOptions(), o.DialOptions...)...)
+	conn, closeConn, err := certs.Dial(o.API, o.RotateCertificates, log, append(tr.DialOptions(), o.DialOptions...)...)
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
+	defer closeConn()
 	sched, err := scheduler.New(conn, scheduler.Config{Policy: policy, Logger: log, Registerer: reg})
 	if err != nil {
 		return err
