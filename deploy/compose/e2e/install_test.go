@@ -31,26 +31,34 @@ type installMachine struct {
 // installBlock is a block of docs/install.md marked for the test.
 type installBlock struct {
 	line     int
+	section  string // the "## " heading it is under
 	machines []string
 	body     string
 }
+
+// operatingSection is the heading of docs/install.md's blocks that run
+// once the cluster is installed and checked (replacing a member).
+const operatingSection = "Operating the cluster"
 
 // parseInstallDoc returns the page's install-vars block and its
 // install-test blocks, in order. Only blocks fenced at the start of a line
 // count (the page's indented examples are for the reader).
 func parseInstallDoc(text string) (vars string, blocks []installBlock, err error) {
 	var (
-		in   bool
-		kind string // "vars", "test" or "" (another block)
-		cur  installBlock
-		body strings.Builder
+		in      bool
+		kind    string // "vars", "test" or "" (another block)
+		cur     installBlock
+		body    strings.Builder
+		section string
 	)
 	sc := bufio.NewScanner(strings.NewReader(text))
 	for n := 1; sc.Scan(); n++ {
 		line := sc.Text()
 		switch {
+		case !in && strings.HasPrefix(line, "## "):
+			section = strings.TrimPrefix(line, "## ")
 		case !in && strings.HasPrefix(line, "```"):
-			in, kind, cur = true, "", installBlock{line: n}
+			in, kind, cur = true, "", installBlock{line: n, section: section}
 			body.Reset()
 			f := strings.Fields(strings.TrimPrefix(line, "```"))
 			switch {
@@ -420,9 +428,14 @@ func TestInstall(t *testing.T) {
 	}
 	t.Logf("five machines booted, the tarball copied in: %v", time.Since(total).Round(100*time.Millisecond))
 
-	// docs/install.md, block by block.
+	// docs/install.md, block by block, up to its operating section.
 	installStart := time.Now()
+	var operating []installBlock
 	for _, b := range blocks {
+		if b.section == operatingSection {
+			operating = append(operating, b)
+			continue
+		}
 		for _, m := range b.machines {
 			r.run(b, m)
 		}
@@ -523,7 +536,54 @@ func TestInstall(t *testing.T) {
 		})
 	}
 	c3.eventually("node1 and node2 still Ready", 30*time.Second, nodesReady(c3))
+
+	// cp1 back: its member takes its place again from its data.
+	r.mustDocker(nil, "start", r.container("cp1"))
+	c2.eventually("cp1 back: three voting etcd members", 2*time.Minute, func() error {
+		_, err := r.etcdVoters(cps)
+		return err
+	})
+
+	// docs/install.md's operating blocks: cp3 removed and replaced by a
+	// new member (another etcd member ID) on the same machine, wiped.
+	if len(operating) == 0 {
+		t.Fatalf("docs/install.md has no install-test block under %q", operatingSection)
+	}
+	oldID, err := r.metrics("cp3", "etcd_server_id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range operating {
+		for _, m := range b.machines {
+			r.run(b, m)
+		}
+	}
+	c1.eventually("cp3 replaced: three voting etcd members, cp3 a new one", 2*time.Minute, func() error {
+		if _, err := r.etcdVoters(cps); err != nil {
+			return err
+		}
+		id, err := r.metrics("cp3", "etcd_server_id")
+		if err != nil {
+			return err
+		}
+		for series := range id {
+			if _, same := oldID[series]; same {
+				return fmt.Errorf("cp3's etcd member is still %s", series)
+			}
+		}
+		t.Logf("cp3's etcd member: %v, was %v", keys(id), keys(oldID))
+		return nil
+	})
+	c1.eventually("node1 and node2 Ready at the end", 30*time.Second, nodesReady(c1))
 	t.Logf("install test: %v in all", time.Since(total).Round(100*time.Millisecond))
+}
+
+func keys(m map[string]float64) []string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	return ks
 }
 
 func envOr(name, def string) string {
