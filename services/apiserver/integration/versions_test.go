@@ -119,7 +119,7 @@ func TestDiscoveryHealthReflection(t *testing.T) {
 		summary = append(summary, g.Name+"="+strings.Join(vs, ",")+" preferred "+g.PreferredVersion.GetGroupVersion())
 	}
 	want := []string{"=v1 preferred v1", "admissionregistration.k8s.io=admissionregistration.k8s.io/v1 preferred admissionregistration.k8s.io/v1", "apps=apps/v1,apps/v1beta1 preferred apps/v1",
-		"batch=batch/v1 preferred batch/v1", "coordination.k8s.io=coordination.k8s.io/v1 preferred coordination.k8s.io/v1", "discovery.k8s.io=discovery.k8s.io/v1 preferred discovery.k8s.io/v1",
+		"batch=batch/v1 preferred batch/v1", "certificates.k8s.io=certificates.k8s.io/v1 preferred certificates.k8s.io/v1", "coordination.k8s.io=coordination.k8s.io/v1 preferred coordination.k8s.io/v1", "discovery.k8s.io=discovery.k8s.io/v1 preferred discovery.k8s.io/v1",
 		"node.k8s.io=node.k8s.io/v1 preferred node.k8s.io/v1",
 		"policy=policy/v1 preferred policy/v1", "rbac.authorization.k8s.io=rbac.authorization.k8s.io/v1 preferred rbac.authorization.k8s.io/v1",
 		"scheduling.k8s.io=scheduling.k8s.io/v1 preferred scheduling.k8s.io/v1", "storage.k8s.io=storage.k8s.io/v1 preferred storage.k8s.io/v1"}
