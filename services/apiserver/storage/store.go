@@ -235,7 +235,7 @@ func (s *Store[T]) pages(ctx context.Context, prefix, start string, rev, batch i
 			opts = append(opts, clientv3.WithRev(rev))
 		}
 		t := time.Now()
-		resp, err := s.client.Get(ctx, start, opts...)
+		resp, err := s.readEtcd(ctx, start, opts...)
 		s.metrics.observe("list", s.resource, t)
 		if err != nil {
 			return rev, "", s.etcdError(err)
@@ -271,7 +271,7 @@ func ParseRV(rv string) (int64, error) {
 // CurrentRevision returns etcd's current revision with one cheap request.
 func (s *Store[T]) CurrentRevision(ctx context.Context) (int64, error) {
 	start := time.Now()
-	resp, err := s.client.Get(ctx, s.prefix, clientv3.WithCountOnly(), clientv3.WithLimit(1))
+	resp, err := s.readEtcd(ctx, s.prefix, clientv3.WithCountOnly(), clientv3.WithLimit(1))
 	s.metrics.observe("revision", s.resource, start)
 	if err != nil {
 		return 0, s.etcdError(err)
@@ -312,7 +312,7 @@ func (s *Store[T]) Create(ctx context.Context, key string, obj T) (T, error) {
 // Get reads one object; a missing key is NotFound.
 func (s *Store[T]) Get(ctx context.Context, key, name string) (T, error) {
 	start := time.Now()
-	resp, err := s.client.Get(ctx, key)
+	resp, err := s.readEtcd(ctx, key)
 	s.metrics.observe("get", s.resource, start)
 	var zero T
 	if err != nil {
@@ -392,7 +392,7 @@ func (s *Store[T]) stale(ctx context.Context, key string, rev int64) (bool, erro
 		return false, nil
 	}
 	start := time.Now()
-	resp, err := s.client.Get(ctx, key)
+	resp, err := s.readEtcd(ctx, key)
 	s.metrics.observe("get", s.resource, start)
 	if err != nil {
 		return false, s.etcdError(err)
@@ -502,8 +502,52 @@ func IsCompacted(err error) bool {
 	return errors.Is(err, rpctypes.ErrCompacted) || errors.Is(err, rpctypes.ErrGRPCCompacted)
 }
 
+// leaderWait bounds how long a read waits for etcd to elect a leader.
+const leaderWait = 5 * time.Second
+
+// leaderChange is a read that failed while etcd had no leader or changed
+// it, still so after leaderWait.
+type leaderChange struct{ error }
+
+// isLeaderChange says whether err is etcd's answer while it elects a
+// leader (a member's ReadIndex fails so when the leader of a cluster of
+// control-plane members dies). Through the in-process client the errors
+// are etcd server's, through gRPC rpctypes': their texts are the same.
+func isLeaderChange(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "etcdserver: leader changed") || strings.Contains(msg, "etcdserver: no leader") ||
+		strings.Contains(msg, "etcdserver: request timed out")
+}
+
+// readEtcd is s.client.Get, asked again while etcd elects a leader: a
+// read is safe to repeat, and would otherwise fail the request (a
+// consistent list of an admission plugin, say) during a failover. After
+// leaderWait it fails with leaderChange, which etcdError answers as
+// ServiceUnavailable.
+func (s *Store[T]) readEtcd(ctx context.Context, key string, opts ...clientv3.OpOption) (*clientv3.GetResponse, error) {
+	deadline := time.Now().Add(leaderWait)
+	for wait := 20 * time.Millisecond; ; wait = min(2*wait, 500*time.Millisecond) {
+		resp, err := s.client.Get(ctx, key, opts...)
+		if err == nil || !isLeaderChange(err) {
+			return resp, err
+		}
+		if time.Now().Add(wait).After(deadline) {
+			return nil, leaderChange{err}
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, leaderChange{err}
+		case <-t.C:
+		}
+	}
+}
+
 func (s *Store[T]) etcdError(err error) error {
 	switch {
+	case errors.As(err, new(leaderChange)):
+		return apierrors.NewServiceUnavailable(fmt.Sprintf("%s: etcd is electing a leader (%v): retry", s.resource, err))
 	case IsCompacted(err):
 		return apierrors.NewExpired(fmt.Sprintf("%s: the requested resourceVersion has been compacted; list again to get a fresh one", s.resource))
 	case errors.Is(err, context.DeadlineExceeded):
