@@ -40,6 +40,16 @@ func freeLoopbackURL() (url.URL, error) {
 	return url.URL{Scheme: "http", Host: l.Addr().String()}, nil
 }
 
+// peerListenURL is where etcd listens for the peer URL it advertises: the
+// same, but every interface when the URL names a host rather than an IP
+// (etcd binds only IPs: "expected IP in URL for binding").
+func peerListenURL(u url.URL) url.URL {
+	if net.ParseIP(u.Hostname()) == nil {
+		u.Host = net.JoinHostPort("0.0.0.0", u.Port())
+	}
+	return u
+}
+
 // isAddrInUse says whether err is a listener's "address already in use".
 func isAddrInUse(err error) bool {
 	return errors.Is(err, syscall.EADDRINUSE) || strings.Contains(err.Error(), "address already in use")
@@ -132,7 +142,7 @@ func (s *Server) connectEtcd() error {
 			peer = &u
 		}
 		cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{clientURL}, []url.URL{clientURL}
-		cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{*peer}, []url.URL{*peer}
+		cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peerListenURL(*peer)}, []url.URL{*peer}
 		if s.join == nil {
 			cfg.InitialCluster = cfg.Name + "=" + peer.String()
 		}
