@@ -468,13 +468,32 @@ func TestInstall(t *testing.T) {
 		}
 	}
 	c1.eventually("node1 and node2 Ready", 2*time.Minute, nodesReady(c1))
-	onNodes := map[string]bool{}
-	c1.waitPods("the Deployment's two pods Running", "app=hello", 2, 3*time.Minute, func(p object) error {
-		onNodes[p.Spec.NodeName] = true
-		return nil
-	})
-	if !onNodes["node1"] || !onNodes["node2"] {
+	onNodes := map[string]string{} // node -> its pod's IP
+	pods := c1.waitPods("the Deployment's two pods Running", "app=hello", 2, 3*time.Minute, func(object) error { return nil })
+	for _, p := range pods {
+		onNodes[p.Spec.NodeName] = p.Status.PodIP
+	}
+	if onNodes["node1"] == "" || onNodes["node2"] == "" {
 		t.Fatalf("the pods run on %v, want node1 and node2", onNodes)
+	}
+	// The pod network across the machines: each node reaches the other
+	// node's pod (the demo server, $IMAGE, answers HTTP on 8080) through
+	// the routes the agents keep.
+	for from, to := range map[string]string{"node1": "node2", "node2": "node1"} {
+		ip := onNodes[to]
+		c1.eventually(from+" reaches "+to+"'s pod "+ip, time.Minute, func() error {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			out, err := r.docker(ctx, nil, "exec", r.container(from), "bash", "-c",
+				`exec 3<>/dev/tcp/`+ip+`/8080 && printf 'GET / HTTP/1.0\r\n\r\n' >&3 && head -1 <&3`)
+			if err != nil {
+				return err
+			}
+			if !strings.Contains(string(out), " 200 ") {
+				return fmt.Errorf("answer %q", strings.TrimSpace(string(out)))
+			}
+			return nil
+		})
 	}
 
 	// cp1 stopped (its units stopped by systemd, as at a shutdown): the
@@ -483,6 +502,18 @@ func TestInstall(t *testing.T) {
 	tarCfg := r.mustDocker(nil, "exec", r.container("cp1"), "tar", "-C", "/root", "-c", ".skiff")
 	for _, m := range []string{"cp2", "cp3"} {
 		r.mustDocker(tarCfg, "exec", "-i", r.container(m), "tar", "-C", "/root", "-x")
+	}
+	leader := func(c *cluster, lease string) (string, error) {
+		out, err := c.tryCtl("get", "lease", "-n", "kube-system", lease, "-o", "jsonpath={.spec.holderIdentity}")
+		return strings.TrimSpace(string(out)), err
+	}
+	leases := []string{"skiff-controller-manager", "skiff-scheduler"}
+	for _, lease := range leases {
+		holder, err := leader(c1, lease)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s's leader before cp1 stops: %s", lease, holder)
 	}
 	stopped := time.Now()
 	r.mustDocker(nil, "stop", "-t", "30", r.container("cp1"))
@@ -515,7 +546,17 @@ func TestInstall(t *testing.T) {
 		}
 		return nil
 	})
-	// The controller-manager left (cp1's may have led) rolls a scale out.
+	// The controller-manager and the scheduler lead from another machine
+	// (their identity is the hostname), and roll a scale out.
+	for _, lease := range leases {
+		c3.eventually(lease+" led from cp2 or cp3", time.Minute, func() error {
+			holder, err := leader(c3, lease)
+			if err == nil && holder != "cp2" && holder != "cp3" {
+				err = fmt.Errorf("held by %q", holder)
+			}
+			return err
+		})
+	}
 	c2.ctl("scale", "deployment", "hello", "--replicas", "1")
 	c3.waitPods("the Deployment scaled to one pod through cp2", "app=hello", 1, 2*time.Minute, func(object) error { return nil })
 	// The node agents renew their Leases through cp2 and cp3.
