@@ -13,32 +13,46 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// NetlinkRouter is the Router of a network namespace's main routing table,
-// through netlink. It needs CAP_NET_ADMIN to change routes.
-type NetlinkRouter struct {
+// netlinkHandle is a netlink socket of a network namespace, shared by
+// NetlinkRouter and NetlinkOverlay.
+type netlinkHandle struct {
 	h *netlink.Handle
 }
 
+// openNetlink opens a netlink socket in ns (nil: the agent's own
+// namespace).
+func openNetlink(ns *netns.NsHandle) (netlinkHandle, error) {
+	var h *netlink.Handle
+	var err error
+	if ns == nil {
+		h, err = netlink.NewHandle(unix.NETLINK_ROUTE)
+	} else {
+		h, err = netlink.NewHandleAt(*ns, unix.NETLINK_ROUTE)
+	}
+	if err != nil {
+		return netlinkHandle{}, fmt.Errorf("netlink: %w", err)
+	}
+	return netlinkHandle{h: h}, nil
+}
+
+// Close releases the netlink socket.
+func (n netlinkHandle) Close() { n.h.Close() }
+
+// NetlinkRouter is the Router of a network namespace's main routing table,
+// through netlink. It needs CAP_NET_ADMIN to change routes.
+type NetlinkRouter struct{ netlinkHandle }
+
 // NewNetlinkRouter returns the Router of the agent's own network namespace.
 func NewNetlinkRouter() (*NetlinkRouter, error) {
-	h, err := netlink.NewHandle(unix.NETLINK_ROUTE)
-	if err != nil {
-		return nil, fmt.Errorf("netlink: %w", err)
-	}
-	return &NetlinkRouter{h: h}, nil
+	n, err := openNetlink(nil)
+	return &NetlinkRouter{n}, err
 }
 
 // NewNetlinkRouterAt returns the Router of the network namespace ns.
 func NewNetlinkRouterAt(ns netns.NsHandle) (*NetlinkRouter, error) {
-	h, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
-	if err != nil {
-		return nil, fmt.Errorf("netlink: %w", err)
-	}
-	return &NetlinkRouter{h: h}, nil
+	n, err := openNetlink(&ns)
+	return &NetlinkRouter{n}, err
 }
-
-// Close releases the netlink socket.
-func (r *NetlinkRouter) Close() { r.h.Close() }
 
 // List implements Router: the main table's routes of protocol
 // RouteProtocol with a single gateway, of both families, with their

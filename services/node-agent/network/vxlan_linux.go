@@ -16,31 +16,20 @@ import (
 
 // NetlinkOverlay is the Overlay of a network namespace, through netlink.
 // It needs CAP_NET_ADMIN.
-type NetlinkOverlay struct {
-	h *netlink.Handle
-}
+type NetlinkOverlay struct{ netlinkHandle }
 
 // NewNetlinkOverlay returns the Overlay of the agent's own network
 // namespace.
 func NewNetlinkOverlay() (*NetlinkOverlay, error) {
-	h, err := netlink.NewHandle(unix.NETLINK_ROUTE)
-	if err != nil {
-		return nil, fmt.Errorf("netlink: %w", err)
-	}
-	return &NetlinkOverlay{h: h}, nil
+	n, err := openNetlink(nil)
+	return &NetlinkOverlay{n}, err
 }
 
 // NewNetlinkOverlayAt returns the Overlay of the network namespace ns.
 func NewNetlinkOverlayAt(ns netns.NsHandle) (*NetlinkOverlay, error) {
-	h, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
-	if err != nil {
-		return nil, fmt.Errorf("netlink: %w", err)
-	}
-	return &NetlinkOverlay{h: h}, nil
+	n, err := openNetlink(&ns)
+	return &NetlinkOverlay{n}, err
 }
-
-// Close releases the netlink socket.
-func (o *NetlinkOverlay) Close() { o.h.Close() }
 
 // DefaultOverlay is the Overlay of the agent's own network namespace.
 func DefaultOverlay() (Overlay, error) { return NewNetlinkOverlay() }
