@@ -3,7 +3,7 @@ module skiff.dev/hack/kfields
 go 1.26.0
 
 require (
-	k8s.io/api v0.36.6
+	k8s.io/api v0.37.2
 	k8s.io/apimachinery v0.37.2
 )
 
@@ -11,26 +11,25 @@ require (
 	github.com/fxamacker/cbor/v2 v2.9.1 // indirect
 	github.com/go-logr/logr v1.4.4 // indirect
 	github.com/json-iterator/go v1.1.12 // indirect
-	github.com/kr/text v0.2.0 // indirect
 	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect
 	github.com/modern-go/reflect2 v1.0.3-0.20250322232337-35a7c28c31ee // indirect
 	github.com/x448/float16 v0.8.4 // indirect
-	go.yaml.in/yaml/v2 v2.4.3 // indirect
+	go.yaml.in/yaml/v2 v2.4.4 // indirect
 	golang.org/x/net v0.61.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
 	k8s.io/klog/v2 v2.140.0 // indirect
-	k8s.io/kube-openapi v0.0.0-20260317180543-43fb72c5454a // indirect
-	k8s.io/utils v0.0.0-20260210185600-b8788abfbbc2 // indirect
+	k8s.io/kube-openapi v0.0.0-20260721132016-d427ff9ee9ad // indirect
+	k8s.io/utils v0.0.0-20260626114624-be93311217bd // indirect
 	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730 // indirect
 	sigs.k8s.io/randfill v1.0.0 // indirect
-	sigs.k8s.io/structured-merge-diff/v6 v6.3.3 // indirect
+	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect
 )
 
 // skiff.dev/internal for internal/kinds/decl (which imports nothing). Its
-// go.mod requires k8s.io/apimachinery v0.37.2, so the require above says
-// v0.37.2; the replaces below pin k8s.io/api and k8s.io/apimachinery to
-// v0.36.6 (Kubernetes v1.36) whatever the requirements say.
+// go.mod requires k8s.io/api and k8s.io/apimachinery v0.37.2, so the
+// requires above may say v0.37.2; the replaces below pin both to v0.36.6
+// (Kubernetes v1.36) whatever the requirements say.
 require skiff.dev/internal v0.0.0
 
 replace skiff.dev/internal => ../../internal
