@@ -42,27 +42,27 @@ die() { log "$*"; exit 1; }
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
 
 # ---------------------------------------------------------------- checks
-# missing: what this machine lacks for ROLE, one line each with the
-# package that brings it.
+# missing: what this machine lacks for ROLE, one "  - " line each with
+# the package that brings it.
 missing() {
   local role=$1 c
-  [ "$(uname -s)" = Linux ] || echo "Linux (this is $(uname -s))"
-  [ "$(uname -m)" = x86_64 ] || echo "an amd64 machine (this is $(uname -m)): the binaries are linux-amd64"
-  [ -d /run/systemd/system ] || echo "systemd as the init system (/run/systemd/system is missing)"
-  command -v systemctl >/dev/null || echo "systemctl (package systemd)"
+  [ "$(uname -s)" = Linux ] || echo "  - Linux (this is $(uname -s))"
+  [ "$(uname -m)" = x86_64 ] || echo "  - an amd64 machine (this is $(uname -m)): the binaries are linux-amd64"
+  [ -d /run/systemd/system ] || echo "  - systemd as the init system (/run/systemd/system is missing)"
+  command -v systemctl >/dev/null || echo "  - systemctl (package systemd)"
   if [ "$role" = node ]; then
-    command -v containerd >/dev/null || echo "containerd (package containerd)"
-    command -v runc >/dev/null || echo "runc (package runc)"
+    command -v containerd >/dev/null || echo "  - containerd (package containerd)"
+    command -v runc >/dev/null || echo "  - runc (package runc)"
     for c in bridge host-local portmap loopback; do
       [ -x "/usr/lib/cni/$c" ] || [ -x "/opt/cni/bin/$c" ] ||
-        echo "the CNI plugin $c in /usr/lib/cni or /opt/cni/bin (package containernetworking-plugins)"
+        echo "  - the CNI plugin $c in /usr/lib/cni or /opt/cni/bin (package containernetworking-plugins)"
     done
-    command -v nft >/dev/null || echo "nft, for the Services' rules (package nftables)"
-    command -v ip >/dev/null || echo "ip (package iproute2)"
-    command -v iptables >/dev/null || echo "iptables (package iptables)"
+    command -v nft >/dev/null || echo "  - nft, for the Services' rules (package nftables)"
+    command -v ip >/dev/null || echo "  - ip (package iproute2)"
+    command -v iptables >/dev/null || echo "  - iptables (package iptables)"
   fi
   if [ "$role" = control-plane ] && [ "${INIT:-0}" = 1 ]; then
-    command -v openssl >/dev/null || echo "openssl, to print the CA's hash (package openssl)"
+    command -v openssl >/dev/null || echo "  - openssl, to print the CA's hash (package openssl)"
   fi
   return 0
 }
@@ -73,8 +73,11 @@ check() {
   lacks=$(missing "$role")
   if [ -n "$lacks" ]; then
     log "this machine lacks what a $role needs:"
-    sed 's/^/  - /' <<<"$lacks" >&2
-    log "on Debian or Ubuntu: apt-get install containerd runc containernetworking-plugins nftables iproute2 iptables openssl"
+    echo "$lacks" >&2
+    case $role in
+    node) log "on Debian or Ubuntu: apt-get install containerd runc containernetworking-plugins nftables iproute2 iptables" ;;
+    control-plane) log "on Debian or Ubuntu: apt-get install openssl" ;;
+    esac
     exit 1
   fi
 }
@@ -105,7 +108,7 @@ install_files() {
 # files stay valid for systemd's EnvironmentFile and for a shell).
 set_env() {
   local file=$1 key=$2 value=$3 tmp
-  case $value in *'"'* | *'\'* | *'$'* | *'`'*) die "$key: a value with \" \\ \$ or \` is not supported: $value" ;; esac
+  case $value in *'"'* | *\\* | *'$'* | *'`'*) die "$key: a value with \" \\ \$ or \` is not supported: $value" ;; esac
   tmp=$(mktemp "$file.XXXXXX")
   awk -v k="$key" -v line="$key=\"$value\"" '
     index($0, k "=") == 1 {print line; done=1; next} {print}
@@ -234,8 +237,9 @@ node() {
     esac
     shift
   done
-  [ -n "$join" ] && [ -n "$token" ] && [ -n "$hash" ] ||
+  if [ -z "$join" ] || [ -z "$token" ] || [ -z "$hash" ]; then
     die "node: give --join ADDR:6443 --token TOKEN --ca-cert-hash sha256:... (skiff-apiserver token create --print-join-command prints them)"
+  fi
   check node
   # Pods on other nodes are reached through this machine: it forwards.
   if [ "$(cat /proc/sys/net/ipv4/ip_forward)" != 1 ]; then
