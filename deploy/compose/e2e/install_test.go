@@ -277,8 +277,10 @@ func (r *installRig) metrics(machine, name string) (map[string]float64, error) {
 }
 
 // etcdVoters checks that the members of machines are voting etcd members
-// (not learners, with a leader, each with an active peer connection to
-// every other) and that exactly one leads; it returns the leader.
+// (not learners, each with a leader) and that exactly one leads; it
+// returns the leader. (etcd_network_active_peers is not used: a pipeline
+// send that timed out while a peer was down marks it inactive after its
+// streams have reconnected, and it stays so until the next pipeline send.)
 func (r *installRig) etcdVoters(machines []string) (string, error) {
 	var leaders []string
 	for _, m := range machines {
@@ -290,19 +292,6 @@ func (r *installRig) etcdVoters(machines []string) (string, error) {
 			if s[""] != want {
 				return "", fmt.Errorf("%s: %s %v, want %v", m, name, s[""], want)
 			}
-		}
-		peers, err := r.metrics(m, "etcd_network_active_peers")
-		if err != nil {
-			return "", err
-		}
-		active := 0
-		for _, v := range peers {
-			if v == 1 {
-				active++
-			}
-		}
-		if active != len(machines)-1 {
-			return "", fmt.Errorf("%s: %d active etcd peers, want %d", m, active, len(machines)-1)
 		}
 		lead, err := r.metrics(m, "etcd_server_is_leader")
 		if err != nil {
@@ -387,6 +376,13 @@ func TestInstall(t *testing.T) {
 					"-u", "skiff-apiserver", "-u", "skiff-controller-manager", "-u", "skiff-scheduler", "-u", "skiff-node-agent")
 				cancel()
 				t.Logf("--- %s: the last lines of its Skiff units' logs:\n%s", m.name, out)
+				if strings.HasPrefix(m.name, "cp") {
+					ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+					out, _ := r.docker(ctx, nil, "exec", r.container(m.name), "sh", "-c",
+						"journalctl --no-pager -u skiff-apiserver | grep -E 'peer became|member|leader' | tail -n 30")
+					cancel()
+					t.Logf("--- %s: its etcd peers and members:\n%s", m.name, out)
+				}
 			}
 		}
 		if os.Getenv("SKIFF_INSTALL_KEEP") == "1" {
@@ -536,16 +532,21 @@ func TestInstall(t *testing.T) {
 		_, err := c2.tryCtl("--server", "https://"+subnet+".12:6443", "annotate", "--overwrite", "deployment", "hello", "skiff.dev/install-test="+mark)
 		return err
 	})
-	c3.eventually("the annotation read through cp3", 30*time.Second, func() error {
-		out, err := c3.tryCtl("--server", "https://"+subnet+".13:6443", "get", "deployment", "hello", "-o", "jsonpath={.metadata.annotations.skiff\\.dev/install-test}")
-		if err != nil {
-			return err
+	// markThrough: the Deployment's annotation, read through the member
+	// at ip alone, is mark.
+	markThrough := func(c *cluster, ip string) func() error {
+		return func() error {
+			out, err := c.tryCtl("--server", "https://"+ip+":6443", "get", "deployment", "hello", "-o", "jsonpath={.metadata.annotations.skiff\\.dev/install-test}")
+			if err != nil {
+				return err
+			}
+			if got := strings.TrimSpace(string(out)); got != mark {
+				return fmt.Errorf("annotation %q, want %q", got, mark)
+			}
+			return nil
 		}
-		if got := strings.TrimSpace(string(out)); got != mark {
-			return fmt.Errorf("annotation %q, want %q", got, mark)
-		}
-		return nil
-	})
+	}
+	c3.eventually("the annotation read through cp3", 30*time.Second, markThrough(c3, subnet+".13"))
 	// The controller-manager and the scheduler lead from another machine
 	// (their identity is the hostname), and roll a scale out.
 	for _, lease := range leases {
@@ -578,12 +579,14 @@ func TestInstall(t *testing.T) {
 	}
 	c3.eventually("node1 and node2 still Ready", 30*time.Second, nodesReady(c3))
 
-	// cp1 back: its member takes its place again from its data.
+	// cp1 back: its member takes its place again from its data, and has
+	// caught up: its API serves what was written while it was down.
 	r.mustDocker(nil, "start", r.container("cp1"))
 	c2.eventually("cp1 back: three voting etcd members", 2*time.Minute, func() error {
 		_, err := r.etcdVoters(cps)
 		return err
 	})
+	c1.eventually("cp1 caught up: the annotation read through cp1", time.Minute, markThrough(c1, subnet+".11"))
 
 	// docs/install.md's operating blocks: cp3 removed and replaced by a
 	// new member (another etcd member ID) on the same machine, wiped.
