@@ -191,9 +191,12 @@ type Server struct {
 	scheme *scheme.Scheme
 	routes server.Routes
 
-	etcd   *embeddedEtcd // nil with external etcd
-	join   *joinState    // a member joining a cluster (joinCluster), until its etcd started
-	client *clientv3.Client
+	etcd *embeddedEtcd // nil with external etcd
+	join *joinState    // a member joining a cluster (joinCluster), until its etcd started
+	// leaderGuard ends writes lost with etcd's leader (members of a
+	// cluster; nil otherwise).
+	leaderGuard *storage.LeaderGuard
+	client      *clientv3.Client
 	// maintClient reaches etcd over gRPC for status and defragmentation.
 	maintClient *clientv3.Client
 	watcher     storage.Watcher
@@ -248,6 +251,7 @@ func newRegistry[S object.Object](s *Server, strategy *registry.Strategy[S], new
 	if t := s.encryption.For(k.GVK.Group, k.Resource); t != nil {
 		store.SetTransformer(t)
 	}
+	store.SetLeaderGuard(s.leaderGuard)
 	// Every selectable field must name a field of the type: a typo is a
 	// bug, caught by any test that starts an apiserver.
 	pruner, err := storage.NewFieldPruner(newObj().ProtoReflect().Descriptor(), k.FieldSelectors)

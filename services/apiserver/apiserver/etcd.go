@@ -40,6 +40,12 @@ func freeLoopbackURL() (url.URL, error) {
 	return url.URL{Scheme: "http", Host: l.Addr().String()}, nil
 }
 
+// leaderLostGrace is how long after etcd's leader changed a write sent
+// before the change is still waited for (storage.LeaderGuard): the new
+// leader commits what its predecessor had replicated with its first entry,
+// within a few heartbeats (100 ms each).
+const leaderLostGrace = 500 * time.Millisecond
+
 // peerListenURL is where etcd listens for the peer URL it advertises: the
 // same, but every interface when the URL names a host rather than an IP
 // (etcd binds only IPs: "expected IP in URL for binding").
@@ -166,6 +172,21 @@ func (s *Server) connectEtcd() error {
 		return fmt.Errorf("embedded etcd in %s did not become ready within 60s", cfg.Dir)
 	}
 	s.etcd = ee
+	if s.cfg.Cluster.Token != "" {
+		// A member of a cluster: its writes may be lost with a leader.
+		s.leaderGuard = &storage.LeaderGuard{Grace: leaderLostGrace}
+		go func() {
+			for {
+				changed := e.Server.LeaderChangedNotify()
+				select {
+				case <-changed:
+					s.leaderGuard.LeaderChanged()
+				case <-e.Server.StopNotify():
+					return
+				}
+			}
+		}()
+	}
 	if s.join != nil {
 		// A learner serves no reads: the apiserver starts once it votes.
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -40,6 +40,8 @@ type Store[T object.Object] struct {
 	metrics  *Metrics
 	// transformer encrypts values at rest (nil: stored plain).
 	transformer Transformer
+	// guard ends writes lost with a leader (nil: none).
+	guard *LeaderGuard
 }
 
 // Transformer turns an encoded object into the value stored under an
@@ -73,6 +75,10 @@ func New[T object.Object](client *clientv3.Client, watcher Watcher, group, resou
 		metrics:  m,
 	}
 }
+
+// SetLeaderGuard makes g end this store's writes lost with etcd's leader.
+// Call it before the store is used.
+func (s *Store[T]) SetLeaderGuard(g *LeaderGuard) { s.guard = g }
 
 // Prefix is the key prefix of every object of this resource.
 func (s *Store[T]) Prefix() string { return s.prefix }
@@ -294,13 +300,15 @@ func (s *Store[T]) Create(ctx context.Context, key string, obj T) (T, error) {
 		return obj, err
 	}
 	start := time.Now()
-	resp, err := s.client.Txn(ctx).
+	wctx, done := s.guard.begin(ctx)
+	resp, err := s.client.Txn(wctx).
 		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
 		Then(clientv3.OpPut(key, bytesString(data))).
 		Commit()
+	done()
 	s.metrics.observe("create", s.resource, start)
 	if err != nil {
-		return obj, s.etcdError(err)
+		return obj, s.writeError(wctx, err)
 	}
 	if !resp.Succeeded {
 		return obj, apierrors.NewAlreadyExists(s.resource, obj.GetMetadata().GetName())
@@ -363,14 +371,16 @@ func (s *Store[T]) GuaranteedUpdate(ctx context.Context, key, name string, cache
 			return zero, err
 		}
 		start := time.Now()
-		resp, err := s.client.Txn(ctx).
+		wctx, done := s.guard.begin(ctx)
+		resp, err := s.client.Txn(wctx).
 			If(clientv3.Compare(clientv3.ModRevision(key), "=", curRev)).
 			Then(clientv3.OpPut(key, bytesString(data))).
 			Else(clientv3.OpGet(key)).
 			Commit()
+		done()
 		s.metrics.observe("update", s.resource, start)
 		if err != nil {
-			return zero, s.etcdError(err)
+			return zero, s.writeError(wctx, err)
 		}
 		if resp.Succeeded {
 			object.Meta(next).ResourceVersion = strconv.FormatInt(resp.Header.Revision, 10)
@@ -440,14 +450,16 @@ func (s *Store[T]) Delete(ctx context.Context, key, name string, cached T, check
 			return zero, apierrors.NewInternal(err)
 		}
 		start := time.Now()
-		resp, err := s.client.Txn(ctx).
+		wctx, done := s.guard.begin(ctx)
+		resp, err := s.client.Txn(wctx).
 			If(clientv3.Compare(clientv3.ModRevision(key), "=", curRev)).
 			Then(clientv3.OpDelete(key)).
 			Else(clientv3.OpGet(key)).
 			Commit()
+		done()
 		s.metrics.observe("delete", s.resource, start)
 		if err != nil {
-			return zero, s.etcdError(err)
+			return zero, s.writeError(wctx, err)
 		}
 		if resp.Succeeded {
 			return cur, nil
@@ -542,6 +554,15 @@ func (s *Store[T]) readEtcd(ctx context.Context, key string, opts ...clientv3.Op
 		case <-t.C:
 		}
 	}
+}
+
+// writeError is etcdError for a write of wctx: one the LeaderGuard ended
+// is a Timeout, its outcome unknown.
+func (s *Store[T]) writeError(wctx context.Context, err error) error {
+	if errors.Is(context.Cause(wctx), errLeaderLost) {
+		return apierrors.NewTimeout(fmt.Sprintf("%s: %v; it may or may not have been applied (read it again)", s.resource, errLeaderLost))
+	}
+	return s.etcdError(err)
 }
 
 func (s *Store[T]) etcdError(err error) error {
