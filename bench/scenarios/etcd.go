@@ -29,13 +29,19 @@ func newEtcdPutter(env *Env) (*etcdPutter, error) {
 	if env.EtcdEndpoint == "" {
 		return nil, fmt.Errorf("no etcd endpoint to measure")
 	}
+	return etcdPutterAt(env.EtcdEndpoint)
+}
+
+// etcdPutterAt puts to the etcd of endpoints (the client balances over
+// several: a cluster's members).
+func etcdPutterAt(endpoints ...string) (*etcdPutter, error) {
 	cli, err := clientv3.New(clientv3.Config{
-		Endpoints:   []string{env.EtcdEndpoint},
+		Endpoints:   endpoints,
 		DialTimeout: 10 * time.Second,
 		Logger:      zap.NewNop(),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("connecting to etcd %s: %w", env.EtcdEndpoint, err)
+		return nil, fmt.Errorf("connecting to etcd %v: %w", endpoints, err)
 	}
 	return &etcdPutter{cli: cli, value: string(payload(1024))}, nil
 }

@@ -49,6 +49,10 @@ var (
 	// reports a new leader (etcd's election timeout, 1,000 ms, and a
 	// randomized part of as much again), the slowest of the rounds.
 	figHAElection = Figure{Name: "ha.failover_election_ms", Unit: "ms"}
+	// ha.etcd_three_vs_single_ratio is the ratio's ceiling on this
+	// machine: the same puts straight to the members' etcd cluster and to
+	// the single apiserver's etcd, without the apiservers' own work.
+	figHAEtcdRatio = Figure{Name: "ha.etcd_three_vs_single_ratio", Unit: "ratio"}
 )
 
 const (
@@ -83,7 +87,7 @@ func haScenario() *Scenario {
 		Name: "ha",
 		Summary: "skiff-apiserver processes (--insecure, fsync on): API creates on three control-plane members of one etcd cluster against one apiserver alone, same clients, alternating rounds; " +
 			"then the member whose etcd leads SIGKILLed under writes through a client given the three addresses, restarted, three times",
-		Figures: []Figure{figHASinglePerS, figHASingleCPU, figHAThreePerS, figHAThreeCPU, figHARatio, figHAGap, figHAGapP50, figHAElection},
+		Figures: []Figure{figHASinglePerS, figHASingleCPU, figHAThreePerS, figHAThreeCPU, figHARatio, figHAEtcdRatio, figHAGap, figHAGapP50, figHAElection},
 		Run: func(ctx context.Context, env *Env, rs *Results) error {
 			return runHA(ctx, env, rs, haOptions{failovers: 3})
 		},
@@ -450,6 +454,37 @@ func haCreates(ctx context.Context, env *Env, rs *Results, cli *clientv3.Client,
 	rs.Add(figHAThreeCPU, threeCPU, fmt.Sprintf("the three processes' CPU / creates, warmups included: %s (the etcd leader: %s); the benchmark's clients: %.0f us more", threeEach, leaderName, threeClient))
 	rs.Add(figHARatio, threeTotal.perSecond()/singleTotal.perSecond(),
 		fmt.Sprintf("ha.create_three_per_s / ha.create_single_per_s, rounds alternating which goes first; per round %s", strings.Join(ratios, " ")))
+	return haEtcdCeiling(ctx, rs, cfg, rounds, window, single, three)
+}
+
+// haEtcdCeiling measures the ratio's ceiling: 1 KiB puts of the same
+// clients straight to the three members' etcd (the client balancing over
+// their client URLs, followers forwarding to the leader as the apiservers'
+// do) and to the single apiserver's, while the apiservers idle.
+func haEtcdCeiling(ctx context.Context, rs *Results, cfg Config, rounds int, window time.Duration, single, three *haCluster) error {
+	var endpoints []string
+	for _, m := range three.members {
+		endpoints = append(endpoints, m.etcd)
+	}
+	all, err := etcdPutterAt(endpoints...)
+	if err != nil {
+		return err
+	}
+	defer all.close()
+	one, err := etcdPutterAt(single.members[0].etcd)
+	if err != nil {
+		return err
+	}
+	defer one.close()
+	threeTotal, singleTotal, ratios, err := pairedRounds(rounds, true,
+		func(r int) (*loadResult, error) { return all.run(ctx, cfg, window, 2*r) },
+		func(r int) (*loadResult, error) { return one.run(ctx, cfg, window, 2*r+1) })
+	if err != nil {
+		return err
+	}
+	rs.Add(figHAEtcdRatio, threeTotal.perSecond()/singleTotal.perSecond(),
+		fmt.Sprintf("etcd puts of 1 KiB, %d clients: %.0f/s to the three members' etcd, %.0f/s to one; per round %s: the ceiling of ha.create_vs_single_ratio on this machine (the members share its cores and disk)",
+			cfg.Clients, threeTotal.perSecond(), singleTotal.perSecond(), strings.Join(ratios, " ")))
 	return nil
 }
 
