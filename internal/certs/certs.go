@@ -245,11 +245,12 @@ func awaitCertificate(ctx context.Context, csrs *client.Resource[*certificatesv1
 		if err != nil {
 			return nil, err
 		}
-		for {
+		var changed *certificatesv1.CertificateSigningRequest
+		for changed == nil {
 			ev, err := w.Next()
 			if err != nil {
-				w.Stop()
 				if ctx.Err() != nil {
+					w.Stop()
 					return nil, ctx.Err()
 				}
 				break // the watch ended: read it again
@@ -259,10 +260,13 @@ func awaitCertificate(ctx context.Context, csrs *client.Resource[*certificatesv1
 				return nil, errors.New("deleted before it was signed")
 			}
 			if ev.Type != "BOOKMARK" {
-				csr = ev.Object
-				w.Stop()
-				break
+				changed = ev.Object
 			}
+		}
+		w.Stop()
+		if changed != nil {
+			csr = changed
+			continue
 		}
 		if csr, err = csrs.Get(ctx, "", name); err != nil {
 			if apierrors.IsNotFound(err) {
