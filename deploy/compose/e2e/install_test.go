@@ -408,9 +408,20 @@ func TestInstall(t *testing.T) {
 	for _, m := range r.machines {
 		// Waits for the boot to finish: running, or degraded (a unit
 		// failed: shown, and the test goes on; the checks say whether
-		// it mattered).
-		out, _ := r.docker(context.Background(), nil, "exec", r.container(m.name), "systemctl", "is-system-running", "--wait")
-		if state := strings.TrimSpace(string(out)); state != "running" {
+		// it mattered). Before systemd answers at all, --wait does not
+		// wait: "offline" or an error.
+		var state string
+		(&cluster{t: t}).eventually(m.name+" booted", time.Minute, func() error {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			out, _ := r.docker(ctx, nil, "exec", r.container(m.name), "systemctl", "is-system-running", "--wait")
+			state = strings.TrimSpace(lastLines(out, 1))
+			if state != "running" && state != "degraded" {
+				return fmt.Errorf("systemd: %q", state)
+			}
+			return nil
+		})
+		if state != "running" {
 			failed, _ := r.docker(context.Background(), nil, "exec", r.container(m.name), "systemctl", "--failed", "--no-legend")
 			t.Logf("%s: systemd %s; failed units: %s", m.name, state, failed)
 		}
