@@ -44,16 +44,37 @@ func (s *Server) maintain(ctx context.Context) {
 		defer t.Stop()
 		compactC = t.C
 	}
+	// The certificates the apiserver issued itself are renewed within 30
+	// days of their expiry, looked at hourly (authn.Material.Renew).
+	renewTick := time.NewTicker(time.Hour)
+	defer renewTick.Stop()
 	var previous int64 // the revision seen at the previous tick
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-renewTick.C:
+			s.renewCertificates()
 		case <-sizeTick.C:
 			s.measure(ctx)
 		case <-compactC:
 			previous = s.compact(ctx, previous)
 		}
+	}
+}
+
+// renewCertificates renews the serving and node-agent client
+// certificates the apiserver issued itself when they near expiry.
+func (s *Server) renewCertificates() {
+	if s.tls == nil {
+		return
+	}
+	renewed, err := s.tls.Renew(s.now())
+	if err != nil {
+		s.log.Error("renewing the apiserver's certificates", zap.Error(err))
+	}
+	if len(renewed) > 0 {
+		s.log.Info("certificates renewed from the cluster CA", zap.Strings("certificates", renewed))
 	}
 }
 

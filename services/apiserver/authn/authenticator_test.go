@@ -1,6 +1,7 @@
 package authn
 
 import (
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -479,4 +480,45 @@ func gatherHistogram(t *testing.T, reg prometheus.Gatherer, name string) *dto.Hi
 		}
 	}
 	return nil
+}
+
+// TestRenewWhileServing: the certificates the apiserver issued itself are
+// issued again once within 30 days of their expiry, and the next
+// handshakes show them: the serving certificate (still followed by the
+// CA), the loopback's pin, the node agents' client certificate; before
+// that, Renew changes nothing.
+func TestRenewWhileServing(t *testing.T) {
+	o := Options{Enabled: true, PKIDir: filepath.Join(t.TempDir(), "pki")}
+	now := time.Now()
+	m, err := o.Material("", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := m.Serving.Leaf
+	if renewed, err := m.Renew(now.Add(24 * time.Hour)); err != nil || len(renewed) != 0 {
+		t.Fatalf("a day later: renewed %v, %v; want nothing", renewed, err)
+	}
+	later := first.NotAfter.Add(-10 * 24 * time.Hour)
+	renewed, err := m.Renew(later)
+	if err != nil || !slices.Equal(renewed, []string{ServingName, NodeAgentClientName}) {
+		t.Fatalf("10 days before expiry: renewed %v, %v", renewed, err)
+	}
+	cur, err := m.ServerTLS().GetCertificate(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cur.Leaf.Equal(first) || !cur.Leaf.NotAfter.After(first.NotAfter) || len(cur.Certificate) != 2 || !bytes.Equal(cur.Certificate[1], m.CA.Cert.Raw) {
+		t.Errorf("served after renewal: until %s, %d certificates", cur.Leaf.NotAfter, len(cur.Certificate))
+	}
+	pin := m.LoopbackTLS().VerifyPeerCertificate
+	if err := pin([][]byte{cur.Certificate[0]}, nil); err != nil {
+		t.Errorf("the loopback refuses the renewed certificate: %v", err)
+	}
+	if err := pin([][]byte{first.Raw}, nil); err == nil {
+		t.Error("the loopback still trusts the replaced certificate")
+	}
+	client, err := m.NodeAgentTLS().GetClientCertificate(nil)
+	if err != nil || client.Leaf == nil || client.Leaf.Equal(m.NodeAgentClient.Leaf) {
+		t.Errorf("node agents are shown the old client certificate: %v", err)
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"skiff.dev/services/apiserver/authn/pki"
@@ -40,6 +41,47 @@ type Material struct {
 	NodeAgentCAs *x509.CertPool
 	// ServiceAccountKey signs service-account tokens (ECDSA P-256).
 	ServiceAccountKey *ecdsa.PrivateKey
+
+	// The certificates the apiserver issued itself from CA, renewed while
+	// it runs (Renew): what handshakes show.
+	serving, nodeAgentClient atomic.Pointer[tls.Certificate]
+	// renew issues them again (nil: they were given as files).
+	renewServing, renewNodeAgentClient func(now time.Time) (tls.Certificate, error)
+}
+
+// Renew issues again, from the CA, the serving certificate and the node
+// agents' client certificate the apiserver made itself, when within 30
+// days of their expiry (or no longer naming every --tls-san): the TLS
+// configurations show the new ones from the next handshake. It says which
+// it renewed. Certificates given as files are left alone.
+func (m *Material) Renew(now time.Time) (renewed []string, err error) {
+	for _, c := range []struct {
+		name  string
+		cur   *atomic.Pointer[tls.Certificate]
+		issue func(time.Time) (tls.Certificate, error)
+	}{{ServingName, &m.serving, m.renewServing}, {NodeAgentClientName, &m.nodeAgentClient, m.renewNodeAgentClient}} {
+		if c.issue == nil {
+			continue
+		}
+		old := c.cur.Load()
+		pair, err := c.issue(now)
+		if err != nil {
+			return renewed, fmt.Errorf("renewing %s: %w", c.name, err)
+		}
+		if !bytes.Equal(pair.Certificate[0], old.Certificate[0]) {
+			c.cur.Store(&pair)
+			renewed = append(renewed, c.name)
+		}
+	}
+	return renewed, nil
+}
+
+// current is the serving certificate handshakes show.
+func (m *Material) current() *tls.Certificate {
+	if c := m.serving.Load(); c != nil {
+		return c
+	}
+	return &m.Serving
 }
 
 // PKIDirIn is the directory of the apiserver's CA and certificates.
@@ -84,14 +126,18 @@ func loadMaterial(o *Options, dir string, now time.Time) (*Material, error) {
 		if h, err := os.Hostname(); err == nil && h != "" {
 			hosts = append(hosts, h)
 		}
-		m.Serving, err = m.CA.EnsurePair(dir, ServingName, pki.Request{CommonName: "skiff-apiserver", Hosts: hosts, Server: true}, now, servingCertMinLeft)
-		if err != nil {
+		m.renewServing = func(now time.Time) (tls.Certificate, error) {
+			pair, err := m.CA.EnsurePair(dir, ServingName, pki.Request{CommonName: "skiff-apiserver", Hosts: hosts, Server: true}, now, servingCertMinLeft)
+			// The CA follows the serving certificate in the handshake: a
+			// machine that joins with only the CA's hash (--ca-cert-hash)
+			// finds it there (client.FetchPinnedCA).
+			pair.Certificate = append(pair.Certificate, m.CA.Cert.Raw)
+			return pair, err
+		}
+		if m.Serving, err = m.renewServing(now); err != nil {
 			return nil, fmt.Errorf("serving certificate in %s: %w", dir, err)
 		}
-		// The CA follows the serving certificate in the handshake: a
-		// machine that joins with only the CA's hash (--ca-cert-hash)
-		// finds it there (client.FetchPinnedCA).
-		m.Serving.Certificate = append(m.Serving.Certificate, m.CA.Cert.Raw)
+		m.serving.Store(&m.Serving)
 	}
 	if o.ClientCAFile != "" {
 		if m.ClientCAs, err = pki.ReadPool(o.ClientCAFile); err != nil {
@@ -108,11 +154,15 @@ func loadMaterial(o *Options, dir string, now time.Time) (*Material, error) {
 		}
 		m.NodeAgentClient = &pair
 	case m.CA != nil:
-		pair, err := m.CA.EnsurePair(dir, NodeAgentClientName, pki.Request{CommonName: user.APIServer, Organizations: []string{user.Masters}, Client: true}, now, servingCertMinLeft)
+		m.renewNodeAgentClient = func(now time.Time) (tls.Certificate, error) {
+			return m.CA.EnsurePair(dir, NodeAgentClientName, pki.Request{CommonName: user.APIServer, Organizations: []string{user.Masters}, Client: true}, now, servingCertMinLeft)
+		}
+		pair, err := m.renewNodeAgentClient(now)
 		if err != nil {
 			return nil, fmt.Errorf("node agent client certificate in %s: %w", dir, err)
 		}
 		m.NodeAgentClient = &pair
+		m.nodeAgentClient.Store(&pair)
 	}
 	switch {
 	case o.NodeAgentCAFile != "":
@@ -160,8 +210,10 @@ func (m *Material) ServingNames() []string {
 // which refuses each call saying when it expired.
 func (m *Material) ServerTLS() *tls.Config {
 	return &tls.Config{
-		MinVersion:   tls.VersionTLS13,
-		Certificates: []tls.Certificate{m.Serving},
+		MinVersion: tls.VersionTLS13,
+		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+			return m.current(), nil
+		},
 		// Asks for a certificate, and sends the CAs' names; the check is
 		// VerifyConnection's (resumed sessions included).
 		ClientAuth: tls.RequestClientCert,
@@ -176,12 +228,11 @@ func (m *Material) ServerTLS() *tls.Config {
 // itself: it trusts exactly the serving certificate (whatever its names
 // and issuer), so no host name needs to match.
 func (m *Material) LoopbackTLS() *tls.Config {
-	want := m.Serving.Certificate[0]
 	return &tls.Config{
 		MinVersion:         tls.VersionTLS13,
 		InsecureSkipVerify: true, // replaced by the pin below
 		VerifyPeerCertificate: func(raw [][]byte, _ [][]*x509.Certificate) error {
-			if len(raw) == 0 || !bytes.Equal(raw[0], want) {
+			if len(raw) == 0 || !bytes.Equal(raw[0], m.current().Certificate[0]) {
 				return errors.New("loopback: the server's certificate is not the apiserver's own")
 			}
 			return nil
@@ -196,7 +247,12 @@ func (m *Material) LoopbackTLS() *tls.Config {
 func (m *Material) NodeAgentTLS() *tls.Config {
 	c := &tls.Config{MinVersion: tls.VersionTLS13, RootCAs: m.NodeAgentCAs}
 	if m.NodeAgentClient != nil {
-		c.Certificates = []tls.Certificate{*m.NodeAgentClient}
+		c.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+			if cur := m.nodeAgentClient.Load(); cur != nil {
+				return cur, nil
+			}
+			return m.NodeAgentClient, nil
+		}
 	}
 	return c
 }
