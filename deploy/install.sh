@@ -95,13 +95,30 @@ install_files() {
   done
   for c in "${COMPONENTS[@]}"; do
     install -m 0644 "$HERE/systemd/skiff-$c.service" "$UNITS/skiff-$c.service"
-    # Settings a user edited are theirs: only a missing file is written.
+    # Settings a user edited are theirs: only a missing file is written,
+    # and a variable a newer version added (the unit names it) is
+    # appended to an existing one with its default.
     if [ ! -e "$ETC/$c.env" ]; then
       install -m 0600 "$HERE/systemd/$c.env" "$ETC/$c.env"
+    else
+      add_missing_vars "$HERE/systemd/$c.env" "$ETC/$c.env"
     fi
   done
   systemctl daemon-reload
   log "installed ${BINARIES[*]} into $PREFIX, the units into $UNITS, the settings into $ETC"
+}
+
+# add_missing_vars DEFAULTS FILE: appends to FILE each variable of
+# DEFAULTS it does not assign, with its default.
+add_missing_vars() {
+  local line key
+  while IFS= read -r line; do
+    case $line in [A-Z]*=*) ;; *) continue ;; esac
+    key=${line%%=*}
+    grep -q "^$key=" "$2" && continue
+    printf '# added by install.sh (%s), its default:\n%s\n' "$(date -u +%F)" "$line" >>"$2"
+    log "$2: added $key (new in this version), its default"
+  done <"$1"
 }
 
 # set_env FILE KEY VALUE: KEY's line of FILE becomes KEY="VALUE" (the
