@@ -231,10 +231,13 @@ type Server struct {
 
 	tls           *authn.Material // nil with authentication off (wireTLS loads it)
 	loopbackToken string
-	loopbackLis   *bufconn.Listener
-	loopback      *grpc.ClientConn
-	postStart     []postStartHook
-	services      *services // Services' cluster IPs and node ports
+	// bootstrapTokens reads bootstrap tokens' Secrets (wireAuthn; nil
+	// with authentication off).
+	bootstrapTokens authn.SecretLookup
+	loopbackLis     *bufconn.Listener
+	loopback        *grpc.ClientConn
+	postStart       []postStartHook
+	services        *services // Services' cluster IPs and node ports
 	// admissionTargets give each registry the admission chain (wire_admission.go).
 	admissionTargets []func(registry.Admission)
 }

@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -78,8 +79,14 @@ type ClusterOptions struct {
 	CACertHash string
 	// Token is the members' shared secret: a member answers joins that
 	// present it, a joining member presents it. Empty: this member
-	// answers no join.
+	// answers no join (until a join gives it one: BootstrapToken).
 	Token string
+	// BootstrapToken, instead of Token, joins with a bootstrap token made
+	// for control-plane members (skiff-apiserver token create
+	// --control-plane): the answer gives this member the members' token
+	// too, kept in --pki-dir (members-token) for its restarts and to
+	// answer joins itself.
+	BootstrapToken string
 }
 
 // joinRequest and joinAnswer are the bodies of POST /skiff/v1/members.
@@ -126,15 +133,13 @@ func (s *Server) serveMembers(w http.ResponseWriter, r *http.Request) {
 		fail(http.StatusMethodNotAllowed, "POST only")
 		return
 	}
-	token := s.cfg.Cluster.Token
-	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if token == "" || !ok || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
+	remove := r.URL.Path == membersPath+"/remove"
+	if !s.joinAllowed(r, !remove) {
 		s.log.Warn("a join was refused: wrong or no token", zap.String("remote", r.RemoteAddr))
-		fail(http.StatusUnauthorized, "a join needs the members' token")
+		fail(http.StatusUnauthorized, "a join needs the members' token (or a bootstrap token made with --control-plane)")
 		return
 	}
 	var req joinRequest
-	remove := r.URL.Path == membersPath+"/remove"
 	if err := json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(&req); err != nil || req.Name == "" || (req.PeerURL == "" && !remove) {
 		fail(http.StatusBadRequest, "the body must be {\"name\": ..., \"peerURL\": ...} ({\"name\": ...} to remove a member)")
 		return
@@ -185,6 +190,24 @@ func (s *Server) serveMembers(w http.ResponseWriter, r *http.Request) {
 	default:
 		fail(http.StatusNotFound, "no such path")
 	}
+}
+
+// joinAllowed says whether r presents the members' token, or, for a join
+// (not a removal) over TLS, a live bootstrap token made for control-plane
+// members.
+func (s *Server) joinAllowed(r *http.Request, join bool) bool {
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok {
+		return false
+	}
+	if t := s.cfg.Cluster.Token; t != "" && subtle.ConstantTimeCompare([]byte(got), []byte(t)) == 1 {
+		return true
+	}
+	if !join || r.TLS == nil || s.bootstrapTokens == nil {
+		return false
+	}
+	u, err := authn.BootstrapTokenUser(r.Context(), s.bootstrapTokens, got, s.now())
+	return err == nil && slices.Contains(u.Groups, authn.BootstrapControlPlaneGroup)
 }
 
 // removeMember removes the member of that name (a member stopped for
@@ -283,7 +306,11 @@ type memberClient struct {
 // c.CACertHash (the CA it presents whose hash is pinned) or c.JoinCAFile,
 // in plain text without either (members started with --insecure).
 func newMemberClient(ctx context.Context, c ClusterOptions) (*memberClient, error) {
-	mc := &memberClient{token: c.Token, addr: c.Join, hc: &http.Client{Timeout: 60 * time.Second}, base: "http://" + c.Join}
+	token := c.Token
+	if c.BootstrapToken != "" {
+		token = c.BootstrapToken
+	}
+	mc := &memberClient{token: token, addr: c.Join, hc: &http.Client{Timeout: 60 * time.Second}, base: "http://" + c.Join}
 	var caPEM []byte
 	var err error
 	switch {
@@ -371,6 +398,9 @@ func (s *Server) joinCluster() error {
 		return nil
 	}
 	if _, err := os.Stat(filepath.Join(s.cfg.DataDir, "etcd", "member")); !errors.Is(err, os.ErrNotExist) {
+		if s.cfg.Cluster.Token == "" {
+			s.cfg.Cluster.Token = c.membersToken(s.cfg.Authn.PKIDirIn(s.cfg.DataDir))
+		}
 		return nil
 	}
 	tlsOn := s.cfg.Authn.Enabled
@@ -425,7 +455,21 @@ func (s *Server) sharedPKI() (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return map[string][]byte{pki.CACertFile: s.tls.CA.CertPEM, pki.CAKeyFile: caKey, authn.ServiceAccountKey: saKey}, nil
+	return map[string][]byte{pki.CACertFile: s.tls.CA.CertPEM, pki.CAKeyFile: caKey, authn.ServiceAccountKey: saKey, membersTokenFile: []byte(s.cfg.Cluster.Token)}, nil
+}
+
+// membersTokenFile, in --pki-dir, is the members' token a member that
+// joined with a bootstrap token received.
+const membersTokenFile = "members-token"
+
+// membersToken reads the members' token a join gave this member before
+// ("" when none did).
+func (c ClusterOptions) membersToken(pkiDir string) string {
+	b, err := os.ReadFile(filepath.Join(pkiDir, membersTokenFile))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
 }
 
 // installPKI keeps the shared PKI a member answered with in this
@@ -443,6 +487,12 @@ func (s *Server) installPKI(files map[string][]byte) error {
 	names := []string{pki.CAKeyFile, pki.CACertFile}
 	if s.cfg.Authn.ServiceAccountKeyFile == "" {
 		names = append(names, authn.ServiceAccountKey)
+	}
+	if s.cfg.Cluster.Token == "" {
+		// Joined with a bootstrap token: the members' token, to answer
+		// joins and for the restarts.
+		names = append(names, membersTokenFile)
+		s.cfg.Cluster.Token = string(files[membersTokenFile])
 	}
 	for _, name := range names {
 		data, path := files[name], filepath.Join(dir, name)

@@ -136,6 +136,7 @@ func (s *Server) wireAuthn() (server.Authenticator, error) {
 		}
 		return sec, err == nil, err
 	}
+	s.bootstrapTokens = bootstrapTokens // control-plane joins too (members.go)
 	s.postStart = append(s.postStart, postStartHook{name: "authn-serviceaccounts", run: func(ctx context.Context) error {
 		factory.Start(ctx)
 		if !factory.WaitForSync(ctx) {

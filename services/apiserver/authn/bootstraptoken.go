@@ -49,6 +49,10 @@ const (
 	// BootstrapDefaultNodeGroup is the extra group of tokens made for
 	// joining nodes (kubeadm's default).
 	BootstrapDefaultNodeGroup = "system:bootstrappers:kubeadm:default-node-token"
+	// BootstrapControlPlaneGroup is the extra group of tokens made for
+	// joining control-plane members (token create --control-plane): a
+	// member answers a join that presents one.
+	BootstrapControlPlaneGroup = "system:bootstrappers:skiff:control-plane"
 )
 
 var bootstrapTokenRE = regexp.MustCompile(`^([a-z0-9]{6})\.([a-z0-9]{16})$`)
@@ -131,6 +135,15 @@ type SecretLookup func(ctx context.Context, namespace, name string) (s *corev1.S
 // it does not say which check failed (the id is in the log line the
 // request's failure makes, never the secret).
 var errBootstrapToken = apierrors.NewUnauthorized("Unauthorized: the bootstrap token is not known, expired, revoked or not for authentication")
+
+// BootstrapTokenUser checks a bootstrap token against its Secret and says
+// whom it authenticates (a control-plane member checks a join's so).
+func BootstrapTokenUser(ctx context.Context, lookup SecretLookup, tok string, now time.Time) (*user.Info, error) {
+	if _, _, ok := ParseBootstrapToken(tok); !ok {
+		return nil, errBootstrapToken
+	}
+	return bootstrapAuthenticate(ctx, lookup, tok, now)
+}
 
 // bootstrapAuthenticate checks a bootstrap token against its Secret.
 func bootstrapAuthenticate(ctx context.Context, lookup SecretLookup, tok string, now time.Time) (*user.Info, error) {

@@ -246,3 +246,46 @@ func TestKubernetesServiceListsLiveMembers(t *testing.T) {
 	endpoints("127.0.0.1", "127.0.0.2", "127.0.0.8")
 	endpoints("127.0.0.1", "127.0.0.2")
 }
+
+// TestMemberJoinsWithBootstrapToken: a control-plane member joins with a
+// bootstrap token made for members (token create --control-plane) and the
+// CA's hash instead of the members' token; the join gives it the members'
+// token, so it answers the next member's join itself. A node's bootstrap
+// token does not join a member.
+func TestMemberJoinsWithBootstrapToken(t *testing.T) {
+	member := func(c apiserver.ClusterOptions) apiservertest.Option {
+		return apiservertest.WithConfig(func(cfg *apiserver.Config) { cfg.Cluster = c })
+	}
+	m1 := apiservertest.Start(t, apiservertest.Secure(), member(apiserver.ClusterOptions{Name: "m1", Token: "members-secret"}))
+	ctx := testContext(t)
+	token := func(group string) string {
+		tok := authn.NewBootstrapToken()
+		sec, err := authn.BootstrapTokenSecret(tok, authn.BootstrapTokenOptions{TTL: time.Hour, ExtraGroups: []string{group}}, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := client.Secrets(m1.Conn).Create(ctx, sec); err != nil {
+			t.Fatal(err)
+		}
+		return tok
+	}
+	pin := client.CACertHash(m1.CA.Cert)
+	_, err := apiservertest.StartConfig(apiserver.Config{DataDir: t.TempDir(), Listen: "127.0.0.1:0", EtcdUnsafeNoFsync: true, Authn: authn.Options{Enabled: true},
+		Cluster: apiserver.ClusterOptions{Name: "node-token", Join: m1.Addr(), BootstrapToken: token(authn.BootstrapDefaultNodeGroup), CACertHash: pin}})
+	if err == nil || !strings.Contains(err.Error(), "401") {
+		t.Fatalf("a member joining with a node's bootstrap token: %v, want 401", err)
+	}
+	m2 := apiservertest.Start(t, apiservertest.Secure(), member(apiserver.ClusterOptions{Name: "m2", Join: m1.Addr(), BootstrapToken: token(authn.BootstrapControlPlaneGroup), CACertHash: pin}))
+	if b, err := os.ReadFile(filepath.Join(m2.DataDir, "pki", "members-token")); err != nil || string(b) != "members-secret" {
+		t.Fatalf("m2's members-token: %q %v", b, err)
+	}
+	// m3 joins through m2 with the members' token m2 received.
+	m3 := apiservertest.Start(t, apiservertest.Secure(), member(apiserver.ClusterOptions{Name: "m3", Join: m2.Addr(), Token: "members-secret", CACertHash: pin}))
+	list, err := m3.EtcdClient().MemberList(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Members) != 3 {
+		t.Errorf("%d etcd members, want 3", len(list.Members))
+	}
+}

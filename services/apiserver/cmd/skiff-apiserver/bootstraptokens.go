@@ -24,7 +24,7 @@ import (
 // at --server as a short-lived administrator whose certificate is issued
 // from the CA in the PKI directory.
 
-const bootstrapTokenUsage = `Usage: skiff-apiserver token create [TOKEN] [--ttl 24h] [--description TEXT] [--groups G,...] [--print-join-command]
+const bootstrapTokenUsage = `Usage: skiff-apiserver token create [TOKEN] [--ttl 24h] [--description TEXT] [--groups G,... | --control-plane] [--print-join-command]
        skiff-apiserver token list
        skiff-apiserver token delete TOKEN-ID|TOKEN...
        skiff-apiserver token --serviceaccount NAMESPACE/NAME [flags] (a service-account token; see token --help)
@@ -35,7 +35,9 @@ token as system:bootstrap:<id> (group system:bootstrappers) and asks for
 its certificate, which the controller-manager approves and signs. A token
 is the Secret kube-system/bootstrap-token-<id> (type
 bootstrap.kubernetes.io/token): it stops working at its expiration or when
-deleted. The commands reach the apiserver at --server as a short-lived
+deleted. A token made with --control-plane joins a control-plane member
+instead (skiff-apiserver --join ADDR --token T --ca-cert-hash H). The
+commands reach the apiserver at --server as a short-lived
 administrator issued from the CA in the PKI directory (run them on a
 control-plane machine).
 `
@@ -48,13 +50,14 @@ func runBootstrapToken(cmd string, args []string, stdout, stderr io.Writer) erro
 	var server, description string
 	var groups []string
 	var ttl time.Duration
-	var printJoin bool
+	var printJoin, controlPlane bool
 	fs.StringVar(&server, "server", "127.0.0.1:6443", "the apiserver (host:port); with --print-join-command, also the address the printed command joins")
 	if cmd == "create" {
 		fs.DurationVar(&ttl, "ttl", 24*time.Hour, "how long the token is valid (0: it never expires)")
 		fs.StringVar(&description, "description", "", "a description of the token's use")
 		fs.Var(sansFlag{&groups}, "groups", "extra groups the token authenticates as, each system:bootstrappers:... (default "+authn.BootstrapDefaultNodeGroup+")")
-		fs.BoolVar(&printJoin, "print-join-command", false, "print the node agent's join command (with the CA's hash) instead of the token alone")
+		fs.BoolVar(&printJoin, "print-join-command", false, "print the join command (with the CA's hash) instead of the token alone")
+		fs.BoolVar(&controlPlane, "control-plane", false, "a token for control-plane members (group "+authn.BootstrapControlPlaneGroup+"): skiff-apiserver --join ADDR --token T --ca-cert-hash H joins with it, instead of the members' token")
 	}
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -62,7 +65,12 @@ func runBootstrapToken(cmd string, args []string, stdout, stderr io.Writer) erro
 	if ttl < 0 {
 		return fmt.Errorf("--ttl %s: must not be negative", ttl)
 	}
-	if len(groups) == 0 {
+	switch {
+	case controlPlane && len(groups) > 0:
+		return errors.New("--control-plane sets the token's group: it cannot go with --groups")
+	case controlPlane:
+		groups = []string{authn.BootstrapControlPlaneGroup}
+	case len(groups) == 0:
 		groups = []string{authn.BootstrapDefaultNodeGroup}
 	}
 	ca, conn, err := adminConn(p.dir(), server)
@@ -89,7 +97,11 @@ func runBootstrapToken(cmd string, args []string, stdout, stderr io.Writer) erro
 		if _, err := secrets.Create(ctx, sec); err != nil {
 			return fmt.Errorf("creating the token's Secret: %w", err)
 		}
-		if printJoin {
+		switch {
+		case printJoin && controlPlane:
+			fmt.Fprintf(stdout, "skiff-apiserver --join %s --token %s --ca-cert-hash %s --etcd-name NAME --etcd-peer-url https://IP:2380\n", server, tok, client.CACertHash(ca.Cert))
+			return nil
+		case printJoin:
 			fmt.Fprintf(stdout, "skiff-node-agent --join %s --token %s --ca-cert-hash %s\n", server, tok, client.CACertHash(ca.Cert))
 			return nil
 		}

@@ -31,6 +31,8 @@ Commands:
           agents and the service-account signing key (sa.key); existing
           files are kept (a serving certificate lacking a --tls-san, or
           expiring within 30 days, is issued again)
+  hash    print the CA's hash (sha256:<hex> of its public key), which
+          --ca-cert-hash pins on joining machines
   issue   issue a certificate signed by the CA: <name>.crt, <name>.key and
           ca.crt in --out. A client certificate names a user (--cn) and its
           groups (--o); with --san it is also a serving certificate (node
@@ -43,7 +45,7 @@ func runCerts(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		fmt.Fprint(stderr, certsUsage)
 		if len(args) == 0 {
-			return errors.New("certs: a command is required (init or issue)")
+			return errors.New("certs: a command is required (init, hash or issue)")
 		}
 		return nil
 	}
@@ -52,8 +54,21 @@ func runCerts(args []string, stdout, stderr io.Writer) error {
 		return runCertsInit(args[1:], stdout, stderr)
 	case "issue":
 		return runCertsIssue(args[1:], stdout, stderr)
+	case "hash":
+		fs := newFlagSet("certs hash", "Usage: skiff-apiserver certs hash [--data-dir DIR | --pki-dir DIR]\n\nPrints the cluster CA's hash, as --ca-cert-hash takes it.\n", stderr)
+		var p pkiFlags
+		p.add(fs)
+		if err := parse(fs, args[1:]); err != nil {
+			return err
+		}
+		ca, err := pki.LoadCA(p.dir())
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, client.CACertHash(ca.Cert))
+		return nil
 	default:
-		return fmt.Errorf("certs: unknown command %q (init or issue; see skiff-apiserver certs --help)", args[0])
+		return fmt.Errorf("certs: unknown command %q (init, hash or issue; see skiff-apiserver certs --help)", args[0])
 	}
 }
 

@@ -110,6 +110,7 @@ Flags:
 	fs.StringVar(&cfg.Cluster.Join, "join", "", "the API address (host:port) of a control-plane member to join: its etcd adds this one as a learner, promoted once in step")
 	fs.StringVar(&cfg.Cluster.JoinCAFile, "join-ca-file", "", "CA certificate (PEM) of the member --join names (its serving certificate's); without it or --ca-cert-hash: plain text, for members started with --insecure")
 	fs.StringVar(&cfg.Cluster.CACertHash, "ca-cert-hash", "", "sha256:<hex> pin of the cluster CA's public key (as skiff-apiserver token create --print-join-command prints it): --join fetches the CA from the member it names and keeps it only if it matches")
+	fs.StringVar(&cfg.Cluster.BootstrapToken, "token", "", "with --join instead of --cluster-token-file: a bootstrap token made for control-plane members (skiff-apiserver token create --control-plane); the join gives this member the members' token, kept in --pki-dir")
 	fs.StringVar(&clusterTokenFile, "cluster-token-file", "", "file holding the members' shared token: a member answers joins that present it, --join presents it")
 	fs.BoolVar(&showVersion, "version", false, "print the version and exit")
 	cfg.Authn.AddFlags(fs)
@@ -150,8 +151,12 @@ Flags:
 		}
 	}
 	switch {
-	case (clusterInit || cfg.Cluster.Join != "") && cfg.Cluster.Token == "":
-		return fmt.Errorf("--cluster-init and --join need --cluster-token-file (the members' shared token)")
+	case cfg.Cluster.BootstrapToken != "" && (cfg.Cluster.Join == "" || cfg.Cluster.Token != ""):
+		return fmt.Errorf("--token joins with a bootstrap token: it goes with --join and without --cluster-token-file")
+	case clusterInit && cfg.Cluster.Token == "":
+		return fmt.Errorf("--cluster-init needs --cluster-token-file (the members' shared token)")
+	case cfg.Cluster.Join != "" && cfg.Cluster.Token == "" && cfg.Cluster.BootstrapToken == "":
+		return fmt.Errorf("--join needs --cluster-token-file (the members' shared token) or --token (a bootstrap token made with token create --control-plane)")
 	case clusterInit && cfg.Cluster.Join != "":
 		return fmt.Errorf("--cluster-init starts a cluster, --join joins one: give one of them")
 	case clusterInit && cfg.Cluster.PeerURL == "":

@@ -68,7 +68,7 @@ func TestFlagsAndErrors(t *testing.T) {
 		{"token bad service account", []string{"token", "--serviceaccount", "robot"}, false, `--serviceaccount "robot": want NAMESPACE/NAME`},
 		{"member without a command", []string{"member"}, false, "member: the command is remove"},
 		{"member remove without a name", []string{"member", "remove", "--cluster-token-file", "main_test.go"}, false, "the member's name is required"},
-		{"join without a token", []string{"--join", "10.0.0.1:6443"}, false, "--cluster-init and --join need --cluster-token-file"},
+		{"join without a token", []string{"--join", "10.0.0.1:6443"}, false, "--join needs --cluster-token-file"},
 		{"cluster-init without a peer URL", []string{"--cluster-init", "--cluster-token-file", "main_test.go"}, false, "--cluster-init needs --etcd-peer-url"},
 		{"unreachable external etcd", []string{"--etcd-servers", "http://127.0.0.1:1", "--etcd-dial-timeout", "500ms", "--listen", "127.0.0.1:0", "--metrics-listen", ""}, false, "etcd http://127.0.0.1:1 does not answer"},
 	}
@@ -316,6 +316,13 @@ func checkBootstrapTokens(ctx context.Context, t *testing.T, bin, dataDir, addr,
 	}
 	if hash != client.CACertHash(ca) {
 		t.Errorf("printed hash %s, the CA's is %s", hash, client.CACertHash(ca))
+	}
+	if got := strings.TrimSpace(runOK(t, bin, "certs", "hash", "--data-dir", dataDir)); got != hash {
+		t.Errorf("certs hash: %s, want %s", got, hash)
+	}
+	cp := strings.Fields(runOK(t, bin, "token", "create", "--data-dir", dataDir, "--server", addr, "--control-plane", "--print-join-command"))
+	if len(cp) < 7 || cp[0] != "skiff-apiserver" || cp[1] != "--join" || cp[5] != "--ca-cert-hash" || cp[6] != hash {
+		t.Errorf("token create --control-plane --print-join-command: %q", cp)
 	}
 	id, _, _ := strings.Cut(tok, ".")
 	list := runOK(t, bin, "token", "list", "--data-dir", dataDir, "--server", addr)
