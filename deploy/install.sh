@@ -61,9 +61,6 @@ missing() {
     command -v ip >/dev/null || echo "  - ip (package iproute2)"
     command -v iptables >/dev/null || echo "  - iptables (package iptables)"
   fi
-  if [ "$role" = control-plane ] && [ "${INIT:-0}" = 1 ]; then
-    command -v openssl >/dev/null || echo "  - openssl, to print the CA's hash (package openssl)"
-  fi
   return 0
 }
 
@@ -76,7 +73,6 @@ check() {
     echo "$lacks" >&2
     case $role in
     node) log "on Debian or Ubuntu: apt-get install containerd runc containernetworking-plugins nftables iproute2 iptables" ;;
-    control-plane) log "on Debian or Ubuntu: apt-get install openssl" ;;
     esac
     exit 1
   fi
@@ -135,12 +131,6 @@ set_env() {
 }
 
 first_address() { hostname -I 2>/dev/null | awk '{print $1}'; }
-
-# ca_hash FILE: the pin of the CA certificate FILE's public key, as
-# skiff-apiserver token create --print-join-command prints it.
-ca_hash() {
-  printf 'sha256:%s\n' "$(openssl x509 -pubkey -noout -in "$1" | openssl pkey -pubin -outform der | sha256sum | cut -d' ' -f1)"
-}
 
 # healthz PORT: the apiserver's /healthz on 127.0.0.1:PORT answers 200
 # (plain HTTP/1.0 through bash's /dev/tcp: no curl needed).
@@ -233,7 +223,7 @@ control_plane() {
   systemctl enable --now skiff-controller-manager.service skiff-scheduler.service
   log "skiff-controller-manager and skiff-scheduler started (apiservers $apiservers)"
   if [ "$init" = 1 ]; then
-    ca_hash "$pki/ca.crt" >"$ETC/ca-cert-hash"
+    skiff-apiserver certs hash --pki-dir "$pki" >"$ETC/ca-cert-hash"
     log "the first member serves. The CA's hash is in $ETC/ca-cert-hash; join the others with:"
     log "  ./install.sh control-plane --join $address:6443 --ca-cert-hash $(cat "$ETC/ca-cert-hash")"
   fi

@@ -221,7 +221,7 @@ Flags:
 		return nil, errors.New("--node-name: required (the hostname is unknown)")
 	}
 	serverSet := false
-	fs.Visit(func(f *flag.Flag) { serverSet = serverSet || f.Name == "server" })
+	fs.Visit(func(f *flag.Flag) { serverSet = serverSet || (f.Name == "server" && f.Value.String() != "") })
 	if err := o.Join.check(o, serverSet); err != nil {
 		return nil, err
 	}

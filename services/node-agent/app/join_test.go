@@ -20,6 +20,11 @@ func TestJoinFlags(t *testing.T) {
 	if o, err = ParseFlags([]string{"--node-name=n1", "--join=10.0.0.1:6443", "--server=a:6443,b:6443", pin}, io.Discard); err != nil || o.API.Server != "a:6443,b:6443" {
 		t.Errorf("--server beside --join: %q %v", o.API.Server, err)
 	}
+	// An empty --server (an unset variable of a unit's settings) is no
+	// server: --join's.
+	if o, err = ParseFlags([]string{"--node-name=n1", "--join=10.0.0.1:6443", "--server=", pin}, io.Discard); err != nil || o.API.Server != "10.0.0.1:6443" {
+		t.Errorf("an empty --server beside --join: %q %v", o.API.Server, err)
+	}
 	for args, want := range map[string]string{
 		"--join=a:6443":                                           "--join needs --ca-cert-hash (or --tls-ca-file)",
 		"--join=a:6443 --ca-cert-hash=md5:00":                     `--ca-cert-hash "md5:00": want sha256:<64 hex digits>`,
