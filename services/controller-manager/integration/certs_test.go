@@ -159,6 +159,25 @@ func (c *cluster) dialAs(t *testing.T, m *certs.Manager) *grpc.ClientConn {
 	return conn
 }
 
+// renewAtDeadline runs m with a connection that shows m's certificate,
+// steps clk past its rotation deadline and waits until m holds another
+// certificate.
+func (c *cluster) renewAtDeadline(ctx context.Context, t *testing.T, m *certs.Manager, clk *workqueue.FakeClock) {
+	t.Helper()
+	first := m.Current().Leaf
+	conn := c.dialAs(t, m)
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); m.Run(runCtx, conn) }()
+	t.Cleanup(func() { stop(); <-done })
+	clk.SetTime(m.RotationDeadline().Add(time.Second))
+	var sig await.Signal
+	sig.Until(t, 30*time.Second, "the certificate renewed", ctx.Done(), func() (bool, string) {
+		cur := m.Current().Leaf
+		return !cur.Equal(first), "serial " + cur.SerialNumber.String()
+	})
+}
+
 // TestRotation: the client certificate is renewed at its rotation
 // deadline (a fake clock stepped there), with the current certificate as
 // credentials (the request's user is the node, not a bootstrap token), to
@@ -180,18 +199,7 @@ func TestRotation(t *testing.T) {
 	if want := first.NotBefore.Add(life * 8 / 10); m.RotationDeadline().Sub(want).Abs() > time.Millisecond {
 		t.Errorf("rotation deadline %s, want 80%% of the lifetime: %s", m.RotationDeadline(), want)
 	}
-	conn := c.dialAs(t, m)
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { defer close(done); m.Run(runCtx, conn) }()
-	defer func() { stop(); <-done }()
-
-	clk.SetTime(m.RotationDeadline().Add(time.Second))
-	var sig await.Signal
-	sig.Until(t, 30*time.Second, "the certificate renewed", ctx.Done(), func() (bool, string) {
-		cur := m.Current().Leaf
-		return !cur.Equal(first), "serial " + cur.SerialNumber.String()
-	})
+	c.renewAtDeadline(ctx, t, m, clk)
 	pair, err := tls.LoadX509KeyPair(m.Files())
 	if err != nil || !pair.Leaf.Equal(m.Current().Leaf) {
 		t.Errorf("the renewed certificate is not in the files: %v", err)
@@ -237,17 +245,7 @@ func TestComponentRotation(t *testing.T) {
 	clk := workqueue.NewFakeClock(time.Now())
 	cfg.Clock, cfg.Jitter = clk, func() float64 { return 0 }
 	m := certs.New(cfg)
-	first := m.Current().Leaf
-	conn := c.dialAs(t, m)
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { defer close(done); m.Run(runCtx, conn) }()
-	defer func() { stop(); <-done }()
-	clk.SetTime(m.RotationDeadline().Add(time.Second))
-	var sig await.Signal
-	sig.Until(t, 30*time.Second, "the scheduler's certificate renewed", ctx.Done(), func() (bool, string) {
-		return !m.Current().Leaf.Equal(first), "serial " + m.Current().Leaf.SerialNumber.String()
-	})
+	c.renewAtDeadline(ctx, t, m, clk)
 	if got := m.Current().Leaf.Subject.CommonName; got != "system:kube-scheduler" {
 		t.Errorf("renewed for %q", got)
 	}
