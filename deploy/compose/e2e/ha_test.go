@@ -23,6 +23,9 @@ type member struct{ service, addr string }
 func haMembers(t *testing.T) []member {
 	env := os.Getenv("SKIFF_E2E_MEMBERS")
 	if env == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("SKIFF_E2E_MEMBERS is not set: CI runs this test through scripts/compose.sh e2e-ha (make e2e-ha), which sets it")
+		}
 		t.Skip("SKIFF_E2E_MEMBERS is not set: run through scripts/compose.sh e2e-ha (make e2e-ha)")
 	}
 	var ms []member
