@@ -204,20 +204,25 @@ func TestWithoutSelf(t *testing.T) {
 
 func TestServerNeverForwardsToItself(t *testing.T) {
 	// Listen on a port first known, then name the server itself in
-	// resolv.conf: New leaves it out.
-	c, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := c.LocalAddr().String()
-	c.Close()
-	conf := filepath.Join(t.TempDir(), "resolv.conf")
-	if err := os.WriteFile(conf, []byte("nameserver "+addr+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	s, err := New(Config{Listen: addr, ResolvConf: conf, Logger: testLogger(t)}, Informers{})
-	if err != nil {
-		t.Fatalf("New on %s (free a moment ago): %v", addr, err)
+	// resolv.conf: New leaves it out. The port is free for UDP a moment
+	// before New binds it for UDP and TCP: another process may hold or
+	// take it for TCP meanwhile (seen in CI), so another is tried then.
+	var s *Server
+	for attempt := 1; s == nil; attempt++ {
+		c, err := net.ListenPacket("udp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := c.LocalAddr().String()
+		c.Close()
+		conf := filepath.Join(t.TempDir(), "resolv.conf")
+		if err := os.WriteFile(conf, []byte("nameserver "+addr+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		s, err = New(Config{Listen: addr, ResolvConf: conf, Logger: testLogger(t)}, Informers{})
+		if err != nil && (attempt == 5 || !strings.Contains(err.Error(), "address already in use")) {
+			t.Fatalf("New on %s (free a moment ago): %v", addr, err)
+		}
 	}
 	defer s.Close()
 	if len(s.fwd.ups) != 0 {
