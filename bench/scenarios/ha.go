@@ -169,7 +169,15 @@ func (m *haMember) start(ctx context.Context) error {
 	if err := json.Unmarshal(line, &serving); err != nil || serving.Etcd == "" || serving.GRPC == "" {
 		return fmt.Errorf("member %s: the \"apiserver serving\" line names no address: %s", m.name, line)
 	}
-	m.addr, m.etcd = serving.GRPC, serving.Etcd
+	// The API address is fixed (--listen): written once, before the
+	// writers that read it run; a restart must come back on it.
+	switch {
+	case m.addr == "":
+		m.addr = serving.GRPC
+	case m.addr != serving.GRPC:
+		return fmt.Errorf("member %s restarted on %s, not its address %s", m.name, serving.GRPC, m.addr)
+	}
+	m.etcd = serving.Etcd
 	return nil
 }
 
