@@ -136,7 +136,7 @@ first_address() { hostname -I 2>/dev/null | awk '{print $1}'; }
 # (plain HTTP/1.0 through bash's /dev/tcp: no curl needed).
 healthz() {
   local status
-  status=$(exec 3<>"/dev/tcp/127.0.0.1/$1" && printf 'GET /healthz HTTP/1.0\r\n\r\n' >&3 && head -1 <&3) 2>/dev/null || return 1
+  status=$(exec 2>/dev/null 3<>"/dev/tcp/127.0.0.1/$1" && printf 'GET /healthz HTTP/1.0\r\n\r\n' >&3 && head -1 <&3) 2>/dev/null || return 1
   [[ $status == *" 200 "* ]]
 }
 
