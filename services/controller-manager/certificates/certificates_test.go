@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -22,6 +23,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"skiff.dev/internal/apierrors"
+	"skiff.dev/internal/await"
 	"skiff.dev/internal/client"
 	"skiff.dev/internal/csr"
 	"skiff.dev/internal/informer"
@@ -401,9 +403,13 @@ func TestApprovalAndSigningAuthorization(t *testing.T) {
 	role(t, c, "approve-kubernetes-io", &rbacv1.PolicyRule{Verbs: []string{"approve"}, ApiGroups: []string{"certificates.k8s.io"},
 		Resources: []string{"signers"}, ResourceNames: []string{"kubernetes.io/*"}})
 	bind(t, c, "bob-approves", "approve-kubernetes-io", "bob")
-	if err := approve(bob); err != nil {
-		t.Fatalf("approval with approve on kubernetes.io/*: %v", err)
-	}
+	// The authorizer sees the new role and binding through its informers:
+	// a moment after their creates return.
+	var sig await.Signal
+	sig.Until(t, 10*time.Second, "approval with approve on kubernetes.io/*", c.env.Ctx.Done(), func() (bool, string) {
+		err := approve(bob)
+		return err == nil, fmt.Sprint(err)
+	})
 	cert, _ := c.issued(t, "jane")
 	if cert.Subject.CommonName != "jane" || time.Until(cert.NotAfter) > time.Hour {
 		t.Errorf("jane's certificate: %v until %v", cert.Subject, cert.NotAfter)
