@@ -3,11 +3,8 @@ package certificates
 import (
 	"context"
 	"crypto"
-	"crypto/rand"
 	"crypto/x509"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"os"
 	"time"
 
@@ -32,14 +29,9 @@ const SigningName = "csrsigning"
 // Kubernetes' (a year).
 const DefaultSigningDuration = 365 * 24 * time.Hour
 
-const (
-	// backdate is how far before now a certificate is valid from (clock
-	// skew between machines), as package pki's and Kubernetes' signer.
-	backdate = 5 * time.Minute
-	// minDuration is the shortest certificate issued whatever
-	// expirationSeconds asks (twice the backdate), as Kubernetes'.
-	minDuration = 10 * time.Minute
-)
+// minDuration is the shortest certificate issued whatever
+// expirationSeconds asks (twice pki.Backdate), as Kubernetes'.
+const minDuration = 10 * time.Minute
 
 // CA is a signing certificate and its key.
 type CA struct {
@@ -179,8 +171,8 @@ func (s *Signer) certDuration(expirationSeconds *int32) time.Duration {
 	return d
 }
 
-// Sign issues the PEM certificate of req for usages, valid from backdate
-// before now for d, and never beyond the CA's own expiry. The subject and
+// Sign issues the PEM certificate of req for usages (pki.CA.Sign), valid
+// from pki.Backdate before now for d, and never beyond the CA's own expiry. The subject and
 // subject alternative names are the request's; no extension it asks for
 // is copied.
 func (ca *CA) Sign(req *x509.CertificateRequest, usages []string, d time.Duration, now time.Time) ([]byte, error) {
@@ -188,30 +180,15 @@ func (ca *CA) Sign(req *x509.CertificateRequest, usages []string, d time.Duratio
 	if err != nil {
 		return nil, err
 	}
-	notAfter := now.Add(d)
-	if notAfter.After(ca.Cert.NotAfter) {
-		notAfter = ca.Cert.NotAfter
-	}
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
-	if err != nil {
-		return nil, err
-	}
 	tmpl := &x509.Certificate{
-		SerialNumber:          serial,
 		Subject:               req.Subject,
 		DNSNames:              req.DNSNames,
 		IPAddresses:           req.IPAddresses,
 		EmailAddresses:        req.EmailAddresses,
 		URIs:                  req.URIs,
-		NotBefore:             now.Add(-backdate),
-		NotAfter:              notAfter,
 		KeyUsage:              ku,
 		ExtKeyUsage:           ext,
 		BasicConstraintsValid: true,
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, req.PublicKey, ca.Key)
-	if err != nil {
-		return nil, err
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), nil
+	return (&pki.CA{Cert: ca.Cert, Key: ca.Key}).Sign(tmpl, req.PublicKey, d, now)
 }

@@ -149,20 +149,13 @@ func (ca *CA) Issue(r Request, now time.Time) (certPEM, keyPEM []byte, err error
 	if r.Validity <= 0 {
 		r.Validity = DefaultValidity
 	}
-	notAfter := now.Add(r.Validity)
-	if notAfter.After(ca.Cert.NotAfter) {
-		notAfter = ca.Cert.NotAfter
-	}
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, nil, err
 	}
 	tmpl := &x509.Certificate{
-		SerialNumber: serial(),
-		Subject:      pkix.Name{CommonName: r.CommonName, Organization: r.Organizations},
-		NotBefore:    now.Add(-5 * time.Minute), // clock skew between machines
-		NotAfter:     notAfter,
-		KeyUsage:     x509.KeyUsageDigitalSignature,
+		Subject:  pkix.Name{CommonName: r.CommonName, Organization: r.Organizations},
+		KeyUsage: x509.KeyUsageDigitalSignature,
 	}
 	if r.Client {
 		tmpl.ExtKeyUsage = append(tmpl.ExtKeyUsage, x509.ExtKeyUsageClientAuth)
@@ -177,15 +170,36 @@ func (ca *CA) Issue(r Request, now time.Time) (certPEM, keyPEM []byte, err error
 			tmpl.DNSNames = append(tmpl.DNSNames, h)
 		}
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, key.Public(), ca.Key)
-	if err != nil {
+	if certPEM, err = ca.Sign(tmpl, key.Public(), r.Validity, now); err != nil {
 		return nil, nil, fmt.Errorf("certificate %q: %w", r.CommonName, err)
 	}
 	if keyPEM, err = EncodeKey(key); err != nil {
 		return nil, nil, err
 	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), keyPEM, nil
+	return certPEM, keyPEM, nil
 }
+
+// Sign signs tmpl (its subject, names and usages) for pub with a new
+// serial, valid from 5 minutes before now (clock skew between machines)
+// for validity, never beyond the CA's own expiry, PEM-encoded. Issue and
+// the controller-manager's csrsigning sign so.
+func (ca *CA) Sign(tmpl *x509.Certificate, pub crypto.PublicKey, validity time.Duration, now time.Time) ([]byte, error) {
+	t := *tmpl
+	t.SerialNumber = serial()
+	t.NotBefore = now.Add(-Backdate)
+	t.NotAfter = now.Add(validity)
+	if t.NotAfter.After(ca.Cert.NotAfter) {
+		t.NotAfter = ca.Cert.NotAfter
+	}
+	der, err := x509.CreateCertificate(rand.Reader, &t, ca.Cert, pub, ca.Key)
+	if err != nil {
+		return nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), nil
+}
+
+// Backdate is how long before its issue a certificate is valid from.
+const Backdate = 5 * time.Minute
 
 // Covers says whether cert is signed by the CA, valid from now for at
 // least minLeft, and names every host in hosts: a certificate worth
