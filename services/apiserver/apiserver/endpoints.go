@@ -92,20 +92,22 @@ func (s *Server) reconcileEndpoints(ctx context.Context, live bool) error {
 			Metadata: &metav1.ObjectMeta{Namespace: "kube-system", Name: name, Labels: map[string]string{apiserverIdentityLabel: apiserverIdentity}},
 			Spec:     &coordinationv1.LeaseSpec{HolderIdentity: holder, LeaseDurationSeconds: &dur, RenewTime: timestamppb.New(now)},
 		}
-		if _, err := leases.Create(ctx, lease); apierrors.IsAlreadyExists(err) {
-			err = client.RetryOnConflict(ctx, client.DefaultRetry, func() error {
-				cur, err := leases.Get(ctx, "kube-system", name)
-				if err != nil {
-					return err
-				}
-				cur.Spec = lease.Spec
-				_, err = leases.Update(ctx, cur)
+		// A renewal (every tick but the first) reads and updates; a
+		// lease not there yet is created.
+		err := client.RetryOnConflict(ctx, client.DefaultRetry, func() error {
+			cur, err := leases.Get(ctx, "kube-system", name)
+			if apierrors.IsNotFound(err) {
+				_, err = leases.Create(ctx, lease)
 				return err
-			})
+			}
 			if err != nil {
 				return err
 			}
-		} else if err != nil {
+			cur.Spec = lease.Spec
+			_, err = leases.Update(ctx, cur)
+			return err
+		})
+		if err != nil {
 			return err
 		}
 	} else if _, err := leases.Delete(ctx, &metav1.DeleteRequest{Namespace: "kube-system", Name: name}); err != nil && !apierrors.IsNotFound(err) {
