@@ -266,22 +266,34 @@ func (e *elector) observe(l *coordinationv1.Lease, now time.Time) {
 	e.observed, e.observedAt = l, now
 }
 
-// release empties the holder of the lease this candidate last wrote, so
-// that a standby takes over at its next retry instead of after the lease
-// expires. A conflict means someone else wrote since: nothing to release.
+// release empties the holder of the lease this candidate holds, so that a
+// standby takes over at its next retry instead of after the lease expires.
+// A conflict is read again: a renewal abandoned when the work returned may
+// have been stored without its reply reaching here, and then the record
+// still names this candidate at a newer resourceVersion. Only when another
+// holder is named is there nothing to release.
 func (e *elector) release(ctx context.Context) {
-	if e.observed.GetSpec().GetHolderIdentity() != e.cfg.Identity {
-		return
-	}
 	ctx, cancel := context.WithTimeout(ctx, e.cfg.RenewDeadline)
 	defer cancel()
-	l := proto.Clone(e.observed).(*coordinationv1.Lease)
-	l.Spec = released(l.GetSpec(), e.cfg.Clock.Now())
-	stored, err := e.cfg.Client.Update(ctx, l)
-	if err != nil {
+	cur := e.observed
+	for attempt := 0; ; attempt++ {
+		if cur.GetSpec().GetHolderIdentity() != e.cfg.Identity {
+			return
+		}
+		l := proto.Clone(cur).(*coordinationv1.Lease)
+		l.Spec = released(l.GetSpec(), e.cfg.Clock.Now())
+		stored, err := e.cfg.Client.Update(ctx, l)
+		if err == nil {
+			e.observe(stored, e.cfg.Clock.Now())
+			e.log.Info("released the lease")
+			return
+		}
+		if apierrors.IsConflict(err) && attempt < 2 {
+			if cur, err = e.cfg.Client.Get(ctx, e.cfg.Lock.Namespace, e.cfg.Lock.Name); err == nil {
+				continue
+			}
+		}
 		e.log.Warn("releasing the lease failed; standbys take over when it expires", zap.Error(err))
 		return
 	}
-	e.observe(stored, e.cfg.Clock.Now())
-	e.log.Info("released the lease")
 }
