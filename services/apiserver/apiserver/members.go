@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"skiff.dev/internal/bootstraptoken"
 	"slices"
 	"strings"
 	"time"
@@ -207,7 +208,7 @@ func (s *Server) joinAllowed(r *http.Request, join bool) bool {
 		return false
 	}
 	u, err := authn.BootstrapTokenUser(r.Context(), s.bootstrapTokens, got, s.now())
-	return err == nil && slices.Contains(u.Groups, authn.BootstrapControlPlaneGroup)
+	return err == nil && slices.Contains(u.Groups, bootstraptoken.ControlPlaneGroup)
 }
 
 // removeMember removes the member of that name (a member stopped for

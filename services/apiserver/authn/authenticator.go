@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/ecdsa"
 	"crypto/x509"
+	"skiff.dev/internal/bootstraptoken"
 	"strings"
 	"time"
 
@@ -113,7 +114,7 @@ func (a *Authenticator) token(ctx context.Context, tok string, now time.Time) (*
 	if a.sa != nil && looksLikeJWT(tok) {
 		return a.sa.authenticate(ctx, tok, now)
 	}
-	if _, _, ok := ParseBootstrapToken(tok); ok && a.bootstrap != nil {
+	if _, _, ok := bootstraptoken.Parse(tok); ok && a.bootstrap != nil {
 		return bootstrapAuthenticate(ctx, a.bootstrap, tok, now)
 	}
 	return nil, errUnknownToken

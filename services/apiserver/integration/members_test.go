@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"skiff.dev/internal/bootstraptoken"
 	"slices"
 	"strconv"
 	"strings"
@@ -259,8 +260,8 @@ func TestMemberJoinsWithBootstrapToken(t *testing.T) {
 	m1 := apiservertest.Start(t, apiservertest.Secure(), member(apiserver.ClusterOptions{Name: "m1", Token: "members-secret"}))
 	ctx := testContext(t)
 	token := func(group string) string {
-		tok := authn.NewBootstrapToken()
-		sec, err := authn.BootstrapTokenSecret(tok, authn.BootstrapTokenOptions{TTL: time.Hour, ExtraGroups: []string{group}}, time.Now())
+		tok := bootstraptoken.New()
+		sec, err := bootstraptoken.Secret(tok, bootstraptoken.Options{TTL: time.Hour, ExtraGroups: []string{group}}, time.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -271,11 +272,11 @@ func TestMemberJoinsWithBootstrapToken(t *testing.T) {
 	}
 	pin := client.CACertHash(m1.CA.Cert)
 	_, err := apiservertest.StartConfig(apiserver.Config{DataDir: t.TempDir(), Listen: "127.0.0.1:0", EtcdUnsafeNoFsync: true, Authn: authn.Options{Enabled: true},
-		Cluster: apiserver.ClusterOptions{Name: "node-token", Join: m1.Addr(), BootstrapToken: token(authn.BootstrapDefaultNodeGroup), CACertHash: pin}})
+		Cluster: apiserver.ClusterOptions{Name: "node-token", Join: m1.Addr(), BootstrapToken: token(bootstraptoken.DefaultNodeGroup), CACertHash: pin}})
 	if err == nil || !strings.Contains(err.Error(), "401") {
 		t.Fatalf("a member joining with a node's bootstrap token: %v, want 401", err)
 	}
-	m2 := apiservertest.Start(t, apiservertest.Secure(), member(apiserver.ClusterOptions{Name: "m2", Join: m1.Addr(), BootstrapToken: token(authn.BootstrapControlPlaneGroup), CACertHash: pin}))
+	m2 := apiservertest.Start(t, apiservertest.Secure(), member(apiserver.ClusterOptions{Name: "m2", Join: m1.Addr(), BootstrapToken: token(bootstraptoken.ControlPlaneGroup), CACertHash: pin}))
 	if b, err := os.ReadFile(filepath.Join(m2.DataDir, "pki", "members-token")); err != nil || string(b) != "members-secret" {
 		t.Fatalf("m2's members-token: %q %v", b, err)
 	}

@@ -40,6 +40,7 @@ import (
 	"skiff.dev/services/controller-manager/rootcacertpublisher"
 	"skiff.dev/services/controller-manager/serviceaccount"
 	"skiff.dev/services/controller-manager/statefulset"
+	"skiff.dev/services/controller-manager/tokencleaner"
 	"skiff.dev/services/controller-manager/ttlafterfinished"
 	"skiff.dev/services/controller-manager/volume/localpath"
 	"skiff.dev/services/controller-manager/volume/persistentvolume"
@@ -144,6 +145,9 @@ func Builders() map[string]manager.Builder {
 			}
 			return certificates.NewSigner(mc, ca, cfg.ClusterSigningDuration)
 		},
+		tokencleaner.Name: func(mc *manager.Context, _ *manager.Config) manager.Controller {
+			return tokencleaner.New(mc)
+		},
 		podgc.Name: func(mc *manager.Context, cfg *manager.Config) manager.Controller {
 			threshold := cfg.TerminatedPodGCThreshold
 			if threshold == 0 {
@@ -159,7 +163,7 @@ func Defaults() []string {
 	return []string{replicaset.Name, deployment.Name, garbagecollector.Name, nodelifecycle.Name, nodeipam.Name, namespace.Name, resourcequota.Name, podgc.Name, endpointslice.Name,
 		serviceaccount.Name, rootcacertpublisher.Name, job.Name, ttlafterfinished.Name, cronjob.Name, daemonset.Name, statefulset.Name,
 		disruption.Name, persistentvolume.Name, protection.PVCName, protection.PVName, localpath.Name,
-		certificates.ApprovingName, certificates.SigningName}
+		certificates.ApprovingName, certificates.SigningName, tokencleaner.Name}
 }
 
 // idle is a controller that cannot work (root-ca-cert-publisher without a

@@ -17,7 +17,7 @@ import (
 func TestChooseControllers(t *testing.T) {
 	all := []string{"cronjob", "csrapproving", "csrsigning", "daemonset", "deployment", "disruption", "endpointslice", "garbagecollector", "job", "local-path-provisioner", "namespace", "nodeipam",
 		"nodelifecycle", "persistentvolume-binder", "podgc", "pv-protection", "pvc-protection", "replicaset", "resourcequota", "root-ca-cert-publisher",
-		"serviceaccount", "statefulset", "ttl-after-finished"}
+		"serviceaccount", "statefulset", "tokencleaner", "ttl-after-finished"}
 	var minusAll []string
 	for _, n := range all {
 		minusAll = append(minusAll, "-"+n)

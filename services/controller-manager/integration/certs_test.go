@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"skiff.dev/internal/bootstraptoken"
 	"slices"
 	"testing"
 	"time"
@@ -23,7 +24,6 @@ import (
 	corev1 "skiff.dev/proto/core/v1"
 	metav1 "skiff.dev/proto/meta/v1"
 	"skiff.dev/services/apiserver/apiservertest"
-	"skiff.dev/services/apiserver/authn"
 	"skiff.dev/services/apiserver/authn/pki"
 	"skiff.dev/services/controller-manager/certificates"
 	"skiff.dev/services/controller-manager/manager"
@@ -64,8 +64,8 @@ func startCluster(t *testing.T) *cluster {
 // token makes a bootstrap token for joining nodes.
 func (c *cluster) token(t *testing.T, ttl time.Duration) string {
 	t.Helper()
-	tok := authn.NewBootstrapToken()
-	sec, err := authn.BootstrapTokenSecret(tok, authn.BootstrapTokenOptions{TTL: ttl, ExtraGroups: []string{authn.BootstrapDefaultNodeGroup}}, time.Now())
+	tok := bootstraptoken.New()
+	sec, err := bootstraptoken.Secret(tok, bootstraptoken.Options{TTL: ttl, ExtraGroups: []string{bootstraptoken.DefaultNodeGroup}}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"skiff.dev/internal/bootstraptoken"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -14,7 +15,6 @@ import (
 	"skiff.dev/internal/apierrors"
 	"skiff.dev/internal/client"
 	metav1 "skiff.dev/proto/meta/v1"
-	"skiff.dev/services/apiserver/authn"
 	"skiff.dev/services/apiserver/authn/pki"
 	"skiff.dev/services/apiserver/user"
 )
@@ -55,9 +55,9 @@ func runBootstrapToken(cmd string, args []string, stdout, stderr io.Writer) erro
 	if cmd == "create" {
 		fs.DurationVar(&ttl, "ttl", 24*time.Hour, "how long the token is valid (0: it never expires)")
 		fs.StringVar(&description, "description", "", "a description of the token's use")
-		fs.Var(sansFlag{&groups}, "groups", "extra groups the token authenticates as, each system:bootstrappers:... (default "+authn.BootstrapDefaultNodeGroup+")")
+		fs.Var(sansFlag{&groups}, "groups", "extra groups the token authenticates as, each system:bootstrappers:... (default "+bootstraptoken.DefaultNodeGroup+")")
 		fs.BoolVar(&printJoin, "print-join-command", false, "print the join command (with the CA's hash) instead of the token alone")
-		fs.BoolVar(&controlPlane, "control-plane", false, "a token for control-plane members (group "+authn.BootstrapControlPlaneGroup+"): skiff-apiserver --join ADDR --token T --ca-cert-hash H joins with it, instead of the members' token")
+		fs.BoolVar(&controlPlane, "control-plane", false, "a token for control-plane members (group "+bootstraptoken.ControlPlaneGroup+"): skiff-apiserver --join ADDR --token T --ca-cert-hash H joins with it, instead of the members' token")
 	}
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -69,9 +69,9 @@ func runBootstrapToken(cmd string, args []string, stdout, stderr io.Writer) erro
 	case controlPlane && len(groups) > 0:
 		return errors.New("--control-plane sets the token's group: it cannot go with --groups")
 	case controlPlane:
-		groups = []string{authn.BootstrapControlPlaneGroup}
+		groups = []string{bootstraptoken.ControlPlaneGroup}
 	case len(groups) == 0:
-		groups = []string{authn.BootstrapDefaultNodeGroup}
+		groups = []string{bootstraptoken.DefaultNodeGroup}
 	}
 	ca, conn, err := adminConn(p.dir(), server)
 	if err != nil {
@@ -86,11 +86,11 @@ func runBootstrapToken(cmd string, args []string, stdout, stderr io.Writer) erro
 		if fs.NArg() > 1 {
 			return fmt.Errorf("token create takes at most one TOKEN, got %q", fs.Args())
 		}
-		tok := authn.NewBootstrapToken()
+		tok := bootstraptoken.New()
 		if fs.NArg() == 1 {
 			tok = fs.Arg(0)
 		}
-		sec, err := authn.BootstrapTokenSecret(tok, authn.BootstrapTokenOptions{TTL: ttl, Description: description, ExtraGroups: groups}, time.Now())
+		sec, err := bootstraptoken.Secret(tok, bootstraptoken.Options{TTL: ttl, Description: description, ExtraGroups: groups}, time.Now())
 		if err != nil {
 			return err
 		}
@@ -110,7 +110,7 @@ func runBootstrapToken(cmd string, args []string, stdout, stderr io.Writer) erro
 		if fs.NArg() > 0 {
 			return fmt.Errorf("token list takes no arguments, got %q", fs.Args())
 		}
-		list, err := secrets.List(ctx, &metav1.ListOptions{Namespace: authn.BootstrapTokenNamespace, FieldSelector: "type=" + authn.BootstrapTokenSecretType})
+		list, err := secrets.List(ctx, &metav1.ListOptions{Namespace: bootstraptoken.Namespace, FieldSelector: "type=" + bootstraptoken.SecretType})
 		if err != nil {
 			return err
 		}
@@ -120,11 +120,11 @@ func runBootstrapToken(cmd string, args []string, stdout, stderr io.Writer) erro
 		for _, s := range list.GetItems() {
 			d := s.GetData()
 			ttl, expires := "<forever>", "<never>"
-			if e, ok := d[authn.BootstrapTokenExpirationKey]; ok {
+			if e, ok := d[bootstraptoken.ExpirationKey]; ok {
 				expires = string(e)
 				if t, err := time.Parse(time.RFC3339, expires); err == nil {
 					ttl = "<expired>"
-					if !authn.BootstrapTokenExpired(s, now) {
+					if !bootstraptoken.Expired(s, now) {
 						ttl = t.Sub(now).Round(time.Second).String()
 					}
 				}
@@ -135,12 +135,12 @@ func runBootstrapToken(cmd string, args []string, stdout, stderr io.Writer) erro
 					usages = append(usages, u)
 				}
 			}
-			desc := string(d[authn.BootstrapTokenDescriptionKey])
+			desc := string(d[bootstraptoken.DescriptionKey])
 			if desc == "" {
 				desc = "<none>"
 			}
-			fmt.Fprintf(w, "%s.%s\t%s\t%s\t%s\t%s\t%s\n", d[authn.BootstrapTokenIDKey], d[authn.BootstrapTokenSecretKey], ttl, expires,
-				strings.Join(usages, ","), desc, d[authn.BootstrapTokenExtraGroupsKey])
+			fmt.Fprintf(w, "%s.%s\t%s\t%s\t%s\t%s\t%s\n", d[bootstraptoken.IDKey], d[bootstraptoken.SecretKey], ttl, expires,
+				strings.Join(usages, ","), desc, d[bootstraptoken.ExtraGroupsKey])
 		}
 		return w.Flush()
 	case "delete":
@@ -148,11 +148,11 @@ func runBootstrapToken(cmd string, args []string, stdout, stderr io.Writer) erro
 			return errors.New("token delete: give the TOKEN-ID or TOKEN of each token to delete")
 		}
 		for _, a := range fs.Args() {
-			id, _, ok := authn.ParseBootstrapToken(a)
+			id, _, ok := bootstraptoken.Parse(a)
 			if !ok {
 				id = a
 			}
-			if _, err := secrets.Delete(ctx, &metav1.DeleteRequest{Namespace: authn.BootstrapTokenNamespace, Name: authn.BootstrapTokenSecretPrefix + id}); err != nil {
+			if _, err := secrets.Delete(ctx, &metav1.DeleteRequest{Namespace: bootstraptoken.Namespace, Name: bootstraptoken.SecretPrefix + id}); err != nil {
 				if apierrors.IsNotFound(err) {
 					return fmt.Errorf("bootstrap token %q not found", id)
 				}
