@@ -16,6 +16,8 @@ import (
 
 	"skiff.dev/internal/certs"
 	"skiff.dev/internal/client"
+	corev1 "skiff.dev/proto/core/v1"
+	metav1 "skiff.dev/proto/meta/v1"
 	"skiff.dev/services/node-agent/agent"
 )
 
@@ -129,21 +131,54 @@ func (jn *joined) run(ctx context.Context, conn grpc.ClientConnInterface, node s
 }
 
 // nodeHosts waits until the Node is registered with addresses and
-// returns its name and addresses (what its serving certificate names).
+// returns its name and addresses (what its serving certificate names). It
+// lists the one Node and watches it from there; a failed read or a watch
+// that ends is tried again after a second.
 func nodeHosts(ctx context.Context, conn grpc.ClientConnInterface, node string) ([]string, error) {
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		n, err := client.Nodes(conn).Get(ctx, "", node)
-		if err == nil && len(n.GetStatus().GetAddresses()) > 0 {
-			hosts := []string{node}
-			for _, a := range n.GetStatus().GetAddresses() {
-				hosts = append(hosts, a.GetAddress())
-			}
-			return hosts, nil
+	nodes := client.Nodes(conn)
+	sel := &metav1.ListOptions{FieldSelector: "metadata.name=" + node}
+	hosts := func(n *corev1.Node) []string {
+		if len(n.GetStatus().GetAddresses()) == 0 {
+			return nil
 		}
+		h := []string{node}
+		for _, a := range n.GetStatus().GetAddresses() {
+			h = append(h, a.GetAddress())
+		}
+		return h
+	}
+	for {
+		if h, _ := func() ([]string, error) {
+			l, err := nodes.List(ctx, sel)
+			if err != nil {
+				return nil, err
+			}
+			for _, n := range l.GetItems() {
+				if h := hosts(n); h != nil {
+					return h, nil
+				}
+			}
+			w, err := nodes.Watch(ctx, &metav1.ListOptions{FieldSelector: sel.FieldSelector, ResourceVersion: l.GetMetadata().GetResourceVersion()})
+			if err != nil {
+				return nil, err
+			}
+			defer w.Stop()
+			for {
+				ev, err := w.Next()
+				if err != nil {
+					return nil, err
+				}
+				if h := hosts(ev.Object); h != nil && ev.Type != "DELETED" {
+					return h, nil
+				}
+			}
+		}(); h != nil {
+			return h, nil
+		}
+		t := time.NewTimer(time.Second)
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return nil, ctx.Err()
 		case <-t.C:
 		}

@@ -1,9 +1,17 @@
 package app
 
 import (
+	"context"
 	"io"
+	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"skiff.dev/internal/client"
+	corev1 "skiff.dev/proto/core/v1"
+	metav1 "skiff.dev/proto/meta/v1"
+	"skiff.dev/services/apiserver/apiservertest"
 )
 
 // TestJoinFlags: --join sets the server unless --server is given, and
@@ -35,5 +43,43 @@ func TestJoinFlags(t *testing.T) {
 		if _, err := ParseFlags(append([]string{"--node-name=n1"}, strings.Fields(args)...), io.Discard); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want an error containing %q", args, err, want)
 		}
+	}
+}
+
+// TestNodeHostsWaitsForTheNodesAddresses: the names of a joined node's
+// serving certificate come once its Node is registered with addresses,
+// seen through a watch (not before: a Node without addresses is not
+// enough).
+func TestNodeHostsWaitsForTheNodesAddresses(t *testing.T) {
+	api := apiservertest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	got := make(chan []string, 1)
+	go func() {
+		h, err := nodeHosts(ctx, api.Conn, "n1")
+		if err != nil {
+			t.Errorf("nodeHosts: %v", err)
+		}
+		got <- h
+	}()
+	nodes := client.Nodes(api.Conn)
+	n, err := nodes.Create(ctx, &corev1.Node{Metadata: &metav1.ObjectMeta{Name: "n1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nodes.Create(ctx, &corev1.Node{Metadata: &metav1.ObjectMeta{Name: "n2"}, Status: &corev1.NodeStatus{}}); err != nil {
+		t.Fatal(err)
+	}
+	n.Status = &corev1.NodeStatus{Addresses: []*corev1.NodeAddress{{Type: "InternalIP", Address: "10.1.2.3"}, {Type: "Hostname", Address: "n1.example"}}}
+	if _, err := nodes.UpdateStatus(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case h := <-got:
+		if want := []string{"n1", "10.1.2.3", "n1.example"}; !slices.Equal(h, want) {
+			t.Errorf("hosts %q, want %q", h, want)
+		}
+	case <-ctx.Done():
+		t.Fatal("nodeHosts did not return once the Node had addresses")
 	}
 }
