@@ -71,6 +71,19 @@ func TestHA(t *testing.T) {
 		leader = c.waitLeader(members)
 	})
 
+	step("Prometheus scrapes every member", func(t *testing.T) {
+		c.eventually("three apiserver targets up", time.Minute, func() error {
+			up, err := promQuery(`up{job="apiserver"} == 1`)
+			if err != nil {
+				return err
+			}
+			if len(up) != len(members) {
+				return fmt.Errorf("%d of %d members' targets up", len(up), len(members))
+			}
+			return nil
+		})
+	})
+
 	step("a deployment of 4 demo v1 pods", func(t *testing.T) {
 		c.applyManifest(manifest(4, demoV1))
 		c.waitRolledOut(4, demoV1)
