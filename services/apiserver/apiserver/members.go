@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"skiff.dev/internal/bootstraptoken"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -44,7 +45,8 @@ import (
 //
 // A member stopped for good is removed through another (POST
 // /skiff/v1/members/remove, skiff-apiserver member remove) before its
-// replacement joins.
+// replacement joins. GET /skiff/v1/members (skiff-apiserver member list)
+// lists the members, learners and the leader, with the members' token.
 //
 // With authentication on, the members share one cluster CA and one
 // service-account signing key, as kubeadm's control-plane join copies
@@ -130,14 +132,27 @@ func (s *Server) serveMembers(w http.ResponseWriter, r *http.Request) {
 	fail := func(code int, msg string) {
 		http.Error(w, msg, code)
 	}
-	if r.Method != http.MethodPost {
-		fail(http.StatusMethodNotAllowed, "POST only")
+	list := r.URL.Path == membersPath && r.Method == http.MethodGet
+	if r.Method != http.MethodPost && !list {
+		fail(http.StatusMethodNotAllowed, "POST only (GET to list the members)")
 		return
 	}
 	remove := r.URL.Path == membersPath+"/remove"
-	if !s.joinAllowed(r, !remove) {
+	if !s.joinAllowed(r, !remove && !list) {
 		s.log.Warn("a join was refused: wrong or no token", zap.String("remote", r.RemoteAddr))
 		fail(http.StatusUnauthorized, "a join needs the members' token (or a bootstrap token made with --control-plane)")
+		return
+	}
+	if list {
+		ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+		defer cancel()
+		members, err := s.listMembers(ctx)
+		if err != nil {
+			fail(http.StatusServiceUnavailable, err.Error())
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(members)
 		return
 	}
 	var req joinRequest
@@ -228,6 +243,49 @@ func (s *Server) removeMember(ctx context.Context, name string) error {
 		}
 	}
 	return fmt.Errorf("no member is named %s", name)
+}
+
+// Member is one etcd member of the control plane, as GET
+// /skiff/v1/members (skiff-apiserver member list) answers.
+type Member struct {
+	Name       string   `json:"name"`
+	ID         string   `json:"id"` // etcd's member ID, in hex as etcdctl prints it
+	PeerURLs   []string `json:"peerURLs"`
+	ClientURLs []string `json:"clientURLs,omitempty"`
+	// Learner: added, not yet promoted to a voting member.
+	Learner bool `json:"learner,omitempty"`
+	// Leader: etcd's leader as the member asked sees it.
+	Leader bool `json:"leader,omitempty"`
+}
+
+// listMembers is etcd's member list with the leader this member knows.
+func (s *Server) listMembers(ctx context.Context) ([]Member, error) {
+	list, err := s.maintClient.MemberList(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var leader uint64
+	if st, err := s.maintClient.Status(ctx, s.endpoint()); err == nil {
+		leader = st.Leader
+	}
+	members := make([]Member, 0, len(list.Members))
+	for _, m := range list.Members {
+		members = append(members, Member{Name: m.Name, ID: strconv.FormatUint(m.ID, 16), PeerURLs: m.PeerURLs, ClientURLs: m.ClientURLs,
+			Learner: m.IsLearner, Leader: m.ID == leader})
+	}
+	slices.SortFunc(members, func(a, b Member) int { return strings.Compare(a.Name, b.Name) })
+	return members, nil
+}
+
+// ListMembers asks the member c.Join names, with c.Token, for the etcd
+// cluster's members (skiff-apiserver member list).
+func ListMembers(ctx context.Context, c ClusterOptions) ([]Member, error) {
+	mc, err := newMemberClient(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	var members []Member
+	return members, mc.do(ctx, http.MethodGet, membersPath, nil, &members)
 }
 
 // RemoveMember asks the member c.Join names, with c.Token, to remove the
@@ -350,13 +408,26 @@ func askMember(ctx context.Context, c ClusterOptions, path string, req joinReque
 // not yet in step) until ctx ends.
 func (mc *memberClient) ask(ctx context.Context, path string, req joinRequest, answer any) error {
 	body, _ := json.Marshal(req)
+	return mc.do(ctx, http.MethodPost, path, body, answer)
+}
+
+// do sends method to the member's path with body (none when nil) and
+// decodes its answer into answer (unless nil); a 503 is asked again until
+// ctx ends.
+func (mc *memberClient) do(ctx context.Context, method, path string, body []byte, answer any) error {
 	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
-		hr, err := http.NewRequestWithContext(ctx, http.MethodPost, mc.base+path, bytes.NewReader(body))
+		var rd io.Reader
+		if body != nil {
+			rd = bytes.NewReader(body)
+		}
+		hr, err := http.NewRequestWithContext(ctx, method, mc.base+path, rd)
 		if err != nil {
 			return err
 		}
 		hr.Header.Set("Authorization", "Bearer "+mc.token)
-		hr.Header.Set("Content-Type", "application/json")
+		if body != nil {
+			hr.Header.Set("Content-Type", "application/json")
+		}
 		resp, err := mc.hc.Do(hr)
 		if err != nil {
 			return fmt.Errorf("asking member %s: %w", mc.addr, err)

@@ -104,6 +104,29 @@ func TestMembersFormOneEtcdCluster(t *testing.T) {
 	write(m4, "from-m4")
 	served(m2, "from-m4", "m2")
 
+	// skiff-apiserver member list: the same three, one leader, through
+	// any member, only with the members' token.
+	members, err := apiserver.ListMembers(ctx, through(m3))
+	if err != nil {
+		t.Fatalf("listing the members: %v", err)
+	}
+	names, leaders := nil, 0
+	for _, m := range members {
+		names = append(names, fmt.Sprintf("%s learner=%v", m.Name, m.Learner))
+		if m.Leader {
+			leaders++
+		}
+		if m.ID == "" || len(m.PeerURLs) == 0 {
+			t.Errorf("member %+v: no ID or peer URLs", m)
+		}
+	}
+	if got := strings.Join(names, ","); got != "m2 learner=false,m3 learner=false,m4 learner=false" || leaders != 1 {
+		t.Errorf("member list: %s with %d leaders, want m2, m3, m4 voting, one leader", got, leaders)
+	}
+	if _, err := apiserver.ListMembers(ctx, apiserver.ClusterOptions{Join: m3.Addr(), Token: "wrong"}); err == nil || !strings.Contains(err.Error(), "401") {
+		t.Errorf("member list with the wrong token: %v, want 401", err)
+	}
+
 	_, err = apiservertest.StartConfig(apiserver.Config{DataDir: t.TempDir(), Listen: "127.0.0.1:0", EtcdUnsafeNoFsync: true,
 		Cluster: apiserver.ClusterOptions{Name: "m4", Join: m2.Addr(), Token: "wrong"}})
 	if err == nil || !strings.Contains(err.Error(), "401 Unauthorized") {

@@ -58,6 +58,7 @@ func run(args []string) error {
 		fmt.Fprintf(fs.Output(), `Usage: skiff-apiserver [flags]
        skiff-apiserver certs init|issue [flags]   the cluster CA and certificates
        skiff-apiserver token [flags]              a service-account token
+       skiff-apiserver member list [flags]         the control-plane members: etcd's members, learners, leader
        skiff-apiserver member remove [flags] NAME  a control-plane member leaves the etcd cluster
 
 Serves the Skiff API (gRPC, with health and reflection) and stores objects in

@@ -7,37 +7,57 @@ import (
 	"io"
 	"os"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"skiff.dev/services/apiserver/apiserver"
 )
 
-// runMember is "skiff-apiserver member remove": a member stopped for good
-// leaves the etcd cluster (before a replacement joins with --join).
+const memberUsage = `Usage: skiff-apiserver member list --server HOST:PORT --cluster-token-file FILE [--join-ca-file CA]
+       skiff-apiserver member remove --server HOST:PORT --cluster-token-file FILE [--join-ca-file CA] NAME
+`
+
+// runMember is "skiff-apiserver member list|remove": the etcd cluster's
+// members as one member sees them, and the removal of a member stopped
+// for good (before a replacement joins with --join).
 func runMember(args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] != "remove" {
+	if len(args) == 0 || (args[0] != "remove" && args[0] != "list") {
 		if len(args) > 0 && (args[0] == "--help" || args[0] == "-h") {
-			fmt.Fprintln(stderr, "Usage: skiff-apiserver member remove --server HOST:PORT --cluster-token-file FILE [--join-ca-file CA] NAME")
+			fmt.Fprint(stderr, memberUsage)
 			return flag.ErrHelp
 		}
-		return fmt.Errorf("member: the command is remove (see member --help)")
+		return fmt.Errorf("member: the command is list or remove (see member --help)")
 	}
-	fs := newFlagSet("member remove", `Usage: skiff-apiserver member remove --server HOST:PORT --cluster-token-file FILE [--join-ca-file CA] NAME
+	verb := args[0]
+	help := `Usage: skiff-apiserver member remove --server HOST:PORT --cluster-token-file FILE [--join-ca-file CA] NAME
 
 Removes the control-plane member NAME (its --etcd-name) from the etcd
 cluster, through the member at --server, which must be another one: a
 member stopped for good, before its replacement joins with --join. The
 cluster then needs a majority of the members that remain.
-`, stderr)
+`
+	if verb == "list" {
+		help = `Usage: skiff-apiserver member list --server HOST:PORT --cluster-token-file FILE [--join-ca-file CA]
+
+Lists the members of the etcd cluster as the member at --server sees
+them: name (--etcd-name), etcd member ID, voter or learner, which one
+leads, peer URLs.
+`
+	}
+	fs := newFlagSet("member "+verb, help, stderr)
 	var c apiserver.ClusterOptions
 	var tokenFile string
-	fs.StringVar(&c.Join, "server", "127.0.0.1:6443", "the API address of a member that stays")
+	fs.StringVar(&c.Join, "server", "127.0.0.1:6443", "the API address of a member")
 	fs.StringVar(&tokenFile, "cluster-token-file", "", "file holding the members' shared token (required)")
 	fs.StringVar(&c.JoinCAFile, "join-ca-file", "", "CA certificate (PEM) of that member's serving certificate; empty: plain text (members with --insecure)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
+	wantArgs := map[string]int{"list": 0, "remove": 1}[verb]
+	if fs.NArg() != wantArgs {
+		if verb == "list" {
+			return fmt.Errorf("member list: no arguments, got %q", fs.Args())
+		}
 		return fmt.Errorf("member remove: the member's name is required (one argument)")
 	}
 	b, err := os.ReadFile(tokenFile)
@@ -47,9 +67,35 @@ cluster then needs a majority of the members that remain.
 	c.Token = strings.TrimSpace(string(b))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	if verb == "list" {
+		members, err := apiserver.ListMembers(ctx, c)
+		if err != nil {
+			return err
+		}
+		printMembers(stdout, members)
+		return nil
+	}
 	if err := apiserver.RemoveMember(ctx, c, fs.Arg(0)); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "member %s removed\n", fs.Arg(0))
 	return nil
+}
+
+// printMembers writes members as a table, as etcdctl member list -w table
+// would with the leader marked.
+func printMembers(w io.Writer, members []apiserver.Member) {
+	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tID\tROLE\tLEADER\tPEER URLS")
+	for _, m := range members {
+		role, leader := "voter", ""
+		if m.Learner {
+			role = "learner"
+		}
+		if m.Leader {
+			leader = "*"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", m.Name, m.ID, role, leader, strings.Join(m.PeerURLs, ","))
+	}
+	_ = tw.Flush()
 }
