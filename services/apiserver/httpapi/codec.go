@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 
 	"google.golang.org/protobuf/proto"
 
@@ -42,6 +43,22 @@ func parseFieldValidation(r *http.Request) (fieldValidation, error) {
 
 // encodeJSON is msg in Kubernetes' JSON.
 func encodeJSON(msg proto.Message) []byte { return manifest.MarshalJSON(msg) }
+
+// jsonBufs are the buffers answers are encoded into (writeObject).
+var jsonBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
+
+// writeObject answers msg in Kubernetes' JSON, encoded into a pooled
+// buffer: a writer does not keep what it is given, so the buffer serves
+// the next answer.
+func writeObject(w http.ResponseWriter, code int, msg proto.Message) {
+	bp := jsonBufs.Get().(*[]byte)
+	b := manifest.AppendJSON((*bp)[:0], msg)
+	writeJSON(w, code, b)
+	if cap(b) <= 64<<10 { // a large one is left to the collector
+		*bp = b
+		jsonBufs.Put(bp)
+	}
+}
 
 // decodeBody decodes a request body (JSON, or YAML) into msg. warnings
 // are what Warn validation dropped, each to go in a Warning header.

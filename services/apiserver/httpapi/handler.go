@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
 
@@ -127,8 +128,8 @@ func notFound() error {
 // and incoming metadata (the bearer token, the request id).
 func requestContext(r *http.Request) context.Context {
 	p := &peer.Peer{}
-	if addr, err := net.ResolveTCPAddr("tcp", r.RemoteAddr); err == nil {
-		p.Addr = addr
+	if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
+		p.Addr = net.TCPAddrFromAddrPort(ap)
 	}
 	if r.TLS != nil {
 		p.AuthInfo = credentials.TLSInfo{State: *r.TLS, CommonAuthInfo: credentials.CommonAuthInfo{SecurityLevel: credentials.PrivacyAndIntegrity}}

@@ -166,7 +166,7 @@ func (h *Handler) patch(w http.ResponseWriter, r *http.Request, req resourceRequ
 		return
 	}
 	writeWarnings(w, warnings)
-	writeJSON(w, code, encodeJSON(out))
+	writeObject(w, code, out)
 }
 
 // track records the managed fields of a write that is not an apply: the

@@ -149,7 +149,7 @@ func (h *Handler) unary(w http.ResponseWriter, r *http.Request, req resourceRequ
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, code, encodeJSON(out))
+	writeObject(w, code, out)
 }
 
 // get answers one object, as a Table when the client asks for one.
@@ -163,7 +163,7 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, req resourceReques
 		h.writeTable(w, r, req, []object.Object{o}, nil)
 		return
 	}
-	writeJSON(w, http.StatusOK, encodeJSON(out))
+	writeObject(w, http.StatusOK, out)
 }
 
 func (h *Handler) writeTable(w http.ResponseWriter, r *http.Request, req resourceRequest, objs []object.Object, meta *metav1.ListMeta) {
@@ -179,7 +179,17 @@ func (h *Handler) writeTable(w http.ResponseWriter, r *http.Request, req resourc
 // stores (and a little more for the envelope).
 func readBody(r *http.Request) ([]byte, error) {
 	limit := int64(storage.MaxObjectBytes + 64<<10)
-	b, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	var b []byte
+	var err error
+	if n := r.ContentLength; n >= 0 && n <= limit {
+		// The size is known (client-go sends it): one buffer of it. The
+		// server holds a body to its Content-Length, HTTP/1.1 and
+		// HTTP/2 alike.
+		b = make([]byte, n)
+		_, err = io.ReadFull(r.Body, b)
+	} else {
+		b, err = io.ReadAll(io.LimitReader(r.Body, limit+1))
+	}
 	if err != nil {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("reading the request body: %v", err))
 	}
@@ -277,7 +287,7 @@ func (h *Handler) write(w http.ResponseWriter, r *http.Request, req resourceRequ
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, code, encodeJSON(out))
+	writeObject(w, code, out)
 }
 
 // subresource serves a subresource's verb by its method, whose request
@@ -425,7 +435,7 @@ func (h *Handler) delete(w http.ResponseWriter, r *http.Request, req resourceReq
 			return
 		}
 	}
-	writeJSON(w, http.StatusOK, encodeJSON(out))
+	writeObject(w, http.StatusOK, out)
 }
 
 // deleteCollection deletes the objects a list with the request's
