@@ -16,6 +16,7 @@ import (
 	appsv1 "skiff.dev/proto/apps/v1"
 	corev1 "skiff.dev/proto/core/v1"
 	metav1 "skiff.dev/proto/meta/v1"
+	"skiff.dev/services/apiserver/apiserver"
 )
 
 // Config sizes a run. DefaultConfig is `make chaos`; ShortConfig the
@@ -350,7 +351,11 @@ func (r *run) rolloutKilling(name string) func(context.Context) error {
 // compaction compacts etcd at its current revision (the components'
 // watches from older revisions are Expired and relist), then rolls out.
 func (r *run) compaction(ctx context.Context) error {
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{r.c.etcd}, DialTimeout: 5 * time.Second})
+	tlsCfg, err := apiserver.EmbeddedEtcdClientTLS(r.c.apiserverDir()).ClientConfig()
+	if err != nil {
+		return fmt.Errorf("etcd client certificate: %w", err)
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{r.c.etcd}, TLS: tlsCfg, DialTimeout: 5 * time.Second})
 	if err != nil {
 		return fmt.Errorf("etcd client: %w", err)
 	}

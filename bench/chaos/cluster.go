@@ -53,6 +53,9 @@ type cluster struct {
 	logs  io.Writer
 }
 
+// apiserverDir is the apiserver's --data-dir.
+func (c *cluster) apiserverDir() string { return filepath.Join(c.dir, "apiserver") }
+
 // node is one simulated node: its runtime and its agent's name.
 type node struct {
 	name string
@@ -80,7 +83,7 @@ func startCluster(ctx context.Context, cfg Config, logs io.Writer) (*cluster, er
 		return nil, err
 	}
 	c.addr = "127.0.0.1:" + strconv.Itoa(port)
-	api := []string{"--insecure", "--listen", c.addr, "--metrics-listen", "", "--data-dir", filepath.Join(dir, "apiserver")}
+	api := []string{"--insecure", "--listen", c.addr, "--metrics-listen", "", "--data-dir", c.apiserverDir()}
 	server := []string{"--server", c.addr, "--insecure", "--metrics-listen", ""}
 	c.args[APIServer] = api
 	c.args[ControllerManager] = append(server, "--node-monitor-grace-period", cfg.NodeGracePeriod.String())

@@ -121,8 +121,11 @@ type Env struct {
 	// apiserver (TLS, client certificate, token); its Server is replaced
 	// by Addr. nil: plain text (an apiserver with security off).
 	Client *client.Config
-	// EtcdEndpoint is the client URL of the etcd the apiserver stores in.
+	// EtcdEndpoint is the client URL of the etcd the apiserver stores in,
+	// EtcdTLS the TLS it requires (an embedded etcd: the client
+	// certificate its apiserver holds; etcdTLSIn).
 	EtcdEndpoint string
+	EtcdTLS      *tls.Config
 	Config       Config
 	// Progress receives one line per step; nil discards them.
 	Progress io.Writer

@@ -2,11 +2,14 @@ package scenarios
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"skiff.dev/services/apiserver/apiserver"
 )
 
 // The raw etcd figures: the physical limit the API writes under.
@@ -19,9 +22,10 @@ var (
 // rawPrefix keeps the raw puts away from the apiserver's /registry/ keys.
 const rawPrefix = "/bench/raw/"
 
-// etcdPutter puts 1 KiB values through a plain etcd client over loopback.
+// etcdPutter puts 1 KiB values through plain etcd clients over loopback,
+// one per etcd member given, the load's clients spread over them.
 type etcdPutter struct {
-	cli   *clientv3.Client
+	clis  []*clientv3.Client
 	value string
 }
 
@@ -29,24 +33,57 @@ func newEtcdPutter(env *Env) (*etcdPutter, error) {
 	if env.EtcdEndpoint == "" {
 		return nil, fmt.Errorf("no etcd endpoint to measure")
 	}
-	return etcdPutterAt(env.EtcdEndpoint)
+	return etcdPutterAt(etcdTarget{env.EtcdEndpoint, env.EtcdTLS})
 }
 
-// etcdPutterAt puts to the etcd of endpoints (the client balances over
-// several: a cluster's members).
-func etcdPutterAt(endpoints ...string) (*etcdPutter, error) {
+// etcdTarget is an etcd member's client URL and the TLS it requires (an
+// embedded etcd's: a client certificate of its own CA, which its
+// apiserver keeps in <data-dir>/etcd-pki).
+type etcdTarget struct {
+	endpoint string
+	tls      *tls.Config
+}
+
+// etcdTLSIn is the client TLS of the embedded etcd of the apiserver whose
+// --data-dir is dataDir.
+func etcdTLSIn(dataDir string) (*tls.Config, error) {
+	return apiserver.EmbeddedEtcdClientTLS(dataDir).ClientConfig()
+}
+
+// newEtcdClient is a client of one etcd member.
+func newEtcdClient(t etcdTarget) (*clientv3.Client, error) {
 	cli, err := clientv3.New(clientv3.Config{
-		Endpoints:   endpoints,
+		Endpoints:   []string{t.endpoint},
+		TLS:         t.tls,
 		DialTimeout: 10 * time.Second,
 		Logger:      zap.NewNop(),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("connecting to etcd %v: %w", endpoints, err)
+		return nil, fmt.Errorf("connecting to etcd %s: %w", t.endpoint, err)
 	}
-	return &etcdPutter{cli: cli, value: string(payload(1024))}, nil
+	return cli, nil
 }
 
-func (p *etcdPutter) close() { p.cli.Close() }
+// etcdPutterAt puts to the etcd members of targets (a cluster's members:
+// followers forward to the leader, as a balancing client's would).
+func etcdPutterAt(targets ...etcdTarget) (*etcdPutter, error) {
+	p := &etcdPutter{value: string(payload(1024))}
+	for _, t := range targets {
+		cli, err := newEtcdClient(t)
+		if err != nil {
+			p.close()
+			return nil, err
+		}
+		p.clis = append(p.clis, cli)
+	}
+	return p, nil
+}
+
+func (p *etcdPutter) close() {
+	for _, c := range p.clis {
+		c.Close()
+	}
+}
 
 // run puts for one window; round keeps keys of different rounds apart.
 func (p *etcdPutter) run(ctx context.Context, cfg Config, window time.Duration, round int) (*loadResult, error) {
@@ -55,7 +92,7 @@ func (p *etcdPutter) run(ctx context.Context, cfg Config, window time.Duration, 
 		warmup:   cfg.Warmup,
 		duration: window,
 		op: func(ctx context.Context, client, seq int) error {
-			_, err := p.cli.Put(ctx, fmt.Sprintf("%s%d/%03d/%09d", rawPrefix, round, client, seq), p.value)
+			_, err := p.clis[client%len(p.clis)].Put(ctx, fmt.Sprintf("%s%d/%03d/%09d", rawPrefix, round, client, seq), p.value)
 			return err
 		},
 	}.run(ctx)

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
@@ -122,22 +121,11 @@ func runHA(ctx context.Context, env *Env, rs *Results, o haOptions) error {
 		return err
 	}
 	defer three.stop()
-	// etcd's Status of each member says which leads (its endpoints
-	// change as members restart: Status dials the one it is given).
-	var endpoints []string
-	for _, m := range three.members {
-		endpoints = append(endpoints, m.etcd)
-	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 10 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		return err
-	}
-	defer cli.Close()
-	if err := haCreates(ctx, env, rs, cli, single, three); err != nil {
+	if err := haCreates(ctx, env, rs, single, three); err != nil {
 		return err
 	}
 	single.stop() // no part in the failovers: its CPU is not spent there
-	if err := haFailovers(ctx, env, rs, cli, three, o.failovers); err != nil {
+	if err := haFailovers(ctx, env, rs, three, o.failovers); err != nil {
 		return err
 	}
 	env.logf("ha: %.0f s (the build and the starts included)", time.Since(began).Seconds())
@@ -150,7 +138,11 @@ type haMember struct {
 	args      []string
 	addr      string // the API address, fixed across restarts
 	etcd      string // the embedded etcd's client URL, from the last start
-	p         *proc.Process
+	dir       string // its --data-dir
+	// etcdCli reaches the member's etcd (its Status says which member
+	// leads), from the last start: the URL changes with each.
+	etcdCli *clientv3.Client
+	p       *proc.Process
 }
 
 func (m *haMember) start(ctx context.Context) error {
@@ -178,7 +170,23 @@ func (m *haMember) start(ctx context.Context) error {
 		return fmt.Errorf("member %s restarted on %s, not its address %s", m.name, serving.GRPC, m.addr)
 	}
 	m.etcd = serving.Etcd
+	if m.etcdCli != nil {
+		m.etcdCli.Close()
+	}
+	tlsCfg, err := etcdTLSIn(m.dir)
+	if err == nil {
+		m.etcdCli, err = newEtcdClient(etcdTarget{m.etcd, tlsCfg})
+	}
+	if err != nil {
+		return fmt.Errorf("member %s's etcd: %w", m.name, err)
+	}
 	return nil
+}
+
+// target is the member's etcd, for a putter.
+func (m *haMember) target() (etcdTarget, error) {
+	tlsCfg, err := etcdTLSIn(m.dir)
+	return etcdTarget{m.etcd, tlsCfg}, err
 }
 
 // cpu is the CPU the process has used so far (user + system).
@@ -240,14 +248,18 @@ func (c *haCluster) stop() {
 			m.p.Stop()
 			m.p = nil
 		}
+		if m.etcdCli != nil {
+			m.etcdCli.Close()
+			m.etcdCli = nil
+		}
 	}
 }
 
 // startSingle starts one apiserver as skiff-apiserver starts with no
 // cluster flag: an etcd cluster of one.
 func startSingle(ctx context.Context, bin, dir string) (*haCluster, error) {
-	m := &haMember{name: "single", bin: bin, args: []string{"--insecure", "--data-dir", filepath.Join(dir, "single"),
-		"--listen", "127.0.0.1:0", "--metrics-listen", ""}}
+	m := &haMember{name: "single", bin: bin, dir: filepath.Join(dir, "single")}
+	m.args = []string{"--insecure", "--data-dir", m.dir, "--listen", "127.0.0.1:0", "--metrics-listen", ""}
 	if err := m.start(ctx); err != nil {
 		return nil, err
 	}
@@ -275,7 +287,8 @@ func startMembers(ctx context.Context, bin, dir string, n int) (*haCluster, erro
 			return nil, err
 		}
 		m := &haMember{name: fmt.Sprintf("m%d", i+1), bin: bin, addr: api}
-		m.args = []string{"--insecure", "--data-dir", filepath.Join(dir, m.name), "--listen", api, "--metrics-listen", "",
+		m.dir = filepath.Join(dir, m.name)
+		m.args = []string{"--insecure", "--data-dir", m.dir, "--listen", api, "--metrics-listen", "",
 			"--etcd-name", m.name, "--etcd-peer-url", "http://" + peerAddr, "--cluster-token-file", token}
 		if i == 0 {
 			m.args = append(m.args, "--cluster-init")
@@ -415,7 +428,7 @@ func (t *haTarget) cpuPerCreate() (server float64, each string, client float64) 
 
 // haCreates measures the creates on three members against one alone, in
 // rounds alternating which goes first.
-func haCreates(ctx context.Context, env *Env, rs *Results, cli *clientv3.Client, single, three *haCluster) error {
+func haCreates(ctx context.Context, env *Env, rs *Results, single, three *haCluster) error {
 	cfg := env.Config
 	conns := min(haConns, max(cfg.Clients, 1))
 	one, err := newHATarget(single, conns)
@@ -446,7 +459,7 @@ func haCreates(ctx context.Context, env *Env, rs *Results, cli *clientv3.Client,
 	if err != nil {
 		return err
 	}
-	lead, _, err := leader(ctx, cli, three)
+	lead, _, err := leader(ctx, three)
 	if err != nil {
 		return err
 	}
@@ -466,20 +479,23 @@ func haCreates(ctx context.Context, env *Env, rs *Results, cli *clientv3.Client,
 }
 
 // haEtcdCeiling measures the ratio's ceiling: 1 KiB puts of the same
-// clients straight to the three members' etcd (the client balancing over
-// their client URLs, followers forwarding to the leader as the apiservers'
-// do) and to the single apiserver's, while the apiservers idle.
+// clients straight to the three members' etcd (the clients spread over
+// the members, followers forwarding to the leader as the apiservers' do) and to the single apiserver's, while the apiservers idle.
 func haEtcdCeiling(ctx context.Context, rs *Results, cfg Config, rounds int, window time.Duration, single, three *haCluster) error {
-	var endpoints []string
-	for _, m := range three.members {
-		endpoints = append(endpoints, m.etcd)
+	var targets []etcdTarget
+	for _, m := range append(append([]*haMember(nil), three.members...), single.members...) {
+		t, err := m.target()
+		if err != nil {
+			return err
+		}
+		targets = append(targets, t)
 	}
-	all, err := etcdPutterAt(endpoints...)
+	all, err := etcdPutterAt(targets[:len(three.members)]...)
 	if err != nil {
 		return err
 	}
 	defer all.close()
-	one, err := etcdPutterAt(single.members[0].etcd)
+	one, err := etcdPutterAt(targets[len(three.members):]...)
 	if err != nil {
 		return err
 	}
@@ -717,12 +733,12 @@ func countsString(m map[string]int) string {
 
 // leader is the member whose etcd leads, by etcd's Status of each
 // running member, and the leader's etcd member id.
-func leader(ctx context.Context, cli *clientv3.Client, c *haCluster) (*haMember, uint64, error) {
+func leader(ctx context.Context, c *haCluster) (*haMember, uint64, error) {
 	for _, m := range c.members {
 		if m.p == nil {
 			continue
 		}
-		st, err := cli.Status(ctx, m.etcd)
+		st, err := m.etcdCli.Status(ctx, m.etcd)
 		if err != nil {
 			continue
 		}
@@ -735,7 +751,7 @@ func leader(ctx context.Context, cli *clientv3.Client, c *haCluster) (*haMember,
 
 // newLeader polls the running members' etcd Status every few
 // milliseconds until one names a leader other than old, and returns when.
-func newLeader(ctx context.Context, cli *clientv3.Client, c *haCluster, old uint64, timeout time.Duration) (time.Time, error) {
+func newLeader(ctx context.Context, c *haCluster, old uint64, timeout time.Duration) (time.Time, error) {
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 	deadline := time.Now().Add(timeout)
@@ -745,7 +761,7 @@ func newLeader(ctx context.Context, cli *clientv3.Client, c *haCluster, old uint
 				continue
 			}
 			sctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
-			st, err := cli.Status(sctx, m.etcd)
+			st, err := m.etcdCli.Status(sctx, m.etcd)
 			cancel()
 			if err == nil && st.Leader != 0 && st.Leader != old {
 				return time.Now(), nil
@@ -762,7 +778,7 @@ func newLeader(ctx context.Context, cli *clientv3.Client, c *haCluster, old uint
 
 // haFailovers kills the leading member n times under the writers,
 // restarting it between rounds, then checks every acknowledged write.
-func haFailovers(ctx context.Context, env *Env, rs *Results, cli *clientv3.Client, c *haCluster, n int) error {
+func haFailovers(ctx context.Context, env *Env, rs *Results, c *haCluster, n int) error {
 	conn, err := client.Dial(client.Config{Server: c.addrs(), Insecure: true})
 	if err != nil {
 		return err
@@ -796,7 +812,7 @@ func haFailovers(ctx context.Context, env *Env, rs *Results, cli *clientv3.Clien
 		if err := w.waitEach(ctx, time.Now(), timeout); err != nil {
 			return fmt.Errorf("before failover %d: %w", r+1, err)
 		}
-		lead, leadID, err := leader(ctx, cli, c)
+		lead, leadID, err := leader(ctx, c)
 		if err != nil {
 			return err
 		}
@@ -813,7 +829,7 @@ func haFailovers(ctx context.Context, env *Env, rs *Results, cli *clientv3.Clien
 		var electErr error
 		go func() {
 			defer close(elected)
-			electedAt, electErr = newLeader(ctx, cli, c, leadID, timeout)
+			electedAt, electErr = newLeader(ctx, c, leadID, timeout)
 		}()
 		ack, err := w.waitAck(ctx, t0, timeout)
 		<-elected

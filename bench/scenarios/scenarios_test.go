@@ -118,9 +118,14 @@ func TestScenarios(t *testing.T) {
 		t.Skip("starts an apiserver")
 	}
 	srv := apiservertest.Start(t)
+	etcdTLS, err := srv.EtcdClientTLS().ClientConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
 	env := &Env{
 		Addr:         srv.Addr(),
 		EtcdEndpoint: srv.EtcdEndpoint(),
+		EtcdTLS:      etcdTLS,
 		Config: Config{
 			Warmup:        50 * time.Millisecond,
 			Duration:      300 * time.Millisecond,

@@ -197,9 +197,14 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	defer srv.Stop()
 
+	etcdTLS, err := srv.EtcdClientTLS().ClientConfig()
+	if err != nil {
+		return fmt.Errorf("the apiserver's etcd client certificate: %w", err)
+	}
 	env := &scenarios.Env{
 		Addr:         srv.Addr(),
 		EtcdEndpoint: srv.EtcdEndpoint(),
+		EtcdTLS:      etcdTLS,
 		Config:       o.cfg,
 		Progress:     stderr,
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
@@ -217,6 +218,8 @@ type Server struct {
 	metrics     *http.Server
 	metricsL    net.Listener
 	maint       *maintenanceMetrics
+	// etcdClientTLS is the embedded etcd's client TLS, client side.
+	etcdClientTLS transport.TLSInfo
 	// objects counts what a List of each kind would read (flow control's
 	// work estimate), by API group and resource; written by install only.
 	objects map[groupResource]func(namespace string, upTo int) (int, error)
@@ -428,6 +431,10 @@ func (s *Server) EtcdEndpoint() string {
 	}
 	return s.etcd.clientURL
 }
+
+// EtcdClientTLS names the files of the embedded etcd's client TLS: its
+// CA and the client certificate it requires (zero with external etcd).
+func (s *Server) EtcdClientTLS() transport.TLSInfo { return s.etcdClientTLS }
 
 // Scheme is the server's scheme.
 func (s *Server) Scheme() *scheme.Scheme { return s.scheme }

@@ -16,10 +16,10 @@ import (
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
-	"go.etcd.io/etcd/server/v3/etcdserver/api/v3client"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"skiff.dev/services/apiserver/authn/pki"
 	"skiff.dev/services/apiserver/storage"
 )
 
@@ -38,6 +38,51 @@ func freeLoopbackURL() (url.URL, error) {
 	}
 	defer l.Close()
 	return url.URL{Scheme: "http", Host: l.Addr().String()}, nil
+}
+
+// etcdClientPKIDir, under --data-dir, holds the embedded etcd's own CA
+// and the certificates of its client port (etcdClientPKI).
+const etcdClientPKIDir = "etcd-pki"
+
+// etcdClientPKI makes the embedded etcd's client port (loopback) TLS that
+// requires a client certificate of a CA of its own, in dir: only this
+// apiserver holds one (the keys readable by their owner only), so no other
+// process on the machine, another user or a pod on the host network,
+// reads or writes the cluster's state past the apiserver's authentication
+// and authorization. The CA is not the cluster's: a node's or a user's
+// certificate from that one opens nothing here (kubeadm keeps etcd's CA
+// apart likewise). It returns etcd's side and the client's.
+func etcdClientPKI(dir string, now time.Time) (server, client transport.TLSInfo, err error) {
+	ca, _, err := pki.InitCA(dir, now)
+	if err != nil {
+		return server, client, fmt.Errorf("the embedded etcd's CA in %s: %w", dir, err)
+	}
+	pairs := []struct {
+		name string
+		req  pki.Request
+	}{
+		{"server", pki.Request{CommonName: "etcd", Hosts: []string{"127.0.0.1", "localhost"}, Server: true}},
+		{"client", pki.Request{CommonName: "skiff-apiserver", Client: true}},
+	}
+	for _, p := range pairs {
+		if _, err := ca.EnsurePair(dir, p.name, p.req, now, 30*24*time.Hour); err != nil {
+			return server, client, fmt.Errorf("the embedded etcd's %s certificate in %s: %w", p.name, dir, err)
+		}
+	}
+	server = transport.TLSInfo{CertFile: filepath.Join(dir, "server.crt"), KeyFile: filepath.Join(dir, "server.key"),
+		TrustedCAFile: filepath.Join(dir, pki.CACertFile), ClientCertAuth: true}
+	return server, etcdClientFiles(dir), nil
+}
+
+func etcdClientFiles(dir string) transport.TLSInfo {
+	return transport.TLSInfo{CertFile: filepath.Join(dir, "client.crt"), KeyFile: filepath.Join(dir, "client.key"), TrustedCAFile: filepath.Join(dir, pki.CACertFile)}
+}
+
+// EmbeddedEtcdClientTLS names the files of the client TLS of the embedded
+// etcd of an apiserver whose --data-dir is dataDir (written at its start):
+// what a tool run as the same user on that machine gives its etcd client.
+func EmbeddedEtcdClientTLS(dataDir string) transport.TLSInfo {
+	return etcdClientFiles(filepath.Join(dataDir, etcdClientPKIDir))
 }
 
 // leaderLostGrace is how long after etcd's leader changed a write sent
@@ -117,6 +162,9 @@ func (s *Server) connectEtcd() error {
 	if err != nil {
 		return err
 	}
+	if cfg.ClientTLSInfo, s.etcdClientTLS, err = etcdClientPKI(filepath.Join(s.cfg.DataDir, etcdClientPKIDir), s.now()); err != nil {
+		return err
+	}
 	// A member's peer URL is fixed (--etcd-peer-url), chosen by
 	// joinCluster, or, on one host, a free loopback port.
 	var peerURL *url.URL
@@ -136,6 +184,7 @@ func (s *Server) connectEtcd() error {
 		if clientURL, err = freeLoopbackURL(); err != nil {
 			return err
 		}
+		clientURL.Scheme = "https"
 		peer := peerURL
 		if peer == nil {
 			u, err := freeLoopbackURL()
@@ -199,8 +248,14 @@ func (s *Server) connectEtcd() error {
 	}
 	// Maintenance (status, defragmentation) goes through etcd's real gRPC
 	// server: the in-process adapter does not support it.
+	clientTLS, err := s.etcdClientTLS.ClientConfig()
+	if err != nil {
+		ee.close()
+		return fmt.Errorf("the embedded etcd's client certificate: %w", err)
+	}
 	if s.maintClient, err = clientv3.New(clientv3.Config{
 		Endpoints:   []string{clientURL.String()},
+		TLS:         clientTLS,
 		DialTimeout: 10 * time.Second,
 		DialOptions: s.tracing.DialOptions(),
 		Logger:      s.log.Named("etcd-client").WithOptions(zap.IncreaseLevel(zapcore.WarnLevel)),
@@ -215,7 +270,7 @@ func (s *Server) connectEtcd() error {
 		s.client = s.maintClient
 	} else {
 		// In-process client: direct calls into the etcd server, no sockets.
-		s.client = v3client.New(e.Server)
+		s.client = inProcessClient(e.Server)
 	}
 	s.watcher = storage.MVCCWatcher{KV: e.Server.Watchable()}
 	return nil

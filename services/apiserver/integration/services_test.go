@@ -39,10 +39,7 @@ func invalidField(t *testing.T, err error, field, detail string) {
 // the kubernetes Service's .1.
 func TestServiceAllocationsUnderConcurrentCreates(t *testing.T) {
 	a := apiservertest.Start(t)
-	b := apiservertest.Start(t, apiservertest.WithConfig(func(c *apiserver.Config) {
-		c.DataDir = ""
-		c.EtcdServers = []string{a.EtcdEndpoint()}
-	}))
+	b := apiservertest.Start(t, etcdOf(a))
 	ctx := testContext(t)
 	var wg sync.WaitGroup
 	created := make([]*corev1.Service, 50)
