@@ -164,7 +164,9 @@ func (s *Server) connectEtcd() error {
 	if err != nil {
 		return err
 	}
-	if cfg.ClientTLSInfo, s.etcdClientTLS, err = etcdClientPKI(filepath.Join(s.cfg.DataDir, etcdClientPKIDir), s.now()); err != nil {
+	// The real clock, not Config.Now (a test's fixed time for objects):
+	// the TLS handshakes check the certificates against it.
+	if cfg.ClientTLSInfo, s.etcdClientTLS, err = etcdClientPKI(filepath.Join(s.cfg.DataDir, etcdClientPKIDir), time.Now()); err != nil {
 		return err
 	}
 	// A member's peer URL is fixed (--etcd-peer-url), chosen by
