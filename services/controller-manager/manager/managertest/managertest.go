@@ -7,6 +7,7 @@ package managertest
 import (
 	"context"
 	"fmt"
+	"go.uber.org/goleak"
 	"slices"
 	"sync"
 	"testing"
@@ -208,3 +209,14 @@ func (e *Env) Metric(name string, labels ...string) float64 {
 
 // Explain formats a reason for Await.
 func Explain(format string, args ...any) string { return fmt.Sprintf(format, args...) }
+
+// VerifyTestMain runs a package's tests, then fails if goroutines are left
+// (goleak), beside the few the embedded etcd and gRPC keep until the
+// process ends: every controller package's TestMain.
+func VerifyTestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		goleak.IgnoreTopFunction("go.opencensus.io/stats/view.(*worker).start"),
+		goleak.IgnoreAnyFunction("google.golang.org/grpc/internal/grpcsync.(*CallbackSerializer).run"),
+		goleak.IgnoreAnyFunction("go.etcd.io/etcd/pkg/v3/traceutil.(*Trace).Log"),
+	)
+}
