@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -142,6 +143,7 @@ type haMember struct {
 	// etcdCli reaches the member's etcd (its Status says which member
 	// leads), from the last start: the URL changes with each.
 	etcdCli *clientv3.Client
+	etcdTLS *tls.Config // the client TLS etcdCli has
 	p       *proc.Process
 }
 
@@ -180,13 +182,17 @@ func (m *haMember) start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("member %s's etcd: %w", m.name, err)
 	}
+	m.etcdTLS = tlsCfg
 	return nil
 }
 
-// target is the member's etcd, for a putter.
-func (m *haMember) target() (etcdTarget, error) {
-	tlsCfg, err := etcdTLSIn(m.dir)
-	return etcdTarget{m.etcd, tlsCfg}, err
+// targets are the members' etcds, for a putter.
+func (c *haCluster) targets() []etcdTarget {
+	var ts []etcdTarget
+	for _, m := range c.members {
+		ts = append(ts, etcdTarget{m.etcd, m.etcdTLS})
+	}
+	return ts
 }
 
 // cpu is the CPU the process has used so far (user + system).
@@ -482,20 +488,12 @@ func haCreates(ctx context.Context, env *Env, rs *Results, single, three *haClus
 // clients straight to the three members' etcd (the clients spread over
 // the members, followers forwarding to the leader as the apiservers' do) and to the single apiserver's, while the apiservers idle.
 func haEtcdCeiling(ctx context.Context, rs *Results, cfg Config, rounds int, window time.Duration, single, three *haCluster) error {
-	var targets []etcdTarget
-	for _, m := range append(append([]*haMember(nil), three.members...), single.members...) {
-		t, err := m.target()
-		if err != nil {
-			return err
-		}
-		targets = append(targets, t)
-	}
-	all, err := etcdPutterAt(targets[:len(three.members)]...)
+	all, err := etcdPutterAt(three.targets()...)
 	if err != nil {
 		return err
 	}
 	defer all.close()
-	one, err := etcdPutterAt(targets[len(three.members):]...)
+	one, err := etcdPutterAt(single.targets()...)
 	if err != nil {
 		return err
 	}
