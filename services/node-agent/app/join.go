@@ -135,8 +135,23 @@ func (jn *joined) run(ctx context.Context, conn grpc.ClientConnInterface, node s
 // lists the one Node and watches it from there; a failed read or a watch
 // that ends is tried again after a second.
 func nodeHosts(ctx context.Context, conn grpc.ClientConnInterface, node string) ([]string, error) {
-	nodes := client.Nodes(conn)
-	sel := &metav1.ListOptions{FieldSelector: "metadata.name=" + node}
+	for {
+		if h, _ := watchNodeHosts(ctx, client.Nodes(conn), node); h != nil {
+			return h, nil
+		}
+		t := time.NewTimer(time.Second)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// watchNodeHosts lists the Node and watches it from there until it has
+// addresses (its hosts) or the read or the watch fails.
+func watchNodeHosts(ctx context.Context, nodes *client.Resource[*corev1.Node, *corev1.NodeList], node string) ([]string, error) {
 	hosts := func(n *corev1.Node) []string {
 		if len(n.GetStatus().GetAddresses()) == 0 {
 			return nil
@@ -147,40 +162,28 @@ func nodeHosts(ctx context.Context, conn grpc.ClientConnInterface, node string) 
 		}
 		return h
 	}
-	for {
-		if h, _ := func() ([]string, error) {
-			l, err := nodes.List(ctx, sel)
-			if err != nil {
-				return nil, err
-			}
-			for _, n := range l.GetItems() {
-				if h := hosts(n); h != nil {
-					return h, nil
-				}
-			}
-			w, err := nodes.Watch(ctx, &metav1.ListOptions{FieldSelector: sel.FieldSelector, ResourceVersion: l.GetMetadata().GetResourceVersion()})
-			if err != nil {
-				return nil, err
-			}
-			defer w.Stop()
-			for {
-				ev, err := w.Next()
-				if err != nil {
-					return nil, err
-				}
-				if h := hosts(ev.Object); h != nil && ev.Type != "DELETED" {
-					return h, nil
-				}
-			}
-		}(); h != nil {
+	sel := "metadata.name=" + node
+	l, err := nodes.List(ctx, &metav1.ListOptions{FieldSelector: sel})
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range l.GetItems() {
+		if h := hosts(n); h != nil {
 			return h, nil
 		}
-		t := time.NewTimer(time.Second)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
-		case <-t.C:
+	}
+	w, err := nodes.Watch(ctx, &metav1.ListOptions{FieldSelector: sel, ResourceVersion: l.GetMetadata().GetResourceVersion()})
+	if err != nil {
+		return nil, err
+	}
+	defer w.Stop()
+	for {
+		ev, err := w.Next()
+		if err != nil {
+			return nil, err
+		}
+		if h := hosts(ev.Object); h != nil && ev.Type != "DELETED" {
+			return h, nil
 		}
 	}
 }
