@@ -13,37 +13,36 @@ import (
 	"skiff.dev/services/apiserver/apiserver"
 )
 
-const memberUsage = `Usage: skiff-apiserver member list --server HOST:PORT --cluster-token-file FILE [--join-ca-file CA]
-       skiff-apiserver member remove --server HOST:PORT --cluster-token-file FILE [--join-ca-file CA] NAME
-`
+// memberCommands are member's commands: their arguments after the
+// common flags, and what they do.
+var memberCommands = map[string]struct{ args, about string }{
+	"list": {"", `Lists the members of the etcd cluster as the member at --server sees
+them: name (--etcd-name), etcd member ID, voter or learner, which one
+leads, peer URLs.`},
+	"remove": {" NAME", `Removes the control-plane member NAME (its --etcd-name) from the etcd
+cluster, through the member at --server, which must be another one: a
+member stopped for good, before its replacement joins with --join. The
+cluster then needs a majority of the members that remain.`},
+}
+
+// memberUsage is verb's usage line.
+func memberUsage(verb string) string {
+	return "skiff-apiserver member " + verb + " --server HOST:PORT --cluster-token-file FILE [--join-ca-file CA]" + memberCommands[verb].args
+}
 
 // runMember is "skiff-apiserver member list|remove": the etcd cluster's
 // members as one member sees them, and the removal of a member stopped
 // for good (before a replacement joins with --join).
 func runMember(args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || (args[0] != "remove" && args[0] != "list") {
+	if len(args) == 0 || memberCommands[args[0]].about == "" {
 		if len(args) > 0 && (args[0] == "--help" || args[0] == "-h") {
-			fmt.Fprint(stderr, memberUsage)
+			fmt.Fprintf(stderr, "Usage: %s\n       %s\n", memberUsage("list"), memberUsage("remove"))
 			return flag.ErrHelp
 		}
 		return fmt.Errorf("member: the command is list or remove (see member --help)")
 	}
 	verb := args[0]
-	help := `Usage: skiff-apiserver member remove --server HOST:PORT --cluster-token-file FILE [--join-ca-file CA] NAME
-
-Removes the control-plane member NAME (its --etcd-name) from the etcd
-cluster, through the member at --server, which must be another one: a
-member stopped for good, before its replacement joins with --join. The
-cluster then needs a majority of the members that remain.
-`
-	if verb == "list" {
-		help = `Usage: skiff-apiserver member list --server HOST:PORT --cluster-token-file FILE [--join-ca-file CA]
-
-Lists the members of the etcd cluster as the member at --server sees
-them: name (--etcd-name), etcd member ID, voter or learner, which one
-leads, peer URLs.
-`
-	}
+	help := "Usage: " + memberUsage(verb) + "\n\n" + memberCommands[verb].about + "\n"
 	fs := newFlagSet("member "+verb, help, stderr)
 	var c apiserver.ClusterOptions
 	var tokenFile string
@@ -53,8 +52,7 @@ leads, peer URLs.
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
-	wantArgs := map[string]int{"list": 0, "remove": 1}[verb]
-	if fs.NArg() != wantArgs {
+	if wantArgs := len(strings.Fields(memberCommands[verb].args)); fs.NArg() != wantArgs {
 		if verb == "list" {
 			return fmt.Errorf("member list: no arguments, got %q", fs.Args())
 		}
