@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/grpc"
 
+	"skiff.dev/internal/apierrors"
 	corev1 "skiff.dev/proto/core/v1"
 	metav1 "skiff.dev/proto/meta/v1"
 )
@@ -119,6 +120,19 @@ func newAPICreator(env *Env) (*apiCreator, error) {
 }
 
 func (c *apiCreator) close() { closeAll(c.conns) }
+
+// first creates one ConfigMap as the load's, or gets it when it exists,
+// and returns the apiserver's answer.
+func (c *apiCreator) first(ctx context.Context) (*corev1.ConfigMap, error) {
+	cm, err := c.clients[0].Create(ctx, configMap(createNamespace, "c-first", c.data))
+	if apierrors.IsAlreadyExists(err) {
+		cm, err = c.clients[0].Get(ctx, &metav1.GetRequest{Namespace: createNamespace, Name: "c-first"})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("the first create: %w", err)
+	}
+	return cm, nil
+}
 
 func (c *apiCreator) run(ctx context.Context, cfg Config, window time.Duration, round int) (*loadResult, error) {
 	res, err := load{

@@ -27,103 +27,153 @@ import (
 // The floor under http.create_vs_grpc_ratio: what the two clients and
 // their servers' protocols cost with no apiserver behind them. Each load
 // of http.create runs again, with the same clients, goroutines and one
-// TLS connection, against a server in this process that answers a create
-// with the object it was sent and does nothing else: client-go (JSON
-// encoding and decoding, its HTTP/2 transport) with Go's HTTP/2 server,
-// and the gRPC client with the gRPC server. Both creates are CPU-bound
+// TLS connection, against a server in this process that reads a create
+// and answers it with what the apiserver answered the load's first create
+// (uid, resourceVersion, creationTimestamp and, over HTTP, managedFields
+// included), and does nothing else: client-go (JSON encoding and
+// decoding, its HTTP/2 transport) with Go's HTTP/2 server, and the gRPC
+// client with the gRPC server. Both creates are CPU-bound
 // here (throughput times CPU per create is the two cores either way), so
 // were the apiserver's own work for an HTTP create no dearer than for a
 // gRPC one, an HTTP create would cost the gRPC create's CPU less the gRPC
 // floor plus the HTTP floor; the best ratio is the gRPC create's CPU over
-// that. The echo is smaller than the apiserver's answer (no uid,
-// resourceVersion or managedFields), so the floor is, if anything, low.
+// that.
 var (
 	figHTTPFloorCPU = Figure{Name: "http.floor_create_cpu_us_per_object", Unit: "us CPU/object"}
 	figGRPCFloorCPU = Figure{Name: "http.grpc_floor_create_cpu_us_per_object", Unit: "us CPU/object"}
 	figHTTPCeiling  = Figure{Name: "http.create_vs_grpc_ceiling", Unit: "ratio"}
 )
 
-// measureFloors runs both loads against echo servers for window each and
-// adds the floors and the ceiling they set, from grpcCPU, the gRPC
-// create's CPU per object measured in the same run.
-func measureFloors(ctx context.Context, cfg Config, window time.Duration, grpcCPU float64, rs *Results) error {
-	cert, err := selfSigned()
-	if err != nil {
-		return err
-	}
-	httpFloor, err := httpEchoLoad(ctx, cfg, window, cert)
-	if err != nil {
-		return fmt.Errorf("the HTTP floor: %w", err)
-	}
-	grpcFloor, err := grpcEchoLoad(ctx, cfg, window, cert)
-	if err != nil {
-		return fmt.Errorf("the gRPC floor: %w", err)
-	}
-	rs.Add(figHTTPFloorCPU, httpFloor.cpuPerOp(), fmt.Sprintf("client-go's creates (as http.create's) against Go's HTTP/2 server echoing them: %.0f/s", httpFloor.perSecond()))
-	rs.Add(figGRPCFloorCPU, grpcFloor.cpuPerOp(), fmt.Sprintf("the gRPC client's creates (as http.grpc_create's) against a gRPC server echoing them: %.0f/s", grpcFloor.perSecond()))
-	best := grpcCPU - grpcFloor.cpuPerOp() + httpFloor.cpuPerOp()
-	rs.Add(figHTTPCeiling, grpcCPU/best, fmt.Sprintf("the ratio with an HTTP create's apiserver work as cheap as a gRPC one's: http.grpc_create_cpu_us_per_object %.0f / (%.0f - %.0f + %.0f)",
-		grpcCPU, grpcCPU, grpcFloor.cpuPerOp(), httpFloor.cpuPerOp()))
-	return nil
+// echoFloors are http.create's two loads against echo servers: each
+// round of the scenario runs them beside the real loads, so the floors
+// and the creates they bound see the same machine (its speed drifts over
+// tens of seconds: one window each after the rounds made the ceiling
+// swing from 0.62 to 0.74 between two runs).
+type echoFloors struct {
+	http         *httpCreator
+	grpc         *apiCreator
+	closers      []func()
+	httpT, grpcT loadResult
 }
 
-// httpEchoLoad is http.create's load against an HTTP/2 server that
-// answers 201 with the body it read.
-func httpEchoLoad(ctx context.Context, cfg Config, window time.Duration, cert tls.Certificate) (*loadResult, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+// startEchoFloors starts both echo servers, answering httpAnswer and
+// grpcAnswer, and their clients.
+func startEchoFloors(httpAnswer []byte, grpcAnswer *corev1.ConfigMap) (_ *echoFloors, err error) {
+	f := &echoFloors{}
+	defer func() {
+		if err != nil {
+			f.close()
+		}
+	}()
+	cert, err := selfSigned()
 	if err != nil {
 		return nil, err
 	}
+	httpAddr, stop, err := httpEchoServer(cert, httpAnswer)
+	if err != nil {
+		return nil, fmt.Errorf("the HTTP floor: %w", err)
+	}
+	f.closers = append(f.closers, stop)
+	grpcAddr, stop, err := grpcEchoServer(cert, grpcAnswer)
+	if err != nil {
+		return nil, fmt.Errorf("the gRPC floor: %w", err)
+	}
+	f.closers = append(f.closers, stop)
+	kube, err := kubeClientFor(&rest.Config{Host: "https://" + httpAddr, TLSClientConfig: rest.TLSClientConfig{CAData: caPEM(cert)}})
+	if err != nil {
+		return nil, err
+	}
+	f.http = &httpCreator{kube: kube, data: string(payload(1024))}
+	f.closers = append(f.closers, f.http.close)
+	conn, err := client.Dial(client.Config{Server: grpcAddr, CAData: caPEM(cert)})
+	if err != nil {
+		return nil, err
+	}
+	f.grpc = &apiCreator{conns: []*grpc.ClientConn{conn}, clients: []corev1.ConfigMapsClient{corev1.NewConfigMapsClient(conn)}, data: string(payload(1024))}
+	f.closers = append(f.closers, f.grpc.close)
+	return f, nil
+}
+
+// close closes the clients, then the servers.
+func (f *echoFloors) close() {
+	for i := len(f.closers) - 1; i >= 0; i-- {
+		f.closers[i]()
+	}
+}
+
+// runHTTP and runGRPC run one round of each floor's load, adding it to
+// the floor's total.
+func (f *echoFloors) runHTTP(ctx context.Context, cfg Config, window time.Duration, round int) error {
+	r, err := f.http.run(ctx, cfg, window, round)
+	if err != nil {
+		return fmt.Errorf("the HTTP floor: %w", err)
+	}
+	f.httpT.add(r)
+	return nil
+}
+
+func (f *echoFloors) runGRPC(ctx context.Context, cfg Config, window time.Duration, round int) error {
+	r, err := f.grpc.run(ctx, cfg, window, round)
+	if err != nil {
+		return fmt.Errorf("the gRPC floor: %w", err)
+	}
+	f.grpcT.add(r)
+	return nil
+}
+
+// report adds the floors and the ceiling they set, from grpcCPU, the gRPC
+// create's CPU per object measured in the same rounds.
+func (f *echoFloors) report(grpcCPU float64, rs *Results) {
+	httpFloor, grpcFloor := &f.httpT, &f.grpcT
+	rs.Add(figHTTPFloorCPU, httpFloor.cpuPerOp(), fmt.Sprintf("client-go's creates (as http.create's) against Go's HTTP/2 server echoing them, in each round after the HTTP creates: %.0f/s", httpFloor.perSecond()))
+	rs.Add(figGRPCFloorCPU, grpcFloor.cpuPerOp(), fmt.Sprintf("the gRPC client's creates (as http.grpc_create's) against a gRPC server echoing them, in each round after the gRPC creates: %.0f/s", grpcFloor.perSecond()))
+	best := grpcCPU - grpcFloor.cpuPerOp() + httpFloor.cpuPerOp()
+	rs.Add(figHTTPCeiling, grpcCPU/best, fmt.Sprintf("the ratio with an HTTP create's apiserver work as cheap as a gRPC one's: http.grpc_create_cpu_us_per_object %.0f / (%.0f - %.0f + %.0f)",
+		grpcCPU, grpcCPU, grpcFloor.cpuPerOp(), httpFloor.cpuPerOp()))
+}
+
+// httpEchoServer serves HTTP/2 that reads a request's body and answers
+// 201 with answer.
+func httpEchoServer(cert tls.Certificate, answer []byte) (addr string, stop func(), err error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
 	srv := &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			body, err := io.ReadAll(r.Body)
-			if err != nil {
+			if _, err := io.ReadAll(r.Body); err != nil {
 				http.Error(w, err.Error(), http.StatusBadRequest)
 				return
 			}
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusCreated)
-			_, _ = w.Write(body)
+			_, _ = w.Write(answer)
 		}),
 		TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"h2", "http/1.1"}},
 	}
 	go func() { _ = srv.ServeTLS(l, "", "") }()
-	defer srv.Close()
-	kube, err := kubeClientFor(&rest.Config{Host: "https://" + l.Addr().String(), TLSClientConfig: rest.TLSClientConfig{CAData: caPEM(cert)}})
-	if err != nil {
-		return nil, err
-	}
-	defer kube.close()
-	c := &httpCreator{kube: kube, data: string(payload(1024))}
-	return c.run(ctx, cfg, window, 0)
+	return l.Addr().String(), func() { _ = srv.Close() }, nil
 }
 
-// grpcEchoLoad is http.grpc_create's load against a gRPC server whose
-// ConfigMaps.Create answers with the object it was sent.
-func grpcEchoLoad(ctx context.Context, cfg Config, window time.Duration, cert tls.Certificate) (*loadResult, error) {
+// grpcEchoServer serves gRPC whose ConfigMaps.Create answers with answer.
+func grpcEchoServer(cert tls.Certificate, answer *corev1.ConfigMap) (addr string, stop func(), err error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
 	g := grpc.NewServer(grpc.Creds(credentials.NewTLS(&tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{client.GRPCProtocol, "h2"}})))
-	corev1.RegisterConfigMapsServer(g, echoConfigMaps{})
+	corev1.RegisterConfigMapsServer(g, echoConfigMaps{answer: answer})
 	go func() { _ = g.Serve(l) }()
-	defer g.Stop()
-	conn, err := client.Dial(client.Config{Server: l.Addr().String(), CAData: caPEM(cert)})
-	if err != nil {
-		return nil, err
-	}
-	c := &apiCreator{conns: []*grpc.ClientConn{conn}, clients: []corev1.ConfigMapsClient{corev1.NewConfigMapsClient(conn)}, data: string(payload(1024))}
-	defer c.close()
-	return c.run(ctx, cfg, window, 0)
+	return l.Addr().String(), g.Stop, nil
 }
 
 type echoConfigMaps struct {
 	corev1.UnimplementedConfigMapsServer
+	answer *corev1.ConfigMap
 }
 
-func (echoConfigMaps) Create(_ context.Context, cm *corev1.ConfigMap) (*corev1.ConfigMap, error) {
-	return cm, nil
+func (e echoConfigMaps) Create(context.Context, *corev1.ConfigMap) (*corev1.ConfigMap, error) {
+	return e.answer, nil
 }
 
 // selfSigned is a certificate for 127.0.0.1 that is its own CA.
