@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -27,6 +28,7 @@ const rawPrefix = "/bench/raw/"
 type etcdPutter struct {
 	clis  []*clientv3.Client
 	value string
+	acked atomic.Int64 // puts acknowledged, warmups included
 }
 
 func newEtcdPutter(env *Env) (*etcdPutter, error) {
@@ -92,8 +94,11 @@ func (p *etcdPutter) run(ctx context.Context, cfg Config, window time.Duration, 
 		warmup:   cfg.Warmup,
 		duration: window,
 		op: func(ctx context.Context, client, seq int) error {
-			_, err := p.clis[client%len(p.clis)].Put(ctx, fmt.Sprintf("%s%d/%03d/%09d", rawPrefix, round, client, seq), p.value)
-			return err
+			if _, err := p.clis[client%len(p.clis)].Put(ctx, fmt.Sprintf("%s%d/%03d/%09d", rawPrefix, round, client, seq), p.value); err != nil {
+				return err
+			}
+			p.acked.Add(1)
+			return nil
 		},
 	}.run(ctx)
 	if err != nil {

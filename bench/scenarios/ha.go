@@ -53,6 +53,14 @@ var (
 	// machine: the same puts straight to the members' etcd cluster and to
 	// the single apiserver's etcd, without the apiservers' own work.
 	figHAEtcdRatio = Figure{Name: "ha.etcd_three_vs_single_ratio", Unit: "ratio"}
+	// The same puts' CPU: the server processes' (etcd's, the apiservers
+	// idle) per put, on three members and on one, and the ceiling of the
+	// ratio they set were an apiserver's own work per create on three
+	// members what it is on one (the creates being CPU-bound, as
+	// http.create_vs_grpc_ceiling reasons).
+	figHAEtcdSingleCPU = Figure{Name: "ha.etcd_single_cpu_us_per_put", Unit: "us CPU/put"}
+	figHAEtcdThreeCPU  = Figure{Name: "ha.etcd_three_cpu_us_per_put", Unit: "us CPU/put"}
+	figHACPUCeiling    = Figure{Name: "ha.create_vs_single_ceiling", Unit: "ratio"}
 )
 
 const (
@@ -87,7 +95,7 @@ func haScenario() *Scenario {
 		Name: "ha",
 		Summary: "skiff-apiserver processes (--insecure, fsync on): API creates on three control-plane members of one etcd cluster against one apiserver alone, same clients, alternating rounds; " +
 			"then the member whose etcd leads SIGKILLed under writes through a client given the three addresses, restarted, three times",
-		Figures: []Figure{figHASinglePerS, figHASingleCPU, figHAThreePerS, figHAThreeCPU, figHARatio, figHAEtcdRatio, figHAGap, figHAGapP50, figHAElection},
+		Figures: []Figure{figHASinglePerS, figHASingleCPU, figHAThreePerS, figHAThreeCPU, figHARatio, figHAEtcdRatio, figHAEtcdSingleCPU, figHAEtcdThreeCPU, figHACPUCeiling, figHAGap, figHAGapP50, figHAElection},
 		Run: func(ctx context.Context, env *Env, rs *Results) error {
 			return runHA(ctx, env, rs, haOptions{failovers: 3})
 		},
@@ -481,19 +489,27 @@ func haCreates(ctx context.Context, env *Env, rs *Results, single, three *haClus
 	rs.Add(figHAThreeCPU, threeCPU, fmt.Sprintf("the three processes' CPU / creates, warmups included: %s (the etcd leader: %s); the benchmark's clients: %.0f us more", threeEach, leaderName, threeClient))
 	rs.Add(figHARatio, threeTotal.perSecond()/singleTotal.perSecond(),
 		fmt.Sprintf("ha.create_three_per_s / ha.create_single_per_s, rounds alternating which goes first; per round %s", strings.Join(ratios, " ")))
-	return haEtcdCeiling(ctx, rs, cfg, rounds, window, single, three)
+	return haEtcdCeiling(ctx, rs, cfg, rounds, window, single, three, haCreateCPU{server: singleCPU, client: singleClient, threeServer: threeCPU})
 }
 
-// haEtcdCeiling measures the ratio's ceiling: 1 KiB puts of the same
+// haCreateCPU is what the creates cost (us CPU a create): the single
+// apiserver's process, the benchmark's clients of it, and the three
+// members' processes together.
+type haCreateCPU struct{ server, client, threeServer float64 }
+
+// haEtcdCeiling measures the ratio's ceilings: 1 KiB puts of the same
 // clients straight to the three members' etcd (the clients spread over
-// the members, followers forwarding to the leader as the apiservers' do) and to the single apiserver's, while the apiservers idle.
-func haEtcdCeiling(ctx context.Context, rs *Results, cfg Config, rounds int, window time.Duration, single, three *haCluster) error {
-	all, err := etcdPutterAt(three.targets()...)
+// the members, followers forwarding to the leader as the apiservers' do)
+// and to the single apiserver's, while the apiservers idle; their
+// throughput, and the server processes' CPU per put against the creates'
+// (creates).
+func haEtcdCeiling(ctx context.Context, rs *Results, cfg Config, rounds int, window time.Duration, single, three *haCluster, creates haCreateCPU) error {
+	all, err := newHAPutter(three)
 	if err != nil {
 		return err
 	}
 	defer all.close()
-	one, err := etcdPutterAt(single.targets()...)
+	one, err := newHAPutter(single)
 	if err != nil {
 		return err
 	}
@@ -507,7 +523,60 @@ func haEtcdCeiling(ctx context.Context, rs *Results, cfg Config, rounds int, win
 	rs.Add(figHAEtcdRatio, threeTotal.perSecond()/singleTotal.perSecond(),
 		fmt.Sprintf("etcd puts of 1 KiB, %d clients: %.0f/s to the three members' etcd, %.0f/s to one; per round %s: the ceiling of ha.create_vs_single_ratio on this machine (the members share its cores and disk)",
 			cfg.Clients, threeTotal.perSecond(), singleTotal.perSecond(), strings.Join(ratios, " ")))
+	oneCPU, threeCPU := one.cpuPerPut(), all.cpuPerPut()
+	rs.Add(figHAEtcdSingleCPU, oneCPU, fmt.Sprintf("the single apiserver process's CPU / puts to its etcd, warmups included (a put arrives over etcd's TLS client port, an apiserver's create reaches its etcd in-process: a create through the apiserver cost %.0f us)", creates.server))
+	rs.Add(figHAEtcdThreeCPU, threeCPU, fmt.Sprintf("the three processes' CPU / puts to their etcd, warmups included: etcd's replication to three members costs %.0f us a write more than to one (a create through the three apiservers cost %.0f us, %.0f more than through one)",
+		threeCPU-oneCPU, creates.threeServer, creates.threeServer-creates.server))
+	best := creates.server + threeCPU - oneCPU + creates.client
+	rs.Add(figHACPUCeiling, (creates.server+creates.client)/best, fmt.Sprintf("the ratio were a create on three members to cost what it costs on one plus etcd's replication (the creates CPU-bound): (single create %.0f + its clients %.0f) / (%.0f + (etcd on three %.0f - on one %.0f) + %.0f)",
+		creates.server, creates.client, creates.server, threeCPU, oneCPU, creates.client))
 	return nil
+}
+
+// haPutter is an etcdPutter at a cluster's members that counts the
+// members' CPU and the puts acknowledged over its runs, warmups included.
+type haPutter struct {
+	*etcdPutter
+	cluster *haCluster
+	puts    int64
+	cpu     time.Duration
+}
+
+func newHAPutter(c *haCluster) (*haPutter, error) {
+	p, err := etcdPutterAt(c.targets()...)
+	if err != nil {
+		return nil, err
+	}
+	return &haPutter{etcdPutter: p, cluster: c}, nil
+}
+
+func (p *haPutter) run(ctx context.Context, cfg Config, window time.Duration, round int) (*loadResult, error) {
+	cpu0, err := p.cluster.cpu()
+	if err != nil {
+		return nil, err
+	}
+	puts0 := p.acked.Load()
+	res, err := p.etcdPutter.run(ctx, cfg, window, round)
+	if err != nil {
+		return nil, err
+	}
+	cpu1, err := p.cluster.cpu()
+	if err != nil {
+		return nil, err
+	}
+	for i := range cpu1 {
+		p.cpu += cpu1[i] - cpu0[i]
+	}
+	p.puts += p.acked.Load() - puts0
+	return res, nil
+}
+
+// cpuPerPut is the members' CPU per put, in microseconds.
+func (p *haPutter) cpuPerPut() float64 {
+	if p.puts == 0 {
+		return 0
+	}
+	return float64(p.cpu.Microseconds()) / float64(p.puts)
 }
 
 // haCall is one call of the failover writers: a write acknowledged (err
