@@ -110,9 +110,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case path == "/openapi/v2" || path == "/openapi/v3" || strings.HasPrefix(path, "/openapi/v3/"):
 		h.nonResource(w, r, h.openAPI)
 	default:
-		h.nonResource(w, r, func(*http.Request) ([]byte, string, error) {
-			return nil, "", notFound()
-		})
+		h.nonResource(w, r, nil)
 	}
 }
 
@@ -151,8 +149,12 @@ func requestContext(r *http.Request) context.Context {
 // nonResource serves a document that is not a resource (discovery,
 // OpenAPI, /version) through the chain as a get of its path, which RBAC
 // grants by nonResourceURLs (system:discovery, system:public-info-viewer).
+// A nil doc is a path nothing serves: not found, whatever the method, as
+// kube-apiserver answers.
 func (h *Handler) nonResource(w http.ResponseWriter, r *http.Request, doc func(*http.Request) (body []byte, contentType string, err error)) {
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+	if doc == nil {
+		doc = func(*http.Request) ([]byte, string, error) { return nil, "", notFound() }
+	} else if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		writeError(w, apierrors.NewMethodNotAllowed(r.URL.Path, r.Method))
 		return
 	}

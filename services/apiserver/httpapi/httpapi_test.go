@@ -232,6 +232,11 @@ func TestDiscoveryAndOpenAPI(t *testing.T) {
 		t.Errorf("aggregated discovery answered as %q", ct)
 	}
 	wantStatus(t, "GET /apis/nosuch.group", k.get("/apis/nosuch.group"), http.StatusNotFound, "NotFound")
+	// A path nothing serves is not found whatever the method, as
+	// kube-apiserver answers; one served for reading refuses the others.
+	wantStatus(t, "POST /nosuch", k.do(http.MethodPost, "/nosuch", "application/json", "{}"), http.StatusNotFound, "NotFound")
+	wantStatus(t, "DELETE /nosuch", k.do(http.MethodDelete, "/nosuch", "", ""), http.StatusNotFound, "NotFound")
+	wantStatus(t, "POST /version", k.do(http.MethodPost, "/version", "application/json", "{}"), http.StatusMethodNotAllowed, "MethodNotAllowed")
 }
 
 func TestCRUDInKubernetesJSON(t *testing.T) {
