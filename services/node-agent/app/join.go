@@ -74,6 +74,7 @@ func (j *JoinOptions) check(o *Options, serverSet bool) error {
 type joined struct {
 	client, serving *certs.Manager
 	caPEM           []byte
+	log             *zap.Logger
 }
 
 // join gets the node's client certificate (with the bootstrap token,
@@ -97,7 +98,7 @@ func (o *Options) join(ctx context.Context, log *zap.Logger) (*joined, error) {
 	o.API.CAFile, o.API.CAData = "", caPEM
 	o.API.GetClientCertificate = cm.GetClientCertificate
 	sm := certs.New(withLog(certs.NodeServing(j.CertDir, o.NodeName, nil), log))
-	return &joined{client: cm, serving: sm, caPEM: caPEM}, nil
+	return &joined{client: cm, serving: sm, caPEM: caPEM, log: log}, nil
 }
 
 func withLog(c certs.Config, log *zap.Logger) certs.Config {
@@ -124,7 +125,7 @@ func (jn *joined) run(ctx context.Context, conn grpc.ClientConnInterface, node s
 	go func() { defer wg.Done(); jn.client.Run(ctx, conn) }()
 	go func() {
 		defer wg.Done()
-		jn.serving.SetHosts(func() []string { h, _ := nodeHosts(ctx, conn, node); return h })
+		jn.serving.SetHosts(func() []string { h, _ := nodeHosts(ctx, conn, node, jn.log, after(time.Second)); return h })
 		jn.serving.Run(ctx, conn)
 	}()
 	wg.Wait()
@@ -133,18 +134,36 @@ func (jn *joined) run(ctx context.Context, conn grpc.ClientConnInterface, node s
 // nodeHosts waits until the Node is registered with addresses and
 // returns its name and addresses (what its serving certificate names). It
 // lists the one Node and watches it from there; a failed read or a watch
-// that ends is tried again after a second.
-func nodeHosts(ctx context.Context, conn grpc.ClientConnInterface, node string) ([]string, error) {
+// that ends is tried again after pause, and each different failure is
+// logged once (a refusal that lasts would otherwise be silent, or said
+// every second).
+func nodeHosts(ctx context.Context, conn grpc.ClientConnInterface, node string, log *zap.Logger, pause func(context.Context) error) ([]string, error) {
+	var last string
 	for {
-		if h, _ := watchNodeHosts(ctx, client.Nodes(conn), node); h != nil {
+		h, err := watchNodeHosts(ctx, client.Nodes(conn), node)
+		if h != nil {
 			return h, nil
 		}
-		t := time.NewTimer(time.Second)
+		if err != nil && ctx.Err() == nil && err.Error() != last {
+			last = err.Error()
+			log.Warn("reading the Node for the names of its serving certificate; trying again", zap.String("node", node), zap.Error(err))
+		}
+		if err := pause(ctx); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// after pauses for d, or until ctx ends.
+func after(d time.Duration) func(context.Context) error {
+	return func(ctx context.Context) error {
+		t := time.NewTimer(d)
+		defer t.Stop()
 		select {
 		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
+			return ctx.Err()
 		case <-t.C:
+			return nil
 		}
 	}
 }

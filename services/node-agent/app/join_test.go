@@ -2,16 +2,25 @@ package app
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+	"google.golang.org/grpc"
+
 	"skiff.dev/internal/client"
 	corev1 "skiff.dev/proto/core/v1"
 	metav1 "skiff.dev/proto/meta/v1"
+	"skiff.dev/services/apiserver/apiserver"
 	"skiff.dev/services/apiserver/apiservertest"
+	"skiff.dev/services/apiserver/authz"
 )
 
 // TestJoinFlags: --join sets the server unless --server is given, and
@@ -56,7 +65,7 @@ func TestNodeHostsWaitsForTheNodesAddresses(t *testing.T) {
 	defer cancel()
 	got := make(chan []string, 1)
 	go func() {
-		h, err := nodeHosts(ctx, api.Conn, "n1")
+		h, err := nodeHosts(ctx, api.Conn, "n1", zap.NewNop(), after(time.Second))
 		if err != nil {
 			t.Errorf("nodeHosts: %v", err)
 		}
@@ -81,5 +90,50 @@ func TestNodeHostsWaitsForTheNodesAddresses(t *testing.T) {
 		}
 	case <-ctx.Done():
 		t.Fatal("nodeHosts did not return once the Node had addresses")
+	}
+}
+
+// TestNodeHostsSaysWhyItCannotReadTheNode: a node that may not read its
+// Node (here a user RBAC grants nothing) keeps trying, and says why, once
+// per different failure rather than at every try.
+func TestNodeHostsSaysWhyItCannotReadTheNode(t *testing.T) {
+	api := apiservertest.Start(t, apiservertest.Secure(), apiservertest.WithConfig(func(c *apiserver.Config) {
+		c.Authz = authz.Options{Modes: []string{authz.ModeRBAC}}
+	}))
+	cfg, err := api.Security.Config("stranger")
+	if err != nil {
+		t.Fatal(err)
+	}
+	creds, err := cfg.Credentials()
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := grpc.NewClient(cfg.Server, creds...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	core, logs := observer.New(zapcore.InfoLevel)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	// Five tries, then it is stopped.
+	const tries = 5
+	pauses := 0
+	stopped := errors.New("stopped")
+	_, err = nodeHosts(ctx, conn, "n1", zap.New(core), func(context.Context) error {
+		if pauses++; pauses == tries {
+			return stopped
+		}
+		return nil
+	})
+	if !errors.Is(err, stopped) {
+		t.Fatalf("nodeHosts: %v after %d tries, want it stopped after %d", err, pauses, tries)
+	}
+	entries := logs.All()
+	if len(entries) != 1 {
+		t.Fatalf("%d log entries over %d refused tries, want 1 (the same refusal once): %v", len(entries), tries, entries)
+	}
+	if e := fmt.Sprint(entries[0].ContextMap()["error"]); !strings.Contains(e, "forbidden") {
+		t.Errorf("logged %q with error %q, want the refusal", entries[0].Message, e)
 	}
 }
