@@ -133,7 +133,7 @@ func (f *echoFloors) report(grpcCPU float64, rs *Results) {
 }
 
 // httpEchoServer serves HTTP/2 that reads a request's body and answers
-// 201 with answer.
+// with answer: 201 to a POST (a create), 200 to anything else.
 func httpEchoServer(cert tls.Certificate, answer []byte) (addr string, stop func(), err error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -146,7 +146,11 @@ func httpEchoServer(cert tls.Certificate, answer []byte) (addr string, stop func
 				return
 			}
 			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusCreated)
+			code := http.StatusOK
+			if r.Method == http.MethodPost {
+				code = http.StatusCreated
+			}
+			w.WriteHeader(code)
 			_, _ = w.Write(answer)
 		}),
 		TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"h2", "http/1.1"}},
