@@ -125,8 +125,8 @@ func (f *echoFloors) runGRPC(ctx context.Context, cfg Config, window time.Durati
 // create's CPU per object measured in the same rounds.
 func (f *echoFloors) report(grpcCPU float64, rs *Results) {
 	httpFloor, grpcFloor := &f.httpT, &f.grpcT
-	rs.Add(figHTTPFloorCPU, httpFloor.cpuPerOp(), fmt.Sprintf("client-go's creates (as http.create's) against Go's HTTP/2 server echoing them, in each round after the HTTP creates: %.0f/s", httpFloor.perSecond()))
-	rs.Add(figGRPCFloorCPU, grpcFloor.cpuPerOp(), fmt.Sprintf("the gRPC client's creates (as http.grpc_create's) against a gRPC server echoing them, in each round after the gRPC creates: %.0f/s", grpcFloor.perSecond()))
+	rs.Add(figHTTPFloorCPU, httpFloor.cpuPerOp(), fmt.Sprintf("client-go's creates (as http.create's) against Go's HTTP/2 server answering each with the apiserver's answer and doing nothing else, in each round after the HTTP creates: %.0f/s", httpFloor.perSecond()))
+	rs.Add(figGRPCFloorCPU, grpcFloor.cpuPerOp(), fmt.Sprintf("the gRPC client's creates (as http.grpc_create's) against a gRPC server answering each with the apiserver's answer, in each round after the gRPC creates: %.0f/s", grpcFloor.perSecond()))
 	best := grpcCPU - grpcFloor.cpuPerOp() + httpFloor.cpuPerOp()
 	rs.Add(figHTTPCeiling, grpcCPU/best, fmt.Sprintf("the ratio with an HTTP create's apiserver work as cheap as a gRPC one's: http.grpc_create_cpu_us_per_object %.0f / (%.0f - %.0f + %.0f)",
 		grpcCPU, grpcCPU, grpcFloor.cpuPerOp(), httpFloor.cpuPerOp()))
