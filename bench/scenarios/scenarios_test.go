@@ -159,7 +159,7 @@ func TestScenarios(t *testing.T) {
 		},
 	}
 	// A safety net over every scenario, the ha scenario's build of
-	// skiff-apiserver included: 78 s on this 2-core machine alone on a slow day,
+	// skiff-apiserver included: 78 s alone on this 2-core machine,
 	// and 124 s once in CI beside the other packages' tests on a slow day
 	// (2 minutes then cut the ha scenario's failovers short).
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
