@@ -15,6 +15,7 @@ import (
 	"skiff.dev/internal/apierrors"
 	"skiff.dev/internal/client"
 	"skiff.dev/internal/field"
+	"skiff.dev/internal/hostaddr"
 	corev1 "skiff.dev/proto/core/v1"
 	metav1 "skiff.dev/proto/meta/v1"
 	"skiff.dev/services/apiserver/allocator"
@@ -402,7 +403,8 @@ func (s *Server) kubernetesServiceHook() postStartHook {
 
 // advertised is the address and port the kubernetes Service's endpoint
 // names: --advertise-address, else the listen address when it is one
-// address, else this host's first non-loopback IPv4 address.
+// address, else this host's address (hostaddr: the default route's
+// interface's, as kube-apiserver chooses it).
 func (s *Server) advertised() (string, int32, error) {
 	tcp, ok := s.lis.Addr().(*net.TCPAddr)
 	if !ok {
@@ -414,14 +416,8 @@ func (s *Server) advertised() (string, int32, error) {
 	if ip, ok := netip.AddrFromSlice(tcp.IP); ok && ip.Unmap().Is4() && !ip.IsUnspecified() {
 		return ip.Unmap().String(), int32(tcp.Port), nil
 	}
-	addrs, err := net.InterfaceAddrs()
-	if err != nil {
-		return "", 0, err
-	}
-	for _, a := range addrs {
-		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() {
-			return n.IP.String(), int32(tcp.Port), nil
-		}
+	if a, ok := hostaddr.Default(); ok {
+		return a.String(), int32(tcp.Port), nil
 	}
 	return "127.0.0.1", int32(tcp.Port), nil
 }

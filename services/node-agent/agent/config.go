@@ -71,8 +71,9 @@ type Config struct {
 	// (<CgroupRoot>/pod<uid>); empty leaves it to the runtime.
 	CgroupRoot string
 
-	// NodeIP is the node's InternalIP ("": the first non-loopback
-	// address); pods' hostIP and where the apiserver reaches Port.
+	// NodeIP is the node's InternalIP ("": the address of the default
+	// route's interface, internal/hostaddr); pods' hostIP and where the
+	// apiserver reaches Port.
 	NodeIP string
 	// Hostname is the node's Hostname address ("": the machine's).
 	Hostname string

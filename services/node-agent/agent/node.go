@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"net"
 	"os"
 	"runtime"
 	"slices"
@@ -21,6 +20,7 @@ import (
 
 	"skiff.dev/internal/apierrors"
 	"skiff.dev/internal/client"
+	"skiff.dev/internal/hostaddr"
 	"skiff.dev/internal/quantity"
 	corev1 "skiff.dev/proto/core/v1"
 	metav1 "skiff.dev/proto/meta/v1"
@@ -139,8 +139,8 @@ func readMachine(nodeIP, hostname string, files hostFiles) machine {
 	if m.hostname == "" {
 		m.hostname, _ = os.Hostname()
 	}
-	if m.ip == "" {
-		m.ip = firstAddress()
+	if a, ok := hostaddr.Default(); m.ip == "" && ok {
+		m.ip = a.String()
 	}
 	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
 		m.memory = memTotal(b)
@@ -156,27 +156,6 @@ func memTotal(meminfo []byte) string {
 		if len(f) >= 2 && f[0] == "MemTotal:" {
 			if _, err := strconv.ParseUint(f[1], 10, 64); err == nil {
 				return f[1] + "Ki"
-			}
-		}
-	}
-	return ""
-}
-
-// firstAddress is the first IPv4 address of an interface that is up and
-// not a loopback, or "".
-func firstAddress() string {
-	ifs, err := net.Interfaces()
-	if err != nil {
-		return ""
-	}
-	for _, i := range ifs {
-		if i.Flags&net.FlagUp == 0 || i.Flags&net.FlagLoopback != 0 {
-			continue
-		}
-		addrs, _ := i.Addrs()
-		for _, a := range addrs {
-			if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLinkLocalUnicast() {
-				return n.IP.String()
 			}
 		}
 	}

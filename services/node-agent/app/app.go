@@ -154,7 +154,7 @@ Flags:
 	fs.StringVar(&o.Listen, "listen", "0.0.0.0:10250", "address of the NodeAgent gRPC service (its port is advertised in the Node's status)")
 	fs.StringVar(&o.MetricsListen, "metrics-listen", "0.0.0.0:10248", "HTTP address for /metrics, /healthz and /readyz (empty disables)")
 	fs.StringVar(&o.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
-	fs.StringVar(&o.NodeIP, "node-ip", "", "the Node's InternalIP (default: the first non-loopback address)")
+	fs.StringVar(&o.NodeIP, "node-ip", "", "the Node's InternalIP (default: the IPv4 address of the default route's interface, as the kubelet chooses it)")
 	fs.StringVar(&o.RootDir, "root-dir", agent.DefaultRootDir, "directory of the pods' volumes")
 	fs.StringVar(&o.LocalVolumeRoot, "local-volume-root", agent.DefaultLocalVolumeRoot, "directory of the node's local-path persistent volumes (announced in the Node's annotation skiff.dev/local-volume-root; the provisioner makes each volume <dir>/pvc-<uid>_<namespace>_<claim>)")
 	fs.StringVar(&o.PodLogDir, "pod-log-dir", agent.DefaultPodLogDir, "directory of the containers' logs")

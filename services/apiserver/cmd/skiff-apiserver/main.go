@@ -102,7 +102,7 @@ Flags:
 	fs.StringVar(&memoryLimit, "memory-limit", "", "soft memory limit of the Go runtime (GOMEMLIMIT), a size such as 2Gi: the garbage collector works harder as the heap nears it and returns freed memory to the system; empty: GOMEMLIMIT when set, else 90% of the container's (cgroup's) memory limit when there is one; 0: none")
 	fs.StringVar(&cfg.ServiceClusterIPRange, "service-cluster-ip-range", apiserver.DefaultServiceClusterIPRange, "IPv4 CIDR (/12 to /30) Services' cluster IPs are allocated from; its first address is the kubernetes Service's")
 	fs.StringVar(&cfg.ServiceNodePortRange, "service-node-port-range", apiserver.DefaultServiceNodePortRange, "port range NodePort Services' node ports are allocated from")
-	fs.StringVar(&cfg.AdvertiseAddress, "advertise-address", "", "the IP address the kubernetes Service's endpoint names (empty: the --listen address when it is one, else this host's first non-loopback IPv4 address)")
+	fs.StringVar(&cfg.AdvertiseAddress, "advertise-address", "", "the IP address the kubernetes Service's endpoint names (empty: the --listen address when it is one, else the IPv4 address of this host's default route's interface)")
 	var clusterInit bool
 	var clusterTokenFile string
 	fs.BoolVar(&clusterInit, "cluster-init", false, "start a cluster of control-plane members that others join (--join): needs --cluster-token-file and --etcd-peer-url")
