@@ -92,7 +92,7 @@ e2e-ha: check-go ## end-to-end test of the HA compose cluster: the etcd leader's
 dist: check-go ## the release tarball dist/skiff-<version>-linux-amd64.tar.gz: static binaries, systemd units, default settings, install.sh (docs/install.md)
 	VERSION=$(VERSION) LDFLAGS="$(LDFLAGS)" GO=$(GO) ./scripts/dist.sh
 
-e2e-install: dist ## docs/install.md followed command by command on five simulated machines (containers running systemd): three control-plane members, two nodes
+e2e-install: dist ## docs/install.md followed command by command on six simulated machines (containers running systemd): three control-plane members, two nodes, a third node on another network (VXLAN)
 	./deploy/install-test/run.sh
 
 clean: ## remove built binaries and tools

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# run.sh (make e2e-install): docs/install.md followed on five simulated
-# machines. Builds the machine image (deploy/compose/images/machine: Debian
+# run.sh (make e2e-install): docs/install.md followed on six simulated
+# machines (and a router between their two networks). Builds the machine image (deploy/compose/images/machine: Debian
 # with systemd, containerd, runc and the CNI plugins; the pause and demo
 # images taken from the compose node image, built first when missing),
 # then runs TestInstall (deploy/compose/e2e/install_test.go) with the
 # newest dist tarball (make dist first: the Makefile's e2e-install does).
 #
-# Docker names: containers skiff-install-<machine>, network skiff-install
-# (SKIFF_INSTALL_NET.0/24, default 10.211.62.0/24), image
+# Docker names: containers skiff-install-<machine> and skiff-install-router,
+# networks skiff-install (SKIFF_INSTALL_NET.0/24, default 10.211.62.0/24)
+# and skiff-install-other (node3's: SKIFF_INSTALL_OTHER_NET.0/24, default
+# 10.211.63.0/24), image
 # skiff-install/machine:<SKIFF_TAG>; nothing published on the host. They
 # are removed at the end (SKIFF_INSTALL_KEEP=1 keeps them for a look).
 # Arguments go to `go test`.

@@ -16,8 +16,9 @@ import (
 )
 
 // The install test (make e2e-install, deploy/install-test/run.sh) follows
-// docs/install.md on five simulated machines: containers running systemd
-// on a Docker network of their own. The commands are the page's: its
+// docs/install.md on six simulated machines: containers running systemd,
+// five on a Docker network of their own and node3 on a second one, which
+// reaches the first through a router container. The commands are the page's: its
 // blocks marked "install-test <machine>..." are run on those machines in
 // order, with the variables of its "install-vars" block set to the
 // machines' addresses, so that the page and the test cannot drift apart.
@@ -26,7 +27,13 @@ import (
 // hostname), the variable holding its address there, and its address.
 type installMachine struct {
 	name, variable, ip string
+	// other: on the second network, which reaches the first only through
+	// the router (node3, for the VXLAN section).
+	other bool
 }
+
+// routerHost is the router's host number on either network.
+const routerHost = ".254"
 
 // installBlock is a block of docs/install.md marked for the test.
 type installBlock struct {
@@ -126,6 +133,9 @@ type installRig struct {
 	machines []installMachine
 	vars     string // the install-vars block, with the machines' addresses
 	ctlDir   string // a skiffctl wrapper per machine
+	// routes are the route to the other network and its gateway, by
+	// whether a machine is on the second network.
+	routes map[bool][]string
 }
 
 func (r *installRig) container(machine string) string { return r.project + "-" + machine }
@@ -325,11 +335,13 @@ func TestInstall(t *testing.T) {
 	}
 	image := envOr("SKIFF_INSTALL_IMAGE", "skiff-install/machine:dev")
 	subnet := envOr("SKIFF_INSTALL_NET", "10.211.62")
+	otherSubnet := envOr("SKIFF_INSTALL_OTHER_NET", "10.211.63")
 	docPath := envOr("SKIFF_INSTALL_DOC", "../../../docs/install.md")
 	r := &installRig{t: t, project: envOr("SKIFF_INSTALL_PROJECT", "skiff-install"), ctlDir: t.TempDir()}
 	r.machines = []installMachine{
-		{"cp1", "CP1", subnet + ".11"}, {"cp2", "CP2", subnet + ".12"}, {"cp3", "CP3", subnet + ".13"},
-		{"node1", "NODE1", subnet + ".21"}, {"node2", "NODE2", subnet + ".22"},
+		{"cp1", "CP1", subnet + ".11", false}, {"cp2", "CP2", subnet + ".12", false}, {"cp3", "CP3", subnet + ".13", false},
+		{"node1", "NODE1", subnet + ".21", false}, {"node2", "NODE2", subnet + ".22", false},
+		{"node3", "NODE3", otherSubnet + ".23", true},
 	}
 	doc, err := os.ReadFile(docPath)
 	if err != nil {
@@ -365,7 +377,7 @@ func TestInstall(t *testing.T) {
 		if ids, _ := r.docker(ctx, nil, "ps", "-aq", "--filter", "label="+label); len(bytes.TrimSpace(ids)) > 0 {
 			_, _ = r.docker(ctx, nil, append([]string{"rm", "-fv"}, strings.Fields(string(ids))...)...)
 		}
-		_, _ = r.docker(ctx, nil, "network", "rm", r.project)
+		_, _ = r.docker(ctx, nil, "network", "rm", r.project, r.otherNetwork())
 	}
 	removeAll() // what an interrupted run left
 	t.Cleanup(func() {
@@ -391,15 +403,32 @@ func TestInstall(t *testing.T) {
 		}
 		removeAll()
 	})
+	// Two networks: the second (node3's) reaches the first only through
+	// a router, a container on both that forwards (Docker keeps its
+	// networks apart); each machine routes the other network through it
+	// (routeOther), as a real network's routers would.
 	r.mustDocker(nil, "network", "create", "--label", label, "--subnet", subnet+".0/24", r.project)
+	r.mustDocker(nil, "network", "create", "--label", label, "--subnet", otherSubnet+".0/24", r.otherNetwork())
+	r.mustDocker(nil, "run", "-d", "--name", r.container("router"), "--hostname", "router", "--label", label,
+		"--network", r.project, "--ip", subnet+routerHost, "--sysctl", "net.ipv4.ip_forward=1",
+		"--entrypoint", "sleep", image, "infinity")
+	r.mustDocker(nil, "network", "connect", "--ip", otherSubnet+routerHost, r.otherNetwork(), r.container("router"))
+	r.routes = map[bool][]string{
+		false: {otherSubnet + ".0/24", subnet + routerHost},
+		true:  {subnet + ".0/24", otherSubnet + routerHost},
+	}
 	for _, m := range r.machines {
 		// systemd as PID 1 (deploy/compose/images/machine): a private
 		// cgroup namespace, made writable by its entrypoint; the node
 		// containers' capabilities (every one but CAP_SYS_RESOURCE, see
 		// RUNTIME-NOTES); containerd's data on a volume (overlayfs on the
 		// container's own overlay is refused).
+		network := r.project
+		if m.other {
+			network = r.otherNetwork()
+		}
 		r.mustDocker(nil, "run", "-d", "--name", r.container(m.name), "--hostname", m.name, "--label", label,
-			"--network", r.project, "--ip", m.ip, "--cgroupns=private",
+			"--network", network, "--ip", m.ip, "--cgroupns=private",
 			"--cap-add", "ALL", "--cap-drop", "SYS_RESOURCE",
 			"--security-opt", "seccomp=unconfined", "--security-opt", "apparmor=unconfined",
 			"--tmpfs", "/run", "--tmpfs", "/run/lock", "--tmpfs", "/tmp",
@@ -425,6 +454,7 @@ func TestInstall(t *testing.T) {
 			failed, _ := r.docker(context.Background(), nil, "exec", r.container(m.name), "systemctl", "--failed", "--no-legend")
 			t.Logf("%s: systemd %s; failed units: %s", m.name, state, failed)
 		}
+		r.routeOther(m)
 		r.mustDocker(nil, "cp", tarball, r.container(m.name)+":/root/")
 		if strings.HasPrefix(m.name, "node") {
 			// What a registry would give the nodes: the pause image
@@ -433,7 +463,7 @@ func TestInstall(t *testing.T) {
 				"ctr -n k8s.io images import /opt/skiff/images/pause.tar && ctr -n k8s.io images import /opt/skiff/images/demo-v1.tar")
 		}
 	}
-	t.Logf("five machines booted, the tarball copied in: %v", time.Since(total).Round(100*time.Millisecond))
+	t.Logf("%d machines booted, the tarball copied in: %v", len(r.machines), time.Since(total).Round(100*time.Millisecond))
 
 	// docs/install.md, block by block, up to its operating section.
 	installStart := time.Now()
@@ -458,7 +488,8 @@ func TestInstall(t *testing.T) {
 		}
 		return err
 	})
-	nodesReady := func(c *cluster) func() error {
+	// nodesReady: the cluster's nodes are names, all Ready.
+	nodesReady := func(c *cluster, names ...string) func() error {
 		return func() error {
 			nodes, err := c.list("nodes")
 			if err != nil {
@@ -468,13 +499,18 @@ func TestInstall(t *testing.T) {
 			for _, n := range nodes {
 				ready[n.Metadata.Name] = n.condition("Ready")
 			}
-			if len(nodes) != 2 || !ready["node1"] || !ready["node2"] {
-				return fmt.Errorf("nodes Ready: %v", ready)
+			for _, n := range names {
+				if !ready[n] {
+					return fmt.Errorf("nodes Ready: %v, want %v", ready, names)
+				}
+			}
+			if len(nodes) != len(names) {
+				return fmt.Errorf("nodes Ready: %v, want %v", ready, names)
 			}
 			return nil
 		}
 	}
-	c1.eventually("node1 and node2 Ready", 2*time.Minute, nodesReady(c1))
+	c1.eventually("node1 and node2 Ready", 2*time.Minute, nodesReady(c1, "node1", "node2"))
 	onNodes := map[string]string{} // node -> its pod's IP
 	pods := c1.waitPods("the Deployment's two pods Running", "app=hello", 2, 3*time.Minute, func(object) error { return nil })
 	for _, p := range pods {
@@ -486,22 +522,7 @@ func TestInstall(t *testing.T) {
 	// The pod network across the machines: each node reaches the other
 	// node's pod (the demo server, $IMAGE, answers HTTP on 8080) through
 	// the routes the agents keep.
-	for from, to := range map[string]string{"node1": "node2", "node2": "node1"} {
-		ip := onNodes[to]
-		c1.eventually(from+" reaches "+to+"'s pod "+ip, time.Minute, func() error {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			out, err := r.docker(ctx, nil, "exec", r.container(from), "bash", "-c",
-				`exec 3<>/dev/tcp/`+ip+`/8080 && printf 'GET / HTTP/1.0\r\n\r\n' >&3 && head -1 <&3`)
-			if err != nil {
-				return err
-			}
-			if !strings.Contains(string(out), " 200 ") {
-				return fmt.Errorf("answer %q", strings.TrimSpace(string(out)))
-			}
-			return nil
-		})
-	}
+	r.reachPods(c1, onNodes)
 
 	// cp1 stopped (its units stopped by systemd, as at a shutdown): the
 	// others keep a quorum, serve writes, and the components move to them.
@@ -588,11 +609,13 @@ func TestInstall(t *testing.T) {
 			return nil
 		})
 	}
-	c3.eventually("node1 and node2 still Ready", 30*time.Second, nodesReady(c3))
+	c3.eventually("node1 and node2 still Ready", 30*time.Second, nodesReady(c3, "node1", "node2"))
 
 	// cp1 back: its member takes its place again from its data, and has
 	// caught up: its API serves what was written while it was down.
 	r.mustDocker(nil, "start", r.container("cp1"))
+	cp1, _ := r.byVariable("CP1")
+	r.routeOther(cp1) // a new network namespace: the route is gone
 	c2.eventually("cp1 back: three voting etcd members", 2*time.Minute, func() error {
 		_, err := r.etcdVoters(cps)
 		return err
@@ -600,7 +623,9 @@ func TestInstall(t *testing.T) {
 	c1.eventually("cp1 caught up: the annotation read through cp1", time.Minute, markThrough(c1, subnet+".11"))
 
 	// docs/install.md's operating blocks: cp3 removed and replaced by a
-	// new member (another etcd member ID) on the same machine, wiped.
+	// new member (another etcd member ID) on the same machine, wiped;
+	// node1 and node2 moved to the VXLAN overlay, node3 joined from the
+	// other network, the example Deployment's pods on the three.
 	if len(operating) == 0 {
 		t.Fatalf("docs/install.md has no install-test block under %q", operatingSection)
 	}
@@ -629,8 +654,64 @@ func TestInstall(t *testing.T) {
 		t.Logf("cp3's etcd member: %v, was %v", keys(id), keys(oldID))
 		return nil
 	})
-	c1.eventually("node1 and node2 Ready at the end", 30*time.Second, nodesReady(c1))
+	c1.eventually("node1, node2 and node3 Ready at the end", time.Minute, nodesReady(c1, "node1", "node2", "node3"))
+	// The overlay across the router: every node reaches the others'
+	// pods, node3's from the first network and the first's from node3,
+	// which no route through an InternalIP could (the kernel takes no
+	// gateway off its own network); and the agents route through the
+	// VXLAN device.
+	onNodes = map[string]string{}
+	for _, p := range c1.waitPods("the Deployment's three pods Running", "app=hello", 3, 3*time.Minute, func(object) error { return nil }) {
+		onNodes[p.Spec.NodeName] = p.Status.PodIP
+	}
+	if len(onNodes) != 3 {
+		t.Fatalf("the pods run on %v, want node1, node2 and node3", onNodes)
+	}
+	r.reachPods(c1, onNodes)
+	for _, n := range []string{"node1", "node3"} {
+		routes := r.mustDocker(nil, "exec", r.container(n), "ip", "route", "show", "proto", "83")
+		if !strings.Contains(string(routes), "dev skiff.vxlan") {
+			t.Errorf("%s's pod routes do not go through skiff.vxlan:\n%s", n, routes)
+		}
+		t.Logf("%s's pod routes:\n%s", n, strings.TrimSpace(string(routes)))
+	}
 	t.Logf("install test: %v in all", time.Since(total).Round(100*time.Millisecond))
+}
+
+// otherNetwork is the second network's name.
+func (r *installRig) otherNetwork() string { return r.project + "-other" }
+
+// routeOther routes the network m is not on through the router.
+func (r *installRig) routeOther(m installMachine) {
+	r.t.Helper()
+	route := r.routes[m.other]
+	r.mustDocker(nil, "exec", r.container(m.name), "ip", "route", "replace", route[0], "via", route[1])
+}
+
+// reachPods checks that every node of onNodes (node -> its pod's IP)
+// reaches every other node's pod: an HTTP answer from the demo server.
+func (r *installRig) reachPods(c *cluster, onNodes map[string]string) {
+	r.t.Helper()
+	for from := range onNodes {
+		for to, ip := range onNodes {
+			if to == from {
+				continue
+			}
+			c.eventually(from+" reaches "+to+"'s pod "+ip, time.Minute, func() error {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				out, err := r.docker(ctx, nil, "exec", r.container(from), "bash", "-c",
+					`exec 3<>/dev/tcp/`+ip+`/8080 && printf 'GET / HTTP/1.0\r\n\r\n' >&3 && head -1 <&3`)
+				if err != nil {
+					return err
+				}
+				if !strings.Contains(string(out), " 200 ") {
+					return fmt.Errorf("answer %q", strings.TrimSpace(string(out)))
+				}
+				return nil
+			})
+		}
+	}
 }
 
 func keys(m map[string]float64) []string {
