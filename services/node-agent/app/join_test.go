@@ -13,7 +13,6 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
-	"google.golang.org/grpc"
 
 	"skiff.dev/internal/client"
 	corev1 "skiff.dev/proto/core/v1"
@@ -100,19 +99,7 @@ func TestNodeHostsSaysWhyItCannotReadTheNode(t *testing.T) {
 	api := apiservertest.Start(t, apiservertest.Secure(), apiservertest.WithConfig(func(c *apiserver.Config) {
 		c.Authz = authz.Options{Modes: []string{authz.ModeRBAC}}
 	}))
-	cfg, err := api.Security.Config("stranger")
-	if err != nil {
-		t.Fatal(err)
-	}
-	creds, err := cfg.Credentials()
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := grpc.NewClient(cfg.Server, creds...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := api.Security.ConnAs(t, "stranger")
 	core, logs := observer.New(zapcore.InfoLevel)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -120,7 +107,7 @@ func TestNodeHostsSaysWhyItCannotReadTheNode(t *testing.T) {
 	const tries = 5
 	pauses := 0
 	stopped := errors.New("stopped")
-	_, err = nodeHosts(ctx, conn, "n1", zap.New(core), func(context.Context) error {
+	_, err := nodeHosts(ctx, conn, "n1", zap.New(core), func(context.Context) error {
 		if pauses++; pauses == tries {
 			return stopped
 		}
