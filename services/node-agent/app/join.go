@@ -138,9 +138,10 @@ func (jn *joined) run(ctx context.Context, conn grpc.ClientConnInterface, node s
 // logged once (a refusal that lasts would otherwise be silent, or said
 // every second).
 func nodeHosts(ctx context.Context, conn grpc.ClientConnInterface, node string, log *zap.Logger, pause func(context.Context) error) ([]string, error) {
+	nodes := client.Nodes(conn)
 	var last string
 	for {
-		h, err := watchNodeHosts(ctx, client.Nodes(conn), node)
+		h, err := watchNodeHosts(ctx, nodes, node)
 		if h != nil {
 			return h, nil
 		}
