@@ -63,8 +63,8 @@ func (s *Server) maintain(ctx context.Context) {
 	}
 }
 
-// renewCertificates renews the serving and node-agent client
-// certificates the apiserver issued itself when they near expiry.
+// renewCertificates renews the certificates the apiserver issued itself
+// when they near expiry.
 func (s *Server) renewCertificates() {
 	if s.tls == nil {
 		return

@@ -597,10 +597,11 @@ const etcdPeerName = "etcd-peer"
 
 // peerTLS makes the embedded etcd's peer traffic TLS with the cluster CA
 // when the apiserver has one: this member's certificate (issued for its
-// peer URL's host and loopback, server and client usage, renewed at start
-// when within 30 days of expiry) is shown to peers as server and as
-// client, and peers must show one the CA signed. It says whether peer
-// URLs are https.
+// peer URL's host and loopback, server and client usage, renewed with the
+// apiserver's own certificates within 30 days of its expiry: etcd reads
+// the files at each handshake) is shown to peers as server and as client,
+// and peers must show one the CA signed. It says whether peer URLs are
+// https.
 func (s *Server) peerTLS(cfg *embed.Config) (bool, error) {
 	clustered := s.cfg.Cluster.Join != "" || s.cfg.Cluster.PeerURL != ""
 	if s.tls == nil || s.tls.CA == nil {
@@ -615,7 +616,7 @@ func (s *Server) peerTLS(cfg *embed.Config) (bool, error) {
 		hosts = append(hosts, u.Hostname())
 	}
 	req := pki.Request{CommonName: s.cfg.Cluster.memberName(), Hosts: hosts, Server: true, Client: true}
-	if _, err := s.tls.CA.EnsurePair(dir, etcdPeerName, req, s.now(), 30*24*time.Hour); err != nil {
+	if err := s.tls.IssueFile(etcdPeerName, req, s.now()); err != nil {
 		return false, fmt.Errorf("etcd peer certificate in %s: %w", dir, err)
 	}
 	cfg.PeerTLSInfo = transport.TLSInfo{

@@ -42,27 +42,62 @@ type Material struct {
 	// ServiceAccountKey signs service-account tokens (ECDSA P-256).
 	ServiceAccountKey *ecdsa.PrivateKey
 
-	// The certificates the apiserver issued itself from CA, renewed while
-	// it runs (Renew): what handshakes show.
-	serving, nodeAgentClient atomic.Pointer[tls.Certificate]
-	// renew issues them again (nil: they were given as files).
-	renewServing, renewNodeAgentClient func(now time.Time) (tls.Certificate, error)
+	// dir is the PKI directory the issued certificates are kept in.
+	dir string
+	// serving and nodeAgentClient are the certificates the apiserver
+	// issued itself from CA, what handshakes show (nil: given as files);
+	// issued lists them with the certificates others read from their
+	// files (IssueFile): Renew renews every one.
+	serving, nodeAgentClient *issued
+	issued                   []*issued
 }
 
-// Renew issues again, from the CA, the serving certificate and the node
-// agents' client certificate the apiserver made itself, when within 30
-// days of their expiry (or no longer naming every --tls-san): the TLS
-// configurations show the new ones from the next handshake. It says which
-// it renewed. Certificates given as files are left alone.
+// issued is a certificate the apiserver issues itself from the CA, in its
+// PKI directory, and renews while it runs.
+type issued struct {
+	name  string
+	issue func(now time.Time) (tls.Certificate, error)
+	cur   atomic.Pointer[tls.Certificate]
+}
+
+// issue issues (or keeps, when the files still cover it) the certificate
+// name for r in the PKI directory and keeps it to renew.
+func (m *Material) issue(name string, r pki.Request, now time.Time, chain ...[]byte) (*issued, error) {
+	c := &issued{name: name, issue: func(now time.Time) (tls.Certificate, error) {
+		pair, err := m.CA.EnsurePair(m.dir, name, r, now, servingCertMinLeft)
+		pair.Certificate = append(pair.Certificate, chain...)
+		return pair, err
+	}}
+	pair, err := c.issue(now)
+	if err != nil {
+		return nil, err
+	}
+	c.cur.Store(&pair)
+	m.issued = append(m.issued, c)
+	return c, nil
+}
+
+// IssueFile issues from the CA, into the PKI directory (name.crt,
+// name.key), a certificate another component reads from its files at
+// each handshake, as the embedded etcd does its peer certificate; Renew
+// renews it with the apiserver's own. The files are kept when they cover
+// r for more than 30 days.
+func (m *Material) IssueFile(name string, r pki.Request, now time.Time) error {
+	if m.CA == nil {
+		return errors.New("no cluster CA to issue " + name + " from")
+	}
+	_, err := m.issue(name, r, now)
+	return err
+}
+
+// Renew issues again, from the CA, the certificates the apiserver issued
+// itself (its serving certificate, the node agents' client certificate,
+// IssueFile's) when within 30 days of their expiry (or, for the serving
+// certificate, no longer naming every --tls-san): the TLS configurations
+// show the new ones from the next handshake. It says which it renewed.
+// Certificates given as files are left alone.
 func (m *Material) Renew(now time.Time) (renewed []string, err error) {
-	for _, c := range []struct {
-		name  string
-		cur   *atomic.Pointer[tls.Certificate]
-		issue func(time.Time) (tls.Certificate, error)
-	}{{ServingName, &m.serving, m.renewServing}, {NodeAgentClientName, &m.nodeAgentClient, m.renewNodeAgentClient}} {
-		if c.issue == nil {
-			continue
-		}
+	for _, c := range m.issued {
 		old := c.cur.Load()
 		pair, err := c.issue(now)
 		if err != nil {
@@ -78,8 +113,8 @@ func (m *Material) Renew(now time.Time) (renewed []string, err error) {
 
 // current is the serving certificate handshakes show.
 func (m *Material) current() *tls.Certificate {
-	if c := m.serving.Load(); c != nil {
-		return c
+	if m.serving != nil {
+		return m.serving.cur.Load()
 	}
 	return &m.Serving
 }
@@ -108,7 +143,7 @@ func loadMaterial(o *Options, dir string, now time.Time) (*Material, error) {
 	if (o.NodeAgentClientCertFile == "") != (o.NodeAgentClientKeyFile == "") {
 		return nil, errors.New("--node-agent-client-cert-file and --node-agent-client-key-file go together")
 	}
-	m := &Material{}
+	m := &Material{dir: dir}
 	if o.TLSCertFile == "" || o.ClientCAFile == "" {
 		ca, _, err := pki.InitCA(dir, now)
 		if err != nil {
@@ -126,18 +161,13 @@ func loadMaterial(o *Options, dir string, now time.Time) (*Material, error) {
 		if h, err := os.Hostname(); err == nil && h != "" {
 			hosts = append(hosts, h)
 		}
-		m.renewServing = func(now time.Time) (tls.Certificate, error) {
-			pair, err := m.CA.EnsurePair(dir, ServingName, pki.Request{CommonName: "skiff-apiserver", Hosts: hosts, Server: true}, now, servingCertMinLeft)
-			// The CA follows the serving certificate in the handshake: a
-			// machine that joins with only the CA's hash (--ca-cert-hash)
-			// finds it there (client.FetchPinnedCA).
-			pair.Certificate = append(pair.Certificate, m.CA.Cert.Raw)
-			return pair, err
-		}
-		if m.Serving, err = m.renewServing(now); err != nil {
+		// The CA follows the serving certificate in the handshake: a
+		// machine that joins with only the CA's hash (--ca-cert-hash)
+		// finds it there (client.FetchPinnedCA).
+		if m.serving, err = m.issue(ServingName, pki.Request{CommonName: "skiff-apiserver", Hosts: hosts, Server: true}, now, m.CA.Cert.Raw); err != nil {
 			return nil, fmt.Errorf("serving certificate in %s: %w", dir, err)
 		}
-		m.serving.Store(&m.Serving)
+		m.Serving = *m.serving.cur.Load()
 	}
 	if o.ClientCAFile != "" {
 		if m.ClientCAs, err = pki.ReadPool(o.ClientCAFile); err != nil {
@@ -154,15 +184,10 @@ func loadMaterial(o *Options, dir string, now time.Time) (*Material, error) {
 		}
 		m.NodeAgentClient = &pair
 	case m.CA != nil:
-		m.renewNodeAgentClient = func(now time.Time) (tls.Certificate, error) {
-			return m.CA.EnsurePair(dir, NodeAgentClientName, pki.Request{CommonName: user.APIServer, Organizations: []string{user.Masters}, Client: true}, now, servingCertMinLeft)
-		}
-		pair, err := m.renewNodeAgentClient(now)
-		if err != nil {
+		if m.nodeAgentClient, err = m.issue(NodeAgentClientName, pki.Request{CommonName: user.APIServer, Organizations: []string{user.Masters}, Client: true}, now); err != nil {
 			return nil, fmt.Errorf("node agent client certificate in %s: %w", dir, err)
 		}
-		m.NodeAgentClient = &pair
-		m.nodeAgentClient.Store(&pair)
+		m.NodeAgentClient = m.nodeAgentClient.cur.Load()
 	}
 	switch {
 	case o.NodeAgentCAFile != "":
@@ -248,8 +273,8 @@ func (m *Material) NodeAgentTLS() *tls.Config {
 	c := &tls.Config{MinVersion: tls.VersionTLS13, RootCAs: m.NodeAgentCAs}
 	if m.NodeAgentClient != nil {
 		c.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
-			if cur := m.nodeAgentClient.Load(); cur != nil {
-				return cur, nil
+			if m.nodeAgentClient != nil {
+				return m.nodeAgentClient.cur.Load(), nil
 			}
 			return m.NodeAgentClient, nil
 		}
