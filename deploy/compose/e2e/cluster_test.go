@@ -24,15 +24,28 @@ type cluster struct {
 }
 
 func newCluster(t *testing.T) *cluster {
-	ctl := os.Getenv("SKIFF_E2E_SKIFFCTL")
-	if ctl == "" {
-		t.Skip("SKIFF_E2E_SKIFFCTL is not set: run through scripts/compose.sh e2e (make e2e)")
-	}
+	ctl := fromRunner(t, "SKIFF_E2E_SKIFFCTL", "scripts/compose.sh e2e (make e2e)")
 	project := os.Getenv("COMPOSE_PROJECT_NAME")
 	if project == "" {
 		project = "skiff"
 	}
 	return &cluster{t: t, skiffctl: ctl, project: project}
+}
+
+// fromRunner is the environment variable name, which the script that runs
+// the test sets (runner): without it the test skips, and fails under
+// CI=true, where CI runs it through that script.
+func fromRunner(t *testing.T, name, runner string) string {
+	t.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		msg := name + " is not set: run through " + runner
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return v
 }
 
 // object is the part of Pods, Deployments, ReplicaSets and Nodes the test

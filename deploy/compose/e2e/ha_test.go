@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -18,16 +17,10 @@ import (
 type member struct{ service, addr string }
 
 // haMembers are the members of SKIFF_E2E_MEMBERS (service=addr,...), set
-// by scripts/compose.sh e2e-ha; the test skips without them (a single
-// apiserver's cluster).
+// by scripts/compose.sh e2e-ha (fromRunner: a single apiserver's cluster
+// has none).
 func haMembers(t *testing.T) []member {
-	env := os.Getenv("SKIFF_E2E_MEMBERS")
-	if env == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("SKIFF_E2E_MEMBERS is not set: CI runs this test through scripts/compose.sh e2e-ha (make e2e-ha), which sets it")
-		}
-		t.Skip("SKIFF_E2E_MEMBERS is not set: run through scripts/compose.sh e2e-ha (make e2e-ha)")
-	}
+	env := fromRunner(t, "SKIFF_E2E_MEMBERS", "scripts/compose.sh e2e-ha (make e2e-ha)")
 	var ms []member
 	for _, kv := range strings.Split(env, ",") {
 		service, addr, ok := strings.Cut(kv, "=")

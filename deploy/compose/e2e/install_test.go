@@ -326,13 +326,7 @@ func lastLines(out []byte, n int) string {
 // nodes, then the cluster it made checked, and checked again with cp1
 // stopped.
 func TestInstall(t *testing.T) {
-	tarball := os.Getenv("SKIFF_INSTALL_TARBALL")
-	if tarball == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("SKIFF_INSTALL_TARBALL is not set: run through deploy/install-test/run.sh (make e2e-install)")
-		}
-		t.Skip("SKIFF_INSTALL_TARBALL is not set: run through deploy/install-test/run.sh (make e2e-install)")
-	}
+	tarball := fromRunner(t, "SKIFF_INSTALL_TARBALL", "deploy/install-test/run.sh (make e2e-install)")
 	image := envOr("SKIFF_INSTALL_IMAGE", "skiff-install/machine:dev")
 	subnet := envOr("SKIFF_INSTALL_NET", "10.211.62")
 	otherSubnet := envOr("SKIFF_INSTALL_OTHER_NET", "10.211.63")
