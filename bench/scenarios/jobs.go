@@ -38,7 +38,7 @@ import (
 var (
 	figJobsPodsPerS  = Figure{Name: "jobs.pods_per_s", Unit: "pods/s"}
 	figJobsPodCPU    = Figure{Name: "jobs.cpu_us_per_pod", Unit: "us CPU/pod"}
-	figJobsVsRS      = Figure{Name: "jobs.vs_rs_ratio", Unit: "ratio"}
+	figJobsVsRS      = Figure{Name: "jobs.vs_rs_ratio", Unit: "ratio", Target: AtLeast(0.8)}
 	figJobsFloor     = Figure{Name: "jobs.api_floor_pods_per_s", Unit: "pods/s"}
 	figJobsFloorCPU  = Figure{Name: "jobs.api_floor_cpu_us_per_pod", Unit: "us CPU/pod"}
 	figJobsFloorVsRS = Figure{Name: "jobs.floor_vs_rs_ratio", Unit: "ratio"}
