@@ -13,6 +13,7 @@ import (
 
 	"skiff.dev/internal/apierrors"
 	"skiff.dev/internal/manifest"
+	metav1 "skiff.dev/proto/meta/v1"
 )
 
 // The wire shape of the HTTP API is Kubernetes' JSON, by the codec skiffctl
@@ -51,6 +52,10 @@ var jsonBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &
 // buffer: a writer does not keep what it is given, so the buffer serves
 // the next answer.
 func writeObject(w http.ResponseWriter, code int, msg proto.Message) {
+	if st, ok := msg.(*metav1.Status); ok { // an eviction's answer
+		writeJSON(w, code, statusJSON(st))
+		return
+	}
 	bp := jsonBufs.Get().(*[]byte)
 	b := manifest.AppendJSON((*bp)[:0], msg)
 	writeJSON(w, code, b)

@@ -21,6 +21,7 @@ import (
 	corev1 "skiff.dev/proto/core/v1"
 	metav1 "skiff.dev/proto/meta/v1"
 	"skiff.dev/services/apiserver/registry"
+	"skiff.dev/services/apiserver/server"
 	"skiff.dev/services/apiserver/storage"
 )
 
@@ -299,7 +300,13 @@ func (h *Handler) subresource(w http.ResponseWriter, r *http.Request, req resour
 		return
 	}
 	if r.Method == http.MethodGet {
-		h.unary(w, r, req, name, &metav1.GetRequest{Namespace: req.namespace, Name: req.name}, http.StatusOK)
+		// The object's Get, authorized as the subresource's.
+		out, err := h.cfg.Methods.Call(server.AsSubresource(requestContext(r), req.subresource), method(req.kind, name), &metav1.GetRequest{Namespace: req.namespace, Name: req.name}, nil)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		writeObject(w, http.StatusOK, out)
 		return
 	}
 	in, err := inputOf(req.kind, name)

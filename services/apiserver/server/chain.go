@@ -265,9 +265,24 @@ func NewChain(routes Routes, m *Metrics, log *zap.Logger) *Chain {
 	return &Chain{Routes: routes, Metrics: m, Log: log, idBase: hex.EncodeToString(b[:])}
 }
 
+// subresourceKey carries AsSubresource's subresource.
+type subresourceKey struct{}
+
+// AsSubresource makes an in-process call of a resource's method stand for
+// a request of its subresource sub: the HTTP API's GET of
+// pods/NAME/status is the Get method, authorized, audited and counted as
+// a get of pods/status, as Kubernetes does. A context value: only
+// in-process callers set it, never a gRPC client.
+func AsSubresource(ctx context.Context, sub string) context.Context {
+	return context.WithValue(ctx, subresourceKey{}, sub)
+}
+
 func (c *Chain) begin(ctx context.Context, fullMethod string) (context.Context, *RequestInfo) {
 	r := c.Routes.info(fullMethod)
 	ri := &RequestInfo{Path: fullMethod, APIGroup: r.group, Resource: r.resource, Subresource: r.subresource, Verb: r.verb, Namespaced: r.namespaced, Start: time.Now()}
+	if sub, ok := ctx.Value(subresourceKey{}).(string); ok && ri.Subresource == "" {
+		ri.Subresource = sub
+	}
 	if ids := metadata.ValueFromIncomingContext(ctx, RequestIDHeader); len(ids) > 0 && len(ids[0]) <= 128 {
 		ri.ID = ids[0]
 		ri.echo = true
