@@ -3,12 +3,16 @@ package httpapi_test
 import (
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"skiff.dev/internal/await"
+	"skiff.dev/services/apiserver/apiserver"
 	"skiff.dev/services/apiserver/apiservertest"
+	"skiff.dev/services/apiserver/flowcontrol"
+	"skiff.dev/services/apiserver/user"
 )
 
 // bearer is a request header with a bearer token.
@@ -98,7 +102,7 @@ func TestRBACVerbsOverHTTP(t *testing.T) {
 // deleted) over HTTP.
 func TestPodSubresourcesOverHTTP(t *testing.T) {
 	s := apiservertest.Start(t, apiservertest.Secure())
-	k := newKube(t, s, apiservertest.AdminUser, []string{"system:masters"}, true)
+	k := newKube(t, s, apiservertest.AdminUser, []string{user.Masters}, true)
 	const pod = "/api/v1/namespaces/default/pods/p"
 	wantCode(t, "create pod", k.do(http.MethodPost, "/api/v1/namespaces/default/pods", "application/json",
 		`{"metadata":{"name":"p"},"spec":{"containers":[{"name":"c","image":"demo"}]}}`), http.StatusCreated)
@@ -141,7 +145,7 @@ func TestPodSubresourcesOverHTTP(t *testing.T) {
 // page has none.
 func TestListContinueOverHTTP(t *testing.T) {
 	s := apiservertest.Start(t, apiservertest.Secure())
-	k := newKube(t, s, apiservertest.AdminUser, []string{"system:masters"}, true)
+	k := newKube(t, s, apiservertest.AdminUser, []string{user.Masters}, true)
 	const cms = "/api/v1/namespaces/default/configmaps"
 	var want []string
 	for i := range 5 {
@@ -173,5 +177,27 @@ func TestListContinueOverHTTP(t *testing.T) {
 	}
 	if strings.Join(got, ",") != strings.Join(want, ",") || pages != 3 {
 		t.Errorf("listed %v in %d pages, want %v in 3", got, pages, want)
+	}
+}
+
+// TestTooManyRequestsOverHTTP: a request flow control refuses is 429
+// TooManyRequests with a Retry-After header in seconds, as kube-apiserver
+// answers it (client-go waits that long and retries).
+func TestTooManyRequestsOverHTTP(t *testing.T) {
+	s := apiservertest.Start(t, apiservertest.Secure(), apiservertest.WithConfig(func(c *apiserver.Config) {
+		// One request, then one per 5 s, which no request waits for.
+		c.FlowControl = flowcontrol.Options{UserQPS: 0.2, UserBurst: 1, MaxWait: 100 * time.Millisecond}
+	}))
+	k := newKube(t, s, "bob", []string{user.Masters}, true)
+	const cms = "/api/v1/namespaces/default/configmaps"
+	wantCode(t, "the first list", k.get(cms), http.StatusOK)
+	a := k.get(cms)
+	st := wantStatus(t, "the second list at once", a, http.StatusTooManyRequests, "TooManyRequests")
+	after, err := strconv.Atoi(a.header.Get("Retry-After"))
+	if err != nil || after < 1 {
+		t.Errorf("Retry-After %q, want whole seconds", a.header.Get("Retry-After"))
+	}
+	if d, _ := st["details"].(map[string]any); d == nil || d["retryAfterSeconds"] != float64(after) {
+		t.Errorf("Status details %v, want retryAfterSeconds %d", st["details"], after)
 	}
 }
