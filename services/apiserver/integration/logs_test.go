@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -29,7 +30,7 @@ func (fakeAgent) Logs(o *corev1.PodLogOptions, s grpc.ServerStreamingServer[core
 		return apierrors.NewNotFound("containers", "missing")
 	}
 	for i := range 3 {
-		line := fmt.Sprintf("%s/%s/%s follow=%v tail=%d line %d\n", o.GetNamespace(), o.GetName(), o.GetContainer(), o.GetFollow(), o.GetTailLines(), i)
+		line := fmt.Sprintf("%s/%s/%s follow=%v tail=%d since=%d timestamps=%v line %d\n", o.GetNamespace(), o.GetName(), o.GetContainer(), o.GetFollow(), o.GetTailLines(), o.GetSinceSeconds(), o.GetTimestamps(), i)
 		if err := s.Send(&corev1.LogChunk{Data: []byte(line)}); err != nil {
 			return err
 		}
@@ -108,9 +109,39 @@ func TestPodLogsAreProxiedToTheNodeAgent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "default/one/web follow=true tail=5 line 0\ndefault/one/web follow=true tail=5 line 1\ndefault/one/web follow=true tail=5 line 2\n"
+	want := "default/one/web follow=true tail=5 since=0 timestamps=false line 0\ndefault/one/web follow=true tail=5 since=0 timestamps=false line 1\ndefault/one/web follow=true tail=5 since=0 timestamps=false line 2\n"
 	if got != want {
 		t.Errorf("logs of a one-container pod:\n%s\nwant (the container filled in):\n%s", got, want)
+	}
+
+	// The same over HTTP, the options as kubectl logs sends them.
+	httpLogs := func(query string) (int, string) {
+		t.Helper()
+		resp, err := http.Get("http://" + s.Addr() + "/api/v1/namespaces/default/pods/" + query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode, string(b)
+	}
+	code, body := httpLogs("one/log?follow=true&tailLines=5&sinceSeconds=60&timestamps=true")
+	if want := "default/one/web follow=true tail=5 since=60 timestamps=true line 0\n"; code != http.StatusOK || !strings.HasPrefix(body, want) || strings.Count(body, "\n") != 3 {
+		t.Errorf("GET log over HTTP: %d %q, want 200 and three lines from %q", code, body, want)
+	}
+	if code, body := httpLogs("two/log?container=sidecar"); code != http.StatusOK || !strings.Contains(body, "default/two/sidecar follow=false") {
+		t.Errorf("GET log of a named container over HTTP: %d %q", code, body)
+	}
+	for query, msg := range map[string]string{
+		"two/log":               "a container name must be specified for pod two, choose one of: [web sidecar]",
+		"one/log?tailLines=ten": `tailLines: invalid value \"ten\"`,
+	} {
+		if code, body := httpLogs(query); code != http.StatusBadRequest || !strings.Contains(body, msg) {
+			t.Errorf("GET %s over HTTP: %d %s, want 400 saying %s", query, code, body, msg)
+		}
 	}
 	if got, err := readLogs(t, pc, &corev1.PodLogOptions{Namespace: "default", Name: "two", Container: "sidecar"}); err != nil || !strings.Contains(got, "two/sidecar") {
 		t.Errorf("logs of a named container: %q, %v", got, err)
