@@ -101,9 +101,11 @@ func TestClientGoProtobufBodies(t *testing.T) {
 	}
 }
 
-// TestClientGoInformer: a shared informer sees every change of 1,000 pods,
-// and after its connections are cut while the cluster changes and etcd is
-// compacted past what it saw, relists to the cluster's state: client-go
+// TestClientGoInformer: a shared informer sees every change of 1,000 pods
+// (1,000 adds, then 1,000 updates whose labels its store holds), and after
+// its connections are cut while the cluster changes and etcd is compacted
+// past what it saw, relists to the cluster's state, the differences
+// reaching its handlers as an add and 10 deletes: client-go
 // v0.37's reflector syncs by watch-list (a watch with sendInitialEvents
 // from the last revision it saw, NotOlderThan), which the compaction
 // cannot make fail; an older client's watch from that revision gets 410
@@ -164,6 +166,36 @@ func TestClientGoInformer(t *testing.T) {
 		mu.Unlock()
 		return seen == n, counts()
 	})
+	// Every pod changed once: 1,000 updates, each with the new label.
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < n; i += 8 {
+				p, err := pods.Get(ctx, "default", fmt.Sprintf("p-%04d", i))
+				if err == nil {
+					p.Metadata.Labels = map[string]string{"changed": "yes"}
+					_, err = pods.Update(ctx, p)
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	changed.Until(t, time.Minute, "the informer to see 1,000 updates", ctx.Done(), func() (bool, string) {
+		mu.Lock()
+		seen := updates
+		mu.Unlock()
+		return seen == n, counts()
+	})
+	for _, o := range inf.GetStore().List() {
+		if p := o.(*kcorev1.Pod); p.Labels["changed"] != "yes" {
+			t.Fatalf("pod %s in the informer's store without its update: labels %v", p.Name, p.Labels)
+		}
+	}
 	// Cut its connections and keep it out while the cluster changes and
 	// etcd is compacted past what it saw: its watch resumes from a
 	// revision that is gone (410 Expired), and it relists.
@@ -184,11 +216,15 @@ func TestClientGoInformer(t *testing.T) {
 		t.Fatal(err)
 	}
 	sev.pause(false)
-	changed.Until(t, time.Minute, "the informer to relist to 991 pods", ctx.Done(), func() (bool, string) {
+	changed.Until(t, time.Minute, "the informer to relist to 991 pods, with an add and 10 deletes", ctx.Done(), func() (bool, string) {
 		keys := inf.GetStore().ListKeys()
 		_, has, _ := inf.GetStore().GetByKey("default/after-cut")
 		_, gone, _ := inf.GetStore().GetByKey("default/p-0000")
-		return len(keys) == n-10+1 && has && !gone, counts()
+		// The relist's differences reach the handlers as events too.
+		mu.Lock()
+		events := adds == n+1 && deletes == 10
+		mu.Unlock()
+		return len(keys) == n-10+1 && has && !gone && events, counts()
 	})
 }
 
