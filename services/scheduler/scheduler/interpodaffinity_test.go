@@ -114,3 +114,83 @@ func TestExistingAntiAffinityIsSymmetric(t *testing.T) {
 		}
 	}
 }
+
+// TestAffinityNamespaceSelectorAndPreferredTerms: through the real
+// apiserver and scheduler, a term looks at its own namespace's pods unless
+// its namespaceSelector names others (a pod that must run beside a db in
+// namespace data waits without it, and is placed on the db's node with
+// it), and a preferred term draws a pod to the db's node although the
+// other node is emptier.
+func TestAffinityNamespaceSelectorAndPreferredTerms(t *testing.T) {
+	e := newEnv(t)
+	e.createNode(nodeSpec{name: "n1", cpu: "4", mem: "4Gi"})
+	e.createNode(nodeSpec{name: "n2", cpu: "4", mem: "4Gi"})
+	if _, err := client.Namespaces(e.conn).Create(e.ctx, &corev1.Namespace{Metadata: &metav1.ObjectMeta{Name: "data", Labels: map[string]string{"team": "data"}}}); err != nil {
+		t.Fatal(err)
+	}
+	db := newPod("db", "1", "")
+	db.Metadata.Namespace = "data"
+	db.Metadata.Labels["app"] = "db"
+	db.Spec.NodeName = "n2"
+	e.createPod(db)
+	e.startScheduler(Config{})
+
+	near := newPod("near", "100m", "")
+	near.Spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: []*corev1.PodAffinityTerm{affinityTerm("db")},
+	}}
+	e.createPod(near)
+	e.podScheduledFalse("near", "Unschedulable", "0/2 nodes are available: 2 node(s) didn't match pod affinity rules.")
+
+	inData := func() *corev1.PodAffinityTerm {
+		term := affinityTerm("db")
+		term.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"team": "data"}}
+		return term
+	}
+	across := newPod("across", "100m", "")
+	across.Spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: []*corev1.PodAffinityTerm{inData()},
+	}}
+	e.createPod(across)
+	if n := e.nodeOf("across", 10*time.Second); n != "n2" {
+		t.Errorf("across went to %s, want n2 (the db's, in the namespace its namespaceSelector names)", n)
+	}
+
+	toward := newPod("toward", "100m", "")
+	toward.Spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{
+		PreferredDuringSchedulingIgnoredDuringExecution: []*corev1.WeightedPodAffinityTerm{{Weight: 100, PodAffinityTerm: inData()}},
+	}}
+	e.createPod(toward)
+	if n := e.nodeOf("toward", 10*time.Second); n != "n2" {
+		t.Errorf("toward went to %s, want n2 (preferred beside the db, though n1 is emptier)", n)
+	}
+}
+
+// TestAffinityMatchLabelKeys: matchLabelKeys adds the pod's own values of
+// those labels to its term's selector (at create, as Kubernetes does), so
+// a rollout's new pods (another pod-template-hash) may share a node with
+// the old ones they would otherwise repel, and not with each other.
+func TestAffinityMatchLabelKeys(t *testing.T) {
+	e := newEnv(t)
+	e.createNode(nodeSpec{name: "n1", cpu: "4", mem: "4Gi"})
+	e.startScheduler(Config{})
+	web := func(name, hash string) *corev1.Pod {
+		p := newPod(name, "100m", "")
+		p.Metadata.Labels["app"] = "web"
+		p.Metadata.Labels["pod-template-hash"] = hash
+		term := affinityTerm("web")
+		term.MatchLabelKeys = []string{"pod-template-hash"}
+		p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: []*corev1.PodAffinityTerm{term},
+		}}
+		return p
+	}
+	e.createPod(web("old", "aaa"))
+	e.nodeOf("old", 10*time.Second)
+	e.createPod(web("new", "bbb"))
+	if n := e.nodeOf("new", 10*time.Second); n != "n1" {
+		t.Errorf("new (another hash) went to %q, want n1 beside old", n)
+	}
+	e.createPod(web("new-2", "bbb"))
+	e.podScheduledFalse("new-2", "Unschedulable", "0/1 nodes are available: 1 node(s) didn't match pod anti-affinity rules.")
+}

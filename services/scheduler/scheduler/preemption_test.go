@@ -11,6 +11,7 @@ import (
 	"skiff.dev/internal/client"
 	corev1 "skiff.dev/proto/core/v1"
 	metav1 "skiff.dev/proto/meta/v1"
+	policyv1 "skiff.dev/proto/policy/v1"
 )
 
 func withPriority(p *corev1.Pod, priority int32) *corev1.Pod {
@@ -125,5 +126,59 @@ func TestPreemptionMarksTheVictim(t *testing.T) {
 	e.finishDeletions()
 	if node := e.nodeOf("vip", 10*time.Second); node != "only" {
 		t.Errorf("vip on %q", node)
+	}
+}
+
+// TestPreemptionRespectsPodDisruptionBudgets: through the real apiserver
+// and scheduler, a high-priority pod on a full cluster of two nodes
+// evicts the victim whose eviction no PodDisruptionBudget forbids, even
+// though the other node's victim has the lower priority (Kubernetes picks
+// the node with the fewest budget violations first).
+func TestPreemptionRespectsPodDisruptionBudgets(t *testing.T) {
+	e := newEnv(t)
+	e.createNode(nodeSpec{name: "n-a", cpu: "1", mem: "4Gi"})
+	e.createNode(nodeSpec{name: "n-b", cpu: "1", mem: "4Gi"})
+
+	// a1's budget allows no disruption (its status as the disruption
+	// controller would write it for one healthy pod of minAvailable 1).
+	pdbs := client.PodDisruptionBudgets(e.conn)
+	one := &metav1.IntOrString{Value: &metav1.IntOrString_IntVal{IntVal: 1}}
+	pdb, err := pdbs.Create(e.ctx, &policyv1.PodDisruptionBudget{
+		Metadata: &metav1.ObjectMeta{Namespace: "test", Name: "guarded"},
+		Spec:     &policyv1.PodDisruptionBudgetSpec{MinAvailable: one, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "guarded"}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pdb.Status = &policyv1.PodDisruptionBudgetStatus{ObservedGeneration: pdb.GetMetadata().GetGeneration(), CurrentHealthy: 1, DesiredHealthy: 1, ExpectedPods: 1, DisruptionsAllowed: 0}
+	if _, err := pdbs.UpdateStatus(e.ctx, pdb); err != nil {
+		t.Fatal(err)
+	}
+	a1 := withPriority(newPod("a1", "1", ""), 1)
+	a1.Metadata.Labels["app"] = "guarded"
+	a1.Spec.NodeName = "n-a"
+	e.createPod(a1)
+	b1 := withPriority(newPod("b1", "1", ""), 5)
+	b1.Spec.NodeName = "n-b"
+	e.createPod(b1)
+	e.startScheduler(Config{})
+	e.await(10*time.Second, "the low pods to be counted", func() (bool, string) {
+		return len(e.pods.Store().List()) == 2, ""
+	})
+
+	e.createPod(withPriority(newPod("high", "1", ""), 100))
+	e.await(10*time.Second, "b1 to be preempted", func() (bool, string) {
+		p := e.pod("b1")
+		if p == nil {
+			return true, ""
+		}
+		e.finishDeletions()
+		return false, describePod(p)
+	})
+	if node := e.nodeOf("high", 10*time.Second); node != "n-b" {
+		t.Errorf("high bound to %s, want n-b (a1 on n-a is guarded by a budget)", node)
+	}
+	if p := e.pod("a1"); p == nil || p.GetMetadata().GetDeletionTimestamp() != nil {
+		t.Error("a1, whose budget allows no disruption, was evicted")
 	}
 }
