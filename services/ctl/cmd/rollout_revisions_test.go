@@ -13,6 +13,7 @@ import (
 	"skiff.dev/services/controller-manager/daemonset"
 	"skiff.dev/services/controller-manager/manager/managertest"
 	"skiff.dev/services/controller-manager/simnode"
+	"skiff.dev/services/controller-manager/statefulset"
 )
 
 const agentDaemonSet = `apiVersion: apps/v1
@@ -90,6 +91,72 @@ func TestRolloutDaemonSet(t *testing.T) {
 	}
 	if errOut := c.fails("rollout", "undo", "daemonset/agent", "--to-revision=9"); !strings.Contains(errOut, "unable to find specified revision 9 in history") {
 		t.Errorf("undo to a missing revision: %q", errOut)
+	}
+}
+
+const dbStatefulSet = `apiVersion: apps/v1
+kind: StatefulSet
+metadata:
+  name: db
+  annotations:
+    kubernetes.io/change-cause: first
+spec:
+  replicas: 2
+  serviceName: db
+  selector:
+    matchLabels: {app: db}
+  template:
+    metadata:
+      labels: {app: db}
+    spec:
+      containers:
+      - name: db
+        image: db:v1
+`
+
+// TestRolloutStatefulSet: status, history and undo of a StatefulSet run
+// by the real StatefulSet controller on a simulated node: the undo brings
+// the first template back as a new revision, rolled out to every pod.
+func TestRolloutStatefulSet(t *testing.T) {
+	env := managertest.Start(t)
+	env.SimNode(simnode.Options{})
+	if _, err := client.Nodes(env.Conn).Create(env.Ctx, &corev1.Node{Metadata: &metav1.ObjectMeta{Name: "n1"}}); err != nil {
+		t.Fatal(err)
+	}
+	sc := statefulset.New(env.Manager, statefulset.Options{})
+	env.StartInformers()
+	env.GoErr(sc.Run)
+
+	c := newCLIFor(t, env.Server.Addr(), "default", time.Now())
+	c.stdin = dbStatefulSet
+	c.ok("apply", "-f", "-")
+	// The default strategy has rollingUpdate.partition 0: kubectl says
+	// "partitioned" then too.
+	if out := c.ok("rollout", "status", "statefulset/db", "--timeout=30s"); !strings.HasSuffix(out, "partitioned roll out complete: 2 new pods have been updated...\n") {
+		t.Fatalf("rollout status:\n%s", out)
+	}
+	c.stdin = strings.NewReplacer("db:v1", "db:v2", "first", "second").Replace(dbStatefulSet)
+	c.ok("apply", "-f", "-")
+	c.ok("rollout", "status", "sts/db", "--timeout=30s")
+	out := c.ok("rollout", "history", "statefulset/db")
+	if want := "statefulset.apps/db\nREVISION   CHANGE-CAUSE\n1          first\n2          second\n\n"; out != want {
+		t.Errorf("history:\n%s\nwant:\n%s", out, want)
+	}
+	if out := c.ok("rollout", "undo", "statefulset/db"); out != "statefulset.apps/db rolled back\n" {
+		t.Errorf("undo: %q", out)
+	}
+	c.ok("rollout", "status", "statefulset/db", "--timeout=30s")
+	for _, name := range []string{"db-0", "db-1"} {
+		p, err := client.Pods(env.Conn).Get(env.Ctx, "default", name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if img := p.GetSpec().GetContainers()[0].GetImage(); img != "db:v1" {
+			t.Errorf("after undo %s runs %s, want db:v1", name, img)
+		}
+	}
+	if out := c.ok("rollout", "history", "statefulset/db"); !strings.Contains(out, "2          second\n3          first\n") {
+		t.Errorf("history after undo (revision 1 renumbered to 3):\n%s", out)
 	}
 }
 
