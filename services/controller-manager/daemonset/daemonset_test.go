@@ -376,3 +376,43 @@ func TestDaemonSetAdoptsOrphans(t *testing.T) {
 		return c.settled("agent", "agent:1", "n1", "n2")
 	})
 }
+
+// TestDaemonSetOnDelete: with the OnDelete strategy a template change
+// replaces no pod; a pod deleted by hand comes back with the new
+// template, the others keep the old one.
+func TestDaemonSetOnDelete(t *testing.T) {
+	nodes := []string{"n1", "n2", "n3"}
+	c := start(t, nodes...)
+	ds := agentDS("agent", "agent:1", nil)
+	ds.Spec.UpdateStrategy = &appsv1.DaemonSetUpdateStrategy{Type: "OnDelete"}
+	c.create(ds)
+	c.Await(patience, "one ready pod per node", func() (bool, string) { return c.settled("agent", "agent:1", nodes...) })
+
+	c.setImage("agent", "agent:2")
+	c.Await(patience, "the change observed, no pod updated", func() (bool, string) {
+		st := c.status("agent")
+		return st.GetObservedGeneration() == 2 && st.GetUpdatedNumberScheduled() == 0 && st.GetNumberAvailable() == 3, fmt.Sprint(st)
+	})
+	if ok, why := c.settled("agent", "agent:1", nodes...); !ok {
+		t.Fatalf("OnDelete replaced pods on a template change: %s", why)
+	}
+
+	old := c.podsByNode("agent")["n1"][0]
+	if _, err := client.Pods(c.Conn).Delete(c.Ctx, &metav1.DeleteRequest{Namespace: "default", Name: old.GetMetadata().GetName()}); err != nil {
+		t.Fatal(err)
+	}
+	c.Await(patience, "n1's pod replaced with agent:2, the others kept", func() (bool, string) {
+		by := c.podsByNode("agent")
+		for _, n := range nodes {
+			want := "agent:1"
+			if n == "n1" {
+				want = "agent:2"
+			}
+			ps := by[n]
+			if len(ps) != 1 || !simnode.IsReady(ps[0]) || ps[0].GetSpec().GetContainers()[0].GetImage() != want {
+				return false, fmt.Sprintf("node %s: %d pods, not yet one ready %s", n, len(ps), want)
+			}
+		}
+		return c.status("agent").GetUpdatedNumberScheduled() == 1, fmt.Sprint(c.status("agent"))
+	})
+}
