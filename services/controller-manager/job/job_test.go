@@ -200,6 +200,38 @@ func TestJobPodFailurePolicyFailJob(t *testing.T) {
 	}
 }
 
+// TestJobPodFailurePolicyCount: a failure matching a Count rule counts
+// toward backoffLimit as usual: with backoffLimit 1 the second failed pod
+// fails the Job with BackoffLimitExceeded, two failures counted.
+func TestJobPodFailurePolicyCount(t *testing.T) {
+	c := start(t, exitWith(42), Options{BackoffBase: time.Millisecond})
+	j := newJob("counted", 1, 1)
+	j.Spec.BackoffLimit = proto.Int32(1)
+	j.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []*batchv1.PodFailurePolicyRule{
+		{Action: "Count", OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{Operator: "In", Values: []int32{42}}},
+	}}
+	c.create(j)
+	j = c.awaitCondition("counted", "Failed")
+	if cond := findCondition(j.GetStatus(), "Failed"); cond.GetReason() != ReasonBackoffLimitExceeded {
+		t.Errorf("condition %v, want reason %s", cond, ReasonBackoffLimitExceeded)
+	}
+	if st := j.GetStatus(); st.GetFailed() != 2 || st.GetActive() != 0 || st.GetSucceeded() != 0 {
+		t.Errorf("status %v, want 2 failed", st)
+	}
+}
+
+// TestJobStatusCountsReadyPods: status.ready counts the active pods whose
+// Ready condition is True (here all three running pods, which the
+// simulated node keeps running and makes Ready).
+func TestJobStatusCountsReadyPods(t *testing.T) {
+	c := start(t, func(*corev1.Pod) (int32, bool) { return 0, false }, Options{})
+	c.create(newJob("ready", 5, 3))
+	c.Await(patience, "3 active, 3 ready", func() (bool, string) {
+		st := c.job("ready").GetStatus()
+		return st.GetActive() == 3 && st.GetReady() == 3, managertest.Explain("status %v", st)
+	})
+}
+
 func containsAll(s string, subs ...string) bool {
 	for _, sub := range subs {
 		if !contains(s, sub) {
