@@ -193,14 +193,46 @@ func (r *root) forwardTarget(ctx context.Context, ns, arg string, ports []forwar
 		return "", nil, err
 	}
 	var remote []int32
+	var obj *corev1.Pod // read for the first named port
 	for _, p := range ports {
 		n, err := strconv.Atoi(p.remote)
-		if err != nil || n <= 0 || n > 65535 {
-			return "", nil, fmt.Errorf("error parsing remote port %q: it must be a number from 1 to 65535", p.remote)
+		if err == nil {
+			if n <= 0 || n > 65535 {
+				return "", nil, fmt.Errorf("error parsing remote port %q: it must be a number from 1 to 65535", p.remote)
+			}
+			remote = append(remote, int32(n))
+			continue
 		}
-		remote = append(remote, int32(n))
+		// A name: the pod's container port of that name, as kubectl.
+		if obj == nil {
+			conn, err := r.connect()
+			if err != nil {
+				return "", nil, err
+			}
+			if obj, err = client.Pods(conn).Get(ctx, ns, pod); err != nil {
+				return "", nil, apierrors.FromError(err)
+			}
+		}
+		cp := containerPort(obj, p.remote)
+		if cp == 0 {
+			return "", nil, fmt.Errorf("Pod '%s' does not have a named port '%s'", pod, p.remote)
+		}
+		remote = append(remote, cp)
 	}
 	return pod, remote, nil
+}
+
+// containerPort is the number of pod's container port named name, 0 if
+// it has none.
+func containerPort(pod *corev1.Pod, name string) int32 {
+	for _, c := range pod.GetSpec().GetContainers() {
+		for _, cp := range c.GetPorts() {
+			if cp.GetName() == name {
+				return cp.GetContainerPort()
+			}
+		}
+	}
+	return 0
 }
 
 func (r *root) serviceTarget(ctx context.Context, ns, name string, ports []forwardedPort) (string, []int32, error) {
@@ -249,15 +281,7 @@ func (r *root) serviceTarget(ctx context.Context, ns, name string, ports []forwa
 		case sp.GetTargetPort().GetIntVal() != 0:
 			target = sp.GetTargetPort().GetIntVal()
 		case sp.GetTargetPort().GetStrVal() != "":
-			target = 0
-			for _, c := range pod.GetSpec().GetContainers() {
-				for _, cp := range c.GetPorts() {
-					if cp.GetName() == sp.GetTargetPort().GetStrVal() {
-						target = cp.GetContainerPort()
-					}
-				}
-			}
-			if target == 0 {
+			if target = containerPort(pod, sp.GetTargetPort().GetStrVal()); target == 0 {
 				return "", nil, fmt.Errorf("pod %s has no container port named %q (service %s's targetPort)", pod.GetMetadata().GetName(), sp.GetTargetPort().GetStrVal(), name)
 			}
 		}

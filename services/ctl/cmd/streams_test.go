@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"skiff.dev/internal/client"
+	appsv1 "skiff.dev/proto/apps/v1"
 	corev1 "skiff.dev/proto/core/v1"
 	metav1 "skiff.dev/proto/meta/v1"
 )
@@ -102,5 +103,21 @@ func TestPortForwardTargetOfAService(t *testing.T) {
 	}
 	if _, _, err := r.forwardTarget(ctx, c.ns, "svc/web", []forwardedPort{{0, "81"}}); err == nil || !strings.Contains(err.Error(), "service web does not have a service port 81") {
 		t.Errorf("svc/web 81: %v", err)
+	}
+
+	// A Deployment: one of its running pods; a named port is its
+	// container port of that name, as kubectl resolves it.
+	if _, err := client.Deployments(conn).Create(ctx, &appsv1.Deployment{Metadata: &metav1.ObjectMeta{Namespace: c.ns, Name: "web"},
+		Spec: &appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			Template: &corev1.PodTemplateSpec{Metadata: &metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
+				Spec: &corev1.PodSpec{Containers: []*corev1.Container{{Name: "app", Image: "demo"}}}}}}); err != nil {
+		t.Fatal(err)
+	}
+	pod, remote, err = r.forwardTarget(ctx, c.ns, "deploy/web", []forwardedPort{{0, "http"}, {0, "9000"}})
+	if err != nil || pod != "web-running" || !reflect.DeepEqual(remote, []int32{8080, 9000}) {
+		t.Errorf("deploy/web http 9000: pod %q, ports %v, %v; want web-running [8080 9000]", pod, remote, err)
+	}
+	if _, _, err := r.forwardTarget(ctx, c.ns, "pod/web-running", []forwardedPort{{0, "nope"}}); err == nil || err.Error() != "Pod 'web-running' does not have a named port 'nope'" {
+		t.Errorf("pod/web-running nope: %v", err)
 	}
 }
