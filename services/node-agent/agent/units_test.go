@@ -90,7 +90,7 @@ func TestContainerEnv(t *testing.T) {
 		return nil, apierrors.NewNotFound("configmaps", name)
 	}
 	p := &corev1.Pod{
-		Metadata: &metav1.ObjectMeta{Name: "web", Namespace: "ns", Uid: "u", Labels: map[string]string{"tier": "front"}},
+		Metadata: &metav1.ObjectMeta{Name: "web", Namespace: "ns", Uid: "u", Labels: map[string]string{"tier": "front"}, Annotations: map[string]string{"example.com/owner": "team-a"}},
 		Spec:     &corev1.PodSpec{NodeName: "n1"},
 	}
 	opt := true
@@ -107,6 +107,7 @@ func TestContainerEnv(t *testing.T) {
 			{Name: "OPT", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{Name: "cfg", Key: "zz", Optional: &opt}}},
 			{Name: "NAME", ValueFrom: field("metadata.name")},
 			{Name: "TIER", ValueFrom: field("metadata.labels['tier']")},
+			{Name: "OWNER", ValueFrom: field("metadata.annotations['example.com/owner']")},
 			{Name: "IP", ValueFrom: field("status.podIP")},
 			{Name: "HOST", ValueFrom: field("status.hostIP")},
 			{Name: "NODE", ValueFrom: field("spec.nodeName")},
@@ -122,7 +123,7 @@ func TestContainerEnv(t *testing.T) {
 	for _, kv := range env {
 		got = append(got, kv.GetKey()+"="+string(kv.GetValue()))
 	}
-	want := []string{"a=overridden 2 $(b) $(nope)", "b=2", "K=2", "NAME=web", "TIER=front", "IP=10.0.0.5", "HOST=192.168.0.1", "NODE=n1", "MEM=64", "CPU=4"}
+	want := []string{"a=overridden 2 $(b) $(nope)", "b=2", "K=2", "NAME=web", "TIER=front", "OWNER=team-a", "IP=10.0.0.5", "HOST=192.168.0.1", "NODE=n1", "MEM=64", "CPU=4"}
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("env\n%v\nwant\n%v", got, want)
 	}
