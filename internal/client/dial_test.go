@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -216,5 +217,45 @@ func TestAddFlags(t *testing.T) {
 	}
 	if c.Server != "127.0.0.1:6443" || c.CAFile != "ca" || c.CertFile != "c" || c.KeyFile != "k" || c.TokenFile != "t" || c.Insecure {
 		t.Fatalf("config %+v", c)
+	}
+}
+
+// TestClientsSpreadOverTheServers: clients given the same several
+// addresses (node agents given every control-plane member) do not all
+// keep to the first: each connection starts at a shuffled address, so
+// 60 connections reach each of three servers.
+func TestClientsSpreadOverTheServers(t *testing.T) {
+	var addrs []string
+	counts := make([]atomic.Int32, 3)
+	for i := range counts {
+		g := grpc.NewServer(grpc.UnaryInterceptor(func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
+			counts[i].Add(1)
+			return next(ctx, req)
+		}))
+		healthpb.RegisterHealthServer(g, health.NewServer())
+		lis, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() { _ = g.Serve(lis) }()
+		t.Cleanup(g.Stop)
+		addrs = append(addrs, lis.Addr().String())
+	}
+	for range 60 {
+		conn, err := Dial(Config{Server: strings.Join(addrs, ","), Insecure: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = check(t, conn)
+		conn.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	// All 60 on at most two of three: a chance of 3 x (2/3)^60, 1 in 10^10.
+	for i := range counts {
+		if n := counts[i].Load(); n == 0 {
+			t.Errorf("server %d of 3 got none of 60 connections' calls (%d, %d, %d)", i, counts[0].Load(), counts[1].Load(), counts[2].Load())
+		}
 	}
 }
