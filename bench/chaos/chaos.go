@@ -27,6 +27,8 @@ type Config struct {
 	MaxSurge       int
 	MaxUnavailable int
 	Writes         int // ConfigMaps written while the apiserver is killed
+	// JobCompletions is the Job run while the controller-manager is killed.
+	JobCompletions int
 	// NodeGracePeriod is the controller-manager's
 	// --node-monitor-grace-period: a node whose Lease is older is NotReady.
 	NodeGracePeriod time.Duration
@@ -47,7 +49,7 @@ type Config struct {
 // DefaultConfig is the run: 100 replicas, maxSurge 10, 1,000 writes.
 func DefaultConfig() Config {
 	return Config{
-		Nodes: 3, Replicas: 100, MaxSurge: 10, MaxUnavailable: 25, Writes: 1000,
+		Nodes: 3, Replicas: 100, MaxSurge: 10, MaxUnavailable: 25, Writes: 1000, JobCompletions: 300,
 		NodeGracePeriod: 8 * time.Second, PinnedToleration: 3 * time.Second, EvictionWindow: 15 * time.Second,
 		Converge: 60 * time.Second, NodeGone: 60 * time.Second,
 	}
@@ -56,7 +58,7 @@ func DefaultConfig() Config {
 // ShortConfig is the same run, smaller.
 func ShortConfig() Config {
 	c := DefaultConfig()
-	c.Replicas, c.MaxSurge, c.MaxUnavailable, c.Writes = 30, 3, 7, 300
+	c.Replicas, c.MaxSurge, c.MaxUnavailable, c.Writes, c.JobCompletions = 30, 3, 7, 300, 60
 	return c
 }
 
@@ -159,7 +161,7 @@ func Run(ctx context.Context, cfg Config, logs io.Writer) (*Report, error) {
 	r := &run{cfg: cfg, c: c, start: time.Now(), limits: limits{
 		app: webApp, replicas: cfg.Replicas, maxSurge: cfg.MaxSurge, maxUnavailable: cfg.MaxUnavailable,
 	}}
-	for _, ns := range []string{namespace, writesNamespace} {
+	for _, ns := range []string{namespace, writesNamespace, jobsNamespace} {
 		if _, err := client.Namespaces(c.conn).Create(ctx, &corev1.Namespace{Metadata: &metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return nil, err
 		}
@@ -177,6 +179,7 @@ func Run(ctx context.Context, cfg Config, logs io.Writer) (*Report, error) {
 		{"rollout, scheduler SIGKILLed", r.rolloutKilling(Scheduler)},
 		{"rollout, node agent SIGKILLed", r.rolloutKilling(c.nodes[0].name)},
 		{"rollout, apiserver SIGKILLed", r.rolloutKilling(APIServer)},
+		{"Job, controller-manager SIGKILLed", r.jobKilling},
 		{"node agent paused past the grace period", r.pauseAgent},
 		{"node away with pinned pods, then deleted", r.nodeAway},
 		{"forced compaction, then a rollout", r.compaction},

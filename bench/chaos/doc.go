@@ -12,10 +12,13 @@
 //	               controllers, no pod running twice; converged
 //	chaos.go       Config, Run (the phases in order), Report
 //	faults.go      the node and write faults
+//	jobs.go        the Job whose controller-manager is SIGKILLed
 //
 // The phases: a Deployment rolled out; a rollout with, in turn, the
 // controller-manager, the scheduler, a node agent and the apiserver
-// SIGKILLed mid-rollout and restarted; a node agent SIGSTOPped past the
+// SIGKILLed mid-rollout and restarted; a Job whose controller-manager is
+// SIGKILLed a third of the way (completes with exactly its completions
+// counted, no pod left tracked); a node agent SIGSTOPped past the
 // node grace period and resumed; a node agent killed for good with pods
 // pinned to its node (evicted after their own tolerationSeconds, not in a
 // loop), then its Node deleted (its pods gone within a minute); etcd
