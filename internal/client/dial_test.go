@@ -100,6 +100,13 @@ func startTLSServer(t *testing.T, ca *testCA) (string, <-chan seen) {
 			calls <- s
 			return next(ctx, req)
 		}))
+	return serveHealth(t, g), calls
+}
+
+// serveHealth serves gRPC health with g on a loopback port until the test
+// ends, and returns its address.
+func serveHealth(t *testing.T, g *grpc.Server) string {
+	t.Helper()
 	healthpb.RegisterHealthServer(g, health.NewServer())
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -107,7 +114,7 @@ func startTLSServer(t *testing.T, ca *testCA) (string, <-chan seen) {
 	}
 	go func() { _ = g.Serve(lis) }()
 	t.Cleanup(g.Stop)
-	return lis.Addr().String(), calls
+	return lis.Addr().String()
 }
 
 func check(t *testing.T, conn *grpc.ClientConn) error {
@@ -232,14 +239,7 @@ func TestClientsSpreadOverTheServers(t *testing.T) {
 			counts[i].Add(1)
 			return next(ctx, req)
 		}))
-		healthpb.RegisterHealthServer(g, health.NewServer())
-		lis, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		go func() { _ = g.Serve(lis) }()
-		t.Cleanup(g.Stop)
-		addrs = append(addrs, lis.Addr().String())
+		addrs = append(addrs, serveHealth(t, g))
 	}
 	for range 60 {
 		conn, err := Dial(Config{Server: strings.Join(addrs, ","), Insecure: true})

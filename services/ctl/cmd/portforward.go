@@ -215,6 +215,7 @@ func (r *root) forwardTarget(ctx context.Context, ns, arg string, ports []forwar
 		}
 		cp := containerPort(obj, p.remote)
 		if cp == 0 {
+			//lint:ignore ST1005 kubectl's words
 			return "", nil, fmt.Errorf("Pod '%s' does not have a named port '%s'", pod, p.remote)
 		}
 		remote = append(remote, cp)
