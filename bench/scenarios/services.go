@@ -47,20 +47,11 @@ func runServices(ctx context.Context, env *Env, rs *Results) error {
 	if os.Geteuid() != 0 {
 		return fmt.Errorf("the services scenario programs nftables in a network namespace: root needed")
 	}
-	ns, err := newNetns()
+	nft, closeKernel, err := netnsNFTables()
 	if err != nil {
 		return err
 	}
-	defer ns.Close()
-	th, err := svcproxy.NewNetnsThread(ns)
-	if err != nil {
-		return err
-	}
-	defer th.Close()
-	nft, err := svcproxy.NewNFTablesIn(th)
-	if err != nil {
-		return fmt.Errorf("nft in the scenario's network namespace: %w", err)
-	}
+	defer closeKernel()
 
 	services, epSlices := servicesObjects(servicesCount, servicesEndpoints)
 	cfg := svcproxy.Config{
@@ -142,6 +133,27 @@ func cpuWithChildren() time.Duration {
 		return 0
 	}
 	return time.Duration(self.Utime.Nano() + self.Stime.Nano() + children.Utime.Nano() + children.Stime.Nano())
+}
+
+// netnsNFTables is nftables in a new network namespace of its own (root
+// needed) and what frees them.
+func netnsNFTables() (knftables.Interface, func(), error) {
+	ns, err := newNetns()
+	if err != nil {
+		return nil, nil, err
+	}
+	th, err := svcproxy.NewNetnsThread(ns)
+	if err != nil {
+		ns.Close()
+		return nil, nil, err
+	}
+	free := func() { th.Close(); ns.Close() }
+	nft, err := svcproxy.NewNFTablesIn(th)
+	if err != nil {
+		free()
+		return nil, nil, fmt.Errorf("nft in a network namespace of its own: %w", err)
+	}
+	return nft, free, nil
 }
 
 // newNetns makes a network namespace (freed when the handle is closed)

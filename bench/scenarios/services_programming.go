@@ -301,28 +301,13 @@ func runServicesProgramming(ctx context.Context, env *Env, rs *Results) error {
 	return nil
 }
 
-// svcProgKernel is nftables in a new network namespace, for node 0's
-// proxy; nil when the benchmark does not run as root.
+// svcProgKernel is netnsNFTables for node 0's proxy; nil when the
+// benchmark does not run as root.
 func svcProgKernel() (knftables.Interface, func(), error) {
 	if os.Geteuid() != 0 {
 		return nil, func() {}, nil
 	}
-	ns, err := newNetns()
-	if err != nil {
-		return nil, nil, err
-	}
-	th, err := proxy.NewNetnsThread(ns)
-	if err != nil {
-		ns.Close()
-		return nil, nil, err
-	}
-	closeAll := func() { th.Close(); ns.Close() }
-	nft, err := proxy.NewNFTablesIn(th)
-	if err != nil {
-		closeAll()
-		return nil, nil, fmt.Errorf("nft in node-0's network namespace: %w", err)
-	}
-	return nft, closeAll, nil
+	return netnsNFTables()
 }
 
 // discardTable stands for a node's kernel: it accepts every transaction

@@ -142,10 +142,10 @@ func (h *Handler) serveResource(w http.ResponseWriter, r *http.Request, req reso
 
 func isTrue(s string) bool { return s == "1" || s == "true" }
 
-// unary calls a method whose request is not an object and answers with
-// its response.
-func (h *Handler) unary(w http.ResponseWriter, r *http.Request, req resourceRequest, name string, in proto.Message, code int) {
-	out, err := h.cfg.Methods.Call(requestContext(r), method(req.kind, name), in, nil)
+// unary calls a method with ctx (the request's, or AsSubresource's) and
+// answers with its response.
+func (h *Handler) unary(ctx context.Context, w http.ResponseWriter, req resourceRequest, name string, in proto.Message, code int) {
+	out, err := h.cfg.Methods.Call(ctx, method(req.kind, name), in, nil)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -301,12 +301,7 @@ func (h *Handler) subresource(w http.ResponseWriter, r *http.Request, req resour
 	}
 	if r.Method == http.MethodGet {
 		// The object's Get, authorized as the subresource's.
-		out, err := h.cfg.Methods.Call(server.AsSubresource(requestContext(r), req.subresource), method(req.kind, name), &metav1.GetRequest{Namespace: req.namespace, Name: req.name}, nil)
-		if err != nil {
-			writeError(w, err)
-			return
-		}
-		writeObject(w, http.StatusOK, out)
+		h.unary(server.AsSubresource(requestContext(r), req.subresource), w, req, name, &metav1.GetRequest{Namespace: req.namespace, Name: req.name}, http.StatusOK)
 		return
 	}
 	in, err := inputOf(req.kind, name)
@@ -321,7 +316,7 @@ func (h *Handler) subresource(w http.ResponseWriter, r *http.Request, req resour
 	if r.Method == http.MethodPost {
 		code = http.StatusCreated
 	}
-	h.unary(w, r, req, name, in, code)
+	h.unary(requestContext(r), w, req, name, in, code)
 }
 
 // inputOf is a new request message of a method of the kind's service.
