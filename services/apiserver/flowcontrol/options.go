@@ -32,9 +32,16 @@ type Options struct {
 // machine (DefaultMaxRequestsInflight); the mutating seats are
 // Kubernetes' default, which the scheduler's binds and the ReplicaSet
 // controller's creations in flight (128 each, one user each) fit in.
+//
+// A user's queue holds what one flow may queue in Kubernetes' default
+// priority levels (global-default, workload-low): a hand of 6 queues of
+// 50 requests each. With 50, a client of 128 concurrent Lists had 77 of
+// them refused at once; they all came back a second later (the retry
+// hint) together, a burst of work that took the CPU from the other users
+// every second, and was refused again.
 const (
 	DefaultMaxMutatingRequestsInflight = 200
-	DefaultQueueLength                 = 50
+	DefaultQueueLength                 = 6 * 50
 	DefaultMaxWait                     = 15 * time.Second
 )
 
