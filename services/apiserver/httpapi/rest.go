@@ -99,6 +99,7 @@ func (h *Handler) serveResource(w http.ResponseWriter, r *http.Request, req reso
 	}
 	q := r.URL.Query()
 	if r.Method != http.MethodGet {
+		growStack(len(q))
 		dry, err := dryRun(q["dryRun"], r.Method)
 		if err != nil {
 			writeError(w, err)
