@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"skiff.dev/bench/proc"
 	corev1 "skiff.dev/proto/core/v1"
 	metav1 "skiff.dev/proto/meta/v1"
@@ -35,6 +37,12 @@ var (
 	// as the flood did, calling nobody / alone. No flow control in the
 	// apiserver can do better than this on the same CPUs.
 	figFloodCPUFloor = Figure{Name: "fairness.flood_cpu_floor_ratio", Unit: "ratio"}
+	// The traffic floor: the victim's p99 while another process sends
+	// itself the flood's bytes a second over TLS on the loopback
+	// interface, calling nobody / alone. The flood's answers cross the
+	// kernel's TCP as these do (its softirqs on the same two CPUs), which
+	// a process that only spins does not.
+	figFloodTrafficFloor = Figure{Name: "fairness.flood_traffic_floor_ratio", Unit: "ratio"}
 )
 
 const (
@@ -51,7 +59,7 @@ func fairnessFloodScenario() *Scenario {
 		Name: "fairness.flood",
 		Summary: fmt.Sprintf("on an apiserver of its own with the default flow control, user victim's Lists of %d ConfigMaps (one at a time, at most one per %v) alone, then while user flooder Lists %d of %d ConfigMaps with %d goroutines",
 			floodSmallCount, fairVictimInterval, floodListLimit, floodListObjects, floodListCallers),
-		Figures: []Figure{figFloodListsRatio, figFloodListsAlone, figFloodListsFlood, figFloodListsRate, figFloodCPUFloor},
+		Figures: []Figure{figFloodListsRatio, figFloodListsAlone, figFloodListsFlood, figFloodListsRate, figFloodCPUFloor, figFloodTrafficFloor},
 		Run:     runFairnessFlood,
 	}
 }
@@ -143,6 +151,30 @@ func runFairnessFlood(ctx context.Context, env *Env, rs *Results) error {
 	rs.Add(figFloodCPUFloor, float64(floorLoaded.latency.Percentile(99))/float64(floorAlone.latency.Percentile(99)),
 		fmt.Sprintf("victim's List p99 while another process keeps %.2f CPUs busy (the flood's two processes' CPU), calling nobody, %.2f ms / alone %.2f ms: no apiserver does better on these CPUs without CPU priorities",
 			cores, ms(floorLoaded.latency.Percentile(99)), ms(floorAlone.latency.Percentile(99))))
+
+	// The traffic floor, in the same run: the flood's bytes a second.
+	page, err := setup.List(ctx, &metav1.ListOptions{Namespace: floodListNS, Limit: floodListLimit})
+	if err != nil {
+		return err
+	}
+	answer := proto.Size(page)
+	rate := float64(served) / elapsed.Seconds() * float64(answer)
+	stream, err := startFloodProcess(ctx, env, f, "-stream-bytes-per-s", strconv.FormatFloat(rate, 'f', 0, 64),
+		"-stream-message", strconv.Itoa(answer), "-conns", strconv.Itoa(fairFloodConn))
+	if err != nil {
+		return err
+	}
+	defer stream.close()
+	env.logf("fairness.flood: the traffic floor: %d rounds of the victim alone, then while another process sends itself %.0f MB/s over TLS", fairRounds, rate/1e6)
+	trafficAlone, trafficLoaded, trafficCPU, err := alternate(ctx, victimLoad, stream, fairRounds, part, cfg.Warmup)
+	if err != nil {
+		return err
+	}
+	sent := float64(stream.served) * float64(answer) / stream.elapsed.Seconds()
+	rs.Add(figFloodTrafficFloor, float64(trafficLoaded.latency.Percentile(99))/float64(trafficAlone.latency.Percentile(99)),
+		fmt.Sprintf("victim's List p99 while another process sends itself %.0f MB/s over %d TLS connections on the loopback interface (the flood's %.0f: its Lists a second times %d bytes an answer) in messages of an answer's size, calling nobody, %.2f ms / alone %.2f ms; CPU of that load %.2f CPUs (the flood's %.2f)",
+			sent/1e6, fairFloodConn, rate/1e6, answer, ms(trafficLoaded.latency.Percentile(99)), ms(trafficAlone.latency.Percentile(99)),
+			trafficCPU.Seconds()/stream.elapsed.Seconds(), cores))
 	return nil
 }
 

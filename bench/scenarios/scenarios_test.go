@@ -208,7 +208,7 @@ func TestScenarios(t *testing.T) {
 		"api.create_vs_etcd_ratio", "api.get_p99_ms", "api.list_1000_p99_ms", "watch.write_per_s",
 		"controllers.rs_10k_pods_per_s", "controllers.api_create_per_s", "scheduler.pods_per_s", "scheduler.create_to_bound_p99_ms", "controllers.create_vs_api_ratio", "controllers.rs_10k_all_ready_s",
 		"fairness.victim_p99_ratio", "fairness.victim_p99_alone_ms", "fairness.victim_p99_flood_ms", "fairness.flooder_served_per_s",
-		"fairness.flood_victim_p99_ratio", "fairness.flood_victim_p99_alone_ms", "fairness.flood_victim_p99_flood_ms", "fairness.flood_lists_per_s", "fairness.flood_cpu_floor_ratio",
+		"fairness.flood_victim_p99_ratio", "fairness.flood_victim_p99_alone_ms", "fairness.flood_victim_p99_flood_ms", "fairness.flood_lists_per_s", "fairness.flood_cpu_floor_ratio", "fairness.flood_traffic_floor_ratio",
 		"memory.apiserver_rss_vs_db_ratio",
 		"leader.failover_ms", "leader.standby_failover_ms", "leader.release_failover_ms",
 		"jobs.pods_per_s", "jobs.cpu_us_per_pod", "jobs.vs_rs_ratio", "daemonset.rollout_1000_nodes_s", "daemonset.rollout_cpu_us_per_pod",

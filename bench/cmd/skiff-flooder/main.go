@@ -20,6 +20,14 @@
 // (spinning goroutines, each busy for its share of every 10 ms), the
 // load of the benchmark's CPU floor: what another process's CPU use alone
 // does to the victim's latency, with no request to the apiserver.
+//
+// With -stream-bytes-per-s, it calls nobody either: "start" sends that
+// many bytes a second over -conns TLS connections on the loopback
+// interface to itself, in messages of -stream-message bytes (as large as
+// a List's answer), and reads them back: the load of the benchmark's
+// traffic floor, the flood's bytes through the kernel's TCP and its
+// encryption, on the same CPUs, with no apiserver in the way. Its stop
+// line counts the messages read as served.
 package main
 
 import (
@@ -60,11 +68,21 @@ func run() error {
 		namespace = flag.String("namespace", "", "namespace of the ConfigMaps listed")
 		limit     = flag.Int64("limit", 500, "limit of each List")
 		spin      = flag.Float64("spin-cores", 0, "call nobody: keep this many CPUs busy")
+		stream    = flag.Float64("stream-bytes-per-s", 0, "call nobody: send this many bytes a second to itself over -conns TLS connections (its certificate: -tls-cert-file)")
+		message   = flag.Int("stream-message", 512<<10, "bytes of each message -stream-bytes-per-s sends")
 	)
 	cfg.AddFlags(flag.CommandLine, "")
 	flag.Parse()
 	if *spin > 0 {
 		return serve(&spinner{cores: *spin})
+	}
+	if *stream > 0 {
+		st, err := newStreamer(cfg, *conns, *stream, *message)
+		if err != nil {
+			return err
+		}
+		defer st.close()
+		return serve(st)
 	}
 	if *callers <= 0 || *conns <= 0 || *limit <= 0 || *namespace == "" {
 		return fmt.Errorf("-callers %d, -conns %d, -limit %d, -namespace %q: each must be given and positive", *callers, *conns, *limit, *namespace)
