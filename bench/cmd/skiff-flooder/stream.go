@@ -146,4 +146,3 @@ func (st *streamer) close() {
 	st.ln.Close()
 	st.readers.Wait()
 }
-
