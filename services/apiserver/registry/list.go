@@ -166,6 +166,19 @@ func listMeta(rev int64, next, prefix string) *metav1.ListMeta {
 	return meta
 }
 
+// pageMeta is the metadata of a page whose next page starts at key next
+// ("" for none), left objects from there on: as Kubernetes, a page with a
+// next one of a list without selectors (pred nil) says how many items
+// remain; with selectors, which ones would match is not counted.
+func pageMeta[T object.Object](rev int64, next, prefix string, pred watchcache.Predicate[T], left func() int64) *metav1.ListMeta {
+	meta := listMeta(rev, next, prefix)
+	if next != "" && pred == nil {
+		n := left()
+		meta.RemainingItemCount = &n
+	}
+	return meta
+}
+
 func (r *Registry[T]) listPaged(ctx context.Context, prefix string, pred watchcache.Predicate[T], opts *metav1.ListOptions, rv int64) (*ListResult[T], error) {
 	start, rev := "", int64(0)
 	if c := opts.GetContinue(); c != "" {
@@ -194,7 +207,7 @@ func (r *Registry[T]) listPaged(ctx context.Context, prefix string, pred watchca
 		return r.listFromEtcd(ctx, prefix, start, rev, pred, opts)
 	}
 	entries, next := snap.Page(prefix, start, opts.GetLimit(), pred)
-	return &ListResult[T]{Entries: entries, Meta: listMeta(snap.Rev, next, prefix)}, nil
+	return &ListResult[T]{Entries: entries, Meta: pageMeta(snap.Rev, next, prefix, pred, func() int64 { return snap.Remaining(prefix, next) })}, nil
 }
 
 // listFromEtcd reads a page at revision rev from etcd, as it is stored:
@@ -215,7 +228,7 @@ func (r *Registry[T]) listFromEtcd(ctx context.Context, prefix, start string, re
 	if err != nil {
 		return nil, r.pageError(err, opts, rev)
 	}
-	return &ListResult[T]{Entries: entries, Meta: listMeta(page.Revision, page.NextKey, prefix)}, nil
+	return &ListResult[T]{Entries: entries, Meta: pageMeta(page.Revision, page.NextKey, prefix, pred, func() int64 { return page.Left })}, nil
 }
 
 // pageError is err of a paged list at revision rev; a continue whose

@@ -181,12 +181,28 @@ func TestPagedListsFromTheCacheAnswerAsEtcd(t *testing.T) {
 			if got, want := names(t, paged), names(t, whole); fmt.Sprint(got) != fmt.Sprint(want) {
 				t.Errorf("%s: pages list %v, the whole list %v", name, got, want)
 			}
+			selected := tc.opts.LabelSelector != "" || tc.opts.FieldSelector != ""
+			seen := 0
 			for i, p := range paged {
 				if p.meta.ResourceVersion != whole[0].meta.ResourceVersion {
 					t.Errorf("%s: page %d at revision %s, the list at %s", name, i, p.meta.ResourceVersion, whole[0].meta.ResourceVersion)
 				}
 				if int64(len(p.raws)) > limit {
 					t.Errorf("%s: page %d of %d items", name, i, len(p.raws))
+				}
+				// As Kubernetes: the items after this page, on a page that
+				// has a next one, of a list without selectors.
+				seen += len(p.raws)
+				want := "none"
+				if p.meta.Continue != "" && !selected {
+					want = fmt.Sprint(len(whole[0].raws) - seen)
+				}
+				got := "none"
+				if n := p.meta.RemainingItemCount; n != nil {
+					got = fmt.Sprint(*n)
+				}
+				if got != want {
+					t.Errorf("%s: page %d: remainingItemCount %s, want %s", name, i, got, want)
 				}
 			}
 			listings = append(listings, listing{name: name, opts: opts, fromEtcd: paged})

@@ -224,7 +224,7 @@ func (s *Store[T]) SplitKey(key string) (namespace, name string) {
 // Scan calls fn with every stored value under prefix at one revision,
 // which it returns.
 func (s *Store[T]) Scan(ctx context.Context, prefix string, fn func(key string, value []byte, rev int64) error) (int64, error) {
-	rev, _, err := s.pages(ctx, prefix, prefix, 0, 1000, func(kv *mvccpb.KeyValue) (bool, error) {
+	rev, _, _, err := s.pages(ctx, prefix, prefix, 0, 1000, func(kv *mvccpb.KeyValue) (bool, error) {
 		return false, fn(string(kv.Key), kv.Value, kv.ModRevision)
 	})
 	return rev, err
@@ -232,8 +232,10 @@ func (s *Store[T]) Scan(ctx context.Context, prefix string, fn func(key string, 
 
 // pages reads the keys under prefix from start on, batch at a time, all at
 // revision rev (0: now), and calls fn with each until it says stop. It
-// returns the revision read at and, when fn stopped, the key it stopped at.
-func (s *Store[T]) pages(ctx context.Context, prefix, start string, rev, batch int64, fn func(*mvccpb.KeyValue) (stop bool, err error)) (int64, string, error) {
+// returns the revision read at and, when fn stopped, the key it stopped at
+// and how many keys under prefix there are from that one on (etcd counts
+// a range's keys with each batch).
+func (s *Store[T]) pages(ctx context.Context, prefix, start string, rev, batch int64, fn func(*mvccpb.KeyValue) (stop bool, err error)) (int64, string, int64, error) {
 	end := clientv3.GetPrefixRangeEnd(prefix)
 	for {
 		opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(batch)}
@@ -244,19 +246,19 @@ func (s *Store[T]) pages(ctx context.Context, prefix, start string, rev, batch i
 		resp, err := s.readEtcd(ctx, start, opts...)
 		s.metrics.observe("list", s.resource, t)
 		if err != nil {
-			return rev, "", s.etcdError(err)
+			return rev, "", 0, s.etcdError(err)
 		}
 		if rev == 0 {
 			rev = resp.Header.Revision
 		}
-		for _, kv := range resp.Kvs {
+		for i, kv := range resp.Kvs {
 			stop, err := fn(kv)
 			if err != nil || stop {
-				return rev, string(kv.Key), err
+				return rev, string(kv.Key), resp.Count - int64(i), err
 			}
 		}
 		if !resp.More || len(resp.Kvs) == 0 {
-			return rev, "", nil
+			return rev, "", 0, nil
 		}
 		start = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
 	}
@@ -475,6 +477,9 @@ func (s *Store[T]) Delete(ctx context.Context, key, name string, cached T, check
 type ListPage struct {
 	Revision int64  // the revision the whole list is consistent at
 	NextKey  string // where the next page starts; "" when done
+	// Left is how many keys under the prefix there are from NextKey on
+	// (whether kept or not), when NextKey is set.
+	Left int64
 }
 
 // List reads the values under prefix from startKey on, at revision rev
@@ -493,7 +498,7 @@ func (s *Store[T]) List(ctx context.Context, prefix, startKey string, rev, limit
 	}
 	var kept int64
 	var err error
-	page.Revision, page.NextKey, err = s.pages(ctx, prefix, startKey, rev, batch, func(kv *mvccpb.KeyValue) (bool, error) {
+	page.Revision, page.NextKey, page.Left, err = s.pages(ctx, prefix, startKey, rev, batch, func(kv *mvccpb.KeyValue) (bool, error) {
 		if limit > 0 && kept == limit {
 			return true, nil // kv starts the next page
 		}
@@ -504,7 +509,7 @@ func (s *Store[T]) List(ctx context.Context, prefix, startKey string, rev, limit
 		return false, err
 	})
 	if err != nil {
-		page.NextKey = ""
+		page.NextKey, page.Left = "", 0
 	}
 	return page, err
 }

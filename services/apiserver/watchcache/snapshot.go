@@ -125,3 +125,15 @@ func (s Snapshot[T]) Page(prefix, start string, limit int64, pred Predicate[T]) 
 	})
 	return out, next
 }
+
+// Remaining counts the entries under prefix from key from on: the items
+// after a page that ends before from (Kubernetes' remainingItemCount).
+// It reads them one by one, as etcd counts a range.
+func (s Snapshot[T]) Remaining(prefix, from string) int64 {
+	var n int64
+	s.tree.AscendRange(&Entry[T]{Key: from}, &Entry[T]{Key: clientv3.GetPrefixRangeEnd(prefix)}, func(*Entry[T]) bool {
+		n++
+		return true
+	})
+	return n
+}
