@@ -192,10 +192,9 @@ func runFairness(ctx context.Context, env *Env, rs *Results) error {
 // in the flood, which builds up), so that both windows see the same
 // machine. It returns the victim's results of each kind of window and the
 // process CPU used during the floods.
-func alternate(ctx context.Context, victim load, fl flood, rounds int, part, warmup time.Duration) (alone, flooded loadResult, floodCPU time.Duration, err error) {
+func alternate(ctx context.Context, victim windowed, fl flood, rounds int, part, warmup time.Duration) (alone, flooded loadResult, floodCPU time.Duration, err error) {
 	for range rounds {
-		victim.warmup, victim.duration = warmup/10, part
-		a, err := victim.run(ctx)
+		a, err := victim.window(ctx, warmup/10, part)
 		if err != nil {
 			return alone, flooded, floodCPU, fmt.Errorf("victim alone: %w", err)
 		}
@@ -203,9 +202,8 @@ func alternate(ctx context.Context, victim load, fl flood, rounds int, part, war
 		if err := fl.start(ctx); err != nil {
 			return alone, flooded, floodCPU, fmt.Errorf("flooder: %w", err)
 		}
-		victim.warmup = warmup / 2 // the flood builds up
 		cpu0 := cpuTime()
-		b, err := victim.run(ctx)
+		b, err := victim.window(ctx, warmup/2, part) // the flood builds up
 		elsewhere, floodErr := fl.stop()
 		floodCPU += cpuTime() - cpu0 + elsewhere
 		if floodErr != nil {
@@ -217,6 +215,17 @@ func alternate(ctx context.Context, victim load, fl flood, rounds int, part, war
 		flooded.add(b)
 	}
 	return alone, flooded, floodCPU, nil
+}
+
+// windowed is a victim's load: window runs it for warmup, then measures
+// it for part.
+type windowed interface {
+	window(ctx context.Context, warmup, part time.Duration) (*loadResult, error)
+}
+
+func (l load) window(ctx context.Context, warmup, part time.Duration) (*loadResult, error) {
+	l.warmup, l.duration = warmup, part
+	return l.run(ctx)
 }
 
 // flood is a flooding user, started and stopped for each flood window;

@@ -28,6 +28,11 @@
 // traffic floor, the flood's bytes through the kernel's TCP and its
 // encryption, on the same CPUs, with no apiserver in the way. Its stop
 // line counts the messages read as served.
+//
+// With -victim-namespace, it is the user whose latency the benchmark
+// measures: "start" Lists that namespace one at a time, at most one per
+// -victim-interval, each answer to hold -victim-items items; its stop
+// line adds each List's start and duration (victim.report).
 package main
 
 import (
@@ -70,6 +75,9 @@ func run() error {
 		spin      = flag.Float64("spin-cores", 0, "call nobody: keep this many CPUs busy")
 		stream    = flag.Float64("stream-bytes-per-s", 0, "call nobody: send this many bytes a second to itself over -conns TLS connections (its certificate: -tls-cert-file)")
 		message   = flag.Int("stream-message", 512<<10, "bytes of each message -stream-bytes-per-s sends")
+		victimNS  = flag.String("victim-namespace", "", "be the victim: List this namespace one at a time")
+		items     = flag.Int("victim-items", 0, "items each of the victim's Lists must hold")
+		interval  = flag.Duration("victim-interval", 2*time.Millisecond, "the victim starts a List at most this often")
 	)
 	cfg.AddFlags(flag.CommandLine, "")
 	flag.Parse()
@@ -83,6 +91,14 @@ func run() error {
 		}
 		defer st.close()
 		return serve(st)
+	}
+	if *victimNS != "" {
+		c, err := client.Dial(cfg)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		return serve(newVictim(c, *victimNS, *items, *interval))
 	}
 	if *callers <= 0 || *conns <= 0 || *limit <= 0 || *namespace == "" {
 		return fmt.Errorf("-callers %d, -conns %d, -limit %d, -namespace %q: each must be given and positive", *callers, *conns, *limit, *namespace)
@@ -133,7 +149,11 @@ func serve(l load) error {
 				return err
 			}
 			served, refused := l.counts()
-			fmt.Printf("stopped served=%d refused=%d cpu_ns=%d\n", served, refused, cpuTime())
+			line := fmt.Sprintf("stopped served=%d refused=%d cpu_ns=%d", served, refused, cpuTime())
+			if r, ok := l.(interface{ report() string }); ok {
+				line += " " + r.report()
+			}
+			fmt.Println(line)
 		default:
 			return fmt.Errorf("unknown command %q (start, stop)", in.Text())
 		}
