@@ -59,7 +59,7 @@ func (v *victim) start() {
 				return
 			}
 			if err == nil && len(list.GetItems()) != v.items {
-				err = fmt.Errorf("List of %s: %d items, want %d", v.req.Namespace, len(list.GetItems()), v.items)
+				err = fmt.Errorf("the victim's List of %s: %d items, want %d", v.req.Namespace, len(list.GetItems()), v.items)
 			}
 			v.mu.Lock()
 			if err != nil && v.err == nil {
