@@ -21,7 +21,12 @@ import (
 // which frees it once it has written the whole list, or dropped it with
 // the call (a connection that ends with it unwritten never frees it: its
 // ConnEnd gives the seats back); any other call's release runs at the call's End (after its
-// answer and status are handed to the transport, or it failed).
+// answer and status are handed to the transport, or it failed). A List
+// whose call fails gives its seats back at its End too: grpc-go drops the
+// data of a stream the client reset just as the answer was handed over
+// (its writer no longer knows the stream) without freeing it, which held
+// the seats until the connection ended (the flooder's cancelled Lists
+// left its level without seats for a List of 500).
 
 type seatHoldKey struct{}
 
@@ -29,6 +34,9 @@ type seatHoldKey struct{}
 type seatHold struct {
 	release func()
 	conn    *connHold // the call's connection's (nil: no stats handler's)
+	// buffered is the release toBuffer gave a buffer (it runs once): a
+	// failed call's End runs it.
+	buffered func()
 }
 
 // toBuffer takes the call's release for the buffer that gives it back
@@ -39,9 +47,11 @@ func (h *seatHold) toBuffer() func() {
 	release := h.release
 	h.release = nil
 	if h.conn == nil {
-		return release
+		h.buffered = sync.OnceFunc(release)
+	} else {
+		h.buffered = h.conn.add(release)
 	}
-	return h.conn.add(release)
+	return h.buffered
 }
 
 type connHoldKey struct{}
@@ -111,12 +121,18 @@ func (seatHolder) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Conte
 }
 
 func (seatHolder) HandleRPC(ctx context.Context, s stats.RPCStats) {
-	if _, end := s.(*stats.End); !end {
+	end, ok := s.(*stats.End)
+	if !ok {
 		return
 	}
-	if h, _ := ctx.Value(seatHoldKey{}).(*seatHold); h != nil && h.release != nil {
+	h, _ := ctx.Value(seatHoldKey{}).(*seatHold)
+	switch {
+	case h == nil:
+	case h.release != nil:
 		h.release()
 		h.release = nil
+	case end.Error != nil && h.buffered != nil:
+		h.buffered() // its buffers may never be freed
 	}
 }
 

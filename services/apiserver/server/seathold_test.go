@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"testing"
 
 	"google.golang.org/grpc/mem"
@@ -51,6 +52,40 @@ func TestHeldSeatsGoBackWhenTheAnswerIsWritten(t *testing.T) {
 			sent.Free() // the transport has written them
 			if released != 1 {
 				t.Fatalf("released %d times once the list was written, want once", released)
+			}
+		})
+	}
+
+	// grpc-go drops the data frame of a stream the client reset just as
+	// the answer was handed over (its writer no longer knows the stream)
+	// without freeing it: a call that fails gives its seats back at its
+	// End, whatever becomes of the buffers.
+	for _, conn := range []bool{false, true} {
+		t.Run(fmt.Sprintf("a List whose call fails, connection tagged %v", conn), func(t *testing.T) {
+			h := seatHolder{}
+			ctx := context.Background()
+			if conn {
+				ctx = h.TagConn(ctx, &stats.ConnTagInfo{})
+			}
+			ctx = h.TagRPC(ctx, &stats.RPCTagInfo{})
+			released := 0
+			holdUntilEnd(ctx, func() { released++ })()
+			l := &encodedList{pieces: []mem.SliceBuffer{[]byte("head"), bytes.Repeat([]byte("x"), 4000)}, newList: func() proto.Message { return &corev1.ConfigMapList{} }}
+			l.hold, _ = ctx.Value(seatHoldKey{}).(*seatHold)
+			sent, err := NewCodec().Marshal(l)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sent.Ref()  // the transport takes them, and drops them unfreed
+			sent.Free() // the call drops its reference
+			h.HandleRPC(ctx, &stats.End{Error: context.Canceled})
+			if released != 1 {
+				t.Fatalf("released %d times at the failed call's End, want once", released)
+			}
+			sent.Free() // had the transport freed them after all
+			h.HandleConn(ctx, &stats.ConnEnd{})
+			if released != 1 {
+				t.Fatalf("released %d times, want once", released)
 			}
 		})
 	}
