@@ -284,7 +284,7 @@ func listFloor(ctx context.Context, cfg Config, answer []byte, n int) (*loadResu
 	if err != nil {
 		return nil, err
 	}
-	addr, stop, err := httpEchoServer(cert, answer)
+	addr, stop, err := httpEchoServer(cert, fixedAnswer(answer))
 	if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc"
@@ -21,6 +22,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"skiff.dev/internal/client"
+	"skiff.dev/internal/manifest"
 	corev1 "skiff.dev/proto/core/v1"
 )
 
@@ -30,9 +32,14 @@ import (
 // TLS connection, against a server in this process that reads a create
 // and answers it with what the apiserver answered the load's first create
 // (uid, resourceVersion, creationTimestamp and, over HTTP, managedFields
-// included), and does nothing else: client-go (JSON encoding and
-// decoding, its HTTP/2 transport) with Go's HTTP/2 server, and the gRPC
-// client with the gRPC server. Both creates are CPU-bound
+// included), and does nothing else but what its protocol must: client-go
+// (JSON encoding and decoding, its HTTP/2 transport) with Go's HTTP/2
+// server, which decodes each create's JSON and encodes its answer with the
+// apiserver's codec, and the gRPC client with the gRPC server, which
+// decodes and encodes protobuf. (Until the later session of 2026-11-27
+// the HTTP server wrote the answer's bytes as they were and decoded
+// nothing, which left the JSON an HTTP API has to read and write out of
+// its floor while the gRPC floor had its protobuf.) Both creates are CPU-bound
 // here (throughput times CPU per create is the two cores either way), so
 // were the apiserver's own work for an HTTP create no dearer than for a
 // gRPC one, an HTTP create would cost the gRPC create's CPU less the gRPC
@@ -69,7 +76,11 @@ func startEchoFloors(httpAnswer []byte, grpcAnswer *corev1.ConfigMap) (_ *echoFl
 	if err != nil {
 		return nil, err
 	}
-	httpAddr, stop, err := httpEchoServer(cert, httpAnswer)
+	answer := &corev1.ConfigMap{}
+	if _, err := manifest.UnmarshalJSON(httpAnswer, answer, manifest.JSONOptions{}); err != nil {
+		return nil, fmt.Errorf("the HTTP floor: the apiserver's answer: %w", err)
+	}
+	httpAddr, stop, err := httpEchoServer(cert, jsonCreates(answer))
 	if err != nil {
 		return nil, fmt.Errorf("the HTTP floor: %w", err)
 	}
@@ -125,25 +136,60 @@ func (f *echoFloors) runGRPC(ctx context.Context, cfg Config, window time.Durati
 // create's CPU per object measured in the same rounds.
 func (f *echoFloors) report(grpcCPU float64, rs *Results) {
 	httpFloor, grpcFloor := &f.httpT, &f.grpcT
-	rs.Add(figHTTPFloorCPU, httpFloor.cpuPerOp(), fmt.Sprintf("client-go's creates (as http.create's) against Go's HTTP/2 server answering each with the apiserver's answer and doing nothing else, in each round after the HTTP creates: %.0f/s", httpFloor.perSecond()))
+	rs.Add(figHTTPFloorCPU, httpFloor.cpuPerOp(), fmt.Sprintf("client-go's creates (as http.create's) against Go's HTTP/2 server decoding each one's JSON and answering the apiserver's answer, encoded, with the apiserver's codec, and doing nothing else, in each round after the HTTP creates: %.0f/s", httpFloor.perSecond()))
 	rs.Add(figGRPCFloorCPU, grpcFloor.cpuPerOp(), fmt.Sprintf("the gRPC client's creates (as http.grpc_create's) against a gRPC server answering each with the apiserver's answer, in each round after the gRPC creates: %.0f/s", grpcFloor.perSecond()))
 	best := grpcCPU - grpcFloor.cpuPerOp() + httpFloor.cpuPerOp()
-	rs.Add(figHTTPCeiling, grpcCPU/best, fmt.Sprintf("the ratio with an HTTP create's apiserver work as cheap as a gRPC one's: http.grpc_create_cpu_us_per_object %.0f / (%.0f - %.0f + %.0f)",
+	rs.Add(figHTTPCeiling, grpcCPU/best, fmt.Sprintf("the ratio with an HTTP create's apiserver work, beyond its JSON, as cheap as a gRPC one's: http.grpc_create_cpu_us_per_object %.0f / (%.0f - %.0f + %.0f)",
 		grpcCPU, grpcCPU, grpcFloor.cpuPerOp(), httpFloor.cpuPerOp()))
 }
 
+// An echoAnswer is what an echo server answers to a request's body; done,
+// if not nil, runs once the answer is written.
+type echoAnswer func(body []byte) (answer []byte, done func(), err error)
+
+// fixedAnswer answers every request with answer's bytes.
+func fixedAnswer(answer []byte) echoAnswer {
+	return func([]byte) ([]byte, func(), error) { return answer, nil, nil }
+}
+
+// jsonCreates decodes each create's body into a ConfigMap and answers
+// answer, encoded, as the apiserver's HTTP API does (its codec, Warn's
+// field validation, the answer into a reused buffer).
+func jsonCreates(answer *corev1.ConfigMap) echoAnswer {
+	bufs := sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
+	return func(body []byte) ([]byte, func(), error) {
+		var cm corev1.ConfigMap
+		if _, err := manifest.UnmarshalJSON(body, &cm, manifest.JSONOptions{FieldValidation: manifest.FieldValidationWarn}); err != nil {
+			return nil, nil, err
+		}
+		bp := bufs.Get().(*[]byte)
+		*bp = manifest.AppendJSON((*bp)[:0], answer)
+		return *bp, func() { bufs.Put(bp) }, nil
+	}
+}
+
 // httpEchoServer serves HTTP/2 that reads a request's body and answers
-// with answer: 201 to a POST (a create), 200 to anything else.
-func httpEchoServer(cert tls.Certificate, answer []byte) (addr string, stop func(), err error) {
+// with what answer makes of it: 201 to a POST (a create), 200 to anything
+// else.
+func httpEchoServer(cert tls.Certificate, answer echoAnswer) (addr string, stop func(), err error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", nil, err
 	}
 	srv := &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if _, err := io.ReadAll(r.Body); err != nil {
+			body, err := io.ReadAll(r.Body)
+			if err != nil {
 				http.Error(w, err.Error(), http.StatusBadRequest)
 				return
+			}
+			out, done, err := answer(body)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			if done != nil {
+				defer done()
 			}
 			w.Header().Set("Content-Type", "application/json")
 			code := http.StatusOK
@@ -151,7 +197,7 @@ func httpEchoServer(cert tls.Certificate, answer []byte) (addr string, stop func
 				code = http.StatusCreated
 			}
 			w.WriteHeader(code)
-			_, _ = w.Write(answer)
+			_, _ = w.Write(out)
 		}),
 		TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"h2", "http/1.1"}},
 	}
