@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"slices"
 	"strings"
@@ -545,6 +546,60 @@ func TestListHoldsItsSeatsUntilTheClientHasReadIt(t *testing.T) {
 	<-got
 	p2.resume()
 	sig.Until(t, 30*time.Second, "the seats of a List whose client went away to be given back", ctx.Done(), seatsFree)
+}
+
+// TestCancelledListsGiveTheirSeatsBack: many Lists of 500 objects, each
+// given up by its client at a random moment (while it waits for seats,
+// executes, or its answer is on its way), on one connection that stays
+// open: once they are over, every seat is free. grpc-go drops, unfreed,
+// the answer of a stream reset just as it was handed over, and the seats
+// that buffer carried were held until the connection ended.
+func TestCancelledListsGiveTheirSeatsBack(t *testing.T) {
+	defaults := flowcontrol.DefaultOptions()
+	s := apiservertest.Start(t, apiservertest.Secure(), apiservertest.WithConfig(func(c *apiserver.Config) { c.FlowControl = defaults }))
+	fillNamespace(t, s.Conn, "big", 500)
+	ctx := testContext(t)
+	cms := client.ConfigMaps(dialAs(t, s, "canceller"))
+	const callers, lists = 32, 40 // each
+	var wg sync.WaitGroup
+	for g := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rnd := rand.New(rand.NewPCG(uint64(g), 1))
+			for range lists {
+				callCtx, cancel := context.WithTimeout(ctx, time.Duration(rnd.IntN(50000))*time.Microsecond)
+				_, _ = cms.List(callCtx, &metav1.ListOptions{Namespace: "big"})
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	readSeats := map[string]string{"priority_level": "workload", "request_kind": "readOnly"}
+	var sig await.Signal
+	sig.Until(t, 10*time.Second, "the cancelled Lists' seats to be given back", ctx.Done(), func() (bool, string) {
+		seats := metricValue(t, s, "apiserver_flowcontrol_current_executing_seats", readSeats)
+		return seats == 0, fmt.Sprintf("%v read-only seats taken", seats)
+	})
+	// And a List of 500 by another user gets them.
+	if _, err := client.ConfigMaps(dialAs(t, s, "next")).List(ctx, &metav1.ListOptions{Namespace: "big"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// dialAs is a connection of user name to s, closed when t ends.
+func dialAs(t *testing.T, s *apiservertest.Server, name string) *grpc.ClientConn {
+	t.Helper()
+	cfg, err := s.Security.Config(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := client.Dial(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
 }
 
 // gatedProxy forwards one client's TCP connection to a server; pause

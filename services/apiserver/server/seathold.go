@@ -21,12 +21,16 @@ import (
 // which frees it once it has written the whole list, or dropped it with
 // the call (a connection that ends with it unwritten never frees it: its
 // ConnEnd gives the seats back); any other call's release runs at the call's End (after its
-// answer and status are handed to the transport, or it failed). A List
-// whose call fails gives its seats back at its End too: grpc-go drops the
-// data of a stream the client reset just as the answer was handed over
-// (its writer no longer knows the stream) without freeing it, which held
-// the seats until the connection ended (the flooder's cancelled Lists
-// left its level without seats for a List of 500).
+// answer and status are handed to the transport, or it failed). grpc-go
+// drops the data of a stream the client reset just as the answer was
+// handed over (its writer no longer knows the stream) without freeing it,
+// and may then end the call without an error; the seats were held until
+// the connection ended (the flooder's cancelled Lists left its level
+// without seats for a List of 500). So a List whose stream is reset when
+// its answer is handed over (its context done at OutPayload, which the
+// reset happens before when the data is dropped: the reset cancels the
+// context before it queues the stream's cleanup, and the writer takes
+// them in order), or whose call fails, gives its seats back then.
 
 type seatHoldKey struct{}
 
@@ -121,18 +125,26 @@ func (seatHolder) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Conte
 }
 
 func (seatHolder) HandleRPC(ctx context.Context, s stats.RPCStats) {
-	end, ok := s.(*stats.End)
-	if !ok {
+	h, _ := ctx.Value(seatHoldKey{}).(*seatHold)
+	if h == nil {
 		return
 	}
-	h, _ := ctx.Value(seatHoldKey{}).(*seatHold)
-	switch {
-	case h == nil:
-	case h.release != nil:
-		h.release()
-		h.release = nil
-	case end.Error != nil && h.buffered != nil:
-		h.buffered() // its buffers may never be freed
+	switch s := s.(type) {
+	case *stats.OutPayload:
+		// The answer is handed to the transport. A stream already reset
+		// (its context done: a normal end cancels it only later, with the
+		// status) may have had it dropped unfreed.
+		if ctx.Err() != nil && h.buffered != nil {
+			h.buffered()
+		}
+	case *stats.End:
+		switch {
+		case h.release != nil:
+			h.release()
+			h.release = nil
+		case s.Error != nil && h.buffered != nil:
+			h.buffered() // its buffers may never be freed
+		}
 	}
 }
 

@@ -3,7 +3,6 @@ package server
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"testing"
 
 	"google.golang.org/grpc/mem"
@@ -58,13 +57,27 @@ func TestHeldSeatsGoBackWhenTheAnswerIsWritten(t *testing.T) {
 
 	// grpc-go drops the data frame of a stream the client reset just as
 	// the answer was handed over (its writer no longer knows the stream)
-	// without freeing it: a call that fails gives its seats back at its
-	// End, whatever becomes of the buffers.
-	for _, conn := range []bool{false, true} {
-		t.Run(fmt.Sprintf("a List whose call fails, connection tagged %v", conn), func(t *testing.T) {
+	// without freeing it, and may end the call without an error: a List
+	// whose stream was reset when its answer was handed over (its context
+	// done at OutPayload), or whose call failed, gives its seats back then,
+	// whatever becomes of the buffers.
+	for _, tc := range []struct {
+		name      string
+		conn      bool
+		reset     bool // the stream reset before the answer was handed over
+		endErr    error
+		releaseAt string
+	}{
+		{"reset as the answer was handed over", false, true, nil, "OutPayload"},
+		{"reset as the answer was handed over, connection tagged", true, true, nil, "OutPayload"},
+		{"failed call", false, false, context.Canceled, "End"},
+		{"failed call, connection tagged", true, false, context.Canceled, "End"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			h := seatHolder{}
-			ctx := context.Background()
-			if conn {
+			ctx, reset := context.WithCancel(context.Background()) // the stream's
+			defer reset()
+			if tc.conn {
 				ctx = h.TagConn(ctx, &stats.ConnTagInfo{})
 			}
 			ctx = h.TagRPC(ctx, &stats.RPCTagInfo{})
@@ -76,11 +89,18 @@ func TestHeldSeatsGoBackWhenTheAnswerIsWritten(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			sent.Ref()  // the transport takes them, and drops them unfreed
+			sent.Ref() // the transport takes them, and drops them unfreed
+			if tc.reset {
+				reset()
+			}
 			sent.Free() // the call drops its reference
-			h.HandleRPC(ctx, &stats.End{Error: context.Canceled})
+			h.HandleRPC(ctx, &stats.OutPayload{})
+			if got, want := released, map[bool]int{true: 1}[tc.releaseAt == "OutPayload"]; got != want {
+				t.Fatalf("released %d times once the answer was handed over, want %d", got, want)
+			}
+			h.HandleRPC(ctx, &stats.End{Error: tc.endErr})
 			if released != 1 {
-				t.Fatalf("released %d times at the failed call's End, want once", released)
+				t.Fatalf("released %d times at the call's End, want once", released)
 			}
 			sent.Free() // had the transport freed them after all
 			h.HandleConn(ctx, &stats.ConnEnd{})
