@@ -258,7 +258,8 @@ func (r *Registry[T]) Watch(ctx context.Context, opts *metav1.ListOptions) (*wat
 	if err != nil {
 		return nil, err
 	}
-	if opts.SendInitialEvents != nil {
+	switch {
+	case opts.SendInitialEvents != nil:
 		// The state at least as new as the resourceVersion ("": a
 		// consistent read; "0": any) as ADDED events, or none of it.
 		if err := r.waitFresh(ctx, opts.GetResourceVersion(), rv); err != nil {
@@ -267,6 +268,14 @@ func (r *Registry[T]) Watch(ctx context.Context, opts *metav1.ListOptions) (*wat
 		rv = 0
 		if !opts.GetSendInitialEvents() {
 			rv = r.cache.Revision()
+		}
+	case opts.GetResourceVersion() == "":
+		// As Kubernetes: the state at the most recent revision, which
+		// must be consistent (what etcd has now), as ADDED events; a
+		// cache behind etcd would start from an older state and then
+		// send, as changes, what was there before the watch.
+		if err := r.waitFresh(ctx, "", 0); err != nil {
+			return nil, err
 		}
 	}
 	return r.cache.Watch(ctx, rv, prefix, pred, opts.GetAllowWatchBookmarks())

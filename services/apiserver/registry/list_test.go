@@ -32,7 +32,11 @@ type configMaps struct {
 	clock *workqueue.FakeClock
 }
 
-func newConfigMaps(t *testing.T) *configMaps {
+func newConfigMaps(t *testing.T) *configMaps { return newConfigMapsWatching(t, nil) }
+
+// newConfigMapsWatching is newConfigMaps whose cache watches etcd through
+// wrap's watcher (nil: directly).
+func newConfigMapsWatching(t *testing.T, wrap func(storage.Watcher) storage.Watcher) *configMaps {
 	s := apiservertest.Start(t)
 	newCM := func() *corev1.ConfigMap { return &corev1.ConfigMap{} }
 	kind := &scheme.Kind{
@@ -42,7 +46,11 @@ func newConfigMaps(t *testing.T) *configMaps {
 		FieldSelectors: []string{"metadata.name", "metadata.namespace"},
 	}
 	strategy := &registry.Strategy[*corev1.ConfigMap]{Kind: kind}
-	store := storage.New(s.EtcdClient(), storage.ClientWatcher{Client: s.EtcdClient()}, kind.GVK.Group, kind.Resource, newCM, nil)
+	var watcher storage.Watcher = storage.ClientWatcher{Client: s.EtcdClient()}
+	if wrap != nil {
+		watcher = wrap(watcher)
+	}
+	store := storage.New(s.EtcdClient(), watcher, kind.GVK.Group, kind.Resource, newCM, nil)
 	clock := workqueue.NewFakeClock(time.Now())
 	cache := watchcache.New(watchcache.Config[*corev1.ConfigMap]{Store: store, Fields: strategy.FieldSet, Now: clock.Now})
 	ctx, cancel := context.WithCancel(context.Background())
