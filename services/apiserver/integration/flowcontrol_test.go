@@ -559,7 +559,7 @@ func TestCancelledListsGiveTheirSeatsBack(t *testing.T) {
 	s := apiservertest.Start(t, apiservertest.Secure(), apiservertest.WithConfig(func(c *apiserver.Config) { c.FlowControl = defaults }))
 	fillNamespace(t, s.Conn, "big", 500)
 	ctx := testContext(t)
-	cms := client.ConfigMaps(dialAs(t, s, "canceller"))
+	cms := client.ConfigMaps(s.Security.ConnAs(t, "canceller"))
 	const callers, lists = 32, 40 // each
 	var wg sync.WaitGroup
 	for g := range callers {
@@ -582,24 +582,9 @@ func TestCancelledListsGiveTheirSeatsBack(t *testing.T) {
 		return seats == 0, fmt.Sprintf("%v read-only seats taken", seats)
 	})
 	// And a List of 500 by another user gets them.
-	if _, err := client.ConfigMaps(dialAs(t, s, "next")).List(ctx, &metav1.ListOptions{Namespace: "big"}); err != nil {
+	if _, err := client.ConfigMaps(s.Security.ConnAs(t, "next")).List(ctx, &metav1.ListOptions{Namespace: "big"}); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// dialAs is a connection of user name to s, closed when t ends.
-func dialAs(t *testing.T, s *apiservertest.Server, name string) *grpc.ClientConn {
-	t.Helper()
-	cfg, err := s.Security.Config(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := client.Dial(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	return conn
 }
 
 // gatedProxy forwards one client's TCP connection to a server; pause

@@ -258,24 +258,20 @@ func (r *Registry[T]) Watch(ctx context.Context, opts *metav1.ListOptions) (*wat
 	if err != nil {
 		return nil, err
 	}
-	switch {
-	case opts.SendInitialEvents != nil:
+	if opts.SendInitialEvents != nil || opts.GetResourceVersion() == "" {
 		// The state at least as new as the resourceVersion ("": a
-		// consistent read; "0": any) as ADDED events, or none of it.
+		// consistent read, as Kubernetes starts a watch without one;
+		// "0": any). A cache behind etcd would otherwise start from an
+		// older state and send, as changes, what was there before.
 		if err := r.waitFresh(ctx, opts.GetResourceVersion(), rv); err != nil {
 			return nil, err
 		}
+	}
+	if opts.SendInitialEvents != nil {
+		// That state as ADDED events, or none of it.
 		rv = 0
 		if !opts.GetSendInitialEvents() {
 			rv = r.cache.Revision()
-		}
-	case opts.GetResourceVersion() == "":
-		// As Kubernetes: the state at the most recent revision, which
-		// must be consistent (what etcd has now), as ADDED events; a
-		// cache behind etcd would start from an older state and then
-		// send, as changes, what was there before the watch.
-		if err := r.waitFresh(ctx, "", 0); err != nil {
-			return nil, err
 		}
 	}
 	return r.cache.Watch(ctx, rv, prefix, pred, opts.GetAllowWatchBookmarks())
