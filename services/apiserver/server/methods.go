@@ -7,9 +7,12 @@ import (
 	"sync"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
 // Methods knows every method registered through its Registrar, to call it
@@ -91,7 +94,7 @@ func (m *Methods) Call(ctx context.Context, fullMethod string, req, resp proto.M
 	if err != nil {
 		return nil, err
 	}
-	out, err := um.handler(um.srv, ctx, merging(req), m.chain.Unary)
+	out, err := um.handler(um.srv, ctx, handOver(req), m.chain.Unary)
 	return answer(out, err, resp)
 }
 
@@ -108,7 +111,7 @@ func (m *Methods) CallList(ctx context.Context, fullMethod string, req proto.Mes
 	if err != nil {
 		return nil, nil, false, err
 	}
-	out, err := um.handler(um.srv, ctx, merging(req), m.chain.Unary)
+	out, err := um.handler(um.srv, ctx, handOver(req), m.chain.Unary)
 	v, ok := out.(*encodedList)
 	if err != nil || !ok {
 		list, err = answer(out, err, nil)
@@ -139,7 +142,7 @@ func (m *Methods) CallDirect(ctx context.Context, fullMethod string, req, resp p
 	if err != nil {
 		return nil, err
 	}
-	out, err := um.handler(um.srv, ctx, merging(req), nil)
+	out, err := um.handler(um.srv, ctx, handOver(req), nil)
 	return answer(out, toStatus(err), resp)
 }
 
@@ -158,9 +161,29 @@ func (m *Methods) Admit(ctx context.Context, fullMethod string, req any, handler
 	return msg, nil
 }
 
-func merging(req proto.Message) func(any) error {
+// handOver is the decoder a method's handler is called with in-process:
+// it sets the handler's new request message's fields to req's, sharing
+// their values (a nested message, list or map is req's own, not a copy),
+// so that the handler owns req's parts as it owns what gRPC decodes for
+// it. A caller passes a request it does not read again, or only its
+// scalars. (A deep copy cost an HTTP create 2.6 µs of its ~230.)
+func handOver(req proto.Message) func(any) error {
 	return func(v any) error {
-		proto.Merge(v.(proto.Message), req)
+		m, ok := v.(proto.Message)
+		if !ok {
+			return status.Errorf(codes.Internal, "in-process call: the handler decodes into %T, not a message", v)
+		}
+		dst, src := m.ProtoReflect(), req.ProtoReflect()
+		if dst.Descriptor().FullName() != src.Descriptor().FullName() {
+			return status.Errorf(codes.Internal, "in-process call: the method takes %s, not %s", dst.Descriptor().FullName(), src.Descriptor().FullName())
+		}
+		src.Range(func(fd protoreflect.FieldDescriptor, val protoreflect.Value) bool {
+			dst.Set(fd, val)
+			return true
+		})
+		if u := src.GetUnknown(); len(u) > 0 {
+			dst.SetUnknown(u)
+		}
 		return nil
 	}
 }
