@@ -20,7 +20,8 @@
 // in --cert-dir) at start, asked for when missing, renewed at a random point between 70%
 // and 90% of its lifetime (the kubelet's rotation deadline) with the
 // current client certificate as credentials, written back (the key before
-// the certificate) and swapped in memory, so every TLS handshake after
+// the certificate, so that a renewal stopped half-way is finished at the
+// next start) and swapped in memory, so every TLS handshake after
 // (GetCertificate, GetClientCertificate) shows the new one.
 package certs
 
@@ -103,7 +104,7 @@ func NodeServing(dir, node string, hosts func() []string) Config {
 // renewal of its own certificate when it may create
 // certificatesigningrequests/selfclient.
 func ClientRenewal(certFile, keyFile string) (Config, error) {
-	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+	pair, err := loadPair(certFile, keyFile)
 	if err != nil {
 		return Config{}, err
 	}
@@ -133,7 +134,7 @@ func New(cfg Config) *Manager {
 		cfg.Log = zap.NewNop()
 	}
 	m := &Manager{cfg: cfg}
-	if pair, err := tls.LoadX509KeyPair(m.certPath(), m.keyPath()); err == nil && cfg.Clock.Now().Before(pair.Leaf.NotAfter) {
+	if pair, err := loadPair(m.certPath(), m.keyPath()); err == nil && cfg.Clock.Now().Before(pair.Leaf.NotAfter) {
 		m.set(&pair)
 	}
 	return m
@@ -278,8 +279,8 @@ func awaitCertificate(ctx context.Context, csrs *client.Resource[*certificatesv1
 }
 
 // keep checks the signed certificate against the key and the request,
-// writes both (the key first: a certificate without its key would not
-// load) and makes it current.
+// writes both (the key first, the certificate finished from its temporary
+// file at the next start if it stops between: loadPair) and makes it current.
 func (m *Manager) keep(certPEM []byte, key crypto.Signer) error {
 	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
 	if err != nil {
@@ -298,10 +299,22 @@ func (m *Manager) keep(certPEM []byte, key crypto.Signer) error {
 			return err
 		}
 	}
-	if err := writeFile(m.keyPath(), keyPEM, 0o600); err != nil {
+	// Both files are written whole before either replaces its old one,
+	// and the key goes first: stopped between the two renames, the new
+	// key is beside the new certificate's temporary file, from which
+	// loadPair finishes the renewal at the next start.
+	keyTmp, err := writeTemp(m.keyPath(), keyPEM, 0o600)
+	if err != nil {
 		return err
 	}
-	if err := writeFile(m.certPath(), certPEM, 0o644); err != nil {
+	certTmp, err := writeTemp(m.certPath(), certPEM, 0o644)
+	if err != nil {
+		return err
+	}
+	if err := rename(keyTmp, m.keyPath()); err != nil {
+		return err
+	}
+	if err := rename(certTmp, m.certPath()); err != nil {
 		return err
 	}
 	m.set(&pair)
@@ -311,12 +324,57 @@ func (m *Manager) keep(certPEM []byte, key crypto.Signer) error {
 
 // writeFile replaces path atomically (a temporary file renamed).
 func writeFile(path string, data []byte, perm os.FileMode) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, perm); err != nil {
+	tmp, err := writeTemp(path, data, perm)
+	if err != nil {
 		return err
 	}
-	return os.Rename(tmp, path)
+	return rename(tmp, path)
 }
+
+// writeTemp writes data to path's temporary file, on the disk (synced)
+// when it returns, and names it.
+func writeTemp(path string, data []byte, perm os.FileMode) (string, error) {
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
+	if err != nil {
+		return "", err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return "", err
+	}
+	return tmp, nil
+}
+
+// loadPair loads the certificate in certFile with the key in keyFile.
+// When they do not make a pair and the certificate's temporary file does
+// with the key, a renewal stopped between its two renames (keep) left
+// them: loadPair renames that file into place and loads it.
+func loadPair(certFile, keyFile string) (tls.Certificate, error) {
+	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err == nil {
+		return pair, nil
+	}
+	tmp := certFile + ".tmp"
+	next, terr := tls.LoadX509KeyPair(tmp, keyFile)
+	if terr != nil {
+		return pair, err
+	}
+	if rerr := rename(tmp, certFile); rerr != nil {
+		return pair, fmt.Errorf("%w; %s makes the pair, and renaming it failed: %v", err, tmp, rerr)
+	}
+	return next, nil
+}
+
+// rename is os.Rename; a test stops a renewal between its two renames.
+var rename = os.Rename
 
 // Run keeps the certificate: asks for one at once when there is none,
 // then renews it at each rotation deadline, through conn, until ctx ends.
