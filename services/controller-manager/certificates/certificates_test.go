@@ -51,6 +51,8 @@ type cluster struct {
 	s        *apiservertest.Server
 	approver *certificates.Approver
 	csrs     *informer.Informer[*certificatesv1.CertificateSigningRequest]
+	// caDir holds the signer's ca.crt and ca.key.
+	caDir string
 }
 
 const bootstrapUser = "system:bootstrap:abcdef"
@@ -92,7 +94,7 @@ func startCluster(t *testing.T) *cluster {
 		t.Fatal(err)
 	}
 	c := &cluster{env: env, s: s, approver: certificates.NewApprover(env.Manager, review),
-		csrs: informer.For(env.Manager.Informers, client.CertificateSigningRequests(cmConn))}
+		csrs: informer.For(env.Manager.Informers, client.CertificateSigningRequests(cmConn)), caDir: dir}
 	signer := certificates.NewSigner(env.Manager, ca, 0)
 	managertest.Watch(env, c.csrs)
 	env.StartInformers()
@@ -434,4 +436,52 @@ func TestApprovalAndSigningAuthorization(t *testing.T) {
 				managertest.Explain("%v", o.GetStatus())
 		})
 	})
+}
+
+// TestSignerReadsNewCAFiles: the signer signs with what its
+// --cluster-signing-* files hold when it signs, as Kubernetes' csrsigning
+// reloads them: a CA put in their place is used for the next request,
+// without a restart; files whose key is not the certificate's sign
+// nothing until they are mended.
+func TestSignerReadsNewCAFiles(t *testing.T) {
+	c := startCluster(t)
+	boot := c.s.ConnWithToken(t, "abcdef.0123456789abcdef")
+	nodes := []string{csr.NodesGroup}
+	first := newRequest(t, "system:node:n1", nodes, nil)
+	c.create(t, boot, first.object("before", csr.KubeAPIServerClientKubelet, clientUsages...))
+	if cert, _ := c.issued(t, "before"); cert.CheckSignatureFrom(c.s.CA.Cert) != nil {
+		t.Fatal("the first certificate is not the cluster CA's")
+	}
+
+	next, _, err := pki.InitCA(t.TempDir(), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	nextKey, err := pki.EncodeKey(next.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The certificate first, the key after: between the two, the files
+	// do not make a pair.
+	if err := pki.WriteFile(filepath.Join(c.caDir, "ca.crt"), next.CertPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	torn := newRequest(t, "system:node:n2", nodes, nil)
+	c.create(t, boot, torn.object("torn", csr.KubeAPIServerClientKubelet, clientUsages...))
+	c.env.Await(patience, "csr torn approved", func() (bool, string) {
+		o, ok := c.csrs.Store().GetByName("", "torn")
+		return ok && csr.IsApproved(o), managertest.Explain("csr torn: %v", o.GetStatus())
+	})
+	if err := pki.WriteFile(filepath.Join(c.caDir, "ca.key"), nextKey, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"torn", "after"} {
+		if name == "after" {
+			c.create(t, boot, newRequest(t, "system:node:n3", nodes, nil).object(name, csr.KubeAPIServerClientKubelet, clientUsages...))
+		}
+		cert, _ := c.issued(t, name)
+		if err := cert.CheckSignatureFrom(next.Cert); err != nil {
+			t.Errorf("csr %s: the certificate is not signed by the CA now in the files: %v (issuer %s)", name, err, cert.Issuer)
+		}
+	}
 }

@@ -1,11 +1,13 @@
 package certificates
 
 import (
+	"bytes"
 	"context"
 	"crypto"
 	"crypto/x509"
 	"fmt"
 	"os"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -33,27 +35,66 @@ const DefaultSigningDuration = 365 * 24 * time.Hour
 // expirationSeconds asks (twice pki.Backdate), as Kubernetes'.
 const minDuration = 10 * time.Minute
 
-// CA is a signing certificate and its key.
+// CA is a signing certificate and its key. One LoadCA made reads its
+// files again whenever it signs, and signs with what they then hold, as
+// Kubernetes' csrsigning reloads --cluster-signing-cert-file and
+// --cluster-signing-key-file: a CA put in their place is used without a
+// restart.
 type CA struct {
 	Cert *x509.Certificate
 	Key  crypto.Signer
+
+	// certFile and keyFile are where LoadCA read Cert and Key, and
+	// certPEM and keyPEM what they held then.
+	certFile, keyFile string
+	mu                sync.Mutex
+	certPEM, keyPEM   []byte
 }
 
 // LoadCA reads a PEM certificate and its PEM private key.
 func LoadCA(certFile, keyFile string) (*CA, error) {
-	certPEM, err := os.ReadFile(certFile)
+	ca := &CA{certFile: certFile, keyFile: keyFile}
+	if _, _, err := ca.current(); err != nil {
+		return nil, err
+	}
+	return ca, nil
+}
+
+// current is the certificate and key to sign with: a CA of LoadCA's
+// reads its files, and parses them again when they changed. Files whose
+// key is not the certificate's are an error (a CA being replaced, one
+// file written and not yet the other): nothing is signed with either
+// until they make a pair.
+func (ca *CA) current() (*x509.Certificate, crypto.Signer, error) {
+	if ca.certFile == "" {
+		return ca.Cert, ca.Key, nil
+	}
+	certPEM, err := os.ReadFile(ca.certFile)
 	if err != nil {
-		return nil, fmt.Errorf("--cluster-signing-cert-file: %w", err)
+		return nil, nil, fmt.Errorf("--cluster-signing-cert-file: %w", err)
+	}
+	keyPEM, err := os.ReadFile(ca.keyFile)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--cluster-signing-key-file: %w", err)
+	}
+	ca.mu.Lock()
+	defer ca.mu.Unlock()
+	if ca.Cert != nil && bytes.Equal(certPEM, ca.certPEM) && bytes.Equal(keyPEM, ca.keyPEM) {
+		return ca.Cert, ca.Key, nil
 	}
 	cert, err := pki.ParseCert(certPEM)
 	if err != nil {
-		return nil, fmt.Errorf("--cluster-signing-cert-file %s: %w", certFile, err)
+		return nil, nil, fmt.Errorf("--cluster-signing-cert-file %s: %w", ca.certFile, err)
 	}
-	key, err := pki.ReadKey(keyFile)
+	key, err := pki.ParseKey(keyPEM)
 	if err != nil {
-		return nil, fmt.Errorf("--cluster-signing-key-file: %w", err)
+		return nil, nil, fmt.Errorf("--cluster-signing-key-file %s: %w", ca.keyFile, err)
 	}
-	return &CA{Cert: cert, Key: key}, nil
+	if pub, ok := key.Public().(interface{ Equal(crypto.PublicKey) bool }); !ok || !pub.Equal(cert.PublicKey) {
+		return nil, nil, fmt.Errorf("--cluster-signing-key-file %s is not the key of --cluster-signing-cert-file %s", ca.keyFile, ca.certFile)
+	}
+	ca.Cert, ca.Key, ca.certPEM, ca.keyPEM = cert, key, certPEM, keyPEM
+	return cert, key, nil
 }
 
 // signerChecks are the signers csrsigning issues for, each with what a
@@ -190,5 +231,9 @@ func (ca *CA) Sign(req *x509.CertificateRequest, usages []string, d time.Duratio
 		ExtKeyUsage:           ext,
 		BasicConstraintsValid: true,
 	}
-	return (&pki.CA{Cert: ca.Cert, Key: ca.Key}).Sign(tmpl, req.PublicKey, d, now)
+	cert, key, err := ca.current()
+	if err != nil {
+		return nil, err
+	}
+	return (&pki.CA{Cert: cert, Key: key}).Sign(tmpl, req.PublicKey, d, now)
 }

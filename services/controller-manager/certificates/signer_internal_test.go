@@ -8,8 +8,13 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"math/big"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"skiff.dev/services/apiserver/authn/pki"
 )
 
 // TestCertDuration: the signer's duration, shortened by expirationSeconds
@@ -77,5 +82,34 @@ func TestSignNeverOutlivesTheCA(t *testing.T) {
 	}
 	if _, err := (&CA{Cert: caCert, Key: caKey}).Sign(req, []string{"flying"}, time.Hour, now); err == nil {
 		t.Error("an unknown usage was signed")
+	}
+}
+
+// TestLoadCARefusesAKeyNotTheCertificates: --cluster-signing-key-file
+// must be the key of --cluster-signing-cert-file; the error names both.
+func TestLoadCARefusesAKeyNotTheCertificates(t *testing.T) {
+	a, _, err := pki.InitCA(t.TempDir(), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	bDir := t.TempDir()
+	if _, _, err := pki.InitCA(bDir, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "ca.crt"), filepath.Join(dir, "ca.key")
+	if err := os.WriteFile(certFile, a.CertPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	keyPEM, err := os.ReadFile(filepath.Join(bDir, pki.CAKeyFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, keyPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = LoadCA(certFile, keyFile)
+	if err == nil || !strings.Contains(err.Error(), "--cluster-signing-key-file "+keyFile+" is not the key of --cluster-signing-cert-file "+certFile) {
+		t.Fatalf("LoadCA of a key that is not the certificate's: %v", err)
 	}
 }
