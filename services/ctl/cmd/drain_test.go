@@ -18,7 +18,9 @@ import (
 	corev1 "skiff.dev/proto/core/v1"
 	metav1 "skiff.dev/proto/meta/v1"
 	policyv1 "skiff.dev/proto/policy/v1"
+	"skiff.dev/services/controller-manager/disruption"
 	"skiff.dev/services/controller-manager/manager/managertest"
+	"skiff.dev/services/controller-manager/replicaset"
 	"skiff.dev/services/controller-manager/simnode"
 )
 
@@ -151,12 +153,27 @@ type drainCluster struct {
 	node string
 }
 
-func startDrainCluster(t *testing.T) *drainCluster {
+func startDrainCluster(t *testing.T) *drainCluster { return startDrainClusterWith(t, false) }
+
+// startDrainClusterWith starts the drain cluster; with controllers, the
+// real ReplicaSet and disruption controllers run in it too, and a third
+// simulated node runs what no node is bound to (there is no scheduler):
+// the ReplicaSet's replacements.
+func startDrainClusterWith(t *testing.T, controllers bool) *drainCluster {
 	t.Helper()
 	env := managertest.Start(t)
 	const node = "n1"
 	env.SimNode(simnode.Options{NodeName: node})
 	env.SimNode(simnode.Options{NodeName: "n2"})
+	if controllers {
+		rsc := replicaset.New(env.Manager, replicaset.Options{})
+		budgets := disruption.New(env.Manager, disruption.Options{})
+		env.SimNode(simnode.Options{Accept: func(p *corev1.Pod) bool { return p.GetSpec().GetNodeName() == "" }})
+		defer func() {
+			env.GoErr(rsc.Run)
+			env.GoErr(budgets.Run)
+		}()
+	}
 	env.StartInformers()
 	ctx := env.Ctx
 	for _, n := range []string{"n1", "n2"} {
@@ -425,6 +442,67 @@ func TestDrainEvictsWithinTheBudget(t *testing.T) {
 	if got, want := dc.podNames(), []string{"agent-1", "web-3"}; !slices.Equal(got, want) {
 		t.Errorf("pods left %v, want %v", got, want)
 	}
+}
+
+// TestDrainWithTheDisruptionController drains under a budget the real
+// disruption controller keeps, from the real evictions and the real
+// ReplicaSet controller's replacements: the first eviction takes the one
+// disruption allowed, the second is refused (429) until the evicted
+// pod's replacement is Ready and the controller allows one again, and the
+// drain then ends with both of n1's web pods evicted and replaced.
+func TestDrainWithTheDisruptionController(t *testing.T) {
+	dc := startDrainClusterWith(t, true)
+	ctx := dc.env.Ctx
+	_, err := client.PodDisruptionBudgets(dc.env.Conn).Create(ctx, &policyv1.PodDisruptionBudget{Metadata: &metav1.ObjectMeta{Namespace: "default", Name: "web"},
+		Spec: &policyv1.PodDisruptionBudgetSpec{MaxUnavailable: &metav1.IntOrString{Value: &metav1.IntOrString_IntVal{IntVal: 1}},
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	allows := func(n int32) func() (bool, string) {
+		return func() (bool, string) {
+			b, err := client.PodDisruptionBudgets(dc.env.Conn).Get(ctx, "default", "web")
+			if err != nil {
+				return false, err.Error()
+			}
+			st := b.GetStatus()
+			return st.GetObservedGeneration() == b.GetMetadata().GetGeneration() && st.GetDisruptionsAllowed() == n && st.GetCurrentHealthy() == 3,
+				managertest.Explain("status %v", st)
+		}
+	}
+	dc.env.Await(30*time.Second, "the disruption controller allows one disruption of 3 healthy", allows(1))
+
+	clk := workqueue.NewFakeClock(time.Now())
+	done := make(chan result, 1)
+	go func() { done <- dc.drain(drainDeps{clock: clk}, "n1", "--ignore-daemonsets") }()
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := clk.BlockUntilWaiters(wctx, 1); err != nil {
+		select {
+		case r := <-done:
+			t.Fatalf("no eviction was refused; drain ended: exit %d\n%s%s", r.code, r.out, r.err)
+		default:
+			t.Fatalf("no eviction waits to be retried: %v", err)
+		}
+	}
+	// The refused eviction is retried once the controller has seen the
+	// replacement Ready.
+	dc.env.Await(30*time.Second, "the disruption controller allows one again", allows(1))
+	clk.Step(evictRetryDelay)
+	checkRetriedDrain(t, <-done)
+	dc.env.Await(30*time.Second, "n1's web pods replaced", func() (bool, string) {
+		var web, onN1 []string
+		for _, p := range dc.env.Pods().Store().List() {
+			if p.GetMetadata().GetLabels()["app"] != "web" || p.GetMetadata().GetDeletionTimestamp() != nil {
+				continue
+			}
+			web = append(web, p.GetMetadata().GetName()+"@"+p.GetSpec().GetNodeName())
+			if p.GetSpec().GetNodeName() == "n1" {
+				onN1 = append(onN1, p.GetMetadata().GetName())
+			}
+		}
+		return len(web) == 3 && len(onN1) == 0, fmt.Sprintf("web pods %v", web)
+	})
 }
 
 // webBudget creates a PodDisruptionBudget of the web pods and returns how
