@@ -47,11 +47,88 @@ func AppendJSON(b []byte, msg proto.Message) []byte {
 	if v.IsNil() {
 		return append(b, "{}"...)
 	}
-	return appendStruct(b, p, v.Elem())
+	return appendStruct(b, p, v.Elem(), nil)
 }
 
-// appendStruct writes the generated struct sv of plan p.
-func appendStruct(b []byte, p *plan, sv reflect.Value) []byte {
+// AppendJSONShape appends the shape of msg's JSON (AppendJSON's bytes)
+// to b, as AppendShapeOfJSON makes it of those bytes, without writing
+// the JSON: a scalar outside a list is one byte of its type, and
+// strings are not escaped. ok is false, and b as it was, for a message
+// it does not follow (one without a generated Go struct, or holding a
+// managed field entry's fieldsV1): take AppendShapeOfJSON of AppendJSON's
+// bytes then.
+func AppendJSONShape(b []byte, msg proto.Message) (_ []byte, ok bool) {
+	if msg == nil {
+		return append(b, "{}"...), true
+	}
+	m := msg.ProtoReflect()
+	p := planOf(m.Descriptor())
+	v := reflect.ValueOf(m.Interface())
+	if !p.fast || v.Type() != reflect.PointerTo(p.goType) {
+		return b, false
+	}
+	if v.IsNil() {
+		return append(b, "{}"...), true
+	}
+	sh := &shaper{}
+	out := appendStruct(b, p, v.Elem(), sh)
+	if sh.refused {
+		return b, false
+	}
+	return out, true
+}
+
+// A shaper writes a scalar outside a list as AppendShapeOfJSON does
+// (appendStruct with one writes the shape; with nil, the JSON); refused
+// is set when the message holds what it does not follow.
+type shaper struct{ refused bool }
+
+// scalar is the shape of appendScalar's JSON of v.
+func (*shaper) scalar(b []byte, fd protoreflect.FieldDescriptor, v reflect.Value) []byte {
+	switch fd.Kind() {
+	case protoreflect.StringKind, protoreflect.BytesKind:
+		return append(b, 's')
+	case protoreflect.BoolKind:
+		if v.Bool() {
+			return append(b, 't')
+		}
+		return append(b, 'f')
+	case protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Sfixed32Kind,
+		protoreflect.Int64Kind, protoreflect.Sint64Kind, protoreflect.Sfixed64Kind,
+		protoreflect.Uint32Kind, protoreflect.Fixed32Kind, protoreflect.Uint64Kind, protoreflect.Fixed64Kind:
+		return append(b, '0')
+	case protoreflect.FloatKind, protoreflect.DoubleKind:
+		if f := v.Float(); math.IsNaN(f) || math.IsInf(f, 0) {
+			return append(b, 'n')
+		}
+		return append(b, '0')
+	case protoreflect.EnumKind:
+		if fd.Enum().Values().ByNumber(protoreflect.EnumNumber(v.Int())) != nil {
+			return append(b, 's')
+		}
+		return append(b, '0')
+	}
+	return append(b, 'n')
+}
+
+// zero is the shape of appendZero's JSON.
+func (*shaper) zero(b []byte, fd protoreflect.FieldDescriptor) []byte {
+	switch fd.Kind() {
+	case protoreflect.StringKind, protoreflect.BytesKind:
+		return append(b, 's')
+	case protoreflect.BoolKind:
+		return append(b, 'f')
+	case protoreflect.EnumKind:
+		if fd.Enum().Values().ByNumber(0) != nil {
+			return append(b, 's')
+		}
+	}
+	return append(b, '0')
+}
+
+// appendStruct writes the generated struct sv of plan p: its JSON, or
+// with sh its shape (a list's items are written whole either way).
+func appendStruct(b []byte, p *plan, sv reflect.Value, sh *shaper) []byte {
 	b = append(b, '{')
 	first := true
 	for _, f := range p.fields {
@@ -68,7 +145,7 @@ func appendStruct(b []byte, p *plan, sv reflect.Value) []byte {
 					b = append(b, ',')
 				}
 				var ok bool
-				if b, ok = appendValue(b, f, fv.Index(i)); !ok {
+				if b, ok = appendValue(b, f, fv.Index(i), nil); !ok {
 					b = append(b, "null"...)
 				}
 			}
@@ -78,7 +155,7 @@ func appendStruct(b []byte, p *plan, sv reflect.Value) []byte {
 				continue
 			}
 			b = appendKey(b, f, &first)
-			b = appendMap(b, f, fv)
+			b = appendMap(b, f, fv, sh)
 		case f.kind != scalarKind:
 			if fv.IsNil() {
 				continue
@@ -88,28 +165,42 @@ func appendStruct(b []byte, p *plan, sv reflect.Value) []byte {
 			mark, wasFirst := len(b), first
 			b = appendKey(b, f, &first)
 			var ok bool
-			if b, ok = appendValue(b, f, fv); !ok {
+			if b, ok = appendValue(b, f, fv, sh); !ok {
 				b, first = b[:mark], wasFirst
 			}
 		case f.optional:
 			if !fv.IsNil() {
 				b = appendKey(b, f, &first)
-				b = appendScalar(b, f.fd, fv.Elem())
+				b = appendScalarOrShape(b, f.fd, fv.Elem(), sh)
 			} else if f.emitZero {
 				b = appendKey(b, f, &first)
-				b = appendZero(b, f.fd)
+				b = appendZeroOrShape(b, f.fd, sh)
 			}
 		default:
 			if !isZeroScalar(f.fd, fv) {
 				b = appendKey(b, f, &first)
-				b = appendScalar(b, f.fd, fv)
+				b = appendScalarOrShape(b, f.fd, fv, sh)
 			} else if f.emitZero {
 				b = appendKey(b, f, &first)
-				b = appendZero(b, f.fd)
+				b = appendZeroOrShape(b, f.fd, sh)
 			}
 		}
 	}
 	return append(b, '}')
+}
+
+func appendScalarOrShape(b []byte, fd protoreflect.FieldDescriptor, v reflect.Value, sh *shaper) []byte {
+	if sh != nil {
+		return sh.scalar(b, fd, v)
+	}
+	return appendScalar(b, fd, v)
+}
+
+func appendZeroOrShape(b []byte, fd protoreflect.FieldDescriptor, sh *shaper) []byte {
+	if sh != nil {
+		return sh.zero(b, fd)
+	}
+	return appendZero(b, fd)
 }
 
 func appendKey(b []byte, f *fieldPlan, first *bool) []byte {
@@ -129,7 +220,7 @@ func isZeroScalar(fd protoreflect.FieldDescriptor, v reflect.Value) bool {
 	return v.IsZero()
 }
 
-func appendMap(b []byte, f *fieldPlan, mv reflect.Value) []byte {
+func appendMap(b []byte, f *fieldPlan, mv reflect.Value, sh *shaper) []byte {
 	b = append(b, '{')
 	if f.stringMap { // labels, annotations, data, quantities: no reflect
 		mm := mv.Interface().(map[string]string)
@@ -144,7 +235,11 @@ func appendMap(b []byte, f *fieldPlan, mv reflect.Value) []byte {
 			}
 			b = appendString(b, k)
 			b = append(b, ':')
-			b = appendString(b, mm[k])
+			if sh != nil {
+				b = append(b, 's')
+			} else {
+				b = appendString(b, mm[k])
+			}
 		}
 		return append(b, '}')
 	}
@@ -159,8 +254,12 @@ func appendMap(b []byte, f *fieldPlan, mv reflect.Value) []byte {
 		b = appendString(b, mapKeyString(k))
 		b = append(b, ':')
 		var ok bool
-		if b, ok = appendValue(b, f, mv.MapIndex(k)); !ok {
-			b = append(b, "null"...)
+		if b, ok = appendValue(b, f, mv.MapIndex(k), sh); !ok {
+			if sh != nil {
+				b = append(b, 'n')
+			} else {
+				b = append(b, "null"...)
+			}
 		}
 	}
 	return append(b, '}')
@@ -181,34 +280,47 @@ func mapKeyString(k reflect.Value) string {
 }
 
 // appendValue appends one value of f (the field's, a list's element, a
-// map's value); ok is false, and nothing appended, for a value that is
-// left out.
-func appendValue(b []byte, f *fieldPlan, v reflect.Value) ([]byte, bool) {
+// map's value), or with sh its shape; ok is false, and nothing appended,
+// for a value that is left out.
+func appendValue(b []byte, f *fieldPlan, v reflect.Value, sh *shaper) ([]byte, bool) {
 	switch f.kind {
 	case messageKind:
 		if v.IsNil() { // a nil element of a list
 			return append(b, "{}"...), true
 		}
-		return appendStruct(b, f.msg, v.Elem()), true
+		return appendStruct(b, f.msg, v.Elem(), sh), true
 	case intOrStringKind:
 		switch x := v.Interface().(*metav1.IntOrString).GetValue().(type) {
 		case *metav1.IntOrString_StrVal:
+			if sh != nil {
+				return append(b, 's'), true
+			}
 			return appendString(b, x.StrVal), true
 		case *metav1.IntOrString_IntVal:
+			if sh != nil {
+				return append(b, '0'), true
+			}
 			return strconv.AppendInt(b, int64(x.IntVal), 10), true
 		}
 		return b, false
 	case timestampKind:
+		if sh != nil {
+			return append(b, 's'), true
+		}
 		ts := v.Interface().(*timestamppb.Timestamp)
 		return appendTime(b, time.Unix(ts.GetSeconds(), int64(ts.GetNanos())), f.micro), true
 	case fieldsV1Kind:
+		if sh != nil {
+			sh.refused = true
+			return b, true
+		}
 		raw := v.Interface().(*metav1.FieldsV1).GetRaw()
 		if len(raw) == 0 {
 			return append(b, "{}"...), true
 		}
 		return appendCompact(b, raw)
 	}
-	return appendScalar(b, f.vd, v), true
+	return appendScalarOrShape(b, f.vd, v, sh), true
 }
 
 // appendTime writes t as FormatTime does.

@@ -9,6 +9,7 @@ import (
 
 	"skiff.dev/internal/apierrors"
 	"skiff.dev/internal/kinds"
+	"skiff.dev/internal/manifest"
 	"skiff.dev/internal/object"
 	metav1 "skiff.dev/proto/meta/v1"
 	"skiff.dev/services/apiserver/patch"
@@ -39,14 +40,13 @@ import (
 // replaces, as JSON). A failure to track is logged and the write goes on,
 // as kube-apiserver's.
 func (h *Handler) tracked(p *patch.Patcher, k *kinds.Kind, name string, old []byte, in proto.Message, manager string, now time.Time) (proto.Message, error) {
-	next := encodeJSON(in)
 	shape, remember := "", false
 	if name == "Create" {
-		if shape, remember = shapeKey(k, in, next); remember && h.creates.get(shape, in, k, manager, now) {
+		if shape, remember = shapeKey(k, in); remember && h.creates.get(shape, in, k, manager, now) {
 			return in, nil
 		}
 	}
-	next, ok, err := h.track(p, k, old, next, manager, "", now)
+	next, ok, err := h.track(p, k, old, encodeJSON(in), manager, "", now)
 	if err != nil {
 		return nil, err
 	}
@@ -83,9 +83,10 @@ type createShape struct {
 	none     bool
 }
 
-// shapeKey is the cache key of a create of k with JSON b; ok is false when
-// the object is not one the cache answers for.
-func shapeKey(k *kinds.Kind, in proto.Message, b []byte) (string, bool) {
+// shapeKey is the cache key of a create of k: the kind and the shape of
+// in's JSON (manifest.AppendJSONShape, which does not write the JSON);
+// ok is false when the object is not one the cache answers for.
+func shapeKey(k *kinds.Kind, in proto.Message) (string, bool) {
 	o, ok := in.(object.Object)
 	if !ok {
 		return "", false
@@ -100,7 +101,10 @@ func shapeKey(k *kinds.Kind, in proto.Message, b []byte) (string, bool) {
 	key := make([]byte, 0, 256)
 	key = append(key, k.GVK()...)
 	key = append(key, 0)
-	key, ok = appendShape(key, b)
+	n := len(key)
+	if key, ok = manifest.AppendJSONShape(key, in); !ok {
+		key, ok = manifest.AppendShapeOfJSON(key[:n], encodeJSON(in))
+	}
 	if !ok || len(key) > maxShape {
 		return "", false
 	}
@@ -170,105 +174,4 @@ func (c *createShapes) put(key string, tracked proto.Message, k *kinds.Kind, man
 	}
 	c.m[key] = s
 	c.bytes += len(key) + len(s.fieldsV1)
-}
-
-// appendShape appends the shape of the JSON value b to dst: its
-// structure and object keys as they are, the items of arrays whole, and
-// each scalar outside an array as one byte of its type (s, n, t, f, z).
-// ok is false for JSON it does not follow (b is the codec's compact
-// output, never anything else).
-func appendShape(dst, b []byte) ([]byte, bool) {
-	// Each open container: whether it is an array; for an object,
-	// whether the next string is a key.
-	var stack []byte // 'a' array, 'k' object expecting a key, 'v' object expecting a value
-	inArray := 0
-	for i := 0; i < len(b); {
-		c := b[i]
-		switch c {
-		case '{':
-			stack = append(stack, 'k')
-			dst = append(dst, c)
-			i++
-			continue
-		case '[':
-			stack = append(stack, 'a')
-			inArray++
-			dst = append(dst, c)
-			i++
-			continue
-		case '}', ']':
-			if len(stack) == 0 {
-				return dst, false
-			}
-			if stack[len(stack)-1] == 'a' {
-				inArray--
-			}
-			stack = stack[:len(stack)-1]
-			dst = append(dst, c)
-			i++
-			continue
-		case ':':
-			if len(stack) == 0 || stack[len(stack)-1] != 'v' {
-				return dst, false
-			}
-			dst = append(dst, c)
-			i++
-			continue
-		case ',':
-			if len(stack) > 0 && stack[len(stack)-1] == 'v' {
-				stack[len(stack)-1] = 'k'
-			}
-			dst = append(dst, c)
-			i++
-			continue
-		case ' ', '\n', '\t', '\r':
-			i++
-			continue
-		}
-		// A scalar: a string or a literal.
-		end := i + 1
-		if c == '"' {
-			for end < len(b) && b[end] != '"' {
-				if b[end] == '\\' {
-					end++
-				}
-				end++
-			}
-			if end >= len(b) {
-				return dst, false
-			}
-			end++
-		} else {
-			for end < len(b) && !isDelimiter(b[end]) {
-				end++
-			}
-		}
-		key := len(stack) > 0 && stack[len(stack)-1] == 'k'
-		switch {
-		case key:
-			if c != '"' {
-				return dst, false
-			}
-			stack[len(stack)-1] = 'v'
-			dst = append(dst, b[i:end]...)
-		case inArray > 0:
-			dst = append(dst, b[i:end]...)
-		case c == '"':
-			dst = append(dst, 's')
-		case c == 't' || c == 'f' || c == 'n':
-			dst = append(dst, c) // true, false, null
-		default:
-			dst = append(dst, '0') // a number
-		}
-		i = end
-	}
-	return dst, len(stack) == 0
-}
-
-func isDelimiter(c byte) bool {
-	switch c {
-	case ',', '}', ']', ':', ' ', '\n', '\t', '\r':
-		return true
-	}
-	return false
 }

@@ -14,46 +14,6 @@ import (
 	"skiff.dev/internal/object"
 )
 
-func TestAppendShape(t *testing.T) {
-	shape := func(s string) string {
-		t.Helper()
-		b, ok := appendShape(nil, []byte(s))
-		if !ok {
-			t.Fatalf("appendShape(%s) refused", s)
-		}
-		return string(b)
-	}
-	same := [][2]string{
-		{`{"a":"x","b":1,"c":true,"d":null}`, `{"a":"a longer \"quoted\" value","b":-2.5e3,"c":true,"d":null}`},
-		{`{"m":{"k1":"v1"},"l":["x",{"n":1}]}`, `{"m":{"k1":"other"},"l":["x",{"n":1}]}`},
-	}
-	for _, c := range same {
-		if a, b := shape(c[0]), shape(c[1]); a != b {
-			t.Errorf("%s and %s: shapes %s and %s, want the same", c[0], c[1], a, b)
-		}
-	}
-	differ := [][2]string{
-		{`{"a":"x"}`, `{"b":"x"}`},               // another key
-		{`{"m":{"k1":"v"}}`, `{"m":{"k2":"v"}}`}, // another map key
-		{`{"l":["x"]}`, `{"l":["y"]}`},           // another list item
-		{`{"l":[{"name":"a"}]}`, `{"l":[{"name":"b"}]}`},
-		{`{"a":"1"}`, `{"a":1}`}, // another type
-		{`{"a":true}`, `{"a":false}`},
-		{`{"a":{}}`, `{"a":[]}`},
-		{`{"a":"x","b":"y"}`, `{"a":"x"}`},
-	}
-	for _, c := range differ {
-		if a, b := shape(c[0]), shape(c[1]); a == b {
-			t.Errorf("%s and %s: the same shape %s", c[0], c[1], a)
-		}
-	}
-	for _, bad := range []string{`{"a":"x"`, `{"a":"x}`, `]`, `{1:2}`} {
-		if _, ok := appendShape(nil, []byte(bad)); ok {
-			t.Errorf("appendShape(%s) took it", bad)
-		}
-	}
-}
-
 // TestCreateFieldsByShape: a create whose shape was tracked before gets,
 // from the cache, the very object the field manager would have made:
 // the same managedFields (one entry for its manager, the same fieldsV1)
