@@ -244,6 +244,28 @@ func (dc *drainCluster) drain(deps drainDeps, args ...string) result {
 	return result{out: out.String(), err: errw.String(), code: code}
 }
 
+// drainUntilARetryWaits starts drain n1 --ignore-daemonsets on a fake
+// clock and returns once a refused eviction waits on it to be retried
+// (step it by evictRetryDelay), with the channel that has the drain's
+// result at its end.
+func (dc *drainCluster) drainUntilARetryWaits(t *testing.T) (*workqueue.FakeClock, <-chan result) {
+	t.Helper()
+	clk := workqueue.NewFakeClock(time.Now())
+	done := make(chan result, 1)
+	go func() { done <- dc.drain(drainDeps{clock: clk}, "n1", "--ignore-daemonsets") }()
+	wctx, cancel := context.WithTimeout(dc.env.Ctx, 30*time.Second)
+	defer cancel()
+	if err := clk.BlockUntilWaiters(wctx, 1); err != nil {
+		select {
+		case r := <-done:
+			t.Fatalf("no eviction waits to be retried; drain ended: exit %d\n%s%s", r.code, r.out, r.err)
+		default:
+			t.Fatalf("no eviction waits to be retried: %v", err)
+		}
+	}
+	return clk, done
+}
+
 // podNames are the names of the pods left (sorted), those being deleted
 // marked with a "~".
 func (dc *drainCluster) podNames() []string {
@@ -416,19 +438,7 @@ func TestDrainEvictsWithinTheBudget(t *testing.T) {
 	allow := webBudget(t, dc)
 	allow(1)
 
-	clk := workqueue.NewFakeClock(time.Now())
-	done := make(chan result, 1)
-	go func() { done <- dc.drain(drainDeps{clock: clk}, "n1", "--ignore-daemonsets") }()
-	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	if err := clk.BlockUntilWaiters(wctx, 1); err != nil {
-		select {
-		case r := <-done:
-			t.Fatalf("no eviction waits to be retried; drain ended: exit %d\n%s%s", r.code, r.out, r.err)
-		default:
-			t.Fatalf("no eviction waits to be retried: %v", err)
-		}
-	}
+	clk, done := dc.drainUntilARetryWaits(t)
 	cur, err := pdbs.Get(ctx, "default", "web")
 	if err != nil {
 		t.Fatal(err)
@@ -472,19 +482,7 @@ func TestDrainWithTheDisruptionController(t *testing.T) {
 	}
 	dc.env.Await(30*time.Second, "the disruption controller allows one disruption of 3 healthy", allows(1))
 
-	clk := workqueue.NewFakeClock(time.Now())
-	done := make(chan result, 1)
-	go func() { done <- dc.drain(drainDeps{clock: clk}, "n1", "--ignore-daemonsets") }()
-	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	if err := clk.BlockUntilWaiters(wctx, 1); err != nil {
-		select {
-		case r := <-done:
-			t.Fatalf("no eviction was refused; drain ended: exit %d\n%s%s", r.code, r.out, r.err)
-		default:
-			t.Fatalf("no eviction waits to be retried: %v", err)
-		}
-	}
+	clk, done := dc.drainUntilARetryWaits(t)
 	// The refused eviction is retried once the controller has seen the
 	// replacement Ready.
 	dc.env.Await(30*time.Second, "the disruption controller allows one again", allows(1))
