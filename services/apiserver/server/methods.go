@@ -19,7 +19,8 @@ import (
 // in-process: the HTTP API (package httpapi) serves Kubernetes' REST
 // requests by calling the same methods, through the same chain
 // (authentication, fairness, authorization, audit, metrics), as a gRPC
-// client's call does.
+// client's call does. A call hands its request message to the method
+// (handOver): its nested messages, lists and maps become the method's.
 type Methods struct {
 	chain  *Chain
 	mu     sync.RWMutex
