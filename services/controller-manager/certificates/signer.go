@@ -90,7 +90,7 @@ func (ca *CA) current() (*x509.Certificate, crypto.Signer, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("--cluster-signing-key-file %s: %w", ca.keyFile, err)
 	}
-	if pub, ok := key.Public().(interface{ Equal(crypto.PublicKey) bool }); !ok || !pub.Equal(cert.PublicKey) {
+	if !pki.KeyMatches(cert, key) {
 		return nil, nil, fmt.Errorf("--cluster-signing-key-file %s is not the key of --cluster-signing-cert-file %s", ca.keyFile, ca.certFile)
 	}
 	ca.Cert, ca.Key, ca.certPEM, ca.keyPEM = cert, key, certPEM, keyPEM

@@ -117,7 +117,7 @@ func LoadCA(dir string) (*CA, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !publicKeyMatches(cert, key) {
+	if !KeyMatches(cert, key) {
 		return nil, fmt.Errorf("pki %s: %s does not belong to %s", dir, CAKeyFile, CACertFile)
 	}
 	return &CA{Cert: cert, CertPEM: certPEM, Key: key}, nil
@@ -228,7 +228,8 @@ func serial() *big.Int {
 	return n
 }
 
-func publicKeyMatches(cert *x509.Certificate, key crypto.Signer) bool {
+// KeyMatches says whether key is the private key of cert's public key.
+func KeyMatches(cert *x509.Certificate, key crypto.Signer) bool {
 	pub, ok := key.Public().(interface{ Equal(crypto.PublicKey) bool })
 	return ok && pub.Equal(cert.PublicKey)
 }
