@@ -514,8 +514,21 @@ func TestRenewWhileServing(t *testing.T) {
 	if err := pin([][]byte{cur.Certificate[0]}, nil); err != nil {
 		t.Errorf("the loopback refuses the renewed certificate: %v", err)
 	}
+	// A loopback handshake under way while the certificate is renewed:
+	// the server showed the one it replaced, which the pin still takes
+	// (it failed the apiserver's start when a renewal came then).
+	if err := pin([][]byte{first.Raw}, nil); err != nil {
+		t.Errorf("the loopback refuses the certificate the renewal just replaced: %v", err)
+	}
+	// Renewed once more, the first is no longer the apiserver's.
+	if renewed, err := m.Renew(cur.Leaf.NotAfter.Add(-10 * 24 * time.Hour)); err != nil || !slices.Contains(renewed, ServingName) {
+		t.Fatalf("renewing again: %v, %v", renewed, err)
+	}
 	if err := pin([][]byte{first.Raw}, nil); err == nil {
-		t.Error("the loopback still trusts the replaced certificate")
+		t.Error("the loopback still trusts a certificate replaced two renewals ago")
+	}
+	if err := pin([][]byte{cur.Certificate[0]}, nil); err != nil {
+		t.Errorf("the loopback refuses the certificate the second renewal just replaced: %v", err)
 	}
 	client, err := m.NodeAgentTLS().GetClientCertificate(nil)
 	if err != nil || client.Leaf == nil || client.Leaf.Equal(m.NodeAgentClient.Leaf) {

@@ -58,6 +58,9 @@ type issued struct {
 	name  string
 	issue func(now time.Time) (tls.Certificate, error)
 	cur   atomic.Pointer[tls.Certificate]
+	// prev is the certificate the last renewal replaced: a handshake
+	// under way then may have been shown it.
+	prev atomic.Pointer[tls.Certificate]
 }
 
 // issue issues (or keeps, when the files still cover it) the certificate
@@ -104,6 +107,7 @@ func (m *Material) Renew(now time.Time) (renewed []string, err error) {
 			return renewed, fmt.Errorf("renewing %s: %w", c.name, err)
 		}
 		if !bytes.Equal(pair.Certificate[0], old.Certificate[0]) {
+			c.prev.Store(old)
 			c.cur.Store(&pair)
 			renewed = append(renewed, c.name)
 		}
@@ -117,6 +121,21 @@ func (m *Material) current() *tls.Certificate {
 		return m.serving.cur.Load()
 	}
 	return &m.Serving
+}
+
+// ownServing says whether der is the apiserver's serving certificate:
+// the current one or, issued by the apiserver, the one its last renewal
+// replaced (the server may have shown it in a handshake the renewal
+// overtook: the loopback then failed, and with it the apiserver's start).
+func (m *Material) ownServing(der []byte) bool {
+	if bytes.Equal(der, m.current().Certificate[0]) {
+		return true
+	}
+	if m.serving == nil {
+		return false
+	}
+	prev := m.serving.prev.Load()
+	return prev != nil && bytes.Equal(der, prev.Certificate[0])
 }
 
 // PKIDirIn is the directory of the apiserver's CA and certificates.
@@ -257,7 +276,7 @@ func (m *Material) LoopbackTLS() *tls.Config {
 		MinVersion:         tls.VersionTLS13,
 		InsecureSkipVerify: true, // replaced by the pin below
 		VerifyPeerCertificate: func(raw [][]byte, _ [][]*x509.Certificate) error {
-			if len(raw) == 0 || !bytes.Equal(raw[0], m.current().Certificate[0]) {
+			if len(raw) == 0 || !m.ownServing(raw[0]) {
 				return errors.New("loopback: the server's certificate is not the apiserver's own")
 			}
 			return nil
