@@ -31,23 +31,37 @@ func MarshalJSON(msg proto.Message) []byte {
 // message without a generated Go struct goes through Encode, its fields
 // sorted by name.)
 func AppendJSON(b []byte, msg proto.Message) []byte {
-	if msg == nil {
-		return append(b, "{}"...)
-	}
-	m := msg.ProtoReflect()
-	p := planOf(m.Descriptor())
-	v := reflect.ValueOf(m.Interface())
-	if !p.fast || v.Type() != reflect.PointerTo(p.goType) {
+	p, sv, fast := planned(msg)
+	switch {
+	case !fast:
 		out, err := json.Marshal(Encode(msg))
 		if err != nil { // a generic tree holds only JSON values
 			panic(err)
 		}
 		return append(b, out...)
-	}
-	if v.IsNil() {
+	case p == nil:
 		return append(b, "{}"...)
 	}
-	return appendStruct(b, p, v.Elem(), nil)
+	return appendStruct(b, p, sv, nil)
+}
+
+// planned is msg's plan and generated struct, for appendStruct; fast is
+// false for a message without a generated Go struct (Encode's), and p nil
+// for a nil message (written {}).
+func planned(msg proto.Message) (p *plan, sv reflect.Value, fast bool) {
+	if msg == nil {
+		return nil, sv, true
+	}
+	m := msg.ProtoReflect()
+	p = planOf(m.Descriptor())
+	v := reflect.ValueOf(m.Interface())
+	if !p.fast || v.Type() != reflect.PointerTo(p.goType) {
+		return nil, sv, false
+	}
+	if v.IsNil() {
+		return nil, sv, true
+	}
+	return p, v.Elem(), true
 }
 
 // AppendJSONShape appends the shape of msg's JSON (AppendJSON's bytes)
@@ -58,20 +72,15 @@ func AppendJSON(b []byte, msg proto.Message) []byte {
 // managed field entry's fieldsV1): take AppendShapeOfJSON of AppendJSON's
 // bytes then.
 func AppendJSONShape(b []byte, msg proto.Message) (_ []byte, ok bool) {
-	if msg == nil {
-		return append(b, "{}"...), true
-	}
-	m := msg.ProtoReflect()
-	p := planOf(m.Descriptor())
-	v := reflect.ValueOf(m.Interface())
-	if !p.fast || v.Type() != reflect.PointerTo(p.goType) {
+	p, sv, fast := planned(msg)
+	switch {
+	case !fast:
 		return b, false
-	}
-	if v.IsNil() {
+	case p == nil:
 		return append(b, "{}"...), true
 	}
 	sh := &shaper{}
-	out := appendStruct(b, p, v.Elem(), sh)
+	out := appendStruct(b, p, sv, sh)
 	if sh.refused {
 		return b, false
 	}
